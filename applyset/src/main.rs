@@ -1,1 +1,22 @@
-fn main() {}
+//! The `applyset` binary: thin entry point; every command lives in `commands/`.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use applyset::cli::{Cli, Command};
+use applyset::commands;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        Command::Patch(args) => commands::patch::run(args),
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {err}");
+            ExitCode::from(err.exit_code())
+        }
+    }
+}

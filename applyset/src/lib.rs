@@ -1,0 +1,5 @@
+//! The `applyset` operator and its command-line tools.
+
+pub mod cli;
+pub mod commands;
+pub mod document;

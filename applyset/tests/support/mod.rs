@@ -1,0 +1,275 @@
+//! Test support: a real Kubernetes v1.33 control plane and a fresh namespace
+//! per test.
+//!
+//! The control plane is the one `scripts/control-plane up` runs (etcd,
+//! kube-apiserver, kube-controller-manager); it is started, or attached to
+//! when already up, once per test binary and left running for the next one.
+//! Set `APPLYSET_TEST_KUBECONFIG` to a kubeconfig path (or to `1` to use
+//! `$KUBECONFIG`) to run the tests against another cluster instead; a
+//! developer's `$KUBECONFIG` is never used unless asked for that way.
+
+// Each test binary includes this module and uses a different part of it.
+#![allow(dead_code)]
+
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow, bail};
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{DeleteParams, ObjectMeta, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Api, Client, Config};
+
+/// Label on every namespace the tests create, to find leftovers.
+pub const TEST_NAMESPACE_LABEL: &str = "applyset.test/namespace";
+
+/// How long the namespace guard waits for the apiserver when deleting.
+const CLEANUP_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The cluster the tests of this binary run against.
+pub struct ControlPlane {
+    /// Admin kubeconfig (system:masters).
+    pub kubeconfig: PathBuf,
+}
+
+/// Starts the control plane, or attaches to it, on first use. A failure to
+/// start is returned (with the script's output) to every test, so each one
+/// fails with the reason instead of being skipped.
+pub fn control_plane() -> Result<&'static ControlPlane> {
+    static CONTROL_PLANE: OnceLock<std::result::Result<ControlPlane, String>> = OnceLock::new();
+    CONTROL_PLANE
+        .get_or_init(|| start_or_attach().map_err(|error| format!("{error:#}")))
+        .as_ref()
+        .map_err(|error| anyhow!("the test control plane is not available: {error}"))
+}
+
+fn start_or_attach() -> Result<ControlPlane> {
+    if let Ok(requested) = std::env::var("APPLYSET_TEST_KUBECONFIG") {
+        if !requested.is_empty() {
+            let kubeconfig = if requested == "1" {
+                std::env::var("KUBECONFIG")
+                    .context("APPLYSET_TEST_KUBECONFIG=1 asks for $KUBECONFIG, which is not set")?
+            } else {
+                requested
+            };
+            return Ok(ControlPlane { kubeconfig: kubeconfig.into() });
+        }
+    }
+
+    let script = repo_root().join("scripts/control-plane");
+    let output = Command::new(&script)
+        .arg("up")
+        .output()
+        .with_context(|| format!("could not run {}", script.display()))?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if !output.status.success() {
+        bail!("`{} up` failed ({}):\n{stderr}{stdout}", script.display(), output.status);
+    }
+    let kubeconfig = stdout
+        .lines()
+        .last()
+        .and_then(|line| line.strip_prefix("KUBECONFIG="))
+        .ok_or_else(|| anyhow!("`{} up` did not end with a KUBECONFIG= line:\n{stderr}{stdout}", script.display()))?;
+    Ok(ControlPlane { kubeconfig: kubeconfig.into() })
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the applyset package lives in the workspace root")
+        .to_path_buf()
+}
+
+/// A kube client for the kubeconfig's current context.
+pub async fn client_for(kubeconfig: &Path) -> Result<Client> {
+    let kubeconfig_file = Kubeconfig::read_from(kubeconfig)
+        .with_context(|| format!("reading kubeconfig {}", kubeconfig.display()))?;
+    let config = Config::from_custom_kubeconfig(kubeconfig_file, &KubeConfigOptions::default())
+        .await
+        .with_context(|| format!("loading kubeconfig {}", kubeconfig.display()))?;
+    Client::try_from(config).context("building a kube client")
+}
+
+/// The real `kubectl` v1.33: `$APPLYSET_TEST_KUBECTL`, else `kubectl.1.33`
+/// next to the `kubectl` on PATH (the machine ships one per minor version).
+pub fn kubectl_path() -> Result<PathBuf> {
+    if let Ok(path) = std::env::var("APPLYSET_TEST_KUBECTL") {
+        return Ok(path.into());
+    }
+    let kubectl = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .map(|dir| dir.join("kubectl"))
+        .find(|candidate| candidate.is_file())
+        .context("no kubectl on PATH (expected kubectl.1.33 beside it)")?;
+    let versioned = std::fs::canonicalize(&kubectl)?
+        .parent()
+        .context("kubectl has no parent directory")?
+        .join("kubectl.1.33");
+    if !versioned.is_file() {
+        bail!("{} does not exist (looked beside {})", versioned.display(), kubectl.display());
+    }
+    Ok(versioned)
+}
+
+/// `kubectl.1.33` with `kubeconfig` and `namespace`.
+pub fn kubectl(kubeconfig: &Path, namespace: &str) -> Result<Command> {
+    let mut command = Command::new(kubectl_path()?);
+    command.arg("--kubeconfig").arg(kubeconfig).arg("--namespace").arg(namespace);
+    Ok(command)
+}
+
+/// What a finished command said.
+#[derive(Debug)]
+pub struct CommandOutput {
+    pub command: String,
+    pub success: bool,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl CommandOutput {
+    pub fn success_stdout(self) -> Result<String> {
+        if !self.success {
+            bail!("`{}` failed:\n{}{}", self.command, self.stderr, self.stdout);
+        }
+        Ok(self.stdout)
+    }
+}
+
+/// Runs `command` to completion, feeding it `stdin` when given.
+pub fn run(command: &mut Command, stdin: Option<&str>) -> Result<CommandOutput> {
+    use std::io::Write;
+    use std::process::Stdio;
+
+    let description = format!("{command:?}");
+    command.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() });
+    command.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = command.spawn().with_context(|| format!("could not start {description}"))?;
+    if let Some(input) = stdin {
+        // Dropping the handle at the end of the statement closes the pipe.
+        child.stdin.take().expect("stdin is piped").write_all(input.as_bytes())?;
+    }
+    let output = child.wait_with_output()?;
+    Ok(CommandOutput {
+        command: description,
+        success: output.status.success(),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    })
+}
+
+/// A namespace of its own for one test, deleted when dropped.
+pub struct TestNamespace {
+    /// Admin client.
+    pub client: Client,
+    pub name: String,
+    pub kubeconfig: PathBuf,
+}
+
+impl TestNamespace {
+    /// Creates `applyset-test-<prefix>-<random>` on the test control plane.
+    pub async fn create(prefix: &str) -> Result<Self> {
+        let kubeconfig = control_plane()?.kubeconfig.clone();
+        let client = client_for(&kubeconfig).await?;
+        let name = format!("applyset-test-{prefix}-{}", random_suffix());
+        let namespace = Namespace {
+            metadata: ObjectMeta {
+                name: Some(name.clone()),
+                labels: Some([(TEST_NAMESPACE_LABEL.to_owned(), "true".to_owned())].into()),
+                ..ObjectMeta::default()
+            },
+            ..Namespace::default()
+        };
+        Api::<Namespace>::all(client.clone())
+            .create(&PostParams::default(), &namespace)
+            .await
+            .with_context(|| format!("creating namespace {name}"))?;
+        Ok(Self { client, name, kubeconfig })
+    }
+
+    /// `kubectl.1.33` with the admin kubeconfig and this namespace.
+    pub fn kubectl(&self) -> Result<Command> {
+        kubectl(&self.kubeconfig, &self.name)
+    }
+
+    /// Runs admin kubectl with `args` (and `stdin`), failing with its
+    /// stderr unless it succeeds; returns its stdout.
+    pub fn kubectl_ok(&self, args: &[&str], stdin: Option<&str>) -> Result<String> {
+        run(self.kubectl()?.args(args), stdin)?.success_stdout()
+    }
+
+    /// Writes a kubeconfig for the same cluster that authenticates with
+    /// `token` only (no client certificate), for kubectl and kube clients.
+    pub fn token_kubeconfig(&self, token: &str, file_name: &str) -> Result<PathBuf> {
+        let admin = Kubeconfig::read_from(&self.kubeconfig)?;
+        let mut kubeconfig = serde_json::to_value(&admin)?;
+        kubeconfig["users"] = serde_json::json!([{ "name": "token", "user": { "token": token } }]);
+        for context in kubeconfig["contexts"].as_array_mut().into_iter().flatten() {
+            context["context"]["user"] = "token".into();
+        }
+        let path = std::env::temp_dir().join(format!("{}-{file_name}.kubeconfig", self.name));
+        // JSON is YAML, so kubectl reads it as it is.
+        std::fs::write(&path, serde_json::to_vec_pretty(&kubeconfig)?)?;
+        Ok(path)
+    }
+}
+
+impl Drop for TestNamespace {
+    fn drop(&mut self) {
+        // Drop cannot await, and blocking inside the test's runtime would
+        // stall it, so the deletion runs on a runtime of its own.
+        let name = self.name.clone();
+        let kubeconfig = self.kubeconfig.clone();
+        let deletion = std::thread::spawn(move || -> Result<()> {
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+            runtime.block_on(async {
+                let client = client_for(&kubeconfig).await?;
+                let namespaces = Api::<Namespace>::all(client);
+                match tokio::time::timeout(CLEANUP_TIMEOUT, namespaces.delete(&name, &DeleteParams::background())).await {
+                    Err(_) => bail!("timed out after {CLEANUP_TIMEOUT:?}"),
+                    Ok(Err(kube::Error::Api(status))) if status.code == 404 => Ok(()),
+                    Ok(result) => result.map(|_| ()).map_err(Into::into),
+                }
+            })
+        });
+        match deletion.join() {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => eprintln!("warning: could not delete test namespace {}: {error:#}", self.name),
+            Err(_) => eprintln!("warning: deleting test namespace {} panicked", self.name),
+        }
+    }
+}
+
+/// A DNS-label-safe suffix unique within this run and unlikely to repeat
+/// across runs (std's RandomState is seeded randomly per process).
+pub fn random_suffix() -> String {
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    let mut hasher = RandomState::new().build_hasher();
+    hasher.write_u32(COUNTER.fetch_add(1, Ordering::Relaxed));
+    hasher.write_u32(std::process::id());
+    format!("{:08x}", hasher.finish() as u32)
+}
+
+/// Polls `check` every 250 ms until it returns `Some`, or fails after
+/// `timeout` saying what was awaited.
+pub async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<Option<T>>>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(value) = check().await? {
+            return Ok(value);
+        }
+        if Instant::now() >= deadline {
+            bail!("timed out after {timeout:?} waiting for {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}

@@ -53,6 +53,10 @@ pub enum Error {
     Conflict { patch: String, changed: String },
     #[error("precondition failed for: {0}")]
     PreconditionFailed(String),
+    /// An OpenAPI document that cannot serve patch metadata (unknown version, malformed v2
+    /// model, unknown schema name).
+    #[error("OpenAPI: {0}")]
+    OpenApi(String),
     /// Input nested deeper than the engine accepts (see [`crate::value::MAX_DEPTH`]).
     #[error("document nests deeper than {0} levels")]
     TooDeep(usize),

@@ -57,6 +57,9 @@ pub enum Error {
     /// model, unknown schema name).
     #[error("OpenAPI: {0}")]
     OpenApi(String),
+    /// Any other upstream `fmt.Errorf` text (e.g. the conflict check's malformed-list errors).
+    #[error("{0}")]
+    Invalid(String),
     /// Input nested deeper than the engine accepts (see [`crate::value::MAX_DEPTH`]).
     #[error("document nests deeper than {0} levels")]
     TooDeep(usize),

@@ -1,12 +1,44 @@
-//! Strategic merge patch: creation (two-way, three-way) and application.
+//! Strategic merge patch: creation (two-way, three-way) and application, as kubectl and the
+//! API server compute them (spec §3–§7).
+//!
+//! * [`diff`]: the patch from one document to another (§4);
+//! * [`apply`]: merging a patch into a document, or two patches into one (§6);
+//! * [`order`]: the ordering of merged lists and the Go slice effects it depends on (§7);
+//! * [`conflict`]: the `--overwrite=false` check (§5 step 6);
+//! * [`gosort`] and [`keys`]: Go's sort and Go's notions of equality, which the results
+//!   depend on.
+//!
+//! Every input is checked against [`MAX_DEPTH`] before any recursion, so documents built in
+//! code (not only parsed ones) cannot overflow the stack.
 
-use crate::{Result, Schema, Value};
+mod apply;
+mod conflict;
+mod diff;
+pub mod gosort;
+mod keys;
+mod order;
+
+use apply::{MergeOptions, merge_map};
+use diff::{DiffOptions, diff_maps};
+use keys::{TypedKey, go_v_lists};
+
+use crate::error::{Error, Result};
+use crate::meta::Schema;
+use crate::value::{MAX_DEPTH, Map, Value};
+
+pub(crate) const DIRECTIVE_MARKER: &str = "$patch";
+pub(crate) const RETAIN_KEYS_DIRECTIVE: &str = "$retainKeys";
+pub(crate) const DELETE_FROM_PRIMITIVE_LIST_PREFIX: &str = "$deleteFromPrimitiveList";
+pub(crate) const SET_ELEMENT_ORDER_PREFIX: &str = "$setElementOrder";
 
 /// Two-way patch from `original` to `modified` (upstream `CreateTwoWayMergePatch`), with
-/// `$setElementOrder` generation on. Both documents must be objects.
+/// `$setElementOrder` generation on. Both documents must be objects (`null` counts as `{}`,
+/// as it does for Go's decoder).
 pub fn create_two_way_merge_patch(original: &Value, modified: &Value, schema: &dyn Schema) -> Result<Value> {
-    let _ = (original, modified, schema);
-    todo!("strategic merge engine")
+    let mut original = document(original)?;
+    let modified = document_ref(modified)?;
+    let opts = DiffOptions { changes: true, deletions: true, set_order: true, retain_keys: false };
+    Ok(Value::Object(diff_maps(&mut original, &modified, schema, opts)?))
 }
 
 /// Three-way patch (upstream `CreateThreeWayMergePatch`): `original` is the last-applied
@@ -20,13 +52,116 @@ pub fn create_three_way_merge_patch(
     schema: &dyn Schema,
     overwrite: bool,
 ) -> Result<Value> {
-    let _ = (original, modified, current, schema, overwrite);
-    todo!("strategic merge engine")
+    let mut original = document(original)?;
+    let modified = document_ref(modified)?;
+    let mut current = document(current)?;
+
+    // Additions and changes from the live object (nothing the live object has extra is removed)…
+    let delta_opts = DiffOptions { changes: true, deletions: false, set_order: true, retain_keys: false };
+    let delta = diff_maps(&mut current, &modified, schema, delta_opts)?;
+    // …plus deletions of what the last-applied configuration had and the manifest dropped.
+    let deletion_opts = DiffOptions { changes: false, deletions: true, set_order: true, retain_keys: false };
+    let deletions = diff_maps(&mut original, &modified, schema, deletion_opts)?;
+    let patch = merge_map(deletions, delta, schema, MergeOptions::MERGE_PATCHES)?;
+
+    if !overwrite {
+        // Sees `original` and `current` as the passes above left them (sorted scalar lists).
+        let changed_opts = DiffOptions { changes: true, deletions: true, set_order: false, retain_keys: false };
+        let changed = diff_maps(&mut original, &current, schema, changed_opts)?;
+        if conflict::maps_have_conflicts(&patch, &changed, schema)? {
+            return Err(Error::Conflict {
+                patch: Value::Object(patch).to_json_string(),
+                changed: Value::Object(changed).to_json_string(),
+            });
+        }
+    }
+    Ok(Value::Object(patch))
 }
 
 /// Applies a strategic merge patch to `doc` as the API server does (parallel lists merged,
-/// unmatched nulls ignored).
+/// unmatched nulls ignored). Lists in `doc` are assumed to come from JSON decoding, which
+/// matters only for the order of live scalar lists that contain duplicates (spec §7.4).
 pub fn strategic_merge_patch(doc: &Value, patch: &Value, schema: &dyn Schema) -> Result<Value> {
-    let _ = (doc, patch, schema);
-    todo!("strategic merge engine")
+    let doc = document(doc)?;
+    let patch = document(patch)?;
+    Ok(Value::Object(merge_map(doc, patch, schema, MergeOptions::APPLY)?))
 }
+
+/// A document argument: an object (or `null`, which Go decodes into an empty map), not
+/// nested deeper than [`MAX_DEPTH`].
+fn document(v: &Value) -> Result<Map> {
+    document_ref(v).map(|m| m.into_owned())
+}
+
+fn document_ref(v: &Value) -> Result<std::borrow::Cow<'_, Map>> {
+    check_depth(v)?;
+    match v {
+        Value::Object(m) => Ok(std::borrow::Cow::Borrowed(m)),
+        Value::Null => Ok(std::borrow::Cow::Owned(Map::new())),
+        _ => Err(Error::BadJsonDoc),
+    }
+}
+
+/// Iterative depth check, so that the check itself cannot overflow the stack.
+fn check_depth(root: &Value) -> Result<()> {
+    let mut stack: Vec<(&Value, usize)> = vec![(root, 1)];
+    while let Some((v, depth)) = stack.pop() {
+        let children: Box<dyn Iterator<Item = &Value>> = match v {
+            Value::Array(items) => Box::new(items.iter()),
+            Value::Object(map) => Box::new(map.values()),
+            _ => continue,
+        };
+        if depth > MAX_DEPTH {
+            return Err(Error::TooDeep(MAX_DEPTH));
+        }
+        stack.extend(children.map(|c| (c, depth + 1)));
+    }
+    Ok(())
+}
+
+/// What the elements of one or more lists are, once checked to be of one type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ElemKind {
+    Map,
+    Scalar,
+}
+
+/// Upstream `sliceElementType`: all elements of all lists share one type, which is not a list.
+pub(crate) fn slice_element_type(lists: &[&[Value]]) -> Result<ElemKind> {
+    let mut first: Option<&Value> = None;
+    for v in lists.iter().flat_map(|l| l.iter()) {
+        match first {
+            None => {
+                if matches!(v, Value::Array(_)) {
+                    return Err(Error::NoListOfLists);
+                }
+                first = Some(v);
+            }
+            Some(f) if !f.same_variant(v) => return Err(Error::ListElementTypesDiffer(go_v_lists(lists))),
+            Some(_) => {}
+        }
+    }
+    match first {
+        None => Err(Error::NoElements),
+        Some(Value::Object(_)) => Ok(ElemKind::Map),
+        Some(_) => Ok(ElemKind::Scalar),
+    }
+}
+
+/// Upstream `mergeKeyValueEqual`: typed equality of the merge-key values of two elements
+/// (of the elements themselves when there is no merge key).
+pub(crate) fn merge_key_values_equal(left: &Value, right: &Value, merge_key: &str) -> Result<bool> {
+    if merge_key.is_empty() {
+        return Ok(TypedKey::of(left) == TypedKey::of(right));
+    }
+    let key_of = |v: &Value| -> Result<TypedKey> {
+        match v {
+            Value::Object(m) => m.get(merge_key).map(TypedKey::of).ok_or_else(|| Error::no_merge_key(v, merge_key)),
+            other => Err(order::bad_map_arg(other)),
+        }
+    };
+    Ok(key_of(left)? == key_of(right)?)
+}
+
+#[cfg(test)]
+mod tests;

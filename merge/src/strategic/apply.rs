@@ -1,0 +1,496 @@
+//! Merging a patch into a document (spec §6), in the two modes kubectl uses:
+//!
+//! * parallel mode (`parallel = true`, unmatched nulls ignored): applying a patch as the API
+//!   server does; `$deleteFromPrimitiveList` and `$retainKeys` are executed;
+//! * patch-merging mode: folding the delta patch into the deletions patch during three-way
+//!   creation; directives are copied (and checked for agreement) instead of executed.
+//!
+//! Documents are consumed and returned, so no subtree is copied more than necessary.
+
+use std::collections::{HashMap, HashSet};
+
+use super::keys::{TypedKey, go_s_string, go_type_name};
+use super::order::{go_decoded_capacity, normalize_element_order, partition_by_presence, swap_dedup_in_place};
+use super::{
+    DELETE_FROM_PRIMITIVE_LIST_PREFIX, DIRECTIVE_MARKER, ElemKind, RETAIN_KEYS_DIRECTIVE, SET_ELEMENT_ORDER_PREFIX,
+    merge_key_values_equal, slice_element_type,
+};
+use crate::error::{Error, Result};
+use crate::meta::{Schema, Strategy};
+use crate::value::{Map, Value};
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct MergeOptions {
+    /// Execute parallel lists (`$deleteFromPrimitiveList`, `$retainKeys`) instead of copying them.
+    pub parallel: bool,
+    /// A `null` for a key the document lacks is dropped rather than stored.
+    pub ignore_unmatched_nulls: bool,
+}
+
+impl MergeOptions {
+    pub(crate) const APPLY: MergeOptions = MergeOptions { parallel: true, ignore_unmatched_nulls: true };
+    pub(crate) const MERGE_PATCHES: MergeOptions = MergeOptions { parallel: false, ignore_unmatched_nulls: false };
+}
+
+/// Upstream `mergeMap`.
+pub(crate) fn merge_map(original: Map, mut patch: Map, schema: &dyn Schema, opts: MergeOptions) -> Result<Map> {
+    if let Some(directive) = patch.get(DIRECTIVE_MARKER) {
+        return match directive.as_str() {
+            Some("replace") => {
+                patch.remove(DIRECTIVE_MARKER);
+                Ok(patch)
+            }
+            Some("delete") => Ok(Map::new()),
+            _ => Err(bad_patch_type(directive, &patch)),
+        };
+    }
+    let mut original = original;
+    apply_retain_keys(&mut original, &mut patch, opts)?;
+    // Ordering directives run before the other keys, so a deletion list for the same field
+    // is applied to the already ordered list.
+    apply_set_element_order(&mut original, &mut patch, schema, opts)?;
+
+    for (patch_key, patch_value) in patch {
+        let (key, is_deletion_list) = if patch_key.starts_with(DELETE_FROM_PRIMITIVE_LIST_PREFIX) {
+            if !opts.parallel {
+                original.insert(patch_key, patch_value);
+                continue;
+            }
+            let field = extract_key(&patch_key, DELETE_FROM_PRIMITIVE_LIST_PREFIX)
+                .ok_or(Error::BadPatchFormatForPrimitiveList)?;
+            (if field.is_empty() { patch_key.clone() } else { field.to_owned() }, true)
+        } else {
+            (patch_key, false)
+        };
+
+        if patch_value.is_null() {
+            original.remove(&key);
+            if opts.ignore_unmatched_nulls {
+                continue;
+            }
+        }
+        let current = original.get_mut(&key);
+        let same_variant = current.as_ref().is_some_and(|c| c.same_variant(&patch_value));
+        let Some(current) = current.filter(|_| same_variant) else {
+            // Absent or of another type: the patch value replaces it (deletion lists do nothing).
+            if !is_deletion_list {
+                store_stripped(&mut original, key, patch_value, opts);
+            }
+            continue;
+        };
+        match (current, patch_value) {
+            (Value::Object(current), Value::Object(patch_map)) => {
+                let (child, meta) = schema.lookup_struct(&key)?;
+                let strategy = meta.strategy()?;
+                *current = if strategy.replace {
+                    patch_map
+                } else {
+                    merge_map(std::mem::take(current), patch_map, child.as_ref(), opts)?
+                };
+            }
+            (Value::Array(current), Value::Array(patch_list)) => {
+                let (element, meta) = schema.lookup_slice(&key)?;
+                let strategy = meta.strategy()?;
+                let merged = merge_list_field(
+                    std::mem::take(current),
+                    patch_list,
+                    element.as_ref(),
+                    strategy,
+                    &meta.merge_key,
+                    is_deletion_list,
+                    opts,
+                )?;
+                *current = merged.items;
+            }
+            (_, scalar) => store_stripped(&mut original, key, scalar, opts),
+        }
+    }
+    Ok(original)
+}
+
+fn bad_patch_type(directive: &Value, map: &Map) -> Error {
+    Error::BadPatchType { patch_type: go_s_string(directive), map: Value::Object(map.clone()).go_v_string() }
+}
+
+/// Stores a patch value where the document has nothing to merge it with: nulls inside it are
+/// dropped (parallel mode) and objects carrying `$patch` vanish (spec §3.1).
+fn store_stripped(original: &mut Map, key: String, mut value: Value, opts: MergeOptions) {
+    if opts.ignore_unmatched_nulls {
+        discard_null_members(&mut value);
+    }
+    match remove_directives(value) {
+        Some(v) => {
+            original.insert(key, v);
+        }
+        None => {
+            original.remove(&key);
+        }
+    }
+}
+
+/// Upstream `discardNullValuesFromPatch`: removes null-valued object members at any depth
+/// (null list elements stay).
+fn discard_null_members(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            map.retain(|_, v| !v.is_null());
+            map.values_mut().for_each(discard_null_members);
+        }
+        Value::Array(items) => items.iter_mut().for_each(discard_null_members),
+        _ => {}
+    }
+}
+
+/// Upstream `removeDirectives`: `None` when the value itself is a `$patch` object.
+pub(crate) fn remove_directives(value: Value) -> Option<Value> {
+    match value {
+        Value::Object(map) => {
+            if map.contains_key(DIRECTIVE_MARKER) {
+                return None;
+            }
+            Some(Value::Object(map.into_iter().filter_map(|(k, v)| remove_directives(v).map(|v| (k, v))).collect()))
+        }
+        Value::Array(items) => Some(Value::Array(items.into_iter().filter_map(remove_directives).collect())),
+        other => Some(other),
+    }
+}
+
+/// `<prefix>/<field>` → `field`; `None` when the key is not exactly the prefix plus `/`.
+pub(crate) fn extract_key<'a>(key: &'a str, prefix: &str) -> Option<&'a str> {
+    let (head, rest) = key.split_once('/')?;
+    (head == prefix).then_some(rest)
+}
+
+/// Upstream `applyRetainKeysDirective` (spec §3.3).
+fn apply_retain_keys(original: &mut Map, patch: &mut Map, opts: MergeOptions) -> Result<()> {
+    let Some(retain) = patch.remove(RETAIN_KEYS_DIRECTIVE) else {
+        return Ok(());
+    };
+    if !opts.parallel {
+        match original.get(RETAIN_KEYS_DIRECTIVE) {
+            Some(existing) if *existing != retain => {
+                return Err(Error::RetainKeysDisagree(existing.go_v_string(), retain.go_v_string()));
+            }
+            Some(_) => {}
+            None => {
+                original.insert(RETAIN_KEYS_DIRECTIVE.to_owned(), retain);
+            }
+        }
+        return Ok(());
+    }
+    let Value::Array(list) = retain else {
+        return Err(Error::BadPatchFormatForRetainKeys);
+    };
+    let keep: HashSet<TypedKey> = list.iter().map(TypedKey::of).collect();
+    let listed = |k: &str| keep.contains(&TypedKey::String(k.to_owned()));
+    for (k, v) in patch.iter() {
+        let exempt = v.is_null()
+            || k.starts_with(DELETE_FROM_PRIMITIVE_LIST_PREFIX)
+            || k.starts_with(SET_ELEMENT_ORDER_PREFIX);
+        if !exempt && !listed(k) {
+            return Err(Error::BadPatchFormatForRetainKeys);
+        }
+    }
+    original.retain(|k, _| listed(k));
+    Ok(())
+}
+
+/// Upstream `mergePatchIntoOriginal` (spec §7.3): every `$setElementOrder/<f>` merges the
+/// list `f` of both sides and orders the result; both keys then leave the patch.
+fn apply_set_element_order(original: &mut Map, patch: &mut Map, schema: &dyn Schema, opts: MergeOptions) -> Result<()> {
+    let directive_keys: Vec<String> =
+        patch.keys().filter(|k| k.starts_with(SET_ELEMENT_ORDER_PREFIX)).cloned().collect();
+    for directive_key in directive_keys {
+        let order = patch.remove(&directive_key).expect("listed above");
+        if !opts.parallel {
+            // Merging two patches: both must agree on the order; it is kept in the result.
+            match original.get(&directive_key) {
+                Some(existing) if *existing != order => return Err(Error::BadPatchFormatForSetElementOrderList),
+                Some(_) => {}
+                None => {
+                    original.insert(directive_key.clone(), order.clone());
+                }
+            }
+        }
+        let Value::Array(order) = order else {
+            return Err(expected_list(&order));
+        };
+        let field = extract_key(&directive_key, SET_ELEMENT_ORDER_PREFIX)
+            .ok_or(Error::BadPatchFormatForSetElementOrderList)?
+            .to_owned();
+
+        let original_list = take_list(original, &field)?;
+        let patch_list = take_list(patch, &field)?;
+        let (element, meta) = schema.lookup_slice(&field)?;
+        let strategy = meta.strategy()?;
+        let merge_key = meta.merge_key.as_str();
+        validate_against_order(patch_list.as_deref().unwrap_or(&[]), &order, merge_key)?;
+
+        // The element kind upstream reads from the live list (after the merge) and the patch
+        // list; the merge keeps element types, so the inputs give the same answer.
+        let kind = slice_element_type(&[original_list.as_deref().unwrap_or(&[]), patch_list.as_deref().unwrap_or(&[])]);
+        let key_name = |kind: ElemKind| if kind == ElemKind::Map { merge_key } else { "" };
+
+        let (merged, view) = match (original_list, patch_list) {
+            (None, None) => continue,
+            (Some(live), None) => {
+                let view = kind.as_ref().map(|k| element_keys(&live, key_name(*k))).unwrap_or_default();
+                (live, view)
+            }
+            (None, Some(patch_items)) => {
+                let stripped = match remove_directives(Value::Array(patch_items)) {
+                    Some(Value::Array(items)) => items,
+                    _ => unreachable!("a list is never removed"),
+                };
+                (stripped, Vec::new())
+            }
+            (Some(live), Some(patch_items)) => {
+                let live_keys = kind.as_ref().map(|k| element_keys(&live, key_name(*k))).unwrap_or_default();
+                let merged = merge_list_field(live, patch_items, element.as_ref(), strategy, merge_key, false, opts)?;
+                (merged.items, merged.live_view.unwrap_or(live_keys))
+            }
+        };
+
+        let (in_order, server_only) = partition_by_presence(merged, &order, merge_key)?;
+        let kind = kind?;
+        let both = normalize_element_order(in_order, server_only, &order, &view, merge_key, kind)?;
+        original.insert(field.clone(), Value::Array(both));
+    }
+    Ok(())
+}
+
+fn expected_list(v: &Value) -> Error {
+    Error::BadArgType { expected: "[]interface {}".into(), received: go_type_name(v).into() }
+}
+
+/// Removes and returns the list under `field`; a non-list is an error (and stays in place).
+fn take_list(map: &mut Map, field: &str) -> Result<Option<Vec<Value>>> {
+    match map.get(field) {
+        None => Ok(None),
+        Some(Value::Array(_)) => match map.remove(field) {
+            Some(Value::Array(items)) => Ok(Some(items)),
+            _ => unreachable!(),
+        },
+        Some(other) => Err(expected_list(other)),
+    }
+}
+
+fn element_keys(list: &[Value], key_name: &str) -> Vec<TypedKey> {
+    list.iter().map(|v| TypedKey::of_element(v, key_name)).collect()
+}
+
+/// Upstream `validatePatchWithSetOrderList`: the patch list's plain elements must appear in
+/// the order list as a subsequence (compared by merge key, or by value for scalars).
+fn validate_against_order(patch_list: &[Value], order: &[Value], merge_key: &str) -> Result<()> {
+    if order.is_empty() || patch_list.is_empty() {
+        return Ok(());
+    }
+    let mut plain: Vec<&Value> = Vec::with_capacity(patch_list.len());
+    for v in patch_list {
+        if !merge_key.is_empty() {
+            if !matches!(v, Value::Object(_)) {
+                return Err(super::order::bad_map_arg(v));
+            }
+            if super::order::is_delete_directive(v) {
+                continue;
+            }
+        }
+        plain.push(v);
+    }
+    let (mut p, mut o) = (0, 0);
+    while p < plain.len() && o < order.len() {
+        if matches!(plain[p], Value::Object(m) if m.contains_key(DIRECTIVE_MARKER)) {
+            p += 1;
+            continue;
+        }
+        if merge_key_values_equal(plain[p], &order[o], merge_key)? {
+            p += 1;
+        }
+        o += 1;
+    }
+    if p < plain.len() && o >= order.len() {
+        return Err(Error::SetElementOrderMismatch {
+            patch_list: Value::Array(patch_list.to_vec()).go_v_string(),
+            order_list: Value::Array(order.to_vec()).go_v_string(),
+        });
+    }
+    Ok(())
+}
+
+/// The result of merging two lists, plus what the caller's view of its *live* list shows
+/// afterwards (upstream mutates the live list's storage in place; spec §7.4). `None`: the
+/// live list is unchanged.
+pub(crate) struct MergedList {
+    pub items: Vec<Value>,
+    pub live_view: Option<Vec<TypedKey>>,
+}
+
+/// Upstream `mergeSliceHandler`: merge lists (and deletion lists) element-wise, others are
+/// replaced by the patch list verbatim.
+fn merge_list_field(
+    live: Vec<Value>,
+    patch: Vec<Value>,
+    element: &dyn Schema,
+    strategy: Strategy,
+    merge_key: &str,
+    is_deletion_list: bool,
+    opts: MergeOptions,
+) -> Result<MergedList> {
+    if strategy.merge || is_deletion_list {
+        merge_list(live, patch, element, merge_key, is_deletion_list, opts)
+    } else {
+        Ok(MergedList { items: patch, live_view: None })
+    }
+}
+
+/// Upstream `mergeSlice`.
+fn merge_list(
+    live: Vec<Value>,
+    patch: Vec<Value>,
+    element: &dyn Schema,
+    merge_key: &str,
+    is_deletion_list: bool,
+    opts: MergeOptions,
+) -> Result<MergedList> {
+    if live.is_empty() && patch.is_empty() {
+        return Ok(MergedList { items: live, live_view: None });
+    }
+    match slice_element_type(&[&live, &patch])? {
+        ElemKind::Scalar => {
+            if opts.parallel && is_deletion_list {
+                let doomed: HashSet<TypedKey> = patch.iter().map(TypedKey::of).collect();
+                let kept = live.into_iter().filter(|v| !doomed.contains(&TypedKey::of(v))).collect();
+                return Ok(MergedList { items: kept, live_view: None });
+            }
+            merge_scalar_lists(live, patch)
+        }
+        ElemKind::Map => {
+            if merge_key.is_empty() {
+                return Err(Error::NoMergeKeyForList(element.name()));
+            }
+            merge_map_lists(live, patch, element, merge_key, opts)
+        }
+    }
+}
+
+/// Scalars: the union of both lists (Go's swap-dedup of `live ++ patch`), then ordered.
+fn merge_scalar_lists(live: Vec<Value>, patch: Vec<Value>) -> Result<MergedList> {
+    let n = live.len();
+    let live_keys = element_keys(&live, "");
+    // `append(live, patch...)` writes into the live list's storage when it has room; the
+    // dedup then rewrites the live list's own slots if it holds duplicates (spec §7.4).
+    // Live lists here come from JSON decoding, whose capacity follows Go's append growth.
+    let shares_storage = go_decoded_capacity(n) >= n + patch.len();
+    let mut buffer = live;
+    buffer.extend(patch.iter().cloned());
+    let len = swap_dedup_in_place(&mut buffer);
+    let server_order = if shares_storage { element_keys(&buffer[..n], "") } else { live_keys };
+    buffer.truncate(len);
+    let (in_patch, server_only) = partition_by_presence(buffer, &patch, "")?;
+    let items = normalize_element_order(in_patch, server_only, &patch, &server_order, "", ElemKind::Scalar)?;
+    Ok(MergedList { items, live_view: Some(server_order) })
+}
+
+/// Lists of objects merged by key: `$patch` elements first (deletions, replace), then each
+/// plain patch element merges into the first live element with the same key or is appended.
+fn merge_map_lists(
+    live: Vec<Value>,
+    patch: Vec<Value>,
+    element: &dyn Schema,
+    merge_key: &str,
+    opts: MergeOptions,
+) -> Result<MergedList> {
+    let n = live.len();
+    let live_keys = element_keys(&live, merge_key);
+    // Positions of each merge-key value (elements without the key never match).
+    let mut positions: HashMap<TypedKey, Vec<usize>> = HashMap::new();
+    for (i, v) in live.iter().enumerate() {
+        if let Some(k) = v.as_object().and_then(|m| m.get(merge_key)) {
+            positions.entry(TypedKey::of(k)).or_default().push(i);
+        }
+    }
+
+    // Special elements. Deleting shifts the live list's tail left inside its storage; the
+    // slot freed at the end keeps a stale copy of the element that was last at that time.
+    let mut alive = vec![true; n];
+    let mut last_alive = n.checked_sub(1);
+    let mut stale: Vec<TypedKey> = Vec::new();
+    let mut replace = false;
+    let mut plain = Vec::with_capacity(patch.len());
+    for item in patch {
+        let Value::Object(map) = &item else { unreachable!("element kind checked") };
+        let Some(directive) = map.get(DIRECTIVE_MARKER) else {
+            plain.push(item);
+            continue;
+        };
+        match directive.as_str() {
+            Some("delete") => {
+                let key = map.get(merge_key).ok_or_else(|| Error::no_merge_key(&item, merge_key))?;
+                for pos in positions.remove(&TypedKey::of(key)).unwrap_or_default() {
+                    let last = last_alive.expect("a live element is being deleted");
+                    stale.push(live_keys[last].clone());
+                    alive[pos] = false;
+                    last_alive = (0..=last).rev().find(|&i| alive[i]);
+                }
+            }
+            Some("replace") => replace = true,
+            Some("merge") => return Err(Error::MergeInList),
+            _ => return Err(bad_patch_type(directive, map)),
+        }
+    }
+    let deleted = stale.len();
+    let survivors: Vec<Value> = live.into_iter().zip(&alive).filter(|(_, a)| **a).map(|(v, _)| v).collect();
+    let survivor_keys: Vec<TypedKey> = survivors.iter().map(|v| TypedKey::of_element(v, merge_key)).collect();
+    // Slot n-d+j holds the stale copy left by deletion number d-1-j.
+    let stale_slots = |appended: &[TypedKey]| -> Vec<TypedKey> {
+        let mut view = survivor_keys.clone();
+        view.extend(appended.iter().take(deleted).cloned());
+        view.extend((appended.len().min(deleted)..deleted).map(|j| stale[deleted - 1 - j].clone()));
+        view
+    };
+
+    if replace {
+        // The result is the plain patch elements; the live storage only saw the deletions.
+        let live_view = stale_slots(&[]);
+        let server_order = element_keys(&plain, merge_key);
+        let items = normalize_element_order(Vec::new(), plain, &[], &server_order, merge_key, ElemKind::Map)?;
+        return Ok(MergedList { items, live_view: Some(live_view) });
+    }
+
+    let mut working = survivors;
+    let mut first_index: HashMap<TypedKey, usize> = HashMap::with_capacity(working.len() + plain.len());
+    for (i, v) in working.iter().enumerate() {
+        if let Some(k) = v.as_object().and_then(|m| m.get(merge_key)) {
+            first_index.entry(TypedKey::of(k)).or_insert(i);
+        }
+    }
+    let mut patch_order = Vec::with_capacity(plain.len());
+    let mut appended = Vec::new();
+    for item in plain {
+        let Value::Object(map) = item else { unreachable!("element kind checked") };
+        let key_value = match map.get(merge_key) {
+            Some(k) => k.clone(),
+            None => return Err(Error::no_merge_key(&Value::Object(map), merge_key)),
+        };
+        let key = TypedKey::of(&key_value);
+        let mut order_entry = Map::new();
+        order_entry.insert(merge_key.to_owned(), key_value);
+        patch_order.push(Value::Object(order_entry));
+        match first_index.get(&key) {
+            Some(&i) => {
+                let Value::Object(target) = &mut working[i] else { unreachable!("element kind checked") };
+                *target = merge_map(std::mem::take(target), map, element, opts)?;
+            }
+            None => {
+                first_index.insert(key.clone(), working.len());
+                working.push(Value::Object(map));
+                appended.push(key);
+            }
+        }
+    }
+    let live_view = stale_slots(&appended);
+    let (in_patch, server_only) = partition_by_presence(working, &patch_order, merge_key)?;
+    let items =
+        normalize_element_order(in_patch, server_only, &patch_order, &survivor_keys, merge_key, ElemKind::Map)?;
+    Ok(MergedList { items, live_view: Some(live_view) })
+}

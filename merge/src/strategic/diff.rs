@@ -1,0 +1,335 @@
+//! The diff engine (spec §4): the patch that turns a left document into a right one, used by
+//! the two-way patch and by both passes of the three-way patch.
+//!
+//! The left document is taken `&mut` on purpose: kubectl sorts the left side's scalar merge
+//! lists *in place* while diffing them (§4.5), and a later diff of the same document (the
+//! conflict check) sees the sorted lists.
+
+use super::keys::merge_key_value;
+use super::order::{normalize_slice_order, swap_dedup};
+use super::{DIRECTIVE_MARKER, ElemKind, RETAIN_KEYS_DIRECTIVE, gosort, slice_element_type};
+use crate::error::{Error, Result};
+use crate::meta::Schema;
+use crate::value::{Map, Value};
+
+/// The four switches of a diff (spec §4.1).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct DiffOptions {
+    /// Record additions and changed values.
+    pub changes: bool,
+    /// Record removals.
+    pub deletions: bool,
+    /// Generate `$setElementOrder` lists.
+    pub set_order: bool,
+    /// Build `$retainKeys` for this object (from the metadata of the field that led here).
+    pub retain_keys: bool,
+}
+
+/// Upstream `diffMaps`.
+pub(crate) fn diff_maps(left: &mut Map, right: &Map, schema: &dyn Schema, opts: DiffOptions) -> Result<Map> {
+    let mut patch = Map::new();
+    let mut retain_list = Vec::new();
+
+    for (key, right_value) in right {
+        if opts.retain_keys && !right_value.is_null() {
+            retain_list.push(Value::String(key.clone()));
+        }
+        let Some(left_value) = left.get_mut(key) else {
+            if opts.changes {
+                patch.insert(key.clone(), right_value.clone());
+            }
+            continue;
+        };
+        if key == DIRECTIVE_MARKER {
+            match (&*left_value, right_value) {
+                (Value::String(l), Value::String(r)) => {
+                    if l != r {
+                        patch.insert(key.clone(), right_value.clone());
+                    }
+                }
+                _ => return Err(Error::BadSpecialKeyValue),
+            }
+            continue;
+        }
+        if !left_value.same_variant(right_value) {
+            if opts.changes {
+                patch.insert(key.clone(), right_value.clone());
+            }
+            continue;
+        }
+        match (left_value, right_value) {
+            (Value::Object(l), Value::Object(r)) => diff_map_field(key, l, r, &mut patch, schema, opts)?,
+            (Value::Array(l), Value::Array(r)) => diff_list_field(key, l, r, &mut patch, schema, opts)?,
+            (l, r) => {
+                if opts.changes && *l != *r {
+                    patch.insert(key.clone(), r.clone());
+                }
+            }
+        }
+    }
+
+    if opts.deletions {
+        for key in left.keys() {
+            if !right.contains_key(key) {
+                patch.insert(key.clone(), Value::Null);
+            }
+        }
+    }
+    // $retainKeys is only worth sending when something changes or a key must be cleared.
+    if !retain_list.is_empty() && (!patch.is_empty() || has_additional_non_null_key(left, right)) {
+        // Keys of a BTreeMap are already in byte order, which is the %v-string order.
+        patch.insert(RETAIN_KEYS_DIRECTIVE.to_owned(), Value::Array(retain_list));
+    }
+    Ok(patch)
+}
+
+/// Upstream `hasAdditionalNewField`: does `left` have a non-null key that `right` lacks?
+fn has_additional_non_null_key(left: &Map, right: &Map) -> bool {
+    left.iter().any(|(k, v)| !v.is_null() && !right.contains_key(k))
+}
+
+/// Both sides hold objects (upstream `handleMapDiff`).
+fn diff_map_field(
+    key: &str,
+    left: &mut Map,
+    right: &Map,
+    patch: &mut Map,
+    schema: &dyn Schema,
+    mut opts: DiffOptions,
+) -> Result<()> {
+    let (child, meta) = match schema.lookup_struct(key) {
+        Ok(found) => found,
+        // Missing metadata only matters when there is a difference to describe.
+        Err(_) if *left == *right => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    let strategy = meta.strategy()?;
+    opts.retain_keys = strategy.retain_keys;
+    if strategy.replace {
+        // Replace-strategy objects are re-sent even when unchanged (spec §4.3).
+        if opts.changes {
+            patch.insert(key.to_owned(), Value::Object(right.clone()));
+        }
+        return Ok(());
+    }
+    let sub = diff_maps(left, right, child.as_ref(), opts)?;
+    if !sub.is_empty() {
+        patch.insert(key.to_owned(), Value::Object(sub));
+    }
+    Ok(())
+}
+
+/// Both sides hold lists (upstream `handleSliceDiff`).
+fn diff_list_field(
+    key: &str,
+    left: &mut Vec<Value>,
+    right: &[Value],
+    patch: &mut Map,
+    schema: &dyn Schema,
+    mut opts: DiffOptions,
+) -> Result<()> {
+    let (element, meta) = match schema.lookup_slice(key) {
+        Ok(found) => found,
+        Err(_) if left.as_slice() == right => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    let strategy = meta.strategy()?;
+    if !strategy.merge {
+        if opts.changes && left.as_slice() != right {
+            patch.insert(key.to_owned(), Value::Array(right.to_vec()));
+        }
+        return Ok(());
+    }
+    opts.retain_keys = strategy.retain_keys;
+    let lists = diff_lists(left, right, element.as_ref(), &meta.merge_key, opts)?;
+    if !lists.patch.is_empty() {
+        patch.insert(key.to_owned(), Value::Array(lists.patch));
+    }
+    if !lists.deletions.is_empty() {
+        patch.insert(format!("{}/{key}", super::DELETE_FROM_PRIMITIVE_LIST_PREFIX), Value::Array(lists.deletions));
+    }
+    if !lists.order.is_empty() {
+        patch.insert(format!("{}/{key}", super::SET_ELEMENT_ORDER_PREFIX), Value::Array(lists.order));
+    }
+    Ok(())
+}
+
+/// What a merge list contributes to a patch: the list itself, the parallel deletion list
+/// (scalars) and the `$setElementOrder` list.
+#[derive(Default)]
+struct ListDiff {
+    patch: Vec<Value>,
+    deletions: Vec<Value>,
+    order: Vec<Value>,
+}
+
+/// Upstream `diffLists`.
+fn diff_lists(
+    left: &mut Vec<Value>,
+    right: &[Value],
+    schema: &dyn Schema,
+    merge_key: &str,
+    opts: DiffOptions,
+) -> Result<ListDiff> {
+    if left.is_empty() {
+        // Nothing to merge with: the whole new list is the patch (no sEO, no validation).
+        if right.is_empty() || !opts.changes {
+            return Ok(ListDiff::default());
+        }
+        return Ok(ListDiff { patch: right.to_vec(), ..ListDiff::default() });
+    }
+    match slice_element_type(&[left, right])? {
+        ElemKind::Map => {
+            let (patch, deletions) = diff_lists_of_maps(left, right, schema, merge_key, opts)?;
+            let mut patch = normalize_slice_order(patch, right, merge_key, ElemKind::Map)?;
+            let order_same = is_order_same(left, right, merge_key)?;
+            patch.extend(deletions);
+            let wanted = (opts.changes && (!patch.is_empty() || !order_same)) || (opts.deletions && !patch.is_empty());
+            let order = if opts.set_order && wanted {
+                right
+                    .iter()
+                    .map(|v| {
+                        let mut m = Map::new();
+                        m.insert(merge_key.to_owned(), merge_key_value(v, merge_key).cloned().unwrap_or(Value::Null));
+                        Value::Object(m)
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            Ok(ListDiff { patch, deletions: Vec::new(), order })
+        }
+        ElemKind::Scalar => {
+            let (adds, deletions) = diff_lists_of_scalars(left, right, opts);
+            let patch = normalize_slice_order(adds, right, merge_key, ElemKind::Scalar)?;
+            // `left` is sorted by now: an unsorted but unchanged list still gets an sEO (§4.5).
+            let wanted = (opts.deletions && !deletions.is_empty()) || (opts.changes && left.as_slice() != right);
+            let order = if opts.set_order && wanted { right.to_vec() } else { Vec::new() };
+            Ok(ListDiff { patch, deletions, order })
+        }
+    }
+}
+
+/// Upstream `isOrderSame`: same length and the same merge-key value (typed) at each position.
+fn is_order_same(left: &[Value], right: &[Value], merge_key: &str) -> Result<bool> {
+    if left.len() != right.len() {
+        return Ok(false);
+    }
+    for (l, r) in left.iter().zip(right) {
+        if !super::merge_key_values_equal(l, r, merge_key)? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Sorts `s` in place by the `%v` string of each element (Go `sort.Sort`, `a <= b`).
+pub(crate) fn sort_scalars_by_v_string(s: &mut Vec<Value>) {
+    let mut keyed: Vec<(String, Value)> = std::mem::take(s).into_iter().map(|v| (v.go_v_string(), v)).collect();
+    gosort::sort_by(&mut keyed, |a, b| a.0 <= b.0);
+    s.extend(keyed.into_iter().map(|(_, v)| v));
+}
+
+/// Upstream `diffListsOfScalars`: a merge walk over both lists sorted by `%v` string. Sorts
+/// `left` in place, as upstream does.
+fn diff_lists_of_scalars(left: &mut Vec<Value>, right: &[Value], opts: DiffOptions) -> (Vec<Value>, Vec<Value>) {
+    sort_scalars_by_v_string(left);
+    let mut right_sorted = right.to_vec();
+    sort_scalars_by_v_string(&mut right_sorted);
+    let left_strings: Vec<String> = left.iter().map(Value::go_v_string).collect();
+    let right_strings: Vec<String> = right_sorted.iter().map(Value::go_v_string).collect();
+
+    let (mut i, mut j) = (0, 0);
+    let mut adds = Vec::new();
+    let mut deletions = Vec::new();
+    while i < left.len() || j < right_sorted.len() {
+        let in_left = i < left.len();
+        let in_right = j < right_sorted.len();
+        if in_left && in_right && left_strings[i] == right_strings[j] {
+            i += 1;
+            j += 1;
+        } else if !in_left || (in_right && left_strings[i] > right_strings[j]) {
+            if opts.changes {
+                adds.push(right_sorted[j].clone());
+            }
+            j += 1;
+        } else {
+            if opts.deletions {
+                deletions.push(left[i].clone());
+            }
+            i += 1;
+        }
+    }
+    (adds, swap_dedup(deletions))
+}
+
+/// Upstream `diffListsOfMaps`: both lists ordered by the `%v` string of their merge-key values
+/// (Go's unstable sort, so duplicate keys pair up as upstream pairs them), then walked in
+/// step. Elements present on both sides are diffed recursively.
+fn diff_lists_of_maps(
+    left: &mut [Value],
+    right: &[Value],
+    schema: &dyn Schema,
+    merge_key: &str,
+    opts: DiffOptions,
+) -> Result<(Vec<Value>, Vec<Value>)> {
+    let key_string = |v: &Value| merge_key_value(v, merge_key).map_or_else(|| "<nil>".to_owned(), Value::go_v_string);
+    let sorted_indexes = |list: &[Value]| {
+        let mut keyed: Vec<(String, usize)> = list.iter().enumerate().map(|(i, v)| (key_string(v), i)).collect();
+        gosort::sort_by(&mut keyed, |a, b| a.0 <= b.0);
+        keyed
+    };
+    let left_order = sorted_indexes(left);
+    let right_order = sorted_indexes(right);
+
+    let mut patch = Vec::with_capacity(right.len());
+    let mut deletions = Vec::new();
+    let (mut i, mut j) = (0, 0);
+    while i < left_order.len() || j < right_order.len() {
+        let in_left = i < left_order.len();
+        let in_right = j < right_order.len();
+        // Both current elements must carry the key; upstream checks them as it reaches them.
+        if in_left {
+            require_merge_key(&left[left_order[i].1], merge_key)?;
+        }
+        if in_right {
+            require_merge_key(&right[right_order[j].1], merge_key)?;
+        }
+        if in_left && in_right && left_order[i].0 == right_order[j].0 {
+            let right_element = &right[right_order[j].1];
+            let (Value::Object(l), Value::Object(r)) = (&mut left[left_order[i].1], right_element) else {
+                unreachable!("checked by require_merge_key");
+            };
+            let mut sub = diff_maps(l, r, schema, opts)?;
+            if !sub.is_empty() {
+                sub.insert(merge_key.to_owned(), r[merge_key].clone());
+                patch.push(Value::Object(sub));
+            }
+            i += 1;
+            j += 1;
+        } else if !in_left || (in_right && left_order[i].0 > right_order[j].0) {
+            if opts.changes {
+                patch.push(right[right_order[j].1].clone());
+            }
+            j += 1;
+        } else {
+            if opts.deletions {
+                let removed = &left[left_order[i].1];
+                let mut directive = Map::new();
+                directive.insert(merge_key.to_owned(), removed.as_object().expect("checked")[merge_key].clone());
+                directive.insert(DIRECTIVE_MARKER.to_owned(), Value::String("delete".into()));
+                deletions.push(Value::Object(directive));
+            }
+            i += 1;
+        }
+    }
+    Ok((patch, deletions))
+}
+
+fn require_merge_key(v: &Value, merge_key: &str) -> Result<()> {
+    match v {
+        Value::Object(m) if m.contains_key(merge_key) => Ok(()),
+        Value::Object(_) => Err(Error::no_merge_key(v, merge_key)),
+        other => Err(super::order::bad_map_arg(other)),
+    }
+}

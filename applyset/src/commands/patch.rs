@@ -71,7 +71,7 @@ pub fn run(command: PatchCommand) -> Result<(), CommandError> {
             let context = || format!("two-way patch from {} to {}", original.display(), modified.display());
             let patch = match &engine {
                 Engine::Strategic(s) => applyset_merge::create_two_way_merge_patch(&o, &m, s.as_ref()),
-                Engine::JsonMerge => json_merge::create_two_way(&o, &m),
+                Engine::JsonMerge => json_merge::create_merge_patch(&o, &m),
             }
             .map_err(|e| engine_error(context(), e))?;
             let result = apply(&engine, &o, &patch).map_err(|e| engine_error(context(), e))?;

@@ -73,7 +73,7 @@ fn manifest_that_pins_replicas_reverts_a_scale_and_dropping_it_deletes() {
     let o = r#"{"spec":{"replicas":3}}"#;
     let (patch, _) = three_way(&deployment(), o, o, r#"{"spec":{"replicas":5}}"#);
     assert_eq!(patch, r#"{"spec":{"replicas":3}}"#);
-    let (patch, result) = three_way(&deployment(), o, "{}", r#"{"spec":{"replicas":5}}"#);
+    let (patch, result) = three_way(&deployment(), o, r#"{"spec":{}}"#, r#"{"spec":{"replicas":5}}"#);
     assert_eq!(patch, r#"{"spec":{"replicas":null}}"#);
     assert_eq!(result, json(r#"{"spec":{}}"#));
 }

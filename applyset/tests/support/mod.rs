@@ -262,9 +262,12 @@ where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<Option<T>>>,
 {
-    let deadline = Instant::now() + timeout;
+    let started = Instant::now();
+    let deadline = started + timeout;
     loop {
         if let Some(value) = check().await? {
+            // Shown with a failing test's output, to tell slow from stuck.
+            eprintln!("waited {:?} for {what}", started.elapsed());
             return Ok(value);
         }
         if Instant::now() >= deadline {

@@ -9,7 +9,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::keys::{TypedKey, go_s_string, go_type_name};
+use super::keys::{FirstIndex, TypedKey, go_s_string, go_type_name};
 use super::order::{go_decoded_capacity, normalize_element_order, partition_by_presence, swap_dedup_in_place};
 use super::{
     DELETE_FROM_PRIMITIVE_LIST_PREFIX, DIRECTIVE_MARKER, ElemKind, RETAIN_KEYS_DIRECTIVE, SET_ELEMENT_ORDER_PREFIX,
@@ -181,8 +181,8 @@ fn apply_retain_keys(original: &mut Map, patch: &mut Map, opts: MergeOptions) ->
     let Value::Array(list) = retain else {
         return Err(Error::BadPatchFormatForRetainKeys);
     };
-    let keep: HashSet<TypedKey> = list.iter().map(TypedKey::of).collect();
-    let listed = |k: &str| keep.contains(&TypedKey::String(k.to_owned()));
+    let keep: HashSet<TypedKey<'_>> = list.iter().map(TypedKey::of).collect();
+    let listed = |k: &str| keep.contains(&TypedKey::Str(k.into()));
     for (k, v) in patch.iter() {
         let exempt = v.is_null()
             || k.starts_with(DELETE_FROM_PRIMITIVE_LIST_PREFIX)
@@ -234,7 +234,7 @@ fn apply_set_element_order(original: &mut Map, patch: &mut Map, schema: &dyn Sch
         let (merged, view) = match (original_list, patch_list) {
             (None, None) => continue,
             (Some(live), None) => {
-                let view = kind.as_ref().map(|k| element_keys(&live, key_name(*k))).unwrap_or_default();
+                let view = kind.as_ref().map(|k| owned_keys(&live, key_name(*k))).unwrap_or_default();
                 (live, view)
             }
             (None, Some(patch_items)) => {
@@ -245,9 +245,14 @@ fn apply_set_element_order(original: &mut Map, patch: &mut Map, schema: &dyn Sch
                 (stripped, Vec::new())
             }
             (Some(live), Some(patch_items)) => {
-                let live_keys = kind.as_ref().map(|k| element_keys(&live, key_name(*k))).unwrap_or_default();
                 let merged = merge_list_field(live, patch_items, element.as_ref(), strategy, merge_key, false, opts)?;
-                (merged.items, merged.live_view.unwrap_or(live_keys))
+                let view = match merged.live_view {
+                    LiveView::Keys(keys) => keys,
+                    LiveView::Unchanged(live) => {
+                        kind.as_ref().map(|k| owned_keys(&live, key_name(*k))).unwrap_or_default()
+                    }
+                };
+                (merged.items, view)
             }
         };
 
@@ -275,8 +280,8 @@ fn take_list(map: &mut Map, field: &str) -> Result<Option<Vec<Value>>> {
     }
 }
 
-fn element_keys(list: &[Value], key_name: &str) -> Vec<TypedKey> {
-    list.iter().map(|v| TypedKey::of_element(v, key_name)).collect()
+fn owned_keys(list: &[Value], key_name: &str) -> Vec<TypedKey<'static>> {
+    list.iter().map(|v| TypedKey::of_element(v, key_name).into_owned()).collect()
 }
 
 /// Upstream `validatePatchWithSetOrderList`: the patch list's plain elements must appear in
@@ -318,11 +323,17 @@ fn validate_against_order(patch_list: &[Value], order: &[Value], merge_key: &str
 }
 
 /// The result of merging two lists, plus what the caller's view of its *live* list shows
-/// afterwards (upstream mutates the live list's storage in place; spec §7.4). `None`: the
-/// live list is unchanged.
+/// afterwards: upstream mutates the live list's storage in place (spec §7.4).
 pub(crate) struct MergedList {
     pub items: Vec<Value>,
-    pub live_view: Option<Vec<TypedKey>>,
+    pub live_view: LiveView,
+}
+
+pub(crate) enum LiveView {
+    /// The live list was not touched (handed back, for the caller to read).
+    Unchanged(Vec<Value>),
+    /// The keys of the live list's slots after the merge.
+    Keys(Vec<TypedKey<'static>>),
 }
 
 /// Upstream `mergeSliceHandler`: merge lists (and deletion lists) element-wise, others are
@@ -339,7 +350,7 @@ fn merge_list_field(
     if strategy.merge || is_deletion_list {
         merge_list(live, patch, element, merge_key, is_deletion_list, opts)
     } else {
-        Ok(MergedList { items: patch, live_view: None })
+        Ok(MergedList { items: patch, live_view: LiveView::Unchanged(live) })
     }
 }
 
@@ -353,14 +364,14 @@ fn merge_list(
     opts: MergeOptions,
 ) -> Result<MergedList> {
     if live.is_empty() && patch.is_empty() {
-        return Ok(MergedList { items: live, live_view: None });
+        return Ok(MergedList { items: Vec::new(), live_view: LiveView::Unchanged(live) });
     }
     match slice_element_type(&[&live, &patch])? {
         ElemKind::Scalar => {
             if opts.parallel && is_deletion_list {
-                let doomed: HashSet<TypedKey> = patch.iter().map(TypedKey::of).collect();
+                let doomed: HashSet<TypedKey<'_>> = patch.iter().map(TypedKey::of).collect();
                 let kept = live.into_iter().filter(|v| !doomed.contains(&TypedKey::of(v))).collect();
-                return Ok(MergedList { items: kept, live_view: None });
+                return Ok(MergedList { items: kept, live_view: LiveView::Keys(Vec::new()) });
             }
             merge_scalar_lists(live, patch)
         }
@@ -376,19 +387,19 @@ fn merge_list(
 /// Scalars: the union of both lists (Go's swap-dedup of `live ++ patch`), then ordered.
 fn merge_scalar_lists(live: Vec<Value>, patch: Vec<Value>) -> Result<MergedList> {
     let n = live.len();
-    let live_keys = element_keys(&live, "");
     // `append(live, patch...)` writes into the live list's storage when it has room; the
     // dedup then rewrites the live list's own slots if it holds duplicates (spec §7.4).
     // Live lists here come from JSON decoding, whose capacity follows Go's append growth.
     let shares_storage = go_decoded_capacity(n) >= n + patch.len();
+    let live_keys = if shares_storage { Vec::new() } else { owned_keys(&live, "") };
     let mut buffer = live;
     buffer.extend(patch.iter().cloned());
     let len = swap_dedup_in_place(&mut buffer);
-    let server_order = if shares_storage { element_keys(&buffer[..n], "") } else { live_keys };
+    let server_order = if shares_storage { owned_keys(&buffer[..n], "") } else { live_keys };
     buffer.truncate(len);
     let (in_patch, server_only) = partition_by_presence(buffer, &patch, "")?;
     let items = normalize_element_order(in_patch, server_only, &patch, &server_order, "", ElemKind::Scalar)?;
-    Ok(MergedList { items, live_view: Some(server_order) })
+    Ok(MergedList { items, live_view: LiveView::Keys(server_order) })
 }
 
 /// Lists of objects merged by key: `$patch` elements first (deletions, replace), then each
@@ -401,96 +412,93 @@ fn merge_map_lists(
     opts: MergeOptions,
 ) -> Result<MergedList> {
     let n = live.len();
-    let live_keys = element_keys(&live, merge_key);
-    // Positions of each merge-key value (elements without the key never match).
-    let mut positions: HashMap<TypedKey, Vec<usize>> = HashMap::new();
-    for (i, v) in live.iter().enumerate() {
-        if let Some(k) = v.as_object().and_then(|m| m.get(merge_key)) {
-            positions.entry(TypedKey::of(k)).or_default().push(i);
-        }
-    }
-
-    // Special elements. Deleting shifts the live list's tail left inside its storage; the
-    // slot freed at the end keeps a stale copy of the element that was last at that time.
     let mut alive = vec![true; n];
-    let mut last_alive = n.checked_sub(1);
-    let mut stale: Vec<TypedKey> = Vec::new();
+    let mut stale: Vec<TypedKey<'static>> = Vec::new();
     let mut replace = false;
     let mut plain = Vec::with_capacity(patch.len());
-    for item in patch {
-        let Value::Object(map) = &item else { unreachable!("element kind checked") };
-        let Some(directive) = map.get(DIRECTIVE_MARKER) else {
-            plain.push(item);
-            continue;
-        };
-        match directive.as_str() {
-            Some("delete") => {
-                let key = map.get(merge_key).ok_or_else(|| Error::no_merge_key(&item, merge_key))?;
-                for pos in positions.remove(&TypedKey::of(key)).unwrap_or_default() {
-                    let last = last_alive.expect("a live element is being deleted");
-                    stale.push(live_keys[last].clone());
-                    alive[pos] = false;
-                    last_alive = (0..=last).rev().find(|&i| alive[i]);
-                }
+    {
+        // Positions of each merge-key value (elements without the key never match).
+        let mut positions: HashMap<TypedKey<'_>, Vec<usize>> = HashMap::new();
+        for (i, v) in live.iter().enumerate() {
+            if let Some(k) = v.as_object().and_then(|m| m.get(merge_key)) {
+                positions.entry(TypedKey::of(k)).or_default().push(i);
             }
-            Some("replace") => replace = true,
-            Some("merge") => return Err(Error::MergeInList),
-            _ => return Err(bad_patch_type(directive, map)),
+        }
+        // Special elements. Deleting shifts the live list's tail left inside its storage;
+        // the slot freed at the end keeps a copy of the element that was last at that time.
+        let mut last_alive = n.checked_sub(1);
+        for item in patch {
+            let Value::Object(map) = &item else { unreachable!("element kind checked") };
+            let Some(directive) = map.get(DIRECTIVE_MARKER) else {
+                plain.push(item);
+                continue;
+            };
+            match directive.as_str() {
+                Some("delete") => {
+                    let key = map.get(merge_key).ok_or_else(|| Error::no_merge_key(&item, merge_key))?;
+                    for pos in positions.remove(&TypedKey::of(key).into_owned()).unwrap_or_default() {
+                        let last = last_alive.expect("a live element is being deleted");
+                        stale.push(TypedKey::of_element(&live[last], merge_key).into_owned());
+                        alive[pos] = false;
+                        last_alive = (0..=last).rev().find(|&i| alive[i]);
+                    }
+                }
+                Some("replace") => replace = true,
+                Some("merge") => return Err(Error::MergeInList),
+                _ => return Err(bad_patch_type(directive, map)),
+            }
         }
     }
     let deleted = stale.len();
     let survivors: Vec<Value> = live.into_iter().zip(&alive).filter(|(_, a)| **a).map(|(v, _)| v).collect();
-    let survivor_keys: Vec<TypedKey> = survivors.iter().map(|v| TypedKey::of_element(v, merge_key)).collect();
-    // Slot n-d+j holds the stale copy left by deletion number d-1-j.
-    let stale_slots = |appended: &[TypedKey]| -> Vec<TypedKey> {
-        let mut view = survivor_keys.clone();
+    let survivor_keys = owned_keys(&survivors, merge_key);
+    // What the live list's n slots show: survivors, then appended items written into the
+    // freed slots, then the stale copies still there (slot n-d+j was left by deletion d-1-j).
+    let live_view = |mut view: Vec<TypedKey<'static>>, appended: &[TypedKey<'static>]| {
         view.extend(appended.iter().take(deleted).cloned());
         view.extend((appended.len().min(deleted)..deleted).map(|j| stale[deleted - 1 - j].clone()));
-        view
+        LiveView::Keys(view)
     };
 
     if replace {
         // The result is the plain patch elements; the live storage only saw the deletions.
-        let live_view = stale_slots(&[]);
-        let server_order = element_keys(&plain, merge_key);
+        let server_order = owned_keys(&plain, merge_key);
         let items = normalize_element_order(Vec::new(), plain, &[], &server_order, merge_key, ElemKind::Map)?;
-        return Ok(MergedList { items, live_view: Some(live_view) });
+        return Ok(MergedList { items, live_view: live_view(survivor_keys, &[]) });
     }
 
     let mut working = survivors;
-    let mut first_index: HashMap<TypedKey, usize> = HashMap::with_capacity(working.len() + plain.len());
-    for (i, v) in working.iter().enumerate() {
-        if let Some(k) = v.as_object().and_then(|m| m.get(merge_key)) {
-            first_index.entry(TypedKey::of(k)).or_insert(i);
-        }
-    }
+    let mut first_index: HashMap<TypedKey<'static>, usize> = HashMap::new();
     let mut patch_order = Vec::with_capacity(plain.len());
-    let mut appended = Vec::new();
-    for item in plain {
-        let Value::Object(map) = item else { unreachable!("element kind checked") };
-        let key_value = match map.get(merge_key) {
-            Some(k) => k.clone(),
-            None => return Err(Error::no_merge_key(&Value::Object(map), merge_key)),
-        };
-        let key = TypedKey::of(&key_value);
-        let mut order_entry = Map::new();
-        order_entry.insert(merge_key.to_owned(), key_value);
-        patch_order.push(Value::Object(order_entry));
-        match first_index.get(&key) {
-            Some(&i) => {
-                let Value::Object(target) = &mut working[i] else { unreachable!("element kind checked") };
-                *target = merge_map(std::mem::take(target), map, element, opts)?;
+    let mut appended: Vec<TypedKey<'static>> = Vec::new();
+    {
+        let survivor_index = FirstIndex::of_keys(&survivor_keys);
+        for item in plain {
+            let Value::Object(map) = item else { unreachable!("element kind checked") };
+            let Some(key_value) = map.get(merge_key).cloned() else {
+                return Err(Error::no_merge_key(&Value::Object(map), merge_key));
+            };
+            let key = TypedKey::of(&key_value);
+            let target = survivor_index.get(&key).or_else(|| first_index.get(&key).copied());
+            match target {
+                Some(i) => {
+                    let Value::Object(target) = &mut working[i] else { unreachable!("element kind checked") };
+                    *target = merge_map(std::mem::take(target), map, element, opts)?;
+                }
+                None => {
+                    let key = key.into_owned();
+                    first_index.insert(key.clone(), working.len());
+                    working.push(Value::Object(map));
+                    appended.push(key);
+                }
             }
-            None => {
-                first_index.insert(key.clone(), working.len());
-                working.push(Value::Object(map));
-                appended.push(key);
-            }
+            let mut order_entry = Map::new();
+            order_entry.insert(merge_key.to_owned(), key_value);
+            patch_order.push(Value::Object(order_entry));
         }
     }
-    let live_view = stale_slots(&appended);
     let (in_patch, server_only) = partition_by_presence(working, &patch_order, merge_key)?;
     let items =
         normalize_element_order(in_patch, server_only, &patch_order, &survivor_keys, merge_key, ElemKind::Map)?;
-    Ok(MergedList { items, live_view: Some(live_view) })
+    Ok(MergedList { items, live_view: live_view(survivor_keys, &appended) })
 }

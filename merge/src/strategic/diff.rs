@@ -1,9 +1,10 @@
 //! The diff engine (spec §4): the patch that turns a left document into a right one, used by
 //! the two-way patch and by both passes of the three-way patch.
 //!
-//! The left document is taken `&mut` on purpose: kubectl sorts the left side's scalar merge
-//! lists *in place* while diffing them (§4.5), and a later diff of the same document (the
-//! conflict check) sees the sorted lists.
+//! kubectl sorts the left side's scalar merge lists *in place* while diffing them (§4.5), and a
+//! later diff of the same document (the conflict check) sees the sorted lists. Documents here
+//! are borrowed; a [`SortLog`] records those sorts so the caller can replay them on a copy
+//! when (and only when) a later diff needs them.
 
 use super::keys::merge_key_value;
 use super::order::{normalize_slice_order, swap_dedup};
@@ -25,8 +26,68 @@ pub(crate) struct DiffOptions {
     pub retain_keys: bool,
 }
 
+/// The scalar lists a diff sorted in the left document, by path.
+#[derive(Debug, Default)]
+pub(crate) struct SortLog {
+    enabled: bool,
+    path: Vec<PathSegment>,
+    sorted: Vec<(Vec<PathSegment>, Vec<Value>)>,
+}
+
+#[derive(Debug, Clone)]
+enum PathSegment {
+    Key(String),
+    Index(usize),
+}
+
+impl SortLog {
+    pub(crate) fn new(enabled: bool) -> SortLog {
+        SortLog { enabled, ..SortLog::default() }
+    }
+
+    fn enter(&mut self, segment: PathSegment) {
+        if self.enabled {
+            self.path.push(segment);
+        }
+    }
+
+    fn leave(&mut self) {
+        if self.enabled {
+            self.path.pop();
+        }
+    }
+
+    fn record(&mut self, sorted: &[Value]) {
+        if self.enabled {
+            self.sorted.push((self.path.clone(), sorted.to_vec()));
+        }
+    }
+
+    /// Applies the recorded sorts to `doc`, as upstream's in-place sort left it.
+    pub(crate) fn replay(self, doc: &mut Map) {
+        for (path, list) in self.sorted {
+            if let Some(slot) = locate(doc, &path) {
+                *slot = Value::Array(list);
+            }
+        }
+    }
+}
+
+fn locate<'a>(doc: &'a mut Map, path: &[PathSegment]) -> Option<&'a mut Value> {
+    let (PathSegment::Key(first), rest) = path.split_first()? else { return None };
+    let mut v = doc.get_mut(first)?;
+    for segment in rest {
+        v = match (v, segment) {
+            (Value::Object(m), PathSegment::Key(k)) => m.get_mut(k)?,
+            (Value::Array(items), PathSegment::Index(i)) => items.get_mut(*i)?,
+            _ => return None,
+        };
+    }
+    Some(v)
+}
+
 /// Upstream `diffMaps`.
-pub(crate) fn diff_maps(left: &mut Map, right: &Map, schema: &dyn Schema, opts: DiffOptions) -> Result<Map> {
+pub(crate) fn diff_maps(left: &Map, right: &Map, schema: &dyn Schema, opts: DiffOptions, log: &mut SortLog) -> Result<Map> {
     let mut patch = Map::new();
     let mut retain_list = Vec::new();
 
@@ -34,14 +95,14 @@ pub(crate) fn diff_maps(left: &mut Map, right: &Map, schema: &dyn Schema, opts: 
         if opts.retain_keys && !right_value.is_null() {
             retain_list.push(Value::String(key.clone()));
         }
-        let Some(left_value) = left.get_mut(key) else {
+        let Some(left_value) = left.get(key) else {
             if opts.changes {
                 patch.insert(key.clone(), right_value.clone());
             }
             continue;
         };
         if key == DIRECTIVE_MARKER {
-            match (&*left_value, right_value) {
+            match (left_value, right_value) {
                 (Value::String(l), Value::String(r)) => {
                     if l != r {
                         patch.insert(key.clone(), right_value.clone());
@@ -58,8 +119,16 @@ pub(crate) fn diff_maps(left: &mut Map, right: &Map, schema: &dyn Schema, opts: 
             continue;
         }
         match (left_value, right_value) {
-            (Value::Object(l), Value::Object(r)) => diff_map_field(key, l, r, &mut patch, schema, opts)?,
-            (Value::Array(l), Value::Array(r)) => diff_list_field(key, l, r, &mut patch, schema, opts)?,
+            (Value::Object(l), Value::Object(r)) => {
+                log.enter(PathSegment::Key(key.clone()));
+                diff_map_field(key, l, r, &mut patch, schema, opts, log)?;
+                log.leave();
+            }
+            (Value::Array(l), Value::Array(r)) => {
+                log.enter(PathSegment::Key(key.clone()));
+                diff_list_field(key, l, r, &mut patch, schema, opts, log)?;
+                log.leave();
+            }
             (l, r) => {
                 if opts.changes && *l != *r {
                     patch.insert(key.clone(), r.clone());
@@ -91,11 +160,12 @@ fn has_additional_non_null_key(left: &Map, right: &Map) -> bool {
 /// Both sides hold objects (upstream `handleMapDiff`).
 fn diff_map_field(
     key: &str,
-    left: &mut Map,
+    left: &Map,
     right: &Map,
     patch: &mut Map,
     schema: &dyn Schema,
     mut opts: DiffOptions,
+    log: &mut SortLog,
 ) -> Result<()> {
     let (child, meta) = match schema.lookup_struct(key) {
         Ok(found) => found,
@@ -112,7 +182,7 @@ fn diff_map_field(
         }
         return Ok(());
     }
-    let sub = diff_maps(left, right, child.as_ref(), opts)?;
+    let sub = diff_maps(left, right, child.as_ref(), opts, log)?;
     if !sub.is_empty() {
         patch.insert(key.to_owned(), Value::Object(sub));
     }
@@ -122,26 +192,27 @@ fn diff_map_field(
 /// Both sides hold lists (upstream `handleSliceDiff`).
 fn diff_list_field(
     key: &str,
-    left: &mut Vec<Value>,
+    left: &[Value],
     right: &[Value],
     patch: &mut Map,
     schema: &dyn Schema,
     mut opts: DiffOptions,
+    log: &mut SortLog,
 ) -> Result<()> {
     let (element, meta) = match schema.lookup_slice(key) {
         Ok(found) => found,
-        Err(_) if left.as_slice() == right => return Ok(()),
+        Err(_) if left == right => return Ok(()),
         Err(e) => return Err(e),
     };
     let strategy = meta.strategy()?;
     if !strategy.merge {
-        if opts.changes && left.as_slice() != right {
+        if opts.changes && left != right {
             patch.insert(key.to_owned(), Value::Array(right.to_vec()));
         }
         return Ok(());
     }
     opts.retain_keys = strategy.retain_keys;
-    let lists = diff_lists(left, right, element.as_ref(), &meta.merge_key, opts)?;
+    let lists = diff_lists(left, right, element.as_ref(), &meta.merge_key, opts, log)?;
     if !lists.patch.is_empty() {
         patch.insert(key.to_owned(), Value::Array(lists.patch));
     }
@@ -165,11 +236,12 @@ struct ListDiff {
 
 /// Upstream `diffLists`.
 fn diff_lists(
-    left: &mut Vec<Value>,
+    left: &[Value],
     right: &[Value],
     schema: &dyn Schema,
     merge_key: &str,
     opts: DiffOptions,
+    log: &mut SortLog,
 ) -> Result<ListDiff> {
     if left.is_empty() {
         // Nothing to merge with: the whole new list is the patch (no sEO, no validation).
@@ -180,7 +252,7 @@ fn diff_lists(
     }
     match slice_element_type(&[left, right])? {
         ElemKind::Map => {
-            let (patch, deletions) = diff_lists_of_maps(left, right, schema, merge_key, opts)?;
+            let (patch, deletions) = diff_lists_of_maps(left, right, schema, merge_key, opts, log)?;
             let mut patch = normalize_slice_order(patch, right, merge_key, ElemKind::Map)?;
             let order_same = is_order_same(left, right, merge_key)?;
             patch.extend(deletions);
@@ -200,10 +272,14 @@ fn diff_lists(
             Ok(ListDiff { patch, deletions: Vec::new(), order })
         }
         ElemKind::Scalar => {
-            let (adds, deletions) = diff_lists_of_scalars(left, right, opts);
+            // Upstream sorts `left` in place and then compares the sorted list with `right`:
+            // an unsorted but unchanged list still gets an sEO (§4.5).
+            let mut sorted_left = left.to_vec();
+            sort_scalars_by_v_string(&mut sorted_left);
+            log.record(&sorted_left);
+            let (adds, deletions) = diff_lists_of_scalars(&sorted_left, right, opts);
             let patch = normalize_slice_order(adds, right, merge_key, ElemKind::Scalar)?;
-            // `left` is sorted by now: an unsorted but unchanged list still gets an sEO (§4.5).
-            let wanted = (opts.deletions && !deletions.is_empty()) || (opts.changes && left.as_slice() != right);
+            let wanted = (opts.deletions && !deletions.is_empty()) || (opts.changes && sorted_left != right);
             let order = if opts.set_order && wanted { right.to_vec() } else { Vec::new() };
             Ok(ListDiff { patch, deletions, order })
         }
@@ -230,10 +306,9 @@ pub(crate) fn sort_scalars_by_v_string(s: &mut Vec<Value>) {
     s.extend(keyed.into_iter().map(|(_, v)| v));
 }
 
-/// Upstream `diffListsOfScalars`: a merge walk over both lists sorted by `%v` string. Sorts
-/// `left` in place, as upstream does.
-fn diff_lists_of_scalars(left: &mut Vec<Value>, right: &[Value], opts: DiffOptions) -> (Vec<Value>, Vec<Value>) {
-    sort_scalars_by_v_string(left);
+/// Upstream `diffListsOfScalars`: a merge walk over both lists sorted by `%v` string (`left`
+/// comes sorted).
+fn diff_lists_of_scalars(left: &[Value], right: &[Value], opts: DiffOptions) -> (Vec<Value>, Vec<Value>) {
     let mut right_sorted = right.to_vec();
     sort_scalars_by_v_string(&mut right_sorted);
     let left_strings: Vec<String> = left.iter().map(Value::go_v_string).collect();
@@ -267,11 +342,12 @@ fn diff_lists_of_scalars(left: &mut Vec<Value>, right: &[Value], opts: DiffOptio
 /// (Go's unstable sort, so duplicate keys pair up as upstream pairs them), then walked in
 /// step. Elements present on both sides are diffed recursively.
 fn diff_lists_of_maps(
-    left: &mut [Value],
+    left: &[Value],
     right: &[Value],
     schema: &dyn Schema,
     merge_key: &str,
     opts: DiffOptions,
+    log: &mut SortLog,
 ) -> Result<(Vec<Value>, Vec<Value>)> {
     let key_string = |v: &Value| merge_key_value(v, merge_key).map_or_else(|| "<nil>".to_owned(), Value::go_v_string);
     let sorted_indexes = |list: &[Value]| {
@@ -297,10 +373,12 @@ fn diff_lists_of_maps(
         }
         if in_left && in_right && left_order[i].0 == right_order[j].0 {
             let right_element = &right[right_order[j].1];
-            let (Value::Object(l), Value::Object(r)) = (&mut left[left_order[i].1], right_element) else {
+            let (Value::Object(l), Value::Object(r)) = (&left[left_order[i].1], right_element) else {
                 unreachable!("checked by require_merge_key");
             };
-            let mut sub = diff_maps(l, r, schema, opts)?;
+            log.enter(PathSegment::Index(left_order[i].1));
+            let mut sub = diff_maps(l, r, schema, opts, log)?;
+            log.leave();
             if !sub.is_empty() {
                 sub.insert(merge_key.to_owned(), r[merge_key].clone());
                 patch.push(Value::Object(sub));

@@ -5,39 +5,41 @@
 //!   [`TypedKey`] is a hashable form of exactly that equality, so lookups are O(1).
 //! * Diffing compares the `%v` strings ([`Value::go_v_string`]), so `80` and `"80"` match.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use crate::value::{Map, Value};
 
-/// A hashable key with Go's typed `==` semantics for scalars. Go panics when comparing two
-/// maps or slices; we compare those structurally instead (their JSON text), which only matters
-/// for malformed input such as an object used as a merge-key value.
+/// A hashable key with Go's typed `==` semantics for scalars, borrowing strings from the
+/// value it describes. Go panics when comparing two maps or slices; we compare those
+/// structurally instead (their JSON text), which only matters for malformed input such as an
+/// object used as a merge-key value.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(crate) enum TypedKey {
+pub(crate) enum TypedKey<'a> {
     Null,
     Bool(bool),
     Int(i64),
     /// Bits of the float, with -0.0 folded into 0.0 (Go: `-0.0 == 0.0`).
     Float(u64),
-    String(String),
+    Str(Cow<'a, str>),
     Composite(String),
 }
 
-impl TypedKey {
-    pub(crate) fn of(v: &Value) -> TypedKey {
+impl<'a> TypedKey<'a> {
+    pub(crate) fn of(v: &'a Value) -> TypedKey<'a> {
         match v {
             Value::Null => TypedKey::Null,
             Value::Bool(b) => TypedKey::Bool(*b),
             Value::Int(i) => TypedKey::Int(*i),
             Value::Float(f) => TypedKey::Float(if *f == 0.0 { 0 } else { f.to_bits() }),
-            Value::String(s) => TypedKey::String(s.clone()),
+            Value::String(s) => TypedKey::Str(Cow::Borrowed(s)),
             Value::Array(_) | Value::Object(_) => TypedKey::Composite(v.to_json_string()),
         }
     }
 
     /// The key of a list element: its merge-key value for maps (absent → `nil`, as Go's
     /// `map[key]` yields), the element itself otherwise.
-    pub(crate) fn of_element(v: &Value, merge_key: &str) -> TypedKey {
+    pub(crate) fn of_element(v: &'a Value, merge_key: &str) -> TypedKey<'a> {
         if merge_key.is_empty() {
             return TypedKey::of(v);
         }
@@ -46,27 +48,52 @@ impl TypedKey {
             _ => TypedKey::Null,
         }
     }
+
+    pub(crate) fn into_owned(self) -> TypedKey<'static> {
+        match self {
+            TypedKey::Null => TypedKey::Null,
+            TypedKey::Bool(b) => TypedKey::Bool(b),
+            TypedKey::Int(i) => TypedKey::Int(i),
+            TypedKey::Float(f) => TypedKey::Float(f),
+            TypedKey::Str(s) => TypedKey::Str(Cow::Owned(s.into_owned())),
+            TypedKey::Composite(s) => TypedKey::Composite(s),
+        }
+    }
+
+    /// The same key borrowing from `self`.
+    pub(crate) fn reborrow(&self) -> TypedKey<'_> {
+        match self {
+            TypedKey::Str(s) => TypedKey::Str(Cow::Borrowed(s)),
+            other => other.clone(),
+        }
+    }
 }
 
 /// Index of the first element with each key: Go's linear `index()` lookup, precomputed.
-pub(crate) struct FirstIndex(HashMap<TypedKey, usize>);
+pub(crate) struct FirstIndex<'a>(HashMap<TypedKey<'a>, usize>);
 
-impl FirstIndex {
-    pub(crate) fn new<'a>(keys: impl IntoIterator<Item = &'a TypedKey>) -> FirstIndex {
-        let mut map = HashMap::new();
-        for (i, k) in keys.into_iter().enumerate() {
-            map.entry(k.clone()).or_insert(i);
+impl<'a> FirstIndex<'a> {
+    pub(crate) fn new(keys: impl IntoIterator<Item = TypedKey<'a>>) -> FirstIndex<'a> {
+        let keys = keys.into_iter();
+        let mut map = HashMap::with_capacity(keys.size_hint().0);
+        for (i, k) in keys.enumerate() {
+            map.entry(k).or_insert(i);
         }
         FirstIndex(map)
     }
 
-    pub(crate) fn of_list(list: &[Value], merge_key: &str) -> FirstIndex {
-        let keys: Vec<TypedKey> = list.iter().map(|v| TypedKey::of_element(v, merge_key)).collect();
-        FirstIndex::new(&keys)
+    pub(crate) fn of_list(list: &'a [Value], merge_key: &str) -> FirstIndex<'a> {
+        FirstIndex::new(list.iter().map(|v| TypedKey::of_element(v, merge_key)))
     }
 
-    pub(crate) fn get(&self, key: &TypedKey) -> Option<usize> {
-        self.0.get(key).copied()
+    pub(crate) fn of_keys(keys: &'a [TypedKey<'_>]) -> FirstIndex<'a> {
+        FirstIndex::new(keys.iter().map(TypedKey::reborrow))
+    }
+
+    pub(crate) fn get(&self, key: &TypedKey<'_>) -> Option<usize> {
+        // The map's keys may live longer than `key`; look up at the shorter lifetime.
+        let map: &HashMap<TypedKey<'_>, usize> = &self.0;
+        map.get(key).copied()
     }
 }
 

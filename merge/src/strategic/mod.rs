@@ -19,7 +19,7 @@ mod keys;
 mod order;
 
 use apply::{MergeOptions, merge_map};
-use diff::{DiffOptions, diff_maps};
+use diff::{DiffOptions, SortLog, diff_maps};
 use keys::{TypedKey, go_v_lists};
 
 use crate::error::{Error, Result};
@@ -35,10 +35,10 @@ pub(crate) const SET_ELEMENT_ORDER_PREFIX: &str = "$setElementOrder";
 /// `$setElementOrder` generation on. Both documents must be objects (`null` counts as `{}`,
 /// as it does for Go's decoder).
 pub fn create_two_way_merge_patch(original: &Value, modified: &Value, schema: &dyn Schema) -> Result<Value> {
-    let mut original = document(original)?;
+    let original = document_ref(original)?;
     let modified = document_ref(modified)?;
     let opts = DiffOptions { changes: true, deletions: true, set_order: true, retain_keys: false };
-    Ok(Value::Object(diff_maps(&mut original, &modified, schema, opts)?))
+    Ok(Value::Object(diff_maps(&original, &modified, schema, opts, &mut SortLog::new(false))?))
 }
 
 /// Three-way patch (upstream `CreateThreeWayMergePatch`): `original` is the last-applied
@@ -52,22 +52,28 @@ pub fn create_three_way_merge_patch(
     schema: &dyn Schema,
     overwrite: bool,
 ) -> Result<Value> {
-    let mut original = document(original)?;
+    let original = document_ref(original)?;
     let modified = document_ref(modified)?;
-    let mut current = document(current)?;
+    let current = document_ref(current)?;
+    // The conflict check sees the scalar lists the two passes sorted in place (§4.5).
+    let mut current_sorts = SortLog::new(!overwrite);
+    let mut original_sorts = SortLog::new(!overwrite);
 
     // Additions and changes from the live object (nothing the live object has extra is removed)…
     let delta_opts = DiffOptions { changes: true, deletions: false, set_order: true, retain_keys: false };
-    let delta = diff_maps(&mut current, &modified, schema, delta_opts)?;
+    let delta = diff_maps(&current, &modified, schema, delta_opts, &mut current_sorts)?;
     // …plus deletions of what the last-applied configuration had and the manifest dropped.
     let deletion_opts = DiffOptions { changes: false, deletions: true, set_order: true, retain_keys: false };
-    let deletions = diff_maps(&mut original, &modified, schema, deletion_opts)?;
+    let deletions = diff_maps(&original, &modified, schema, deletion_opts, &mut original_sorts)?;
     let patch = merge_map(deletions, delta, schema, MergeOptions::MERGE_PATCHES)?;
 
     if !overwrite {
-        // Sees `original` and `current` as the passes above left them (sorted scalar lists).
+        let mut original = original.into_owned();
+        original_sorts.replay(&mut original);
+        let mut current = current.into_owned();
+        current_sorts.replay(&mut current);
         let changed_opts = DiffOptions { changes: true, deletions: true, set_order: false, retain_keys: false };
-        let changed = diff_maps(&mut original, &current, schema, changed_opts)?;
+        let changed = diff_maps(&original, &current, schema, changed_opts, &mut SortLog::new(false))?;
         if conflict::maps_have_conflicts(&patch, &changed, schema)? {
             return Err(Error::Conflict {
                 patch: Value::Object(patch).to_json_string(),
@@ -102,19 +108,22 @@ fn document_ref(v: &Value) -> Result<std::borrow::Cow<'_, Map>> {
     }
 }
 
-/// Iterative depth check, so that the check itself cannot overflow the stack.
+/// Iterative depth check, so that the check itself cannot overflow the stack. Only
+/// containers are pushed; scalars need no visit.
 fn check_depth(root: &Value) -> Result<()> {
     let mut stack: Vec<(&Value, usize)> = vec![(root, 1)];
     while let Some((v, depth)) = stack.pop() {
-        let children: Box<dyn Iterator<Item = &Value>> = match v {
-            Value::Array(items) => Box::new(items.iter()),
-            Value::Object(map) => Box::new(map.values()),
-            _ => continue,
-        };
-        if depth > MAX_DEPTH {
-            return Err(Error::TooDeep(MAX_DEPTH));
+        let is_container = |c: &&Value| matches!(c, Value::Array(_) | Value::Object(_));
+        match v {
+            Value::Array(items) if depth <= MAX_DEPTH => {
+                stack.extend(items.iter().filter(is_container).map(|c| (c, depth + 1)));
+            }
+            Value::Object(map) if depth <= MAX_DEPTH => {
+                stack.extend(map.values().filter(is_container).map(|c| (c, depth + 1)));
+            }
+            Value::Array(_) | Value::Object(_) => return Err(Error::TooDeep(MAX_DEPTH)),
+            _ => {}
         }
-        stack.extend(children.map(|c| (c, depth + 1)));
     }
     Ok(())
 }
@@ -154,13 +163,13 @@ pub(crate) fn merge_key_values_equal(left: &Value, right: &Value, merge_key: &st
     if merge_key.is_empty() {
         return Ok(TypedKey::of(left) == TypedKey::of(right));
     }
-    let key_of = |v: &Value| -> Result<TypedKey> {
+    fn key_of<'a>(v: &'a Value, merge_key: &str) -> Result<TypedKey<'a>> {
         match v {
             Value::Object(m) => m.get(merge_key).map(TypedKey::of).ok_or_else(|| Error::no_merge_key(v, merge_key)),
             other => Err(order::bad_map_arg(other)),
         }
-    };
-    Ok(key_of(left)? == key_of(right)?)
+    }
+    Ok(key_of(left, merge_key)? == key_of(right, merge_key)?)
 }
 
 #[cfg(test)]

@@ -51,21 +51,23 @@ pub(crate) fn normalize_slice_order(
         to_delete = del;
     }
     let index = FirstIndex::of_list(order, key_name);
-    sort_by_first_index(&mut to_sort, &index, key_name);
-    to_sort.extend(to_delete);
-    Ok(to_sort)
+    let mut sorted = sort_by_first_index(to_sort, &index, key_name);
+    sorted.extend(to_delete);
+    Ok(sorted)
 }
 
 /// Stable sort by the index of the first equal element in an order list. Upstream's comparator
 /// treats elements missing from the order as "less" both ways; kubectl never sorts such
 /// elements, and here they keep their relative order at the end.
-fn sort_by_first_index(list: &mut Vec<Value>, index: &FirstIndex, key_name: &str) {
-    let mut keyed: Vec<(usize, Value)> = std::mem::take(list)
+fn sort_by_first_index(list: Vec<Value>, index: &FirstIndex<'_>, key_name: &str) -> Vec<Value> {
+    let mut keyed: Vec<(usize, Value)> = list
         .into_iter()
         .map(|v| (index.get(&TypedKey::of_element(&v, key_name)).unwrap_or(usize::MAX), v))
         .collect();
-    keyed.sort_by_key(|(i, _)| *i);
-    list.extend(keyed.into_iter().map(|(_, v)| v));
+    if !keyed.is_sorted_by_key(|(i, _)| *i) {
+        keyed.sort_by_key(|(i, _)| *i);
+    }
+    keyed.into_iter().map(|(_, v)| v).collect()
 }
 
 /// Upstream `normalizeElementOrder` + `mergeSortedSlice`: patch items in patch order,
@@ -75,35 +77,46 @@ pub(crate) fn normalize_element_order(
     patch_items: Vec<Value>,
     server_only: Vec<Value>,
     patch_order: &[Value],
-    server_order: &[TypedKey],
+    server_order: &[TypedKey<'_>],
     merge_key: &str,
     kind: ElemKind,
 ) -> Result<Vec<Value>> {
     let patch_items = normalize_slice_order(patch_items, patch_order, merge_key, kind)?;
+    if server_only.is_empty() {
+        return Ok(patch_items);
+    }
     let key_name = if kind == ElemKind::Map { merge_key } else { "" };
-    let server_index = FirstIndex::new(server_order);
-    let mut server_only = server_only;
-    if kind == ElemKind::Map {
+    let server_index = FirstIndex::of_keys(server_order);
+    let server_only = if kind == ElemKind::Map {
         validate_merge_keys(&server_only, merge_key)?;
         let (keep, del): (Vec<Value>, Vec<Value>) = server_only.into_iter().partition(|v| !is_delete_directive(v));
-        server_only = keep;
-        sort_by_first_index(&mut server_only, &server_index, key_name);
-        server_only.extend(del);
+        let mut sorted = sort_by_first_index(keep, &server_index, key_name);
+        sorted.extend(del);
+        sorted
     } else {
-        sort_by_first_index(&mut server_only, &server_index, key_name);
-    }
+        sort_by_first_index(server_only, &server_index, key_name)
+    };
     Ok(merge_sorted(server_only, patch_items, &server_index, key_name))
 }
 
-fn merge_sorted(left: Vec<Value>, right: Vec<Value>, server_index: &FirstIndex, key_name: &str) -> Vec<Value> {
+/// Upstream `mergeSortedSlice`: a server-only item goes first only when both it and the next
+/// patch item are in the live list and it comes earlier there.
+fn merge_sorted(left: Vec<Value>, right: Vec<Value>, server_index: &FirstIndex<'_>, key_name: &str) -> Vec<Value> {
+    let position = |v: &Value| server_index.get(&TypedKey::of_element(v, key_name));
+    let left_at: Vec<Option<usize>> = left.iter().map(position).collect();
+    let right_at: Vec<Option<usize>> = right.iter().map(position).collect();
     let mut out = Vec::with_capacity(left.len() + right.len());
-    let mut left = left.into_iter().peekable();
-    let mut right = right.into_iter().peekable();
-    while let (Some(l), Some(r)) = (left.peek(), right.peek()) {
-        let li = server_index.get(&TypedKey::of_element(l, key_name));
-        let ri = server_index.get(&TypedKey::of_element(r, key_name));
-        let take_left = matches!((li, ri), (Some(a), Some(b)) if a < b);
-        out.push(if take_left { left.next() } else { right.next() }.expect("peeked"));
+    let (mut i, mut j) = (0, 0);
+    let mut left = left.into_iter();
+    let mut right = right.into_iter();
+    while i < left_at.len() && j < right_at.len() {
+        if matches!((left_at[i], right_at[j]), (Some(a), Some(b)) if a < b) {
+            out.extend(left.next());
+            i += 1;
+        } else {
+            out.extend(right.next());
+            j += 1;
+        }
     }
     out.extend(left);
     out.extend(right);
@@ -116,7 +129,7 @@ pub(crate) fn partition_by_presence(
     by: &[Value],
     merge_key: &str,
 ) -> Result<(Vec<Value>, Vec<Value>)> {
-    let present: HashSet<TypedKey> = if merge_key.is_empty() {
+    let present: HashSet<TypedKey<'_>> = if merge_key.is_empty() {
         by.iter().map(TypedKey::of).collect()
     } else {
         // Upstream's lookup fails on the first element of `by` that is not an object.
@@ -128,7 +141,7 @@ pub(crate) fn partition_by_presence(
                         set.insert(TypedKey::of(k));
                     }
                 }
-                _ => return Err(Error::Lookup(format!("value for key {i} is not a map"))),
+                _ => return Err(Error::Invalid(format!("value for key {i} is not a map"))),
             }
         }
         set
@@ -165,8 +178,8 @@ pub(crate) fn swap_dedup_in_place(buf: &mut [Value]) -> usize {
     if n < 2 {
         return n;
     }
-    let mut keys: Vec<TypedKey> = buf.iter().map(TypedKey::of).collect();
-    let mut positions: HashMap<TypedKey, BTreeSet<usize>> = HashMap::new();
+    let mut keys: Vec<TypedKey<'static>> = buf.iter().map(|v| TypedKey::of(v).into_owned()).collect();
+    let mut positions: HashMap<TypedKey<'static>, BTreeSet<usize>> = HashMap::new();
     for (i, k) in keys.iter().enumerate() {
         positions.entry(k.clone()).or_default().insert(i);
     }

@@ -49,16 +49,18 @@ pub fn control_plane() -> Result<&'static ControlPlane> {
 }
 
 fn start_or_attach() -> Result<ControlPlane> {
-    if let Ok(requested) = std::env::var("APPLYSET_TEST_KUBECONFIG") {
-        if !requested.is_empty() {
-            let kubeconfig = if requested == "1" {
-                std::env::var("KUBECONFIG")
-                    .context("APPLYSET_TEST_KUBECONFIG=1 asks for $KUBECONFIG, which is not set")?
-            } else {
-                requested
-            };
-            return Ok(ControlPlane { kubeconfig: kubeconfig.into() });
-        }
+    if let Ok(requested) = std::env::var("APPLYSET_TEST_KUBECONFIG")
+        && !requested.is_empty()
+    {
+        let kubeconfig = if requested == "1" {
+            std::env::var("KUBECONFIG")
+                .context("APPLYSET_TEST_KUBECONFIG=1 asks for $KUBECONFIG, which is not set")?
+        } else {
+            requested
+        };
+        return Ok(ControlPlane {
+            kubeconfig: kubeconfig.into(),
+        });
     }
 
     let script = repo_root().join("scripts/control-plane");
@@ -69,14 +71,25 @@ fn start_or_attach() -> Result<ControlPlane> {
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     if !output.status.success() {
-        bail!("`{} up` failed ({}):\n{stderr}{stdout}", script.display(), output.status);
+        bail!(
+            "`{} up` failed ({}):\n{stderr}{stdout}",
+            script.display(),
+            output.status
+        );
     }
     let kubeconfig = stdout
         .lines()
         .last()
         .and_then(|line| line.strip_prefix("KUBECONFIG="))
-        .ok_or_else(|| anyhow!("`{} up` did not end with a KUBECONFIG= line:\n{stderr}{stdout}", script.display()))?;
-    Ok(ControlPlane { kubeconfig: kubeconfig.into() })
+        .ok_or_else(|| {
+            anyhow!(
+                "`{} up` did not end with a KUBECONFIG= line:\n{stderr}{stdout}",
+                script.display()
+            )
+        })?;
+    Ok(ControlPlane {
+        kubeconfig: kubeconfig.into(),
+    })
 }
 
 fn repo_root() -> PathBuf {
@@ -111,7 +124,11 @@ pub fn kubectl_path() -> Result<PathBuf> {
         .context("kubectl has no parent directory")?
         .join("kubectl.1.33");
     if !versioned.is_file() {
-        bail!("{} does not exist (looked beside {})", versioned.display(), kubectl.display());
+        bail!(
+            "{} does not exist (looked beside {})",
+            versioned.display(),
+            kubectl.display()
+        );
     }
     Ok(versioned)
 }
@@ -119,7 +136,11 @@ pub fn kubectl_path() -> Result<PathBuf> {
 /// `kubectl.1.33` with `kubeconfig` and `namespace`.
 pub fn kubectl(kubeconfig: &Path, namespace: &str) -> Result<Command> {
     let mut command = Command::new(kubectl_path()?);
-    command.arg("--kubeconfig").arg(kubeconfig).arg("--namespace").arg(namespace);
+    command
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .arg("--namespace")
+        .arg(namespace);
     Ok(command)
 }
 
@@ -147,12 +168,22 @@ pub fn run(command: &mut Command, stdin: Option<&str>) -> Result<CommandOutput> 
     use std::process::Stdio;
 
     let description = format!("{command:?}");
-    command.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() });
+    command.stdin(if stdin.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    });
     command.stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut child = command.spawn().with_context(|| format!("could not start {description}"))?;
+    let mut child = command
+        .spawn()
+        .with_context(|| format!("could not start {description}"))?;
     if let Some(input) = stdin {
         // Dropping the handle at the end of the statement closes the pipe.
-        child.stdin.take().expect("stdin is piped").write_all(input.as_bytes())?;
+        child
+            .stdin
+            .take()
+            .expect("stdin is piped")
+            .write_all(input.as_bytes())?;
     }
     let output = child.wait_with_output()?;
     Ok(CommandOutput {
@@ -189,7 +220,11 @@ impl TestNamespace {
             .create(&PostParams::default(), &namespace)
             .await
             .with_context(|| format!("creating namespace {name}"))?;
-        Ok(Self { client, name, kubeconfig })
+        Ok(Self {
+            client,
+            name,
+            kubeconfig,
+        })
     }
 
     /// `kubectl.1.33` with the admin kubeconfig and this namespace.
@@ -205,7 +240,8 @@ impl TestNamespace {
 
     /// Writes a kubeconfig for the same cluster that authenticates with
     /// `token` only (no client certificate), for kubectl and kube clients.
-    pub fn token_kubeconfig(&self, token: &str, file_name: &str) -> Result<PathBuf> {
+    /// The file is removed when the returned value is dropped.
+    pub fn token_kubeconfig(&self, token: &str, file_name: &str) -> Result<TokenKubeconfig> {
         let admin = Kubeconfig::read_from(&self.kubeconfig)?;
         let mut kubeconfig = serde_json::to_value(&admin)?;
         kubeconfig["users"] = serde_json::json!([{ "name": "token", "user": { "token": token } }]);
@@ -215,7 +251,18 @@ impl TestNamespace {
         let path = std::env::temp_dir().join(format!("{}-{file_name}.kubeconfig", self.name));
         // JSON is YAML, so kubectl reads it as it is.
         std::fs::write(&path, serde_json::to_vec_pretty(&kubeconfig)?)?;
-        Ok(path)
+        Ok(TokenKubeconfig { path })
+    }
+}
+
+/// A kubeconfig file holding a bearer token; deleted on drop.
+pub struct TokenKubeconfig {
+    pub path: PathBuf,
+}
+
+impl Drop for TokenKubeconfig {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
     }
 }
 
@@ -226,11 +273,18 @@ impl Drop for TestNamespace {
         let name = self.name.clone();
         let kubeconfig = self.kubeconfig.clone();
         let deletion = std::thread::spawn(move || -> Result<()> {
-            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
             runtime.block_on(async {
                 let client = client_for(&kubeconfig).await?;
                 let namespaces = Api::<Namespace>::all(client);
-                match tokio::time::timeout(CLEANUP_TIMEOUT, namespaces.delete(&name, &DeleteParams::background())).await {
+                match tokio::time::timeout(
+                    CLEANUP_TIMEOUT,
+                    namespaces.delete(&name, &DeleteParams::background()),
+                )
+                .await
+                {
                     Err(_) => bail!("timed out after {CLEANUP_TIMEOUT:?}"),
                     Ok(Err(kube::Error::Api(status))) if status.code == 404 => Ok(()),
                     Ok(result) => result.map(|_| ()).map_err(Into::into),
@@ -239,7 +293,10 @@ impl Drop for TestNamespace {
         });
         match deletion.join() {
             Ok(Ok(())) => {}
-            Ok(Err(error)) => eprintln!("warning: could not delete test namespace {}: {error:#}", self.name),
+            Ok(Err(error)) => eprintln!(
+                "warning: could not delete test namespace {}: {error:#}",
+                self.name
+            ),
             Err(_) => eprintln!("warning: deleting test namespace {} panicked", self.name),
         }
     }

@@ -7,10 +7,8 @@
 //!
 //! Documents are consumed and returned, so no subtree is copied more than necessary.
 
-use std::collections::{HashMap, HashSet};
-
-use super::keys::{FirstIndex, TypedKey, go_s_string, go_type_name};
-use super::order::{go_decoded_capacity, normalize_element_order, partition_by_presence, swap_dedup_in_place};
+use super::keys::{KeyHashState, KeyMap, KeySet, PositionIndex, TypedKey, go_s_string, go_type_name};
+use super::order::{ServerOrder, go_decoded_capacity, order_merged, swap_dedup_in_place};
 use super::{
     DELETE_FROM_PRIMITIVE_LIST_PREFIX, DIRECTIVE_MARKER, ElemKind, RETAIN_KEYS_DIRECTIVE, SET_ELEMENT_ORDER_PREFIX,
     merge_key_values_equal, slice_element_type,
@@ -99,6 +97,7 @@ pub(crate) fn merge_map(original: Map, mut patch: Map, schema: &dyn Schema, opts
                     &meta.merge_key,
                     is_deletion_list,
                     opts,
+                    Reorder::Always,
                 )?;
                 *current = merged.items;
             }
@@ -118,13 +117,10 @@ fn store_stripped(original: &mut Map, key: String, mut value: Value, opts: Merge
     if opts.ignore_unmatched_nulls {
         discard_null_members(&mut value);
     }
-    match remove_directives(value) {
-        Some(v) => {
-            original.insert(key, v);
-        }
-        None => {
-            original.remove(&key);
-        }
+    if strip_directives(&mut value) {
+        original.insert(key, value);
+    } else {
+        original.remove(&key);
     }
 }
 
@@ -141,17 +137,35 @@ fn discard_null_members(value: &mut Value) {
     }
 }
 
-/// Upstream `removeDirectives`: `None` when the value itself is a `$patch` object.
-pub(crate) fn remove_directives(value: Value) -> Option<Value> {
+/// Upstream `removeDirectives`, in place: drops every object carrying `$patch` (members and
+/// list elements alike). Returns false when the value itself is such an object.
+pub(crate) fn strip_directives(value: &mut Value) -> bool {
+    if !has_directive(value) {
+        return true;
+    }
     match value {
         Value::Object(map) => {
             if map.contains_key(DIRECTIVE_MARKER) {
-                return None;
+                return false;
             }
-            Some(Value::Object(map.into_iter().filter_map(|(k, v)| remove_directives(v).map(|v| (k, v))).collect()))
+            map.retain(|_, v| strip_directives(v));
+            true
         }
-        Value::Array(items) => Some(Value::Array(items.into_iter().filter_map(remove_directives).collect())),
-        other => Some(other),
+        Value::Array(items) => {
+            items.retain_mut(strip_directives);
+            true
+        }
+        _ => true,
+    }
+}
+
+/// Whether any object inside `value` (or `value` itself) carries `$patch`; a read-only scan,
+/// much cheaper than rebuilding the maps.
+fn has_directive(value: &Value) -> bool {
+    match value {
+        Value::Object(map) => map.contains_key(DIRECTIVE_MARKER) || map.values().any(has_directive),
+        Value::Array(items) => items.iter().any(has_directive),
+        _ => false,
     }
 }
 
@@ -181,7 +195,7 @@ fn apply_retain_keys(original: &mut Map, patch: &mut Map, opts: MergeOptions) ->
     let Value::Array(list) = retain else {
         return Err(Error::BadPatchFormatForRetainKeys);
     };
-    let keep: HashSet<TypedKey<'_>> = list.iter().map(TypedKey::of).collect();
+    let keep: KeySet<TypedKey<'_>> = list.iter().map(TypedKey::of).collect();
     let listed = |k: &str| keep.contains(&TypedKey::Str(k.into()));
     for (k, v) in patch.iter() {
         let exempt = v.is_null()
@@ -234,31 +248,44 @@ fn apply_set_element_order(original: &mut Map, patch: &mut Map, schema: &dyn Sch
         let (merged, view) = match (original_list, patch_list) {
             (None, None) => continue,
             (Some(live), None) => {
-                let view = kind.as_ref().map(|k| owned_keys(&live, key_name(*k))).unwrap_or_default();
+                let view = LiveView::MergedPrefix { len: live.len(), extra: Vec::new() };
                 (live, view)
             }
             (None, Some(patch_items)) => {
-                let stripped = match remove_directives(Value::Array(patch_items)) {
-                    Some(Value::Array(items)) => items,
-                    _ => unreachable!("a list is never removed"),
-                };
-                (stripped, Vec::new())
+                let mut stripped = Value::Array(patch_items);
+                strip_directives(&mut stripped);
+                let Value::Array(stripped) = stripped else { unreachable!("still a list") };
+                (stripped, LiveView::Keys(Vec::new()))
             }
             (Some(live), Some(patch_items)) => {
-                let merged = merge_list_field(live, patch_items, element.as_ref(), strategy, merge_key, false, opts)?;
+                // The ordering below supersedes the merge's own (`Reorder::IfAmbiguous`).
+                let merged = merge_list_field(
+                    live,
+                    patch_items,
+                    element.as_ref(),
+                    strategy,
+                    merge_key,
+                    false,
+                    opts,
+                    Reorder::IfAmbiguous,
+                )?;
                 let view = match merged.live_view {
-                    LiveView::Keys(keys) => keys,
                     LiveView::Unchanged(live) => {
-                        kind.as_ref().map(|k| owned_keys(&live, key_name(*k))).unwrap_or_default()
+                        LiveView::Keys(kind.as_ref().map(|k| owned_keys(&live, key_name(*k))).unwrap_or_default())
                     }
+                    view => view,
                 };
                 (merged.items, view)
             }
         };
 
-        let (in_order, server_only) = partition_by_presence(merged, &order, merge_key)?;
         let kind = kind?;
-        let both = normalize_element_order(in_order, server_only, &order, &view, merge_key, kind)?;
+        let server_order = match &view {
+            LiveView::Keys(keys) => ServerOrder::Keys(keys),
+            LiveView::MergedPrefix { len, extra } => ServerOrder::MergedPrefix { len: *len, extra },
+            LiveView::Unchanged(_) => unreachable!("replaced above"),
+        };
+        let both = order_merged(merged, &order, server_order, merge_key, kind)?;
         original.insert(field.clone(), Value::Array(both));
     }
     Ok(())
@@ -334,10 +361,23 @@ pub(crate) enum LiveView {
     Unchanged(Vec<Value>),
     /// The keys of the live list's slots after the merge.
     Keys(Vec<TypedKey<'static>>),
+    /// The live list's slots show the first `len` merged items (returned unordered), then
+    /// `extra`.
+    MergedPrefix { len: usize, extra: Vec<TypedKey<'static>> },
+}
+
+/// Whether a merge must order its result. Upstream always does; when a `$setElementOrder`
+/// orders the list again right after, the first ordering only matters for elements with
+/// equal keys, so it is skipped when all keys are distinct.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reorder {
+    Always,
+    IfAmbiguous,
 }
 
 /// Upstream `mergeSliceHandler`: merge lists (and deletion lists) element-wise, others are
 /// replaced by the patch list verbatim.
+#[allow(clippy::too_many_arguments)]
 fn merge_list_field(
     live: Vec<Value>,
     patch: Vec<Value>,
@@ -346,9 +386,10 @@ fn merge_list_field(
     merge_key: &str,
     is_deletion_list: bool,
     opts: MergeOptions,
+    reorder: Reorder,
 ) -> Result<MergedList> {
     if strategy.merge || is_deletion_list {
-        merge_list(live, patch, element, merge_key, is_deletion_list, opts)
+        merge_list(live, patch, element, merge_key, is_deletion_list, opts, reorder)
     } else {
         Ok(MergedList { items: patch, live_view: LiveView::Unchanged(live) })
     }
@@ -362,6 +403,7 @@ fn merge_list(
     merge_key: &str,
     is_deletion_list: bool,
     opts: MergeOptions,
+    reorder: Reorder,
 ) -> Result<MergedList> {
     if live.is_empty() && patch.is_empty() {
         return Ok(MergedList { items: Vec::new(), live_view: LiveView::Unchanged(live) });
@@ -369,37 +411,53 @@ fn merge_list(
     match slice_element_type(&[&live, &patch])? {
         ElemKind::Scalar => {
             if opts.parallel && is_deletion_list {
-                let doomed: HashSet<TypedKey<'_>> = patch.iter().map(TypedKey::of).collect();
+                let doomed: KeySet<TypedKey<'_>> = patch.iter().map(TypedKey::of).collect();
                 let kept = live.into_iter().filter(|v| !doomed.contains(&TypedKey::of(v))).collect();
                 return Ok(MergedList { items: kept, live_view: LiveView::Keys(Vec::new()) });
             }
-            merge_scalar_lists(live, patch)
+            merge_scalar_lists(live, patch, reorder)
         }
         ElemKind::Map => {
             if merge_key.is_empty() {
                 return Err(Error::NoMergeKeyForList(element.name()));
             }
-            merge_map_lists(live, patch, element, merge_key, opts)
+            merge_map_lists(live, patch, element, merge_key, opts, reorder)
         }
     }
 }
 
 /// Scalars: the union of both lists (Go's swap-dedup of `live ++ patch`), then ordered.
-fn merge_scalar_lists(live: Vec<Value>, patch: Vec<Value>) -> Result<MergedList> {
+fn merge_scalar_lists(live: Vec<Value>, patch: Vec<Value>, reorder: Reorder) -> Result<MergedList> {
     let n = live.len();
     // `append(live, patch...)` writes into the live list's storage when it has room; the
     // dedup then rewrites the live list's own slots if it holds duplicates (spec §7.4).
     // Live lists here come from JSON decoding, whose capacity follows Go's append growth.
     let shares_storage = go_decoded_capacity(n) >= n + patch.len();
-    let live_keys = if shares_storage { Vec::new() } else { owned_keys(&live, "") };
+    let live_has_duplicates = {
+        let mut seen = KeySet::with_capacity_and_hasher(n, KeyHashState::default());
+        !live.iter().all(|v| seen.insert(TypedKey::of(v)))
+    };
+    // Without duplicates the live elements keep the first n slots, in order.
+    let live_keys = if live_has_duplicates && !shares_storage { owned_keys(&live, "") } else { Vec::new() };
     let mut buffer = live;
     buffer.extend(patch.iter().cloned());
     let len = swap_dedup_in_place(&mut buffer);
-    let server_order = if shares_storage { owned_keys(&buffer[..n], "") } else { live_keys };
+    let view = match (live_has_duplicates, shares_storage) {
+        (false, _) => LiveView::MergedPrefix { len: n, extra: Vec::new() },
+        (true, true) => LiveView::Keys(owned_keys(&buffer[..n], "")),
+        (true, false) => LiveView::Keys(live_keys),
+    };
     buffer.truncate(len);
-    let (in_patch, server_only) = partition_by_presence(buffer, &patch, "")?;
-    let items = normalize_element_order(in_patch, server_only, &patch, &server_order, "", ElemKind::Scalar)?;
-    Ok(MergedList { items, live_view: LiveView::Keys(server_order) })
+    // After the dedup all elements are distinct: a later $setElementOrder decides alone.
+    if reorder == Reorder::IfAmbiguous {
+        return Ok(MergedList { items: buffer, live_view: view });
+    }
+    let server_order = match &view {
+        LiveView::Keys(keys) => ServerOrder::Keys(keys),
+        _ => ServerOrder::MergedPrefix { len: n, extra: &[] },
+    };
+    let items = order_merged(buffer, &patch, server_order, "", ElemKind::Scalar)?;
+    Ok(MergedList { items, live_view: LiveView::Keys(Vec::new()) })
 }
 
 /// Lists of objects merged by key: `$patch` elements first (deletions, replace), then each
@@ -410,18 +468,25 @@ fn merge_map_lists(
     element: &dyn Schema,
     merge_key: &str,
     opts: MergeOptions,
+    reorder: Reorder,
 ) -> Result<MergedList> {
     let n = live.len();
     let mut alive = vec![true; n];
+    let mut distinct_keys = true;
     let mut stale: Vec<TypedKey<'static>> = Vec::new();
     let mut replace = false;
     let mut plain = Vec::with_capacity(patch.len());
     {
         // Positions of each merge-key value (elements without the key never match).
-        let mut positions: HashMap<TypedKey<'_>, Vec<usize>> = HashMap::new();
+        let mut positions: KeyMap<TypedKey<'_>, Vec<usize>> = KeyMap::default();
         for (i, v) in live.iter().enumerate() {
-            if let Some(k) = v.as_object().and_then(|m| m.get(merge_key)) {
-                positions.entry(TypedKey::of(k)).or_default().push(i);
+            match v.as_object().and_then(|m| m.get(merge_key)) {
+                Some(k) => {
+                    let at = positions.entry(TypedKey::of(k)).or_default();
+                    at.push(i);
+                    distinct_keys &= at.len() == 1;
+                }
+                None => distinct_keys = false,
             }
         }
         // Special elements. Deleting shifts the live list's tail left inside its storage;
@@ -450,55 +515,69 @@ fn merge_map_lists(
         }
     }
     let deleted = stale.len();
-    let survivors: Vec<Value> = live.into_iter().zip(&alive).filter(|(_, a)| **a).map(|(v, _)| v).collect();
-    let survivor_keys = owned_keys(&survivors, merge_key);
-    // What the live list's n slots show: survivors, then appended items written into the
-    // freed slots, then the stale copies still there (slot n-d+j was left by deletion d-1-j).
-    let live_view = |mut view: Vec<TypedKey<'static>>, appended: &[TypedKey<'static>]| {
-        view.extend(appended.iter().take(deleted).cloned());
-        view.extend((appended.len().min(deleted)..deleted).map(|j| stale[deleted - 1 - j].clone()));
-        LiveView::Keys(view)
+    let mut working: Vec<Value> = live.into_iter().zip(&alive).filter(|(_, a)| **a).map(|(v, _)| v).collect();
+    let survivors = working.len();
+    // The live list's n slots show: survivors, the first appended items (written into the
+    // freed slots), then the stale copies still there (slot n-d+j was left by deletion d-1-j).
+    let stale_after = |appended: usize| -> Vec<TypedKey<'static>> {
+        (appended.min(deleted)..deleted).map(|j| stale[deleted - 1 - j].clone()).collect()
     };
 
     if replace {
-        // The result is the plain patch elements; the live storage only saw the deletions.
-        let server_order = owned_keys(&plain, merge_key);
-        let items = normalize_element_order(Vec::new(), plain, &[], &server_order, merge_key, ElemKind::Map)?;
-        return Ok(MergedList { items, live_view: live_view(survivor_keys, &[]) });
+        // The result is the plain patch elements, ordered by the first position of their key
+        // among themselves (this groups duplicates); the live storage only saw the deletions.
+        let mut view = owned_keys(&working, merge_key);
+        view.extend(stale_after(0));
+        let len = plain.len();
+        let items = order_merged(plain, &[], ServerOrder::MergedPrefix { len, extra: &[] }, merge_key, ElemKind::Map)?;
+        return Ok(MergedList { items, live_view: LiveView::Keys(view) });
     }
 
-    let mut working = survivors;
-    let mut first_index: HashMap<TypedKey<'static>, usize> = HashMap::new();
-    let mut patch_order = Vec::with_capacity(plain.len());
-    let mut appended: Vec<TypedKey<'static>> = Vec::new();
-    {
-        let survivor_index = FirstIndex::of_keys(&survivor_keys);
-        for item in plain {
-            let Value::Object(map) = item else { unreachable!("element kind checked") };
-            let Some(key_value) = map.get(merge_key).cloned() else {
-                return Err(Error::no_merge_key(&Value::Object(map), merge_key));
-            };
-            let key = TypedKey::of(&key_value);
-            let target = survivor_index.get(&key).or_else(|| first_index.get(&key).copied());
-            match target {
-                Some(i) => {
-                    let Value::Object(target) = &mut working[i] else { unreachable!("element kind checked") };
-                    *target = merge_map(std::mem::take(target), map, element, opts)?;
-                }
-                None => {
-                    let key = key.into_owned();
-                    first_index.insert(key.clone(), working.len());
-                    working.push(Value::Object(map));
-                    appended.push(key);
-                }
-            }
-            let mut order_entry = Map::new();
-            order_entry.insert(merge_key.to_owned(), key_value);
-            patch_order.push(Value::Object(order_entry));
+    // First position of each key in the working list (survivors, then appended items).
+    let mut index = PositionIndex::new();
+    for i in 0..working.len() {
+        if let Some(k) = working[i].as_object().and_then(|m| m.get(merge_key)) {
+            index.insert(&TypedKey::of(k), i, &working, merge_key);
         }
     }
-    let (in_patch, server_only) = partition_by_presence(working, &patch_order, merge_key)?;
-    let items =
-        normalize_element_order(in_patch, server_only, &patch_order, &survivor_keys, merge_key, ElemKind::Map)?;
-    Ok(MergedList { items, live_view: live_view(survivor_keys, &appended) })
+    let mut patch_order = Vec::with_capacity(plain.len());
+    let mut appended = 0;
+    for item in plain {
+        let Value::Object(map) = item else { unreachable!("element kind checked") };
+        let Some(key_value) = map.get(merge_key).cloned() else {
+            return Err(Error::no_merge_key(&Value::Object(map), merge_key));
+        };
+        let key = TypedKey::of(&key_value);
+        match index.get(&key, &working, merge_key) {
+            Some(i) => {
+                let Value::Object(target) = &mut working[i] else { unreachable!("element kind checked") };
+                *target = merge_map(std::mem::take(target), map, element, opts)?;
+            }
+            None => {
+                working.push(Value::Object(map));
+                index.insert(&key, working.len() - 1, &working, merge_key);
+                appended += 1;
+            }
+        }
+        let mut order_entry = Map::new();
+        order_entry.insert(merge_key.to_owned(), key_value);
+        patch_order.push(Value::Object(order_entry));
+    }
+    drop(index);
+
+    let visible = survivors + appended.min(deleted);
+    if reorder == Reorder::IfAmbiguous && distinct_keys {
+        // Unordered: the caller orders, reading the live view off the returned list.
+        return Ok(MergedList { items: working, live_view: LiveView::MergedPrefix { len: visible, extra: stale_after(appended) } });
+    }
+    let view = if reorder == Reorder::IfAmbiguous {
+        let mut keys = owned_keys(&working[..visible], merge_key);
+        keys.extend(stale_after(appended));
+        LiveView::Keys(keys)
+    } else {
+        LiveView::Keys(Vec::new())
+    };
+    let server_order = ServerOrder::MergedPrefix { len: survivors, extra: &[] };
+    let items = order_merged(working, &patch_order, server_order, merge_key, ElemKind::Map)?;
+    Ok(MergedList { items, live_view: view })
 }

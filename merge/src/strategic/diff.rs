@@ -6,8 +6,10 @@
 //! are borrowed; a [`SortLog`] records those sorts so the caller can replay them on a copy
 //! when (and only when) a later diff needs them.
 
-use super::keys::merge_key_value;
-use super::order::{normalize_slice_order, swap_dedup};
+use std::borrow::Cow;
+
+use super::keys::{FirstIndex, TypedKey, merge_key_value};
+use super::order::{is_delete_directive, normalize_slice_order, swap_dedup};
 use super::{DIRECTIVE_MARKER, ElemKind, RETAIN_KEYS_DIRECTIVE, gosort, slice_element_type};
 use crate::error::{Error, Result};
 use crate::meta::Schema;
@@ -251,26 +253,7 @@ fn diff_lists(
         return Ok(ListDiff { patch: right.to_vec(), ..ListDiff::default() });
     }
     match slice_element_type(&[left, right])? {
-        ElemKind::Map => {
-            let (patch, deletions) = diff_lists_of_maps(left, right, schema, merge_key, opts, log)?;
-            let mut patch = normalize_slice_order(patch, right, merge_key, ElemKind::Map)?;
-            let order_same = is_order_same(left, right, merge_key)?;
-            patch.extend(deletions);
-            let wanted = (opts.changes && (!patch.is_empty() || !order_same)) || (opts.deletions && !patch.is_empty());
-            let order = if opts.set_order && wanted {
-                right
-                    .iter()
-                    .map(|v| {
-                        let mut m = Map::new();
-                        m.insert(merge_key.to_owned(), merge_key_value(v, merge_key).cloned().unwrap_or(Value::Null));
-                        Value::Object(m)
-                    })
-                    .collect()
-            } else {
-                Vec::new()
-            };
-            Ok(ListDiff { patch, deletions: Vec::new(), order })
-        }
+        ElemKind::Map => diff_lists_of_maps(left, right, schema, merge_key, opts, log),
         ElemKind::Scalar => {
             // Upstream sorts `left` in place and then compares the sorted list with `right`:
             // an unsorted but unchanged list still gets an sEO (§4.5).
@@ -284,19 +267,6 @@ fn diff_lists(
             Ok(ListDiff { patch, deletions, order })
         }
     }
-}
-
-/// Upstream `isOrderSame`: same length and the same merge-key value (typed) at each position.
-fn is_order_same(left: &[Value], right: &[Value], merge_key: &str) -> Result<bool> {
-    if left.len() != right.len() {
-        return Ok(false);
-    }
-    for (l, r) in left.iter().zip(right) {
-        if !super::merge_key_values_equal(l, r, merge_key)? {
-            return Ok(false);
-        }
-    }
-    Ok(true)
 }
 
 /// Sorts `s` in place by the `%v` string of each element (Go `sort.Sort`, `a <= b`).
@@ -338,9 +308,11 @@ fn diff_lists_of_scalars(left: &[Value], right: &[Value], opts: DiffOptions) -> 
     (adds, swap_dedup(deletions))
 }
 
-/// Upstream `diffListsOfMaps`: both lists ordered by the `%v` string of their merge-key values
-/// (Go's unstable sort, so duplicate keys pair up as upstream pairs them), then walked in
-/// step. Elements present on both sides are diffed recursively.
+/// Upstream `diffListsOfMaps` + the map half of `diffLists`: both lists ordered by the `%v`
+/// string of their merge-key values (Go's unstable sort, so duplicate keys pair up as upstream
+/// pairs them), walked in step, elements present on both sides diffed recursively; then the
+/// patch items ordered as in `right`, delete directives last, and the `$setElementOrder`.
+/// Merge-key values are looked up once per element.
 fn diff_lists_of_maps(
     left: &[Value],
     right: &[Value],
@@ -348,66 +320,127 @@ fn diff_lists_of_maps(
     merge_key: &str,
     opts: DiffOptions,
     log: &mut SortLog,
-) -> Result<(Vec<Value>, Vec<Value>)> {
-    let key_string = |v: &Value| merge_key_value(v, merge_key).map_or_else(|| "<nil>".to_owned(), Value::go_v_string);
-    let sorted_indexes = |list: &[Value]| {
-        let mut keyed: Vec<(String, usize)> = list.iter().enumerate().map(|(i, v)| (key_string(v), i)).collect();
-        gosort::sort_by(&mut keyed, |a, b| a.0 <= b.0);
-        keyed
-    };
-    let left_order = sorted_indexes(left);
-    let right_order = sorted_indexes(right);
+) -> Result<ListDiff> {
+    let left_keys: Vec<Option<&Value>> = left.iter().map(|v| merge_key_value(v, merge_key)).collect();
+    let right_keys: Vec<Option<&Value>> = right.iter().map(|v| merge_key_value(v, merge_key)).collect();
+    let left_order = sorted_by_v_string(&left_keys);
+    let right_order = sorted_by_v_string(&right_keys);
 
-    let mut patch = Vec::with_capacity(right.len());
+    // Patch items with the position of their key's first occurrence in `right`.
+    let mut items: Vec<(usize, Value)> = Vec::new();
+    let mut delete_items: Vec<Value> = Vec::new();
     let mut deletions = Vec::new();
+    let mut first_in_right: Option<FirstIndex<'_>> = None;
     let (mut i, mut j) = (0, 0);
     while i < left_order.len() || j < right_order.len() {
         let in_left = i < left_order.len();
         let in_right = j < right_order.len();
         // Both current elements must carry the key; upstream checks them as it reaches them.
-        if in_left {
-            require_merge_key(&left[left_order[i].1], merge_key)?;
+        if in_left && left_keys[left_order[i].1].is_none() {
+            return Err(missing_merge_key(&left[left_order[i].1], merge_key));
         }
-        if in_right {
-            require_merge_key(&right[right_order[j].1], merge_key)?;
+        if in_right && right_keys[right_order[j].1].is_none() {
+            return Err(missing_merge_key(&right[right_order[j].1], merge_key));
         }
-        if in_left && in_right && left_order[i].0 == right_order[j].0 {
-            let right_element = &right[right_order[j].1];
-            let (Value::Object(l), Value::Object(r)) = (&left[left_order[i].1], right_element) else {
-                unreachable!("checked by require_merge_key");
+        let both_at = in_left && in_right;
+        if both_at && left_order[i].0 == right_order[j].0 {
+            let (li, rj) = (left_order[i].1, right_order[j].1);
+            let (Value::Object(l), Value::Object(r)) = (&left[li], &right[rj]) else {
+                unreachable!("elements with a merge key are objects");
             };
-            log.enter(PathSegment::Index(left_order[i].1));
+            log.enter(PathSegment::Index(li));
             let mut sub = diff_maps(l, r, schema, opts, log)?;
             log.leave();
             if !sub.is_empty() {
-                sub.insert(merge_key.to_owned(), r[merge_key].clone());
-                patch.push(Value::Object(sub));
+                let key = right_keys[rj].expect("checked");
+                sub.insert(merge_key.to_owned(), key.clone());
+                let sub = Value::Object(sub);
+                if is_delete_directive(&sub) {
+                    delete_items.push(sub);
+                } else {
+                    let first = first_in_right.get_or_insert_with(|| typed_index(&right_keys)).get(&TypedKey::of(key));
+                    items.push((first.unwrap_or(usize::MAX), sub));
+                }
             }
             i += 1;
             j += 1;
         } else if !in_left || (in_right && left_order[i].0 > right_order[j].0) {
             if opts.changes {
-                patch.push(right[right_order[j].1].clone());
+                let rj = right_order[j].1;
+                if is_delete_directive(&right[rj]) {
+                    // Delete directives go after the other items, in walk order (upstream
+                    // `normalizeSliceOrder`).
+                    delete_items.push(right[rj].clone());
+                } else {
+                    let key = right_keys[rj].expect("checked");
+                    let first = first_in_right.get_or_insert_with(|| typed_index(&right_keys)).get(&TypedKey::of(key));
+                    items.push((first.unwrap_or(usize::MAX), right[rj].clone()));
+                }
             }
             j += 1;
         } else {
             if opts.deletions {
-                let removed = &left[left_order[i].1];
                 let mut directive = Map::new();
-                directive.insert(merge_key.to_owned(), removed.as_object().expect("checked")[merge_key].clone());
+                directive.insert(merge_key.to_owned(), left_keys[left_order[i].1].expect("checked").clone());
                 directive.insert(DIRECTIVE_MARKER.to_owned(), Value::String("delete".into()));
                 deletions.push(Value::Object(directive));
             }
             i += 1;
         }
     }
-    Ok((patch, deletions))
+
+    // Upstream `normalizeSliceOrder(patch, modified)`: stable by first position in `right`.
+    items.sort_by_key(|(at, _)| *at);
+    let mut patch: Vec<Value> = items.into_iter().map(|(_, v)| v).collect();
+    patch.extend(delete_items);
+    patch.extend(deletions);
+
+    let order_same =
+        left.len() == right.len() && left_keys.iter().zip(&right_keys).all(|(l, r)| typed_eq(l.expect("checked"), r.expect("checked")));
+    let wanted = (opts.changes && (!patch.is_empty() || !order_same)) || (opts.deletions && !patch.is_empty());
+    let order = if opts.set_order && wanted {
+        right_keys
+            .iter()
+            .map(|k| {
+                let mut m = Map::new();
+                m.insert(merge_key.to_owned(), k.cloned().unwrap_or(Value::Null));
+                Value::Object(m)
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    Ok(ListDiff { patch, deletions: Vec::new(), order })
 }
 
-fn require_merge_key(v: &Value, merge_key: &str) -> Result<()> {
+/// Positions ordered by the `%v` string of each key (Go `sort.Sort`, `<=`); elements without
+/// the key sort as Go's `%v` of nil.
+fn sorted_by_v_string<'a>(keys: &[Option<&'a Value>]) -> Vec<(Cow<'a, str>, usize)> {
+    let mut keyed: Vec<(Cow<'a, str>, usize)> =
+        keys.iter().enumerate().map(|(i, k)| (k.map_or(Cow::Borrowed("<nil>"), v_string), i)).collect();
+    gosort::sort_by(&mut keyed, |a, b| a.0 <= b.0);
+    keyed
+}
+
+fn typed_index<'a>(keys: &[Option<&'a Value>]) -> FirstIndex<'a> {
+    FirstIndex::new(keys.iter().map(|k| k.map_or(TypedKey::Null, TypedKey::of)))
+}
+
+fn typed_eq(a: &Value, b: &Value) -> bool {
+    TypedKey::of(a) == TypedKey::of(b)
+}
+
+/// Go's `%v` of a merge-key value, without copying strings.
+fn v_string(v: &Value) -> Cow<'_, str> {
     match v {
-        Value::Object(m) if m.contains_key(merge_key) => Ok(()),
-        Value::Object(_) => Err(Error::no_merge_key(v, merge_key)),
-        other => Err(super::order::bad_map_arg(other)),
+        Value::String(s) => Cow::Borrowed(s),
+        other => Cow::Owned(other.go_v_string()),
+    }
+}
+
+fn missing_merge_key(v: &Value, merge_key: &str) -> Error {
+    match v {
+        Value::Object(_) => Error::no_merge_key(v, merge_key),
+        other => super::order::bad_map_arg(other),
     }
 }

@@ -7,6 +7,8 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::hash::{BuildHasher, BuildHasherDefault, Hasher, RandomState};
+use std::sync::OnceLock;
 
 use crate::value::{Map, Value};
 
@@ -70,12 +72,12 @@ impl<'a> TypedKey<'a> {
 }
 
 /// Index of the first element with each key: Go's linear `index()` lookup, precomputed.
-pub(crate) struct FirstIndex<'a>(HashMap<TypedKey<'a>, usize>);
+pub(crate) struct FirstIndex<'a>(KeyMap<TypedKey<'a>, usize>);
 
 impl<'a> FirstIndex<'a> {
     pub(crate) fn new(keys: impl IntoIterator<Item = TypedKey<'a>>) -> FirstIndex<'a> {
         let keys = keys.into_iter();
-        let mut map = HashMap::with_capacity(keys.size_hint().0);
+        let mut map = KeyMap::with_capacity_and_hasher(keys.size_hint().0, KeyHashState::default());
         for (i, k) in keys.enumerate() {
             map.entry(k).or_insert(i);
         }
@@ -92,7 +94,7 @@ impl<'a> FirstIndex<'a> {
 
     pub(crate) fn get(&self, key: &TypedKey<'_>) -> Option<usize> {
         // The map's keys may live longer than `key`; look up at the shorter lifetime.
-        let map: &HashMap<TypedKey<'_>, usize> = &self.0;
+        let map: &KeyMap<TypedKey<'_>, usize> = &self.0;
         map.get(key).copied()
     }
 }
@@ -135,4 +137,133 @@ pub(crate) fn go_v_lists(lists: &[&[Value]]) -> String {
 /// The merge-key value of an element, if the element is an object that has it.
 pub(crate) fn merge_key_value<'a>(v: &'a Value, merge_key: &str) -> Option<&'a Value> {
     v.as_object().and_then(|m: &Map| m.get(merge_key))
+}
+
+/// First position of each key in a list, without borrowing the list: entries are stored by
+/// the key's hash and confirmed against the list on lookup (the caller passes it again). This
+/// lets a list be modified in place (elements merged) while it is indexed, as long as the
+/// keys themselves do not change.
+pub(crate) struct PositionIndex {
+    hasher: KeyHashState,
+    first: HashMap<u64, usize, BuildHasherDefault<PassThrough>>,
+    /// Distinct keys whose hash equals an earlier key's (practically never).
+    collisions: Vec<(TypedKey<'static>, usize)>,
+}
+
+impl PositionIndex {
+    pub(crate) fn new() -> PositionIndex {
+        PositionIndex { hasher: KeyHashState::default(), first: HashMap::default(), collisions: Vec::new() }
+    }
+
+    fn hash(&self, key: &TypedKey<'_>) -> u64 {
+        self.hasher.hash_one(key)
+    }
+
+    /// Records that `list[at]` has `key`, unless an earlier position has it.
+    pub(crate) fn insert(&mut self, key: &TypedKey<'_>, at: usize, list: &[Value], merge_key: &str) {
+        let h = self.hash(key);
+        match self.first.get(&h) {
+            None => {
+                self.first.insert(h, at);
+            }
+            Some(&i) if TypedKey::of_element(&list[i], merge_key) == *key => {}
+            Some(_) => {
+                if !self.collisions.iter().any(|(k, _)| k == key) {
+                    self.collisions.push((key.clone().into_owned(), at));
+                }
+            }
+        }
+    }
+
+    pub(crate) fn get(&self, key: &TypedKey<'_>, list: &[Value], merge_key: &str) -> Option<usize> {
+        let &i = self.first.get(&self.hash(key))?;
+        if TypedKey::of_element(&list[i], merge_key) == *key {
+            return Some(i);
+        }
+        self.collisions.iter().find(|(k, _)| k == key).map(|(_, at)| *at)
+    }
+}
+
+/// A hasher for keys that already are hashes.
+#[derive(Default)]
+pub(crate) struct PassThrough(u64);
+
+impl Hasher for PassThrough {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+/// Hash maps keyed by list keys. Keys come from documents, so the hash is seeded per process
+/// (an attacker cannot precompute colliding merge keys), but it is a fast multiply-fold hash
+/// rather than SipHash: keyed-list operations hash every element several times.
+pub(crate) type KeyMap<K, V> = HashMap<K, V, KeyHashState>;
+pub(crate) type KeySet<K> = std::collections::HashSet<K, KeyHashState>;
+
+#[derive(Clone, Copy)]
+pub(crate) struct KeyHashState {
+    seed: u64,
+}
+
+impl Default for KeyHashState {
+    fn default() -> KeyHashState {
+        static SEED: OnceLock<u64> = OnceLock::new();
+        KeyHashState { seed: *SEED.get_or_init(|| RandomState::new().hash_one(0x5eed_u64) | 1) }
+    }
+}
+
+impl BuildHasher for KeyHashState {
+    type Hasher = KeyHasher;
+    fn build_hasher(&self) -> KeyHasher {
+        KeyHasher { state: self.seed, seed: self.seed }
+    }
+}
+
+pub(crate) struct KeyHasher {
+    state: u64,
+    seed: u64,
+}
+
+const MULTIPLIER: u64 = 0x9e37_79b9_7f4a_7c15;
+
+fn folded_multiply(a: u64, b: u64) -> u64 {
+    let full = u128::from(a) * u128::from(b);
+    (full as u64) ^ ((full >> 64) as u64)
+}
+
+impl Hasher for KeyHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let word = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
+            self.state = folded_multiply(self.state ^ word, MULTIPLIER);
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut buf = [0u8; 8];
+            buf[..rest.len()].copy_from_slice(rest);
+            self.state = folded_multiply(self.state ^ u64::from_le_bytes(buf), MULTIPLIER);
+        }
+        self.state = self.state.rotate_left(29) ^ bytes.len() as u64;
+    }
+    fn write_u8(&mut self, n: u8) {
+        self.write_u64(u64::from(n));
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.state = folded_multiply(self.state ^ n, MULTIPLIER);
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+    fn finish(&self) -> u64 {
+        folded_multiply(self.state, self.seed)
+    }
 }

@@ -108,24 +108,17 @@ fn document_ref(v: &Value) -> Result<std::borrow::Cow<'_, Map>> {
     }
 }
 
-/// Iterative depth check, so that the check itself cannot overflow the stack. Only
-/// containers are pushed; scalars need no visit.
+/// Depth check before any other traversal (the copies and recursions of the algorithms
+/// included). Its own recursion stops at the limit, so it cannot overflow the stack.
 fn check_depth(root: &Value) -> Result<()> {
-    let mut stack: Vec<(&Value, usize)> = vec![(root, 1)];
-    while let Some((v, depth)) = stack.pop() {
-        let is_container = |c: &&Value| matches!(c, Value::Array(_) | Value::Object(_));
+    fn within(v: &Value, remaining: usize) -> bool {
         match v {
-            Value::Array(items) if depth <= MAX_DEPTH => {
-                stack.extend(items.iter().filter(is_container).map(|c| (c, depth + 1)));
-            }
-            Value::Object(map) if depth <= MAX_DEPTH => {
-                stack.extend(map.values().filter(is_container).map(|c| (c, depth + 1)));
-            }
-            Value::Array(_) | Value::Object(_) => return Err(Error::TooDeep(MAX_DEPTH)),
-            _ => {}
+            Value::Array(items) => remaining > 0 && items.iter().all(|c| within(c, remaining - 1)),
+            Value::Object(map) => remaining > 0 && map.values().all(|c| within(c, remaining - 1)),
+            _ => true,
         }
     }
-    Ok(())
+    if within(root, MAX_DEPTH) { Ok(()) } else { Err(Error::TooDeep(MAX_DEPTH)) }
 }
 
 /// What the elements of one or more lists are, once checked to be of one type.

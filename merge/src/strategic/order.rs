@@ -3,9 +3,9 @@
 //! Every lookup that upstream does with a linear scan ("index of the first equal element")
 //! goes through a [`FirstIndex`] built once, so ordering a list is O(n log n).
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::BTreeSet;
 
-use super::keys::{FirstIndex, TypedKey, go_type_name};
+use super::keys::{FirstIndex, KeyMap, TypedKey, go_type_name};
 use super::{DIRECTIVE_MARKER, ElemKind};
 use crate::error::{Error, Result};
 use crate::value::Value;
@@ -70,103 +70,123 @@ fn sort_by_first_index(list: Vec<Value>, index: &FirstIndex<'_>, key_name: &str)
     keyed.into_iter().map(|(_, v)| v).collect()
 }
 
-/// Upstream `normalizeElementOrder` + `mergeSortedSlice`: patch items in patch order,
-/// server-only items in server order, interleaved so that a server-only item is emitted just
-/// before the first patch item that follows it in the live list.
-pub(crate) fn normalize_element_order(
-    patch_items: Vec<Value>,
-    server_only: Vec<Value>,
+/// The live list's order, as the ordering of a merged list sees it.
+pub(crate) enum ServerOrder<'a> {
+    /// The keys of the live list's slots.
+    Keys(&'a [TypedKey<'a>]),
+    /// The first `len` elements of the merged list (in the order given), then `extra`.
+    MergedPrefix { len: usize, extra: &'a [TypedKey<'static>] },
+}
+
+/// Upstream's ordering of a merged list (`partition…ByPresentInList`, then
+/// `normalizeElementOrder` + `mergeSortedSlice`): items present in `patch_order` follow that
+/// order, server-only items follow the live list, and the two are interleaved so that a
+/// server-only item is emitted just before the first patch item that follows it in the live
+/// list. Partitioning is by merge key when `merge_key` is set, by value otherwise; sorting is
+/// by merge key for lists of maps. Each element is looked up once per index.
+pub(crate) fn order_merged(
+    merged: Vec<Value>,
     patch_order: &[Value],
-    server_order: &[TypedKey<'_>],
+    server_order: ServerOrder<'_>,
     merge_key: &str,
     kind: ElemKind,
 ) -> Result<Vec<Value>> {
-    let patch_items = normalize_slice_order(patch_items, patch_order, merge_key, kind)?;
-    if server_only.is_empty() {
-        return Ok(patch_items);
+    // Partition keys: merge-key values (every merged element and order entry must have one).
+    if !merge_key.is_empty() {
+        validate_merge_keys(&merged, merge_key)?;
+        if let Some(i) = patch_order.iter().position(|v| !matches!(v, Value::Object(_))) {
+            return Err(Error::Invalid(format!("value for key {i} is not a map")));
+        }
     }
-    let key_name = if kind == ElemKind::Map { merge_key } else { "" };
-    let server_index = FirstIndex::of_keys(server_order);
-    let server_only = if kind == ElemKind::Map {
-        validate_merge_keys(&server_only, merge_key)?;
-        let (keep, del): (Vec<Value>, Vec<Value>) = server_only.into_iter().partition(|v| !is_delete_directive(v));
-        let mut sorted = sort_by_first_index(keep, &server_index, key_name);
-        sorted.extend(del);
-        sorted
-    } else {
-        sort_by_first_index(server_only, &server_index, key_name)
+    let sort_key = if kind == ElemKind::Map { merge_key } else { "" };
+    if kind == ElemKind::Map {
+        validate_merge_keys(patch_order, merge_key)?;
+    }
+
+    // Where each element goes, computed while `merged` is borrowed: its position in the patch
+    // order (`None`: server-only) and in the live list.
+    let patch_at: Vec<Option<usize>> = {
+        let patch_index = FirstIndex::of_list(patch_order, merge_key);
+        let sort_index = (sort_key != merge_key).then(|| FirstIndex::of_list(patch_order, sort_key));
+        merged
+            .iter()
+            .map(|v| {
+                patch_index.get(&TypedKey::of_element(v, merge_key)).map(|at| match &sort_index {
+                    None => at,
+                    Some(index) => index.get(&TypedKey::of_element(v, sort_key)).unwrap_or(usize::MAX),
+                })
+            })
+            .collect()
     };
-    Ok(merge_sorted(server_only, patch_items, &server_index, key_name))
+    let server_at: Vec<Option<usize>> = if patch_at.iter().any(Option::is_none) {
+        let index = match server_order {
+            ServerOrder::Keys(keys) => FirstIndex::of_keys(keys),
+            ServerOrder::MergedPrefix { len, extra } => FirstIndex::new(
+                merged[..len.min(merged.len())]
+                    .iter()
+                    .map(|v| TypedKey::of_element(v, sort_key))
+                    .chain(extra.iter().map(TypedKey::reborrow)),
+            ),
+        };
+        merged.iter().map(|v| index.get(&TypedKey::of_element(v, sort_key))).collect()
+    } else {
+        // No server-only items: nothing to interleave.
+        Vec::new()
+    };
+
+    // For maps, `$patch: delete` elements are taken out and go last (upstream
+    // `normalizeSliceOrder`).
+    let mut in_order: Vec<Placed> = Vec::with_capacity(merged.len());
+    let mut server_only: Vec<Placed> = Vec::new();
+    let (mut deletes_in_order, mut deletes_server_only) = (Vec::new(), Vec::new());
+    for (i, v) in merged.into_iter().enumerate() {
+        let live_at = server_at.get(i).copied().flatten();
+        let is_delete = kind == ElemKind::Map && is_delete_directive(&v);
+        match (patch_at[i], is_delete) {
+            (Some(_), true) => deletes_in_order.push(Placed { at: usize::MAX, live_at, value: v }),
+            (None, true) => deletes_server_only.push(Placed { at: usize::MAX, live_at, value: v }),
+            (Some(at), false) => in_order.push(Placed { at, live_at, value: v }),
+            (None, false) => server_only.push(Placed { at: live_at.unwrap_or(usize::MAX), live_at, value: v }),
+        }
+    }
+    let in_order = stable_by_position(in_order, deletes_in_order);
+    if server_only.is_empty() && deletes_server_only.is_empty() {
+        return Ok(in_order.into_iter().map(|p| p.value).collect());
+    }
+    let server_only = stable_by_position(server_only, deletes_server_only);
+    Ok(merge_sorted(server_only, in_order))
+}
+
+/// An element with its sort position and its position in the live list.
+struct Placed {
+    at: usize,
+    live_at: Option<usize>,
+    value: Value,
+}
+
+/// Stable sort by position (elements missing from the order list, `usize::MAX`, keep their
+/// relative order at the end), then the delete directives.
+fn stable_by_position(mut placed: Vec<Placed>, deletes: Vec<Placed>) -> Vec<Placed> {
+    if !placed.is_sorted_by_key(|p| p.at) {
+        placed.sort_by_key(|p| p.at);
+    }
+    placed.extend(deletes);
+    placed
 }
 
 /// Upstream `mergeSortedSlice`: a server-only item goes first only when both it and the next
 /// patch item are in the live list and it comes earlier there.
-fn merge_sorted(left: Vec<Value>, right: Vec<Value>, server_index: &FirstIndex<'_>, key_name: &str) -> Vec<Value> {
-    let position = |v: &Value| server_index.get(&TypedKey::of_element(v, key_name));
-    let left_at: Vec<Option<usize>> = left.iter().map(position).collect();
-    let right_at: Vec<Option<usize>> = right.iter().map(position).collect();
+fn merge_sorted(left: Vec<Placed>, right: Vec<Placed>) -> Vec<Value> {
     let mut out = Vec::with_capacity(left.len() + right.len());
-    let (mut i, mut j) = (0, 0);
-    let mut left = left.into_iter();
-    let mut right = right.into_iter();
-    while i < left_at.len() && j < right_at.len() {
-        if matches!((left_at[i], right_at[j]), (Some(a), Some(b)) if a < b) {
-            out.extend(left.next());
-            i += 1;
-        } else {
-            out.extend(right.next());
-            j += 1;
-        }
+    let mut left = left.into_iter().peekable();
+    let mut right = right.into_iter().peekable();
+    while let (Some(l), Some(r)) = (left.peek(), right.peek()) {
+        let take_left = matches!((l.live_at, r.live_at), (Some(a), Some(b)) if a < b);
+        out.push(if take_left { left.next() } else { right.next() }.expect("peeked").value);
     }
-    out.extend(left);
-    out.extend(right);
+    out.extend(left.map(|p| p.value));
+    out.extend(right.map(|p| p.value));
     out
-}
-
-/// Splits `merged` (keeping its order) into the items present in `by` and the others.
-pub(crate) fn partition_by_presence(
-    merged: Vec<Value>,
-    by: &[Value],
-    merge_key: &str,
-) -> Result<(Vec<Value>, Vec<Value>)> {
-    let present: HashSet<TypedKey<'_>> = if merge_key.is_empty() {
-        by.iter().map(TypedKey::of).collect()
-    } else {
-        // Upstream's lookup fails on the first element of `by` that is not an object.
-        let mut set = HashSet::new();
-        for (i, v) in by.iter().enumerate() {
-            match v {
-                Value::Object(m) => {
-                    if let Some(k) = m.get(merge_key) {
-                        set.insert(TypedKey::of(k));
-                    }
-                }
-                _ => return Err(Error::Invalid(format!("value for key {i} is not a map"))),
-            }
-        }
-        set
-    };
-    let mut inside = Vec::with_capacity(merged.len());
-    let mut outside = Vec::new();
-    for v in merged {
-        let key = if merge_key.is_empty() {
-            TypedKey::of(&v)
-        } else {
-            match &v {
-                Value::Object(m) => match m.get(merge_key) {
-                    Some(k) => TypedKey::of(k),
-                    None => return Err(Error::no_merge_key(&v, merge_key)),
-                },
-                other => return Err(bad_map_arg(other)),
-            }
-        };
-        if present.contains(&key) {
-            inside.push(v);
-        } else {
-            outside.push(v);
-        }
-    }
-    Ok((inside, outside))
 }
 
 /// Go's `deduplicateScalars` over `buf`: for each position, later equal elements are
@@ -179,7 +199,7 @@ pub(crate) fn swap_dedup_in_place(buf: &mut [Value]) -> usize {
         return n;
     }
     let mut keys: Vec<TypedKey<'static>> = buf.iter().map(|v| TypedKey::of(v).into_owned()).collect();
-    let mut positions: HashMap<TypedKey<'static>, BTreeSet<usize>> = HashMap::new();
+    let mut positions: KeyMap<TypedKey<'static>, BTreeSet<usize>> = KeyMap::default();
     for (i, k) in keys.iter().enumerate() {
         positions.entry(k.clone()).or_default().insert(i);
     }

@@ -266,6 +266,15 @@ fn apply_side_directives() {
         .unwrap(),
         r#"{"containers":[{"name":"c"},{"name":"a","y":2}]}"#
     );
+    // Duplicate keys in a replacing list are grouped by their first position (stable sort).
+    assert_eq!(
+        apply(
+            r#"{"containers":[{"name":"x"}]}"#,
+            r#"{"containers":[{"$patch":"replace"},{"name":"a","v":1},{"name":"b"},{"name":"a","v":2}]}"#
+        )
+        .unwrap(),
+        r#"{"containers":[{"name":"a","v":1},{"name":"a","v":2},{"name":"b"}]}"#
+    );
     assert_eq!(apply(r#"{"m":{"a":1}}"#, r#"{"m":{"$patch":"delete"}}"#).unwrap(), r#"{"m":{}}"#);
     assert_eq!(apply("{}", r#"{"m":{"$patch":"replace","a":1}}"#).unwrap(), "{}");
     assert_eq!(

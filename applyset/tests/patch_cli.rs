@@ -134,7 +134,7 @@ fn engine_errors_name_the_files_and_the_field() {
     let out = applyset(&["patch", "two-way", "--original", &o, "--modified", &m, "--openapi", APPS_V1, "--definition", DEPLOYMENT]);
     assert_eq!(out.status.code(), Some(1));
     let err = stderr(&out);
-    assert!(err.contains("o.yaml") && err.contains("m.yaml") && err.contains(r#""foo""#), "{err}");
+    assert!(err.contains("o.yaml") && err.contains("m.yaml") && err.contains(r#"spec.foo: unable to find api field "foo""#), "{err}");
 }
 
 #[test]

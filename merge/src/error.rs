@@ -60,6 +60,10 @@ pub enum Error {
     /// Any other upstream `fmt.Errorf` text (e.g. the conflict check's malformed-list errors).
     #[error("{0}")]
     Invalid(String),
+    /// An error inside a document, with the path of the field where it happened
+    /// (e.g. `spec.template.spec.containers[name=app].env`).
+    #[error("{path}: {source}")]
+    At { path: String, source: Box<Error> },
     /// Input nested deeper than the engine accepts (see [`crate::value::MAX_DEPTH`]).
     #[error("document nests deeper than {0} levels")]
     TooDeep(usize),
@@ -67,7 +71,46 @@ pub enum Error {
 
 impl Error {
     pub fn is_conflict(&self) -> bool {
-        matches!(self, Error::Conflict { .. })
+        matches!(self.cause(), Error::Conflict { .. })
+    }
+
+    /// The field path where the error happened, when it happened inside the document.
+    pub fn path(&self) -> Option<&str> {
+        match self {
+            Error::At { path, .. } => Some(path),
+            _ => None,
+        }
+    }
+
+    /// The error without its location: the message kubectl itself would print.
+    pub fn cause(&self) -> &Error {
+        match self {
+            Error::At { source, .. } => source,
+            other => other,
+        }
+    }
+
+    /// Locates the error under object field `key` (called while unwinding, so the outermost
+    /// field ends up first).
+    pub(crate) fn in_field(self, key: &str) -> Error {
+        self.located(key.to_owned())
+    }
+
+    /// Locates the error in the element of a merge list whose merge key has `value`.
+    pub(crate) fn in_element(self, merge_key: &str, value: &Value) -> Error {
+        self.located(format!("[{merge_key}={}]", value.go_v_string()))
+    }
+
+    fn located(self, segment: String) -> Error {
+        match self {
+            Error::At { path, source } => {
+                let separator = if path.starts_with('[') { "" } else { "." };
+                Error::At { path: format!("{segment}{separator}{path}"), source }
+            }
+            // Conflicts describe whole documents; they carry no single location.
+            conflict @ Error::Conflict { .. } => conflict,
+            other => Error::At { path: segment, source: Box::new(other) },
+        }
     }
 
     pub(crate) fn no_merge_key(map: &Value, key: &str) -> Error {

@@ -78,28 +78,29 @@ pub(crate) fn merge_map(original: Map, mut patch: Map, schema: &dyn Schema, opts
         };
         match (current, patch_value) {
             (Value::Object(current), Value::Object(patch_map)) => {
-                let (child, meta) = schema.lookup_struct(&key)?;
-                let strategy = meta.strategy()?;
-                *current = if strategy.replace {
-                    patch_map
-                } else {
-                    merge_map(std::mem::take(current), patch_map, child.as_ref(), opts)?
-                };
+                let merged = schema.lookup_struct(&key).and_then(|(child, meta)| {
+                    if meta.strategy()?.replace {
+                        Ok(patch_map)
+                    } else {
+                        merge_map(std::mem::take(current), patch_map, child.as_ref(), opts)
+                    }
+                });
+                *current = merged.map_err(|e| e.in_field(&key))?;
             }
             (Value::Array(current), Value::Array(patch_list)) => {
-                let (element, meta) = schema.lookup_slice(&key)?;
-                let strategy = meta.strategy()?;
-                let merged = merge_list_field(
-                    std::mem::take(current),
-                    patch_list,
-                    element.as_ref(),
-                    strategy,
-                    &meta.merge_key,
-                    is_deletion_list,
-                    opts,
-                    Reorder::Always,
-                )?;
-                *current = merged.items;
+                let merged = schema.lookup_slice(&key).and_then(|(element, meta)| {
+                    merge_list_field(
+                        std::mem::take(current),
+                        patch_list,
+                        element.as_ref(),
+                        meta.strategy()?,
+                        &meta.merge_key,
+                        is_deletion_list,
+                        opts,
+                        Reorder::Always,
+                    )
+                });
+                *current = merged.map_err(|e| e.in_field(&key))?.items;
             }
             (_, scalar) => store_stripped(&mut original, key, scalar, opts),
         }
@@ -233,61 +234,74 @@ fn apply_set_element_order(original: &mut Map, patch: &mut Map, schema: &dyn Sch
             .ok_or(Error::BadPatchFormatForSetElementOrderList)?
             .to_owned();
 
-        let original_list = take_list(original, &field)?;
-        let patch_list = take_list(patch, &field)?;
-        let (element, meta) = schema.lookup_slice(&field)?;
-        let strategy = meta.strategy()?;
-        let merge_key = meta.merge_key.as_str();
-        validate_against_order(patch_list.as_deref().unwrap_or(&[]), &order, merge_key)?;
-
-        // The element kind upstream reads from the live list (after the merge) and the patch
-        // list; the merge keeps element types, so the inputs give the same answer.
-        let kind = slice_element_type(&[original_list.as_deref().unwrap_or(&[]), patch_list.as_deref().unwrap_or(&[])]);
-        let key_name = |kind: ElemKind| if kind == ElemKind::Map { merge_key } else { "" };
-
-        let (merged, view) = match (original_list, patch_list) {
-            (None, None) => continue,
-            (Some(live), None) => {
-                let view = LiveView::MergedPrefix { len: live.len(), extra: Vec::new() };
-                (live, view)
-            }
-            (None, Some(patch_items)) => {
-                let mut stripped = Value::Array(patch_items);
-                strip_directives(&mut stripped);
-                let Value::Array(stripped) = stripped else { unreachable!("still a list") };
-                (stripped, LiveView::Keys(Vec::new()))
-            }
-            (Some(live), Some(patch_items)) => {
-                // The ordering below supersedes the merge's own (`Reorder::IfAmbiguous`).
-                let merged = merge_list_field(
-                    live,
-                    patch_items,
-                    element.as_ref(),
-                    strategy,
-                    merge_key,
-                    false,
-                    opts,
-                    Reorder::IfAmbiguous,
-                )?;
-                let view = match merged.live_view {
-                    LiveView::Unchanged(live) => {
-                        LiveView::Keys(kind.as_ref().map(|k| owned_keys(&live, key_name(*k))).unwrap_or_default())
-                    }
-                    view => view,
-                };
-                (merged.items, view)
-            }
-        };
-
-        let kind = kind?;
-        let server_order = match &view {
-            LiveView::Keys(keys) => ServerOrder::Keys(keys),
-            LiveView::MergedPrefix { len, extra } => ServerOrder::MergedPrefix { len: *len, extra },
-            LiveView::Unchanged(_) => unreachable!("replaced above"),
-        };
-        let both = order_merged(merged, &order, server_order, merge_key, kind)?;
-        original.insert(field.clone(), Value::Array(both));
+        merge_ordered_list(original, patch, &field, &order, schema, opts).map_err(|e| e.in_field(&field))?;
     }
+    Ok(())
+}
+
+/// Merges list `field` of both sides and orders it by its `$setElementOrder` list.
+fn merge_ordered_list(
+    original: &mut Map,
+    patch: &mut Map,
+    field: &str,
+    order: &[Value],
+    schema: &dyn Schema,
+    opts: MergeOptions,
+) -> Result<()> {
+    let original_list = take_list(original, &field)?;
+    let patch_list = take_list(patch, &field)?;
+    let (element, meta) = schema.lookup_slice(&field)?;
+    let strategy = meta.strategy()?;
+    let merge_key = meta.merge_key.as_str();
+    validate_against_order(patch_list.as_deref().unwrap_or(&[]), order, merge_key)?;
+
+    // The element kind upstream reads from the live list (after the merge) and the patch
+    // list; the merge keeps element types, so the inputs give the same answer.
+    let kind = slice_element_type(&[original_list.as_deref().unwrap_or(&[]), patch_list.as_deref().unwrap_or(&[])]);
+    let key_name = |kind: ElemKind| if kind == ElemKind::Map { merge_key } else { "" };
+
+    let (merged, view) = match (original_list, patch_list) {
+        (None, None) => return Ok(()),
+        (Some(live), None) => {
+            let view = LiveView::MergedPrefix { len: live.len(), extra: Vec::new() };
+            (live, view)
+        }
+        (None, Some(patch_items)) => {
+            let mut stripped = Value::Array(patch_items);
+            strip_directives(&mut stripped);
+            let Value::Array(stripped) = stripped else { unreachable!("still a list") };
+            (stripped, LiveView::Keys(Vec::new()))
+        }
+        (Some(live), Some(patch_items)) => {
+            // The ordering below supersedes the merge's own (`Reorder::IfAmbiguous`).
+            let merged = merge_list_field(
+                live,
+                patch_items,
+                element.as_ref(),
+                strategy,
+                merge_key,
+                false,
+                opts,
+                Reorder::IfAmbiguous,
+            )?;
+            let view = match merged.live_view {
+                LiveView::Unchanged(live) => {
+                    LiveView::Keys(kind.as_ref().map(|k| owned_keys(&live, key_name(*k))).unwrap_or_default())
+                }
+                view => view,
+            };
+            (merged.items, view)
+        }
+    };
+
+    let kind = kind?;
+    let server_order = match &view {
+        LiveView::Keys(keys) => ServerOrder::Keys(keys),
+        LiveView::MergedPrefix { len, extra } => ServerOrder::MergedPrefix { len: *len, extra },
+        LiveView::Unchanged(_) => unreachable!("replaced above"),
+    };
+    let both = order_merged(merged, order, server_order, merge_key, kind)?;
+    original.insert(field.to_owned(), Value::Array(both));
     Ok(())
 }
 
@@ -551,7 +565,8 @@ fn merge_map_lists(
         match index.get(&key, &working, merge_key) {
             Some(i) => {
                 let Value::Object(target) = &mut working[i] else { unreachable!("element kind checked") };
-                *target = merge_map(std::mem::take(target), map, element, opts)?;
+                *target = merge_map(std::mem::take(target), map, element, opts)
+                    .map_err(|e| e.in_element(merge_key, &key_value))?;
             }
             None => {
                 working.push(Value::Object(map));

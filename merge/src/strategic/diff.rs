@@ -123,12 +123,12 @@ pub(crate) fn diff_maps(left: &Map, right: &Map, schema: &dyn Schema, opts: Diff
         match (left_value, right_value) {
             (Value::Object(l), Value::Object(r)) => {
                 log.enter(PathSegment::Key(key.clone()));
-                diff_map_field(key, l, r, &mut patch, schema, opts, log)?;
+                diff_map_field(key, l, r, &mut patch, schema, opts, log).map_err(|e| e.in_field(key))?;
                 log.leave();
             }
             (Value::Array(l), Value::Array(r)) => {
                 log.enter(PathSegment::Key(key.clone()));
-                diff_list_field(key, l, r, &mut patch, schema, opts, log)?;
+                diff_list_field(key, l, r, &mut patch, schema, opts, log).map_err(|e| e.in_field(key))?;
                 log.leave();
             }
             (l, r) => {
@@ -349,7 +349,8 @@ fn diff_lists_of_maps(
                 unreachable!("elements with a merge key are objects");
             };
             log.enter(PathSegment::Index(li));
-            let mut sub = diff_maps(l, r, schema, opts, log)?;
+            let key_value = right_keys[rj].expect("checked");
+            let mut sub = diff_maps(l, r, schema, opts, log).map_err(|e| e.in_element(merge_key, key_value))?;
             log.leave();
             if !sub.is_empty() {
                 let key = right_keys[rj].expect("checked");

@@ -52,8 +52,11 @@ fn pod(containers: &str) -> String {
     format!(r#"{{"spec":{{"template":{{"spec":{{"containers":{containers}}}}}}}}}"#)
 }
 
+/// Applies `patch`; an error is returned without its location (the text kubectl prints).
 fn apply(doc: &str, patch: &str) -> Result<String> {
-    strategic_merge_patch(&json(doc), &json(patch), &ByName).map(|v| v.to_json_string())
+    strategic_merge_patch(&json(doc), &json(patch), &ByName)
+        .map(|v| v.to_json_string())
+        .map_err(|e| e.cause().clone())
 }
 
 #[test]
@@ -299,7 +302,27 @@ fn mixed_element_types_are_rejected() {
     let doc = r#"{"metadata":{"finalizers":["a",1]}}"#;
     let err = create_three_way_merge_patch(&json(doc), &json(r#"{"metadata":{"finalizers":["a"]}}"#), &json(doc), &ByName, true)
         .unwrap_err();
-    assert_eq!(err.to_string(), "list element types are not identical: [[a 1] [a]]");
+    assert_eq!(err.cause().to_string(), "list element types are not identical: [[a 1] [a]]");
+    assert_eq!(err.path(), Some("metadata.finalizers"));
+    assert_eq!(err.to_string(), "metadata.finalizers: list element types are not identical: [[a 1] [a]]");
+}
+
+#[test]
+fn errors_name_the_field_path_down_to_the_list_element() {
+    let o = pod(r#"[{"name":"app","env":[{"name":"A","value":"1"}]}]"#);
+    let m = pod(r#"[{"name":"app","env":[{"value":"1"}]}]"#);
+    let err = create_three_way_merge_patch(&json(&o), &json(&m), &json(&o), &ByName, true).unwrap_err();
+    assert_eq!(err.path(), Some("spec.template.spec.containers[name=app].env"));
+    assert_eq!(err.cause().to_string(), "map: map[value:1] does not contain declared merge key: name");
+
+    let err = strategic_merge_patch(
+        &json(&o),
+        &json(r#"{"spec":{"template":{"spec":{"containers":[{"name":"app","env":[{"$patch":"merge"}]}]}}}}"#),
+        &ByName,
+    )
+    .unwrap_err();
+    assert_eq!(err.path(), Some("spec.template.spec.containers[name=app].env"));
+    assert_eq!(*err.cause(), Error::MergeInList);
 }
 
 #[test]

@@ -1,0 +1,928 @@
+//! The apply path: `kubectl apply` (client-side, kubectl 1.33) against a live cluster. This
+//! module is the only place on that path that talks to the apiserver.
+//!
+//! A run:
+//! 1. **Prepare** (no writes): map each object's kind to its resource through discovery (one
+//!    aggregated request pair per run; kinds defined by CRDs in the same input are predicted
+//!    from those CRDs), default or check namespaces exactly as kubectl does, add the ApplySet
+//!    label, and refuse the run when an object appears twice.
+//! 2. **Stages**: Namespaces, then CustomResourceDefinitions (then wait until each is
+//!    `Established` and refresh discovery), then everything else, each stage in parallel.
+//! 3. **Per stage**: one paginated LIST per (resource, namespace) instead of one GET per
+//!    object; an object missing from its list is created, a present one is three-way patched
+//!    (nothing is sent when the patch is `{}`). Up to `concurrency` objects are in flight and
+//!    every request passes the cluster's rate limiter.
+//! 4. Results come back in input order; the caller prints them and, if nothing failed, prunes.
+
+pub mod cluster;
+pub mod selector;
+pub mod metadata;
+pub mod object;
+pub mod applyset_parent;
+pub mod prune;
+
+use std::collections::{BTreeSet, HashMap};
+use std::time::Duration;
+
+use applyset_merge::Value;
+use futures::StreamExt;
+use kube::core::{ApiResource, GroupVersionKind};
+
+pub use cluster::{ApiStatus, Cluster, ConnectOptions, Error, Mapping, PatchType, Result, WriteParams};
+use metadata::ComputedPatch;
+use object::{LAST_APPLIED, display_name, last_applied, meta_str};
+
+use crate::manifest::{self, LoadedObject, Source};
+
+/// An object this run created, patched or left unchanged.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Visited {
+    pub api_resource: ApiResource,
+    pub namespaced: bool,
+    pub namespace: Option<String>,
+    pub name: String,
+    /// Empty for an object only created by `--dry-run=client`.
+    pub uid: String,
+}
+
+/// `--dry-run`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DryRun {
+    #[default]
+    None,
+    Client,
+    Server,
+}
+
+impl DryRun {
+    /// The suffix kubectl appends to each output line.
+    pub fn suffix(self) -> &'static str {
+        match self {
+            DryRun::None => "",
+            DryRun::Client => " (dry run)",
+            DryRun::Server => " (server dry run)",
+        }
+    }
+}
+
+/// How a run applies.
+#[derive(Debug, Clone)]
+pub struct ApplyOptions {
+    pub dry_run: DryRun,
+    /// Delete and re-create an object whose patch fails with Conflict or Invalid.
+    pub force: bool,
+    pub field_manager: String,
+    /// `Strict` (kubectl's default), `Warn` or `Ignore`.
+    pub field_validation: String,
+    /// `-n` when given explicitly.
+    pub namespace: Option<String>,
+    /// Objects in flight at once.
+    pub concurrency: usize,
+    /// Value of the `applyset.kubernetes.io/part-of` label to add to every object.
+    pub applyset_label: Option<String>,
+    /// How long to wait for an applied CRD to become `Established`.
+    pub crd_timeout: Duration,
+    /// How long `--force` waits for a deleted object to disappear.
+    pub force_timeout: Duration,
+    /// Keep the patch, live object and result of each object (for `diff`).
+    pub keep_results: bool,
+}
+
+impl Default for ApplyOptions {
+    fn default() -> Self {
+        ApplyOptions {
+            dry_run: DryRun::None,
+            force: false,
+            field_manager: "kubectl-client-side-apply".into(),
+            field_validation: "Strict".into(),
+            namespace: None,
+            concurrency: 16,
+            applyset_label: None,
+            crd_timeout: Duration::from_secs(60),
+            force_timeout: Duration::from_secs(60),
+            keep_results: false,
+        }
+    }
+}
+
+/// What happened to an object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verb {
+    Created,
+    Configured,
+    Unchanged,
+}
+
+impl Verb {
+    pub fn word(self) -> &'static str {
+        match self {
+            Verb::Created => "created",
+            Verb::Configured => "configured",
+            Verb::Unchanged => "unchanged",
+        }
+    }
+}
+
+/// A failure of one object, worded as kubectl words it (before its error printer).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ObjectError {
+    pub message: String,
+    /// The apiserver's status, when the failure is one.
+    pub status: Option<ApiStatus>,
+}
+
+impl ObjectError {
+    fn plain(message: impl Into<String>) -> ObjectError {
+        ObjectError { message: message.into(), status: None }
+    }
+
+    /// kubectl's `AddSourceToErr`-style wrapping: `error when <verb> "<source>": <err>`,
+    /// keeping the status (whose message is rewritten, as kubectl rewrites it).
+    fn wrap(verb: &str, source: &str, error: Error) -> ObjectError {
+        let message = format!("error when {verb} {}: {error}", go_quote(source));
+        match error {
+            Error::Api(mut status) => {
+                status.message = message.clone();
+                ObjectError { message, status: Some(status) }
+            }
+            _ => ObjectError { message, status: None },
+        }
+    }
+
+    fn rewrap(self, verb: &str, source: &str) -> ObjectError {
+        let message = format!("error when {verb} {}: {}", go_quote(source), self.message);
+        let status = self.status.map(|mut s| {
+            s.message = message.clone();
+            s
+        });
+        ObjectError { message, status }
+    }
+
+    /// kubectl's error printer: Invalid errors as `The <Kind> "<name>" is invalid: <causes>`,
+    /// other API errors as `Error from server (<Reason>): <message>`, the rest as they are.
+    pub fn render(&self) -> String {
+        let Some(status) = &self.status else {
+            return self.message.clone();
+        };
+        if status.is_invalid() && (!status.details_kind.is_empty() || !status.details_name.is_empty()) {
+            let head = format!("The {} {} is invalid", status.details_kind, go_quote(&status.details_name));
+            let causes: Vec<String> = status
+                .causes
+                .iter()
+                .map(|(field, message)| if field.is_empty() { message.clone() } else { format!("{field}: {message}") })
+                .collect();
+            return match causes.len() {
+                0 => head,
+                1 => format!("{head}: {}", causes[0]),
+                _ => format!("{head}: \n* {}", causes.join("\n* ")),
+            };
+        }
+        if status.reason.is_empty() {
+            format!("Error from server: {}", self.message)
+        } else {
+            format!("Error from server ({}): {}", status.reason, self.message)
+        }
+    }
+}
+
+/// The outcome of one input object.
+#[derive(Debug, Clone)]
+pub struct ObjectReport {
+    pub source: Source,
+    /// `deployment.apps/web` (empty when the object has no usable kind or name).
+    pub name: String,
+    pub result: std::result::Result<Verb, ObjectError>,
+    /// Lines for stderr, in kubectl's words (missing annotation, fallback warnings…).
+    pub warnings: Vec<String>,
+    /// With [`ApplyOptions::keep_results`]: what was computed.
+    pub details: Option<Box<Details>>,
+}
+
+/// The computation behind a report, kept for `diff`.
+#[derive(Debug, Clone, Default)]
+pub struct Details {
+    pub live: Option<Value>,
+    pub patch: Option<Value>,
+    pub patch_type: Option<PatchType>,
+    pub result: Option<Value>,
+}
+
+/// A whole run.
+#[derive(Debug, Clone, Default)]
+pub struct ApplyReport {
+    /// One per input object, in input order.
+    pub objects: Vec<ObjectReport>,
+    /// Objects created, patched or unchanged (for prune).
+    pub visited: Vec<Visited>,
+    /// Namespaces of all namespaced input objects, plus an explicit `-n` (for legacy prune).
+    pub namespaces_visited: BTreeSet<String>,
+}
+
+impl ApplyReport {
+    pub fn failed(&self) -> bool {
+        self.objects.iter().any(|o| o.result.is_err())
+    }
+}
+
+/// A failure of the run as a whole: nothing (more) was applied.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum Fatal {
+    #[error(transparent)]
+    Cluster(#[from] Error),
+    /// The same object given more than once.
+    #[error("{}", .0.join("\n"))]
+    Duplicates(Vec<String>),
+    #[error("no objects passed to apply")]
+    NoObjects,
+}
+
+/// An object ready to be applied.
+#[derive(Debug, Clone)]
+struct Prepared {
+    index: usize,
+    source: Source,
+    object: Value,
+    gvk: GroupVersionKind,
+    /// `None` while only predicted from a CRD of the same input.
+    mapping: Option<Mapping>,
+    namespace: Option<String>,
+    name: String,
+}
+
+impl Prepared {
+    fn stage(&self) -> usize {
+        match (self.gvk.group.as_str(), self.gvk.kind.as_str()) {
+            ("", "Namespace") => 0,
+            ("apiextensions.k8s.io", "CustomResourceDefinition") => 1,
+            _ => 2,
+        }
+    }
+
+    fn display(&self) -> String {
+        display_name(&self.gvk.kind, &self.gvk.group, &self.name)
+    }
+
+    fn report(&self, result: std::result::Result<Verb, ObjectError>, warnings: Vec<String>) -> ObjectReport {
+        ObjectReport { source: self.source.clone(), name: self.display(), result, warnings, details: None }
+    }
+}
+
+fn source_text(source: &Source) -> String {
+    source.path.display().to_string()
+}
+
+/// Go's `%q` for the strings kubectl quotes (names, paths): JSON escaping is close enough for
+/// the characters those contain.
+fn go_quote(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// `apps/v1` → (`apps`, `v1`); `v1` → (``, `v1`).
+fn split_api_version(api_version: &str) -> (String, String) {
+    match api_version.split_once('/') {
+        Some((group, version)) => (group.to_owned(), version.to_owned()),
+        None => (String::new(), api_version.to_owned()),
+    }
+}
+
+/// Mappings of the kinds defined by CRDs in the input, as discovery will show them once the
+/// CRDs exist.
+fn predicted_mappings(objects: &[LoadedObject]) -> HashMap<(String, String, String), Mapping> {
+    let mut out = HashMap::new();
+    for loaded in objects {
+        let object = &loaded.object;
+        let Some(root) = object.as_object() else { continue };
+        if root.get("kind").and_then(Value::as_str) != Some("CustomResourceDefinition")
+            || !root.get("apiVersion").and_then(Value::as_str).is_some_and(|v| v.starts_with("apiextensions.k8s.io/"))
+        {
+            continue;
+        }
+        let Some(spec) = root.get("spec").and_then(Value::as_object) else { continue };
+        let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or("").to_owned();
+        let group = text(spec.get("group"));
+        let names = spec.get("names").and_then(Value::as_object);
+        let kind = text(names.and_then(|n| n.get("kind")));
+        let plural = text(names.and_then(|n| n.get("plural")));
+        let namespaced = text(spec.get("scope")) != "Cluster";
+        if group.is_empty() || kind.is_empty() || plural.is_empty() {
+            continue;
+        }
+        let versions: Vec<String> = match spec.get("versions").and_then(Value::as_array) {
+            Some(versions) => versions.iter().filter_map(|v| v.as_object()).map(|v| text(v.get("name"))).collect(),
+            None => vec![text(spec.get("version"))],
+        };
+        for version in versions.into_iter().filter(|v| !v.is_empty()) {
+            let gvk = GroupVersionKind::gvk(&group, &version, &kind);
+            let resource = ApiResource::from_gvk_with_plural(&gvk, &plural);
+            out.insert((group.clone(), version, kind.clone()), Mapping { resource, namespaced });
+        }
+    }
+    out
+}
+
+/// Step 1: mapping, namespaces, labels, duplicates. Per-object failures become reports;
+/// fatal problems (unreachable cluster, duplicates) end the run before anything is written.
+async fn prepare(
+    cluster: &Cluster,
+    loaded: Vec<LoadedObject>,
+    options: &ApplyOptions,
+    report: &mut ApplyReport,
+) -> std::result::Result<Vec<std::result::Result<Prepared, ObjectReport>>, Fatal> {
+    let predicted = predicted_mappings(&loaded);
+    let effective_namespace =
+        options.namespace.clone().unwrap_or_else(|| cluster.default_namespace().to_owned());
+    if let Some(namespace) = &options.namespace {
+        report.namespaces_visited.insert(namespace.clone());
+    }
+    let mut items = Vec::with_capacity(loaded.len());
+    for (index, LoadedObject { source, mut object }) in loaded.into_iter().enumerate() {
+        let text = |field: &str| object.as_object().and_then(|o| o.get(field)).and_then(Value::as_str).unwrap_or("").to_owned();
+        let (api_version, kind) = (text("apiVersion"), text("kind"));
+        let (group, version) = split_api_version(&api_version);
+        let gvk = GroupVersionKind::gvk(&group, &version, &kind);
+        let raw_name = meta_str(&object, "name").unwrap_or("").to_owned();
+        let raw_namespace = meta_str(&object, "namespace").unwrap_or("").to_owned();
+        let fail = |message: String, name: String| ObjectReport {
+            source: source.clone(),
+            name: if name.is_empty() { String::new() } else { display_name(&kind, &group, &name) },
+            result: Err(ObjectError::plain(message)),
+            warnings: Vec::new(),
+            details: None,
+        };
+
+        let (mapping, prediction) = match cluster.mapping(&gvk).await {
+            Ok(mapping) => (Some(mapping.clone()), mapping),
+            Err(Error::NoMatch { .. }) => match predicted.get(&(group.clone(), version.clone(), kind.clone())) {
+                Some(mapping) => (None, mapping.clone()),
+                None => {
+                    let message = format!(
+                        "resource mapping not found for name: {} namespace: {} from {}: no matches for kind {} in version {}\nensure CRDs are installed first",
+                        go_quote(&raw_name),
+                        go_quote(&raw_namespace),
+                        go_quote(&source_text(&source)),
+                        go_quote(&kind),
+                        go_quote(&api_version)
+                    );
+                    items.push(Err(fail(message, raw_name)));
+                    continue;
+                }
+            },
+            Err(other) => return Err(Fatal::Cluster(other)),
+        };
+
+        let namespace = if prediction.namespaced {
+            if raw_namespace.is_empty() {
+                object::set_namespace(&mut object, &effective_namespace);
+                Some(effective_namespace.clone())
+            } else {
+                if let Some(explicit) = &options.namespace {
+                    if *explicit != raw_namespace {
+                        let message = format!(
+                            "the namespace from the provided object {} does not match the namespace {}. You must pass '--namespace={}' to perform this operation.",
+                            go_quote(&raw_namespace),
+                            go_quote(explicit),
+                            raw_namespace
+                        );
+                        items.push(Err(fail(message, raw_name)));
+                        continue;
+                    }
+                }
+                Some(raw_namespace.clone())
+            }
+        } else {
+            object::remove_namespace(&mut object);
+            None
+        };
+        if let Some(namespace) = &namespace {
+            report.namespaces_visited.insert(namespace.clone());
+        }
+
+        if raw_name.is_empty() {
+            let message = match meta_str(&object, "generateName") {
+                Some(generate) if !generate.is_empty() => format!("from {generate}: cannot use generate name with apply"),
+                _ => format!("error when retrieving current configuration of {}: resource name may not be empty", go_quote(&source_text(&source))),
+            };
+            items.push(Err(fail(message, String::new())));
+            continue;
+        }
+        if let Some(label) = &options.applyset_label {
+            if let Err(message) = object::add_label(&mut object, object::PART_OF_LABEL, label) {
+                items.push(Err(fail(message, raw_name)));
+                continue;
+            }
+        }
+        items.push(Ok(Prepared {
+            index,
+            source,
+            object,
+            gvk,
+            mapping,
+            namespace,
+            name: raw_name,
+        }));
+    }
+
+    let loaded_again: Vec<LoadedObject> = items
+        .iter()
+        .filter_map(|item| item.as_ref().ok())
+        .map(|p| LoadedObject { source: p.source.clone(), object: p.object.clone() })
+        .collect();
+    let duplicates = manifest::find_duplicates(&loaded_again);
+    if !duplicates.is_empty() {
+        return Err(Fatal::Duplicates(duplicates.iter().map(ToString::to_string).collect()));
+    }
+    Ok(items)
+}
+
+/// Applies `loaded` as `kubectl apply -f` would; see the module documentation.
+pub async fn apply(cluster: &Cluster, loaded: Vec<LoadedObject>, options: &ApplyOptions) -> std::result::Result<ApplyReport, Fatal> {
+    if loaded.is_empty() {
+        return Err(Fatal::NoObjects);
+    }
+    let mut report = ApplyReport::default();
+    let count = loaded.len();
+    let items = prepare(cluster, loaded, options, &mut report).await?;
+    let mut slots: Vec<Option<ObjectReport>> = vec![None; count];
+    let mut stages: [Vec<Prepared>; 3] = Default::default();
+    for (index, item) in items.into_iter().enumerate() {
+        match item {
+            Ok(prepared) => stages[prepared.stage()].push(prepared),
+            Err(failure) => slots[index] = Some(failure),
+        }
+    }
+
+    let [namespaces, crds, rest] = stages;
+    run_stage(cluster, options, namespaces, &mut slots, &mut report).await;
+
+    let crd_names: Vec<String> = crds.iter().map(|c| c.name.clone()).collect();
+    let crd_indexes: Vec<usize> = crds.iter().map(|c| c.index).collect();
+    run_stage(cluster, options, crds, &mut slots, &mut report).await;
+
+    let mut rest = rest;
+    if options.dry_run == DryRun::None && !crd_names.is_empty() {
+        let applied: Vec<&String> = crd_names
+            .iter()
+            .zip(&crd_indexes)
+            .filter(|(_, index)| slots[**index].as_ref().is_some_and(|r| r.result.is_ok()))
+            .map(|(name, _)| name)
+            .collect();
+        let mut warnings = wait_for_crds(cluster, &applied, options.crd_timeout).await;
+        let needs_refresh = rest.iter().any(|p| p.mapping.is_none());
+        if needs_refresh {
+            refresh_until_known(cluster, &rest, options.crd_timeout).await;
+        }
+        if let Some(first) = crd_indexes.first().and_then(|i| slots[*i].as_mut()) {
+            first.warnings.append(&mut warnings);
+        }
+    }
+    // Kinds known only from a CRD of this input must now resolve for real.
+    let mut unresolved = Vec::new();
+    for mut item in std::mem::take(&mut rest) {
+        if item.mapping.is_none() {
+            match cluster.mapping(&item.gvk).await {
+                Ok(mapping) => item.mapping = Some(mapping),
+                Err(_) => {
+                    let message = format!(
+                        "resource mapping not found for name: {} namespace: {} from {}: no matches for kind {} in version {}\nensure CRDs are installed first",
+                        go_quote(&item.name),
+                        go_quote(item.namespace.as_deref().unwrap_or("")),
+                        go_quote(&source_text(&item.source)),
+                        go_quote(&item.gvk.kind),
+                        go_quote(&item.gvk.api_version())
+                    );
+                    unresolved.push((item.index, item.report(Err(ObjectError::plain(message)), Vec::new())));
+                    continue;
+                }
+            }
+        }
+        rest.push(item);
+    }
+    for (index, failure) in unresolved {
+        slots[index] = Some(failure);
+    }
+    run_stage(cluster, options, rest, &mut slots, &mut report).await;
+
+    report.objects = slots.into_iter().map(|slot| slot.expect("every object has a report")).collect();
+    Ok(report)
+}
+
+/// Polls the CRDs until each has `Established=True`; returns warnings for those that did not
+/// in time.
+async fn wait_for_crds(cluster: &Cluster, names: &[&String], timeout: Duration) -> Vec<String> {
+    let gvk = GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition");
+    let Ok(mapping) = cluster.mapping(&gvk).await else { return Vec::new() };
+    let deadline = tokio::time::Instant::now() + timeout;
+    let waits = names.iter().map(|name| {
+        let mapping = mapping.clone();
+        async move {
+            loop {
+                if let Ok(crd) = cluster.get(&mapping, None, name).await {
+                    if established(&crd) {
+                        return None;
+                    }
+                }
+                if tokio::time::Instant::now() >= deadline {
+                    return Some(format!(
+                        "Warning: customresourcedefinition.apiextensions.k8s.io/{name} is not Established after {timeout:?}; its custom resources may fail"
+                    ));
+                }
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    });
+    futures::future::join_all(waits).await.into_iter().flatten().collect()
+}
+
+fn established(crd: &Value) -> bool {
+    crd.as_object()
+        .and_then(|o| o.get("status"))
+        .and_then(Value::as_object)
+        .and_then(|s| s.get("conditions"))
+        .and_then(Value::as_array)
+        .is_some_and(|conditions| {
+            conditions.iter().filter_map(Value::as_object).any(|c| {
+                c.get("type").and_then(Value::as_str) == Some("Established")
+                    && c.get("status").and_then(Value::as_str) == Some("True")
+            })
+        })
+}
+
+/// Refreshes discovery until every predicted kind of `items` is served (discovery can lag a
+/// CRD's Established condition briefly), or the timeout passes.
+async fn refresh_until_known(cluster: &Cluster, items: &[Prepared], timeout: Duration) {
+    let deadline = tokio::time::Instant::now() + timeout.min(Duration::from_secs(30));
+    loop {
+        if cluster.refresh_discovery().await.is_err() {
+            return;
+        }
+        let mut all_known = true;
+        for item in items.iter().filter(|p| p.mapping.is_none()) {
+            if !cluster.knows(&item.gvk).await.unwrap_or(false) {
+                all_known = false;
+                break;
+            }
+        }
+        if all_known || tokio::time::Instant::now() >= deadline {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// What the stage's LISTs said about an object.
+enum Live {
+    /// Listed: present (with its state) or absent.
+    Listed(Option<Value>),
+    /// The LIST failed (e.g. no list permission): GET the object.
+    Unknown,
+}
+
+type ListKey = (String, String, String, Option<String>);
+
+fn list_key(mapping: &Mapping, namespace: &Option<String>) -> ListKey {
+    let r = &mapping.resource;
+    (r.group.clone(), r.version.clone(), r.plural.clone(), if mapping.namespaced { namespace.clone() } else { None })
+}
+
+/// Applies one stage: LIST per (resource, namespace), then every object concurrently.
+async fn run_stage(
+    cluster: &Cluster,
+    options: &ApplyOptions,
+    items: Vec<Prepared>,
+    slots: &mut [Option<ObjectReport>],
+    report: &mut ApplyReport,
+) {
+    if items.is_empty() {
+        return;
+    }
+    let concurrency = options.concurrency.max(1);
+    let mut groups: HashMap<ListKey, (Mapping, Option<String>)> = HashMap::new();
+    for item in &items {
+        let mapping = item.mapping.as_ref().expect("resolved before its stage");
+        groups.entry(list_key(mapping, &item.namespace)).or_insert_with(|| (mapping.clone(), item.namespace.clone()));
+    }
+    let lists: HashMap<ListKey, Option<HashMap<String, Value>>> = futures::stream::iter(groups)
+        .map(|(key, (mapping, namespace))| async move {
+            let namespace = if mapping.namespaced { namespace } else { None };
+            let listed = cluster.list(&mapping, namespace.as_deref(), None).await.ok().map(|items| {
+                items
+                    .into_iter()
+                    .filter_map(|item| meta_str(&item, "name").map(str::to_owned).map(|name| (name, item)))
+                    .collect::<HashMap<_, _>>()
+            });
+            (key, listed)
+        })
+        .buffer_unordered(concurrency)
+        .collect()
+        .await;
+    let mut lists = lists;
+
+    let work: Vec<(Prepared, Live)> = items
+        .into_iter()
+        .map(|item| {
+            let key = list_key(item.mapping.as_ref().expect("resolved"), &item.namespace);
+            let live = match lists.get_mut(&key) {
+                Some(Some(found)) => Live::Listed(found.remove(&item.name)),
+                _ => Live::Unknown,
+            };
+            (item, live)
+        })
+        .collect();
+    let outcomes: Vec<(usize, ObjectReport, Option<Visited>)> = futures::stream::iter(work)
+        .map(|(item, live)| async move {
+            let (object_report, visited) = apply_one(cluster, options, &item, live).await;
+            (item.index, object_report, visited)
+        })
+        .buffer_unordered(concurrency)
+        .collect()
+        .await;
+    let mut outcomes = outcomes;
+    outcomes.sort_by_key(|(index, _, _)| *index);
+    for (index, object_report, visited) in outcomes {
+        slots[index] = Some(object_report);
+        report.visited.extend(visited);
+    }
+}
+
+fn missing_annotation_warning(plural: &str, name: &str) -> String {
+    format!(
+        "Warning: resource {plural}/{name} is missing the {LAST_APPLIED} annotation which is required by kubectl apply. kubectl apply should only be used on resources created declaratively by either kubectl create --save-config or kubectl apply. The missing annotation will be patched automatically."
+    )
+}
+
+fn info_text(item: &Prepared, mapping: &Mapping) -> String {
+    let r = &mapping.resource;
+    format!(
+        "Resource: \"{}/{}, Resource={}\", GroupVersionKind: \"{}/{}, Kind={}\"\nName: {}, Namespace: {}",
+        r.group,
+        r.version,
+        r.plural,
+        item.gvk.group,
+        item.gvk.version,
+        item.gvk.kind,
+        go_quote(&item.name),
+        go_quote(item.namespace.as_deref().unwrap_or(""))
+    )
+}
+
+fn uid_of(object: &Value) -> String {
+    meta_str(object, "uid").unwrap_or("").to_owned()
+}
+
+/// The per-object algorithm (spec §10.3) given what the LIST said.
+async fn apply_one(cluster: &Cluster, options: &ApplyOptions, item: &Prepared, live: Live) -> (ObjectReport, Option<Visited>) {
+    let mapping = item.mapping.as_ref().expect("resolved before apply");
+    let source = source_text(&item.source);
+    let namespace = item.namespace.as_deref();
+    let mut warnings = Vec::new();
+    let mut details = Details::default();
+    let params = WriteParams {
+        field_manager: options.field_manager.clone(),
+        field_validation: options.field_validation.clone(),
+        server_dry_run: options.dry_run == DryRun::Server,
+    };
+    let visited = |object: &Value| Visited {
+        api_resource: mapping.resource.clone(),
+        namespaced: mapping.namespaced,
+        namespace: item.namespace.clone(),
+        name: item.name.clone(),
+        uid: uid_of(object),
+    };
+    let finish = |result: std::result::Result<Verb, ObjectError>, warnings: Vec<String>, details: Details| {
+        let mut report = item.report(result, warnings);
+        if options.keep_results {
+            report.details = Some(Box::new(details));
+        }
+        report
+    };
+
+    let (_, modified) = object::modified_configuration(&item.object);
+    let size = object::annotations_size(&modified);
+    if size > object::ANNOTATIONS_SIZE_LIMIT {
+        let message = format!(
+            "{} from {} cannot be applied client-side: its annotations would total {size} bytes, over the apiserver's limit of {} bytes (metadata.annotations: Too long: may not be more than {} bytes), because the {LAST_APPLIED} annotation holds a copy of the whole object; nothing was sent",
+            item.display(),
+            go_quote(&source),
+            object::ANNOTATIONS_SIZE_LIMIT,
+            object::ANNOTATIONS_SIZE_LIMIT
+        );
+        return (finish(Err(ObjectError::plain(message)), warnings, details), None);
+    }
+
+    let live = match live {
+        Live::Listed(found) => found,
+        Live::Unknown => match cluster.get(mapping, namespace, &item.name).await {
+            Ok(found) => Some(found),
+            Err(e) if e.is_not_found() => None,
+            Err(e) => {
+                let error = ObjectError::wrap(
+                    &format!("retrieving current configuration of:\n{}\nfrom server for:", info_text(item, mapping)),
+                    &source,
+                    e,
+                );
+                return (finish(Err(error), warnings, details), None);
+            }
+        },
+    };
+
+    let mut current = match live {
+        Some(current) => current,
+        None => {
+            let body = object::create_body(&modified);
+            let created = match options.dry_run {
+                DryRun::Client => Ok(body.clone()),
+                _ => cluster.create(mapping, namespace, &body, &params).await,
+            };
+            match created {
+                Ok(created) => {
+                    details.result = Some(created.clone());
+                    let v = visited(&created);
+                    return (finish(Ok(Verb::Created), warnings, details), Some(v));
+                }
+                Err(e) if e.status().is_some_and(ApiStatus::is_already_exists) => {
+                    // Created by someone else since the LIST: patch it like kubectl would have.
+                    match cluster.get(mapping, namespace, &item.name).await {
+                        Ok(found) => found,
+                        Err(_) => return (finish(Err(ObjectError::wrap("creating", &source, e)), warnings, details), None),
+                    }
+                }
+                Err(e) => return (finish(Err(ObjectError::wrap("creating", &source, e)), warnings, details), None),
+            }
+        }
+    };
+
+    let visit = visited(&current);
+    if last_applied(&current).is_none() {
+        warnings.push(missing_annotation_warning(&mapping.resource.plural, &item.name));
+    }
+    details.live = Some(current.clone());
+
+    let mut retries = 0;
+    loop {
+        let computed = match compute(cluster, item, &modified, &current, &mut warnings).await {
+            Ok(computed) => computed,
+            Err(error) => {
+                let error = error.rewrap(&format!("applying patch:\n\nto:\n{}\nfor:", info_text(item, mapping)), &source);
+                return (finish(Err(error), warnings, details), Some(visit));
+            }
+        };
+        details.patch = Some(computed.patch.clone());
+        details.patch_type = Some(computed.engine.patch_type());
+        if computed.patch.as_object().is_some_and(|p| p.is_empty()) {
+            details.result = Some(current.clone());
+            return (finish(Ok(Verb::Unchanged), warnings, details), Some(visit));
+        }
+        let patched = match options.dry_run {
+            DryRun::Client => computed.engine.apply(&current, &computed.patch).map_err(|e| Error::Other(e.to_string())),
+            _ => {
+                cluster
+                    .patch(mapping, namespace, &item.name, computed.engine.patch_type(), &computed.patch, &params)
+                    .await
+            }
+        };
+        match patched {
+            Ok(result) => {
+                if object::meta_str(&result, "deletionTimestamp").is_some() {
+                    warnings.push(format!("Warning: Detected changes to resource {} which is currently being deleted.", item.name));
+                }
+                details.result = Some(result);
+                return (finish(Ok(Verb::Configured), warnings, details), Some(visit));
+            }
+            Err(e) if e.is_conflict() && retries < MAX_PATCH_RETRIES => {
+                retries += 1;
+                if retries > 1 {
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+                match cluster.get(mapping, namespace, &item.name).await {
+                    Ok(fresh) => current = fresh,
+                    Err(get_error) => {
+                        let error = ObjectError::wrap(
+                            &format!("applying patch:\n{}\nto:\n{}\nfor:", computed.patch.to_json_string(), info_text(item, mapping)),
+                            &source,
+                            get_error,
+                        );
+                        return (finish(Err(error), warnings, details), Some(visit));
+                    }
+                }
+            }
+            Err(e) if options.force && (e.is_conflict() || e.is_invalid()) => {
+                return match delete_and_create(cluster, options, item, mapping, &modified, &current, &params).await {
+                    Ok(created) => {
+                        details.result = Some(created.clone());
+                        (finish(Ok(Verb::Configured), warnings, details), Some(visited(&created)))
+                    }
+                    Err(error) => {
+                        let error = error.rewrap(
+                            &format!("applying patch:\n{}\nto:\n{}\nfor:", computed.patch.to_json_string(), info_text(item, mapping)),
+                            &source,
+                        );
+                        (finish(Err(error), warnings, details), Some(visit))
+                    }
+                };
+            }
+            Err(e) => {
+                let error = ObjectError::wrap("patching", &source, e).rewrap(
+                    &format!("applying patch:\n{}\nto:\n{}\nfor:", computed.patch.to_json_string(), info_text(item, mapping)),
+                    &source,
+                );
+                return (finish(Err(error), warnings, details), Some(visit));
+            }
+        }
+    }
+}
+
+/// kubectl retries a conflicting patch 5 more times.
+const MAX_PATCH_RETRIES: usize = 5;
+
+async fn compute(
+    cluster: &Cluster,
+    item: &Prepared,
+    modified: &Value,
+    current: &Value,
+    warnings: &mut Vec<String>,
+) -> std::result::Result<ComputedPatch, ObjectError> {
+    let source = source_text(&item.source);
+    let original = match last_applied(current) {
+        None | Some("") => Value::Object(Default::default()),
+        Some(text) => match Value::from_json_str(text) {
+            Ok(value) => value,
+            Err(_) => {
+                return Err(ObjectError::plain(format!(
+                    "error when creating patch with:\noriginal:\n{text}\nmodified:\n{}\ncurrent:\n{}\nfor: {}: invalid JSON document",
+                    modified.to_json_string(),
+                    current.to_json_string(),
+                    go_quote(&source)
+                )));
+            }
+        },
+    };
+    metadata::compute_patch(cluster, &item.gvk, &original, modified, current, warnings)
+        .await
+        .map_err(|e| ObjectError::plain(format!("error when {} {}: {}", e.context, go_quote(&source), e.error)))
+}
+
+/// `--force`: delete (background propagation), wait until gone, create `modified` (nulls kept);
+/// if that fails, try to put the old object back.
+async fn delete_and_create(
+    cluster: &Cluster,
+    options: &ApplyOptions,
+    item: &Prepared,
+    mapping: &Mapping,
+    modified: &Value,
+    current: &Value,
+    params: &WriteParams,
+) -> std::result::Result<Value, ObjectError> {
+    let namespace = item.namespace.as_deref();
+    cluster
+        .delete(mapping, namespace, &item.name, "Background", params.server_dry_run)
+        .await
+        .map_err(|e| ObjectError { message: e.to_string(), status: e.status().cloned() })?;
+    let deadline = tokio::time::Instant::now() + options.force_timeout;
+    loop {
+        match cluster.get(mapping, namespace, &item.name).await {
+            Err(e) if e.is_not_found() => break,
+            Err(e) => return Err(ObjectError { message: e.to_string(), status: e.status().cloned() }),
+            Ok(_) if tokio::time::Instant::now() >= deadline => {
+                return Err(ObjectError::plain(format!(
+                    "timed out after {:?} waiting for {} to be deleted",
+                    options.force_timeout,
+                    item.display()
+                )));
+            }
+            Ok(_) => tokio::time::sleep(Duration::from_millis(500)).await,
+        }
+    }
+    match cluster.create(mapping, namespace, &object::recreate_body(modified), params).await {
+        Ok(created) => Ok(created),
+        Err(e) => match cluster.create(mapping, namespace, &restore_body(current), params).await {
+            Ok(_) => Err(ObjectError { message: e.to_string(), status: e.status().cloned() }),
+            Err(restore) => Err(ObjectError::plain(format!(
+                "An error occurred force-replacing the existing object with the newly provided one:\n\n{e}.\n\nAdditionally, an error occurred attempting to restore the original object:\n\n{restore}"
+            ))),
+        },
+    }
+}
+
+/// The old live object as a create body: no resourceVersion, uid or timestamps.
+fn restore_body(current: &Value) -> Value {
+    let mut body = object::recreate_body(current);
+    if let Some(metadata) = body.as_object_mut().and_then(|o| o.get_mut("metadata")).and_then(Value::as_object_mut) {
+        for field in ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation", "managedFields"] {
+            metadata.remove(field);
+        }
+    }
+    body
+}

@@ -3,3 +3,4 @@
 pub mod cli;
 pub mod commands;
 pub mod document;
+pub mod manifest;

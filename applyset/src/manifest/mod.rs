@@ -1,0 +1,438 @@
+//! The manifest loader: reads what `kubectl apply -f PATH [-f PATH…] [-R]` (kubectl 1.33,
+//! client-side) reads, and turns it into the objects kubectl would apply, in the same order.
+//!
+//! Pure: files and standard input are the only I/O, no cluster is involved.
+//!
+//! * Inputs ([`walk`]): `-` is standard input (once); a directory is walked in byte order of
+//!   names, its direct files only unless `recursive`, keeping `.json`, `.yaml` and `.yml`
+//!   files; a file named explicitly is read whatever its extension; a path that does not exist
+//!   is tried as a Go glob. URLs are refused with a clear error.
+//! * Streams ([`stream`]): BOM-aware decoding, JSON-or-YAML sniffing, `---` splitting, empty
+//!   and `null` documents skipped.
+//! * Documents ([`yaml`], [`resolve`]): YAML 1.1 as go-yaml v2 resolves it (`yes` is `true`,
+//!   `0755` is 493, …), converted to JSON values with kubectl's number rules.
+//! * Objects: each document must be an object with a `kind`; an object with a top-level
+//!   `items` key is a list whose items are applied instead (an item with neither `kind` nor
+//!   `apiVersion` gets the list's `apiVersion` and its kind minus the `List` suffix).
+//!
+//! Every error found is collected (so a user sees each broken file at once), but [`load`]
+//! returns either all objects or the errors, never a partial result: nothing may be applied
+//! or pruned on a partial load.
+
+pub mod resolve;
+pub mod stream;
+pub mod walk;
+pub mod yaml;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use applyset_merge::{Map, Value};
+
+pub use stream::{Document, DocumentError, decode_text, parse_stream};
+pub use walk::{FILE_EXTENSIONS, Input};
+
+/// Where an object came from.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Source {
+    /// The file as kubectl names it (the path given, joined with names found by walking), or
+    /// `-` for standard input.
+    pub path: PathBuf,
+    /// The document in the file, from 1 (see [`Document::number`]). Items of a list share the
+    /// list's document.
+    pub document: usize,
+    /// The 1-based line where the document starts.
+    pub line: usize,
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: document {} (line {})", self.path.display(), self.document, self.line)
+    }
+}
+
+/// An object to apply: always an [`Value::Object`] with a non-empty string `kind`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadedObject {
+    pub source: Source,
+    pub object: Value,
+}
+
+/// One problem found while loading.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileError {
+    /// The file, when the problem is in a file (argument-level errors name their path in the
+    /// message, as kubectl's do).
+    pub path: Option<PathBuf>,
+    pub document: Option<usize>,
+    pub line: Option<usize>,
+    pub column: Option<usize>,
+    pub message: String,
+}
+
+impl FileError {
+    fn argument(message: String) -> Self {
+        FileError { path: None, document: None, line: None, column: None, message }
+    }
+}
+
+impl fmt::Display for FileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(path) = &self.path {
+            write!(f, "{}: ", path.display())?;
+        }
+        if let Some(document) = self.document {
+            write!(f, "document {document}: ")?;
+        }
+        match (self.line, self.column) {
+            (Some(line), Some(column)) => write!(f, "line {line} column {column}: ")?,
+            (Some(line), None) => write!(f, "line {line}: ")?,
+            _ => {}
+        }
+        f.write_str(&self.message)
+    }
+}
+
+/// Loading failed; `errors` holds every problem found, in input order. Displayed one per line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadError {
+    pub errors: Vec<FileError>,
+}
+
+impl fmt::Display for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, e) in self.errors.iter().enumerate() {
+            if i > 0 {
+                f.write_str("\n")?;
+            }
+            write!(f, "{e}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for LoadError {}
+
+/// Reads the objects `kubectl apply -f paths… [-R]` would apply, in order. `stdin` is read only
+/// if a path is `-`. Either every input loaded cleanly, or all problems are returned.
+pub fn load(paths: &[PathBuf], recursive: bool, mut stdin: impl Read) -> Result<Vec<LoadedObject>, LoadError> {
+    let (inputs, argument_errors) = walk::expand(paths, recursive);
+    let mut errors: Vec<FileError> = argument_errors.into_iter().map(FileError::argument).collect();
+    let mut objects = Vec::new();
+    for input in inputs {
+        let (path, bytes) = match &input {
+            Input::Stdin => {
+                let mut bytes = Vec::new();
+                let read = stdin.read_to_end(&mut bytes).map(|_| bytes);
+                (PathBuf::from("-"), read)
+            }
+            Input::File(path) => (path.clone(), std::fs::read(path)),
+        };
+        match bytes {
+            Ok(bytes) => load_bytes_into(&path, &bytes, &mut objects, &mut errors),
+            Err(e) => errors.push(FileError {
+                path: Some(path),
+                document: None,
+                line: None,
+                column: None,
+                message: format!("error reading file: {e}"),
+            }),
+        }
+    }
+    if errors.is_empty() { Ok(objects) } else { Err(LoadError { errors }) }
+}
+
+/// Loads one file's content (e.g. a blob from a git checkout) as if read from `path`.
+pub fn load_bytes(path: &Path, bytes: &[u8]) -> Result<Vec<LoadedObject>, LoadError> {
+    let mut objects = Vec::new();
+    let mut errors = Vec::new();
+    load_bytes_into(path, bytes, &mut objects, &mut errors);
+    if errors.is_empty() { Ok(objects) } else { Err(LoadError { errors }) }
+}
+
+fn load_bytes_into(path: &Path, bytes: &[u8], objects: &mut Vec<LoadedObject>, errors: &mut Vec<FileError>) {
+    let text = decode_text(bytes);
+    let documents = match parse_stream(&text) {
+        Ok(docs) => docs,
+        Err(e) => {
+            errors.push(FileError {
+                path: Some(path.to_path_buf()),
+                document: Some(e.document),
+                line: e.line,
+                column: e.column,
+                message: e.message,
+            });
+            return;
+        }
+    };
+    for doc in documents {
+        let source = Source { path: path.to_path_buf(), document: doc.number, line: doc.line };
+        match document_objects(&doc) {
+            Ok(found) => {
+                objects.extend(found.into_iter().map(|object| LoadedObject { source: source.clone(), object }))
+            }
+            Err(message) => errors.push(FileError {
+                path: Some(path.to_path_buf()),
+                document: Some(doc.number),
+                line: Some(doc.line),
+                column: None,
+                message,
+            }),
+        }
+    }
+}
+
+fn kind_of(map: &Map) -> &str {
+    map.get("kind").and_then(Value::as_str).unwrap_or("")
+}
+
+fn api_version_of(map: &Map) -> &str {
+    map.get("apiVersion").and_then(Value::as_str).unwrap_or("")
+}
+
+fn type_word(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Int(_) | Value::Float(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// The objects of one document, as kubectl's unstructured decoder and list flattening produce
+/// them. Errors are worded after kubectl's where it has one.
+pub fn document_objects(doc: &Document) -> Result<Vec<Value>, String> {
+    let Value::Object(map) = &doc.value else {
+        return Err(format!(
+            "unable to decode: the document is a{} {}, not an object",
+            if matches!(doc.value, Value::Array(_)) { "n" } else { "" },
+            type_word(&doc.value)
+        ));
+    };
+    let Some(items) = map.get("items") else {
+        if kind_of(map).is_empty() {
+            return Err(format!("Object 'Kind' is missing in '{}'", doc.raw));
+        }
+        return Ok(vec![doc.value.clone()]);
+    };
+    // A list (kubectl's decodeToList): even `items: null` makes one.
+    let items: &[Value] = match items {
+        Value::Null => &[],
+        Value::Array(items) => items,
+        other => {
+            return Err(format!(
+                "unable to decode list: json: cannot unmarshal {} into Go struct field decodeList.items of type []json.RawMessage",
+                type_word(other)
+            ));
+        }
+    };
+    let list_kind = kind_of(map);
+    let item_kind = list_kind.strip_suffix("List").unwrap_or(list_kind);
+    let list_api_version = api_version_of(map);
+    let mut objects = Vec::with_capacity(items.len());
+    for (index, item) in items.iter().enumerate() {
+        let mut object = match item {
+            Value::Object(m) => m.clone(),
+            Value::Null => Map::new(),
+            other => {
+                return Err(format!(
+                    "unable to decode list item {}: json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
+                    index + 1,
+                    type_word(other)
+                ));
+            }
+        };
+        if kind_of(&object).is_empty() && api_version_of(&object).is_empty() {
+            object.insert("kind".into(), Value::String(item_kind.to_owned()));
+            object.insert("apiVersion".into(), Value::String(list_api_version.to_owned()));
+        }
+        objects.push(object);
+    }
+    if list_kind.is_empty() {
+        return Err(format!("Object 'Kind' is missing in '{}'", doc.raw));
+    }
+    let mut out = Vec::with_capacity(objects.len());
+    for (index, object) in objects.into_iter().enumerate() {
+        if matches!(object.get("items"), Some(Value::Array(_))) {
+            // kubectl 1.33 cannot flatten a list nested in a list (ExtractList fails on an
+            // unstructured item), so neither do we.
+            return Err(format!(
+                "list item {} is itself a list, which kubectl does not flatten: *unstructured.Unstructured is not a list: no Items field in this object",
+                index + 1
+            ));
+        }
+        if kind_of(&object).is_empty() {
+            return Err(format!(
+                "list item {}: Object 'Kind' is missing in 'unstructured object has no kind'",
+                index + 1
+            ));
+        }
+        out.push(Value::Object(object));
+    }
+    Ok(out)
+}
+
+/// What makes two manifests the same object: API group (not version), kind, namespace as
+/// written in the object (`""` when absent), and name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ObjectKey {
+    pub group: String,
+    pub kind: String,
+    pub namespace: String,
+    pub name: String,
+}
+
+impl ObjectKey {
+    /// The key of an object, or `None` when it has no string `metadata.name` (e.g. one that
+    /// uses `generateName`), which cannot collide.
+    pub fn of(object: &Value) -> Option<ObjectKey> {
+        let map = object.as_object()?;
+        let metadata = map.get("metadata").and_then(Value::as_object);
+        let meta_str = |key: &str| metadata.and_then(|m| m.get(key)).and_then(Value::as_str);
+        let name = meta_str("name").filter(|n| !n.is_empty())?;
+        let api_version = api_version_of(map);
+        let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+        Some(ObjectKey {
+            group: group.to_owned(),
+            kind: kind_of(map).to_owned(),
+            namespace: meta_str("namespace").unwrap_or("").to_owned(),
+            name: name.to_owned(),
+        })
+    }
+}
+
+impl fmt::Display for ObjectKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.kind)?;
+        if !self.group.is_empty() {
+            write!(f, ".{}", self.group)?;
+        }
+        f.write_str(" ")?;
+        if !self.namespace.is_empty() {
+            write!(f, "{}/", self.namespace)?;
+        }
+        f.write_str(&self.name)
+    }
+}
+
+/// The same object given twice.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Duplicate {
+    pub key: ObjectKey,
+    pub first: Source,
+    pub second: Source,
+}
+
+impl fmt::Display for Duplicate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} is defined twice: in {} and in {}", self.key, self.first, self.second)
+    }
+}
+
+/// Every object that appears again after its first occurrence (same [`ObjectKey`]). Run it on
+/// the loaded objects, and again after namespaces have been defaulted.
+pub fn find_duplicates<'a>(objects: impl IntoIterator<Item = &'a LoadedObject>) -> Vec<Duplicate> {
+    let mut seen: HashMap<ObjectKey, &Source> = HashMap::new();
+    let mut duplicates = Vec::new();
+    for loaded in objects {
+        let Some(key) = ObjectKey::of(&loaded.object) else { continue };
+        match seen.get(&key) {
+            Some(first) => duplicates.push(Duplicate { key, first: (*first).clone(), second: loaded.source.clone() }),
+            None => {
+                seen.insert(key, &loaded.source);
+            }
+        }
+    }
+    duplicates
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn objects(text: &str) -> Result<Vec<String>, String> {
+        let docs = parse_stream(text).map_err(|e| e.message)?;
+        let mut out = Vec::new();
+        for doc in &docs {
+            out.extend(document_objects(doc)?.iter().map(Value::to_json_string));
+        }
+        Ok(out)
+    }
+
+    #[test]
+    fn kind_is_required() {
+        assert_eq!(
+            objects("apiVersion: v1\nmetadata: {name: a}\n").unwrap_err(),
+            r#"Object 'Kind' is missing in '{"apiVersion":"v1","metadata":{"name":"a"}}'"#
+        );
+        assert_eq!(
+            objects("{\"apiVersion\": \"v1\"}").unwrap_err(),
+            r#"Object 'Kind' is missing in '{"apiVersion": "v1"}'"#
+        );
+        assert!(objects("kind: 5\n").unwrap_err().contains("'Kind' is missing"));
+        assert!(objects("kind: \"\"\n").unwrap_err().contains("'Kind' is missing"));
+        assert!(objects("- a\n").unwrap_err().contains("is an array, not an object"));
+        assert!(objects("just text\n").unwrap_err().contains("is a string"));
+    }
+
+    #[test]
+    fn lists_are_flattened() {
+        let list = "apiVersion: v1\nkind: ConfigMapList\nitems:\n- metadata: {name: a}\n- kind: Secret\n  metadata: {name: b}\n-\n";
+        assert_eq!(
+            objects(list).unwrap(),
+            [
+                r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}}"#,
+                r#"{"kind":"Secret","metadata":{"name":"b"}}"#,
+                r#"{"apiVersion":"v1","kind":"ConfigMap"}"#,
+            ]
+        );
+        assert_eq!(objects("kind: List\napiVersion: v1\nitems: null\n").unwrap(), Vec::<String>::new());
+        assert_eq!(objects("kind: List\napiVersion: v1\nitems: []\n").unwrap(), Vec::<String>::new());
+    }
+
+    #[test]
+    fn list_errors() {
+        // An item with an apiVersion but no kind inherits nothing.
+        assert_eq!(
+            objects("apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  metadata: {name: c}\n").unwrap_err(),
+            "list item 1: Object 'Kind' is missing in 'unstructured object has no kind'"
+        );
+        // `List` minus its suffix is empty: items of a v1 List need their own kind.
+        assert!(
+            objects("apiVersion: v1\nkind: List\nitems:\n- metadata: {name: c}\n").unwrap_err().contains("list item 1")
+        );
+        assert!(objects("apiVersion: v1\nitems: [{kind: A}]\n").unwrap_err().starts_with("Object 'Kind' is missing"));
+        assert!(objects("kind: List\nitems: 5\n").unwrap_err().contains("cannot unmarshal number"));
+        assert!(objects("kind: List\nitems: [5]\n").unwrap_err().contains("list item 1"));
+        assert!(objects("kind: List\nitems: [{kind: List, items: []}]\n").unwrap_err().contains("itself a list"));
+        // A nested `items` that is not an array does not make a list.
+        assert_eq!(objects("kind: List\nitems: [{kind: A, items: x}]\n").unwrap(), [r#"{"items":"x","kind":"A"}"#]);
+    }
+
+    #[test]
+    fn duplicates() {
+        let source = |document| Source { path: "f.yaml".into(), document, line: 1 };
+        let obj = |text: &str, document| LoadedObject {
+            source: source(document),
+            object: parse_stream(text).unwrap().remove(0).value,
+        };
+        let list = [
+            obj("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: a}\n", 1),
+            obj("apiVersion: apps/v1beta2\nkind: Deployment\nmetadata: {name: a}\n", 2),
+            obj("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: a, namespace: x}\n", 3),
+            obj("apiVersion: v1\nkind: Deployment\nmetadata: {name: a}\n", 4),
+            obj("apiVersion: v1\nkind: Pod\nmetadata: {generateName: a-}\n", 5),
+            obj("apiVersion: v1\nkind: Pod\nmetadata: {generateName: a-}\n", 6),
+        ];
+        let dups = find_duplicates(&list);
+        assert_eq!(dups.len(), 1);
+        assert_eq!(
+            dups[0].to_string(),
+            "Deployment.apps a is defined twice: in f.yaml: document 1 (line 1) and in f.yaml: document 2 (line 1)"
+        );
+    }
+}

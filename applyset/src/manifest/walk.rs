@@ -1,0 +1,374 @@
+//! Which files `kubectl apply -f … [-R]` reads (`FilenameParam`, `Builder.Path`,
+//! `ExpandPathsToFileVisitors`), in kubectl's order.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// The extensions kept when walking a directory (compared exactly, as Go's `filepath.Ext`).
+pub const FILE_EXTENSIONS: [&str; 3] = [".json", ".yaml", ".yml"];
+
+/// One input kubectl would read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Input {
+    Stdin,
+    File(PathBuf),
+}
+
+/// Expands `-f` values into inputs, in order, with kubectl's errors for values that cannot be
+/// expanded. Later values are still expanded after an error, so every problem is reported.
+pub fn expand(args: &[PathBuf], recursive: bool) -> (Vec<Input>, Vec<String>) {
+    let mut inputs = Vec::new();
+    let mut errors = Vec::new();
+    let mut stdin_used = false;
+    for arg in args {
+        let text = arg.to_string_lossy();
+        if text == "-" {
+            if stdin_used {
+                errors.push("standard input cannot be used for multiple arguments".to_owned());
+            } else {
+                stdin_used = true;
+                inputs.push(Input::Stdin);
+            }
+            continue;
+        }
+        if text.starts_with("http://") || text.starts_with("https://") {
+            errors.push(format!(
+                "reading manifests from a URL is not supported: {} (download it and pass the file)",
+                go_quote(&text)
+            ));
+            continue;
+        }
+        let matches = match expand_if_pattern(arg) {
+            Ok(m) => m,
+            Err(e) => {
+                errors.push(e);
+                continue;
+            }
+        };
+        for path in &matches {
+            match fs::metadata(path) {
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    errors.push(format!("the path {} does not exist", go_quote(&path.to_string_lossy())));
+                    continue;
+                }
+                Err(e) => {
+                    errors.push(format!("the path {} cannot be accessed: {e}", go_quote(&path.to_string_lossy())));
+                    continue;
+                }
+                Ok(_) => {}
+            }
+            if let Err(e) = walk(path, recursive, &mut inputs) {
+                errors.push(format!("error reading {}: {e}", go_quote(&path.to_string_lossy())));
+            }
+        }
+        if inputs.is_empty() && errors.is_empty() {
+            let list: Vec<String> = matches.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+            errors.push(format!(
+                "error reading [{}]: recognized file extensions are [{}]",
+                list.join(" "),
+                FILE_EXTENSIONS.join(" ")
+            ));
+        }
+    }
+    (inputs, errors)
+}
+
+/// kubectl's `expandIfFilePattern`: a path that does not exist is tried as a glob.
+fn expand_if_pattern(arg: &Path) -> Result<Vec<PathBuf>, String> {
+    match fs::metadata(arg) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        _ => return Ok(vec![arg.to_path_buf()]),
+    }
+    let pattern = arg.to_string_lossy();
+    match glob(&pattern) {
+        Ok(m) if m.is_empty() => Err(format!("the path {} does not exist", go_quote(&pattern))),
+        Ok(m) => Ok(m),
+        Err(BadPattern) => Err(format!("pattern {} is not valid: syntax error in pattern", go_quote(&pattern))),
+    }
+}
+
+/// Go's `filepath.Walk` with kubectl's callback. The root is not followed if it is a symbolic
+/// link (it is then read as a file); entries are visited in byte order of their names.
+fn walk(root: &Path, recursive: bool, inputs: &mut Vec<Input>) -> io::Result<()> {
+    let meta = fs::symlink_metadata(root)?;
+    if !meta.is_dir() {
+        // Named explicitly: read whatever its extension.
+        inputs.push(Input::File(root.to_path_buf()));
+        return Ok(());
+    }
+    walk_dir(root, recursive, inputs)
+}
+
+fn walk_dir(dir: &Path, recursive: bool, inputs: &mut Vec<Input>) -> io::Result<()> {
+    let mut names: Vec<_> = fs::read_dir(dir)?.map(|e| e.map(|e| e.file_name())).collect::<Result<_, _>>()?;
+    names.sort_by(|a, b| a.as_encoded_bytes().cmp(b.as_encoded_bytes()));
+    for name in names {
+        let path = dir.join(&name);
+        let meta = fs::symlink_metadata(&path)?;
+        if meta.is_dir() {
+            if recursive {
+                walk_dir(&path, recursive, inputs)?;
+            }
+            continue;
+        }
+        if FILE_EXTENSIONS.contains(&go_ext(&name.to_string_lossy())) {
+            inputs.push(Input::File(path));
+        }
+    }
+    Ok(())
+}
+
+/// Go's `filepath.Ext` on a file name: from the last `.` on (so `.yaml` has extension `.yaml`).
+fn go_ext(name: &str) -> &str {
+    name.rfind('.').map_or("", |i| &name[i..])
+}
+
+/// Go's `%q` for a path (`strconv.Quote`).
+pub(crate) fn go_quote(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if c.is_control() => {
+                if (c as u32) < 0x80 {
+                    out.push_str(&format!("\\x{:02x}", c as u32));
+                } else {
+                    out.push_str(&format!("\\u{:04x}", c as u32));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// Go's filepath.Glob / filepath.Match (Unix flavour).
+
+#[derive(Debug, PartialEq)]
+struct BadPattern;
+
+fn has_meta(s: &str) -> bool {
+    s.contains(['*', '?', '[', '\\'])
+}
+
+fn glob(pattern: &str) -> Result<Vec<PathBuf>, BadPattern> {
+    glob_depth(pattern, 0)
+}
+
+fn glob_depth(pattern: &str, depth: usize) -> Result<Vec<PathBuf>, BadPattern> {
+    if depth > 10_000 {
+        return Err(BadPattern);
+    }
+    go_match(pattern, "")?;
+    if !has_meta(pattern) {
+        return Ok(if fs::symlink_metadata(pattern).is_ok() { vec![PathBuf::from(pattern)] } else { vec![] });
+    }
+    let (dir, file) = match pattern.rfind('/') {
+        Some(i) => (&pattern[..=i], &pattern[i + 1..]),
+        None => ("", pattern),
+    };
+    let dir = match dir {
+        "" => ".".to_owned(),
+        "/" => "/".to_owned(),
+        d => d[..d.len() - 1].to_owned(),
+    };
+    let mut matches = Vec::new();
+    if !has_meta(&dir) {
+        glob_in(&dir, file, &mut matches)?;
+        return Ok(matches);
+    }
+    if dir == pattern {
+        return Err(BadPattern);
+    }
+    for d in glob_depth(&dir, depth + 1)? {
+        glob_in(&d.to_string_lossy(), file, &mut matches)?;
+    }
+    Ok(matches)
+}
+
+fn glob_in(dir: &str, pattern: &str, matches: &mut Vec<PathBuf>) -> Result<(), BadPattern> {
+    let Ok(meta) = fs::metadata(dir) else { return Ok(()) };
+    if !meta.is_dir() {
+        return Ok(());
+    }
+    let Ok(entries) = fs::read_dir(dir) else { return Ok(()) };
+    let mut names: Vec<String> =
+        entries.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    for name in names {
+        if go_match(pattern, &name)? {
+            // Go's filepath.Join cleans "./x" to "x".
+            matches.push(if dir == "." { PathBuf::from(&name) } else { Path::new(dir).join(&name) });
+        }
+    }
+    Ok(())
+}
+
+/// Go's `filepath.Match`: `*` (no `/`), `?`, `[...]` classes with `^` and ranges, `\` escapes.
+/// The whole pattern is checked for syntax even when an early part fails to match.
+fn go_match(pattern: &str, name: &str) -> Result<bool, BadPattern> {
+    let p: Vec<char> = pattern.chars().collect();
+    let n: Vec<char> = name.chars().collect();
+    validate(&p)?;
+    Ok(match_here(&p, &n))
+}
+
+fn validate(p: &[char]) -> Result<(), BadPattern> {
+    let mut i = 0;
+    while i < p.len() {
+        match p[i] {
+            '\\' => {
+                if i + 1 >= p.len() {
+                    return Err(BadPattern);
+                }
+                i += 2;
+            }
+            '[' => i = class_end(p, i)?,
+            _ => i += 1,
+        }
+    }
+    Ok(())
+}
+
+/// Index just past the class starting at `p[start] == '['`.
+fn class_end(p: &[char], start: usize) -> Result<usize, BadPattern> {
+    let mut i = start + 1;
+    if p.get(i) == Some(&'^') {
+        i += 1;
+    }
+    let mut ranges = 0;
+    loop {
+        if p.get(i) == Some(&']') && ranges > 0 {
+            return Ok(i + 1);
+        }
+        i = class_char(p, i)?.1;
+        if p.get(i) == Some(&'-') {
+            i = class_char(p, i + 1)?.1;
+        }
+        ranges += 1;
+    }
+}
+
+fn class_char(p: &[char], i: usize) -> Result<(char, usize), BadPattern> {
+    match p.get(i) {
+        None | Some('-') | Some(']') => Err(BadPattern),
+        Some('\\') => p.get(i + 1).map(|&c| (c, i + 2)).ok_or(BadPattern),
+        Some(&c) => Ok((c, i + 1)),
+    }
+}
+
+fn match_here(p: &[char], n: &[char]) -> bool {
+    let (mut pi, mut ni) = (0, 0);
+    // Backtracking point for the last `*`.
+    let mut star: Option<(usize, usize)> = None;
+    loop {
+        if pi < p.len() {
+            match p[pi] {
+                '*' => {
+                    star = Some((pi + 1, ni));
+                    pi += 1;
+                    continue;
+                }
+                '?' if ni < n.len() && n[ni] != '/' => {
+                    pi += 1;
+                    ni += 1;
+                    continue;
+                }
+                '[' if ni < n.len() && n[ni] != '/' => {
+                    let end = class_end(p, pi).unwrap_or(p.len());
+                    if class_matches(&p[pi + 1..end - 1], n[ni]) {
+                        pi = end;
+                        ni += 1;
+                        continue;
+                    }
+                }
+                '\\' if ni < n.len() && pi + 1 < p.len() && p[pi + 1] == n[ni] => {
+                    pi += 2;
+                    ni += 1;
+                    continue;
+                }
+                c if !matches!(c, '?' | '[' | '\\') && ni < n.len() && c == n[ni] => {
+                    pi += 1;
+                    ni += 1;
+                    continue;
+                }
+                _ => {}
+            }
+        } else if ni == n.len() {
+            return true;
+        }
+        // Mismatch: let the last `*` swallow one more character (never a separator).
+        match star {
+            Some((sp, sn)) if sn < n.len() && n[sn] != '/' => {
+                star = Some((sp, sn + 1));
+                pi = sp;
+                ni = sn + 1;
+            }
+            _ => return false,
+        }
+    }
+}
+
+fn class_matches(class: &[char], c: char) -> bool {
+    let (negated, mut i) = if class.first() == Some(&'^') { (true, 1) } else { (false, 0) };
+    let mut matched = false;
+    while i < class.len() {
+        let Ok((lo, next)) = class_char(class, i) else { break };
+        i = next;
+        let mut hi = lo;
+        if let Some((h, next)) = (class.get(i) == Some(&'-')).then(|| class_char(class, i + 1).ok()).flatten() {
+            hi = h;
+            i = next;
+        }
+        if lo <= c && c <= hi {
+            matched = true;
+        }
+    }
+    matched != negated
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn go_match_semantics() {
+        assert_eq!(go_match("*.yaml", "a.yaml"), Ok(true));
+        assert_eq!(go_match("*.yaml", ".a.yaml"), Ok(true));
+        assert_eq!(go_match("*.yaml", "a.yml"), Ok(false));
+        assert_eq!(go_match("a*b*c", "axxbyyc"), Ok(true));
+        assert_eq!(go_match("a*/b", "abc/b"), Ok(true));
+        assert_eq!(go_match("a*", "a/b"), Ok(false));
+        assert_eq!(go_match("?.json", "a.json"), Ok(true));
+        assert_eq!(go_match("[a-c].yml", "b.yml"), Ok(true));
+        assert_eq!(go_match("[^a-c].yml", "b.yml"), Ok(false));
+        assert_eq!(go_match("[^a-c].yml", "d.yml"), Ok(true));
+        assert_eq!(go_match("\\*", "*"), Ok(true));
+        assert_eq!(go_match("[", "a"), Err(BadPattern));
+        assert_eq!(go_match("[]a]", "a"), Err(BadPattern));
+        assert_eq!(go_match("a\\", "a"), Err(BadPattern));
+        assert_eq!(go_match("x*[", "y"), Err(BadPattern));
+    }
+
+    #[test]
+    fn extensions_are_exact() {
+        assert_eq!(go_ext("a.yaml"), ".yaml");
+        assert_eq!(go_ext(".yaml"), ".yaml");
+        assert_eq!(go_ext("a.YAML"), ".YAML");
+        assert_eq!(go_ext("a.yaml.bak"), ".bak");
+        assert_eq!(go_ext("Makefile"), "");
+    }
+
+    #[test]
+    fn quoting() {
+        assert_eq!(go_quote("a b"), "\"a b\"");
+        assert_eq!(go_quote("a\"b\\"), "\"a\\\"b\\\\\"");
+    }
+}

@@ -346,7 +346,7 @@ fn is_timestamp(s: &str) -> bool {
     }
     i += 1;
     let Some(day) = num(&mut i) else { return false };
-    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let leap = year.is_multiple_of(4) && (!year.is_multiple_of(100) || year.is_multiple_of(400));
     let days = match month {
         1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
         4 | 6 | 9 | 11 => 30,
@@ -408,7 +408,7 @@ fn is_timestamp(s: &str) -> bool {
 /// Go's `base64.StdEncoding.DecodeString`, which skips `\r` and `\n`.
 pub(crate) fn decode_base64(s: &str) -> Option<Vec<u8>> {
     let clean: Vec<u8> = s.bytes().filter(|&b| b != b'\n' && b != b'\r').collect();
-    if clean.len() % 4 != 0 {
+    if !clean.len().is_multiple_of(4) {
         return None;
     }
     let value = |c: u8| -> Option<u32> {

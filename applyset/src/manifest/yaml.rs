@@ -505,10 +505,10 @@ fn scalar_value(scalar: Scalar) -> Result<Value, String> {
 /// `Int` when they fit an int64; everything else reads back as the same float.
 fn float_value(f: f64) -> Value {
     let text = go_json_float(f);
-    if !text.contains(['.', 'e', 'E']) {
-        if let Ok(i) = text.parse::<i64>() {
-            return Value::Int(i);
-        }
+    if !text.contains(['.', 'e', 'E'])
+        && let Ok(i) = text.parse::<i64>()
+    {
+        return Value::Int(i);
     }
     Value::Float(f)
 }

@@ -1,0 +1,453 @@
+//! Legacy label-selector prune: `kubectl apply --prune -l SELECTOR` / `--prune --all`
+//! without `--applyset` (kubectl 1.33, client-side apply).
+//!
+//! # API
+//!
+//! * [`parse_allowlist`] — `--prune-allowlist` values (`group/version/kind`, `core` = the empty
+//!   group) → [`GroupVersionKind`]s; bad format → `invalid GroupVersionKind format: x, please
+//!   follow <group/version/kind>`.
+//! * [`check_allowlist`] — the REST mapping kubectl does while parsing the flags (before anything
+//!   is applied): `no matches for kind "Foo" in version "apps/v1"`.
+//! * [`validate_selection`] — `--prune` without `-l` and without `--all` is refused with kubectl's
+//!   message.
+//! * [`by_selector`] — the prune itself. **Call it only when every object applied successfully**
+//!   (kubectl skips pruning on any apply error; the caller guarantees it). It LISTs every
+//!   allow-listed namespaced kind in every visited namespace (sorted), then every cluster-scoped
+//!   kind once, with `labelSelector` = the `-l` value (nothing for `--all`); an item is pruned iff
+//!   it carries `kubectl.kubernetes.io/last-applied-configuration` and its UID was not visited.
+//!   Deletes use `propagationPolicy` (Background by default), `dryRun=All` for server dry-run and
+//!   nothing at all for client dry-run; each deletion prints
+//!   `<kind-lower>[.<group>]/<name> pruned` (+ ` (dry run)` / ` (server dry run)`). Like kubectl it
+//!   stops at the first error: `error pruning namespaced object <gvk>: <err>` /
+//!   `error pruning nonNamespaced object <gvk>: <err>` / `error retrieving RESTMappings to prune:
+//!   invalid resource …`.
+//!
+//! `visited_namespaces` = the namespace of every namespaced input object (even one that failed)
+//! plus the `-n` namespace when it was given explicitly.
+//!
+//! The shared result type [`PruneSummary`] and [`DeleteOptions`] live in
+//! [`super::applyset_parent`] and are re-exported here.
+//!
+//! Differences from kubectl: namespaces are visited in sorted order (kubectl: Go map order);
+//! LISTs are paginated and up to four run at once; the klog deprecation warning is returned in
+//! `warnings` as its message text only (no klog header); server warnings on LIST responses are
+//! not shown.
+
+use std::collections::{BTreeSet, HashSet};
+
+use futures::StreamExt;
+use kube::Client;
+use kube::core::{ApiResource, GroupVersionKind};
+
+use super::Visited;
+use super::applyset_parent::{
+    ApiIndex, LIST_CONCURRENCY, delete_one, dry_run_suffix, error_text, gvk_string, list_all,
+    printed_name,
+};
+pub use super::applyset_parent::{DeleteOptions, Listed, Propagation, PruneSummary};
+
+/// kubectl's deprecation warning, logged whenever the default allow-list is used with a
+/// namespace (always, since it defaults to the context's).
+pub const DEFAULT_ALLOWLIST_WARNING: &str = "Deprecated: kubectl apply will no longer prune non-namespaced resources by default when used with the --namespace flag in a future release. To preserve the current behaviour, list the resources you want to target explicitly in the --prune-allowlist flag.";
+
+/// kubectl's refusal of `--prune` with neither `-l` nor `--all`.
+pub const MISSING_SELECTOR_ERROR: &str = "all resources selected for prune without explicitly passing --all. To prune all resources, pass the --all flag. If you did not mean to prune all resources, specify a label selector";
+
+/// A kind to prune, with its scope (kubectl's `pruneResource`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PruneType {
+    pub gvk: GroupVersionKind,
+    pub namespaced: bool,
+}
+
+impl PruneType {
+    fn new(group: &str, version: &str, kind: &str, namespaced: bool) -> Self {
+        Self {
+            gvk: GroupVersionKind::gvk(group, version, kind),
+            namespaced,
+        }
+    }
+
+    /// Go's `%v` of a pruneResource: `group/version, Kind=kind, Namespaced=bool`.
+    pub fn describe(&self) -> String {
+        format!(
+            "{}/{}, Kind={}, Namespaced={}",
+            self.gvk.group, self.gvk.version, self.gvk.kind, self.namespaced
+        )
+    }
+}
+
+/// kubectl's default allow-list, in kubectl's order.
+pub fn default_allowlist() -> Vec<PruneType> {
+    vec![
+        PruneType::new("", "v1", "ConfigMap", true),
+        PruneType::new("", "v1", "Endpoints", true),
+        PruneType::new("", "v1", "Namespace", false),
+        PruneType::new("", "v1", "PersistentVolumeClaim", true),
+        PruneType::new("", "v1", "PersistentVolume", false),
+        PruneType::new("", "v1", "Pod", true),
+        PruneType::new("", "v1", "ReplicationController", true),
+        PruneType::new("", "v1", "Secret", true),
+        PruneType::new("", "v1", "Service", true),
+        PruneType::new("batch", "v1", "Job", true),
+        PruneType::new("batch", "v1", "CronJob", true),
+        PruneType::new("networking.k8s.io", "v1", "Ingress", true),
+        PruneType::new("apps", "v1", "DaemonSet", true),
+        PruneType::new("apps", "v1", "Deployment", true),
+        PruneType::new("apps", "v1", "ReplicaSet", true),
+        PruneType::new("apps", "v1", "StatefulSet", true),
+    ]
+}
+
+/// Parses `--prune-allowlist` values (`group/version/kind`, `core` for the empty group).
+pub fn parse_allowlist<S: AsRef<str>>(entries: &[S]) -> Result<Vec<GroupVersionKind>, String> {
+    entries
+        .iter()
+        .map(|entry| {
+            let entry = entry.as_ref();
+            let parts: Vec<&str> = entry.split('/').collect();
+            let [group, version, kind] = parts[..] else {
+                return Err(format!(
+                    "invalid GroupVersionKind format: {entry}, please follow <group/version/kind>"
+                ));
+            };
+            let group = if group == "core" { "" } else { group };
+            Ok(GroupVersionKind::gvk(group, version, kind))
+        })
+        .collect()
+}
+
+/// kubectl's flag check: `--prune` needs `-l` or `--all`.
+pub fn validate_selection(selector: Option<&str>, all: bool) -> Result<(), String> {
+    if all && selector.is_some_and(|s| !s.is_empty()) {
+        return Err("cannot set --all and --selector at the same time".to_owned());
+    }
+    if !all && selector.is_none_or(str::is_empty) {
+        return Err(MISSING_SELECTOR_ERROR.to_owned());
+    }
+    Ok(())
+}
+
+/// Maps allow-list entries to prune types with their scope (pure part of [`check_allowlist`]).
+pub fn map_allowlist(
+    index: &ApiIndex,
+    allowlist: &[GroupVersionKind],
+) -> Result<Vec<PruneType>, String> {
+    allowlist
+        .iter()
+        .map(|gvk| {
+            let entry = index.for_gvk(&gvk.group, &gvk.version, &gvk.kind)?;
+            Ok(PruneType {
+                gvk: gvk.clone(),
+                namespaced: entry.namespaced,
+            })
+        })
+        .collect()
+}
+
+/// The REST mapping kubectl performs when it parses `--prune-allowlist` (before applying).
+pub async fn check_allowlist(
+    client: &Client,
+    allowlist: &[GroupVersionKind],
+) -> Result<Vec<PruneType>, String> {
+    let index = ApiIndex::load(client).await?;
+    map_allowlist(&index, allowlist)
+}
+
+/// Legacy prune candidates in one LIST result: objects with the last-applied annotation whose
+/// UID was not visited, sorted by namespace and name.
+pub fn select_candidates<'a>(items: &'a [Listed], visited: &HashSet<&str>) -> Vec<&'a Listed> {
+    let mut selected: Vec<&Listed> = items
+        .iter()
+        .filter(|item| item.has_last_applied && !visited.contains(item.uid.as_str()))
+        .collect();
+    selected.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+    selected
+}
+
+/// The LISTs to make, in kubectl's order: every visited namespace (sorted) × every namespaced
+/// type, then every cluster-scoped type.
+pub fn plan<'a>(
+    types: &'a [(PruneType, ApiResource)],
+    visited_namespaces: &'a BTreeSet<String>,
+) -> Vec<(&'a PruneType, &'a ApiResource, Option<&'a str>)> {
+    let mut tasks = Vec::new();
+    for ns in visited_namespaces {
+        for (prune_type, api_resource) in types.iter().filter(|(t, _)| t.namespaced) {
+            tasks.push((prune_type, api_resource, Some(ns.as_str())));
+        }
+    }
+    for (prune_type, api_resource) in types.iter().filter(|(t, _)| !t.namespaced) {
+        tasks.push((prune_type, api_resource, None));
+    }
+    tasks
+}
+
+/// Label-selector prune (see the module docs). `allowlist` empty = kubectl's default list.
+/// `selector` is the `-l` value; with `all` it must be absent. Validate both beforehand with
+/// [`validate_selection`]; this function refuses them too.
+pub async fn by_selector(
+    client: &Client,
+    selector: Option<&str>,
+    all: bool,
+    allowlist: &[GroupVersionKind],
+    visited: &[Visited],
+    visited_namespaces: &BTreeSet<String>,
+    options: &DeleteOptions,
+) -> PruneSummary {
+    let mut summary = PruneSummary::default();
+    if let Err(error) = validate_selection(selector, all) {
+        summary.errors.push(error);
+        return summary;
+    }
+    let selector = selector.unwrap_or("");
+    let index = match ApiIndex::load(client).await {
+        Ok(index) => index,
+        Err(error) => {
+            summary
+                .errors
+                .push(format!("error retrieving RESTMappings to prune: {error}"));
+            return summary;
+        }
+    };
+    let wanted: Vec<PruneType> = if allowlist.is_empty() {
+        summary.warnings.push(DEFAULT_ALLOWLIST_WARNING.to_owned());
+        default_allowlist()
+    } else {
+        match map_allowlist(&index, allowlist) {
+            Ok(types) => types,
+            Err(error) => {
+                summary.errors.push(error);
+                return summary;
+            }
+        }
+    };
+    let mut types = Vec::new();
+    for prune_type in wanted {
+        match index.for_gvk(
+            &prune_type.gvk.group,
+            &prune_type.gvk.version,
+            &prune_type.gvk.kind,
+        ) {
+            Ok(entry) => {
+                let api_resource = entry.api_resource.clone();
+                types.push((prune_type, api_resource));
+            }
+            Err(error) => {
+                summary.errors.push(format!(
+                    "error retrieving RESTMappings to prune: invalid resource {}: {error}",
+                    prune_type.describe()
+                ));
+                return summary;
+            }
+        }
+    }
+
+    let visited: HashSet<&str> = visited.iter().map(|v| v.uid.as_str()).collect();
+    let tasks = plan(&types, visited_namespaces);
+    // LISTs run a few at a time but are consumed in order, so output and the first error are
+    // kubectl's.
+    let mut lists = futures::stream::iter(
+        tasks
+            .iter()
+            .map(|(_, api_resource, ns)| list_all(client, api_resource, *ns, selector)),
+    )
+    .buffered(LIST_CONCURRENCY);
+    let mut position = 0;
+    while let Some(result) = lists.next().await {
+        let (prune_type, api_resource, ns) = tasks[position];
+        position += 1;
+        let gvk = gvk_string(
+            &prune_type.gvk.group,
+            &prune_type.gvk.version,
+            &prune_type.gvk.kind,
+        );
+        let scope = if prune_type.namespaced {
+            "namespaced"
+        } else {
+            "nonNamespaced"
+        };
+        let fail = |error: &kube::Error| {
+            format!("error pruning {scope} object {gvk}: {}", error_text(error))
+        };
+        let items = match result {
+            Ok(items) => items,
+            Err(error) => {
+                summary.errors.push(fail(&error));
+                return summary;
+            }
+        };
+        for item in select_candidates(&items, &visited) {
+            if let Err(error) = delete_one(client, api_resource, ns, &item.name, options).await {
+                summary.errors.push(fail(&error));
+                return summary;
+            }
+            summary.pruned.push(format!(
+                "{} pruned{}",
+                printed_name(api_resource, &item.name),
+                dry_run_suffix(options.dry_run)
+            ));
+        }
+    }
+    summary
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::apply::applyset_parent::ApiEntry;
+
+    #[test]
+    fn allowlist_parsing() {
+        assert_eq!(
+            parse_allowlist(&["core/v1/ConfigMap", "apps/v1/Deployment"]).unwrap(),
+            vec![
+                GroupVersionKind::gvk("", "v1", "ConfigMap"),
+                GroupVersionKind::gvk("apps", "v1", "Deployment")
+            ]
+        );
+        assert_eq!(
+            parse_allowlist(&["v1/ConfigMap"]).unwrap_err(),
+            "invalid GroupVersionKind format: v1/ConfigMap, please follow <group/version/kind>"
+        );
+        assert_eq!(
+            parse_allowlist(&["a/b/c/d"]).unwrap_err(),
+            "invalid GroupVersionKind format: a/b/c/d, please follow <group/version/kind>"
+        );
+        assert!(parse_allowlist::<&str>(&[]).unwrap().is_empty());
+    }
+
+    #[test]
+    fn default_allowlist_is_kubectls() {
+        let list = default_allowlist();
+        assert_eq!(list.len(), 16);
+        let cluster: Vec<&str> = list
+            .iter()
+            .filter(|t| !t.namespaced)
+            .map(|t| t.gvk.kind.as_str())
+            .collect();
+        assert_eq!(cluster, ["Namespace", "PersistentVolume"]);
+        assert_eq!(list[0].describe(), "/v1, Kind=ConfigMap, Namespaced=true");
+        assert!(
+            list.iter()
+                .any(|t| t.gvk == GroupVersionKind::gvk("networking.k8s.io", "v1", "Ingress"))
+        );
+        assert!(
+            list.iter()
+                .any(|t| t.gvk == GroupVersionKind::gvk("batch", "v1", "CronJob"))
+        );
+    }
+
+    #[test]
+    fn selection_flags() {
+        assert_eq!(
+            validate_selection(None, false).unwrap_err(),
+            MISSING_SELECTOR_ERROR
+        );
+        assert_eq!(
+            validate_selection(Some(""), false).unwrap_err(),
+            MISSING_SELECTOR_ERROR
+        );
+        assert_eq!(
+            validate_selection(Some("a=b"), true).unwrap_err(),
+            "cannot set --all and --selector at the same time"
+        );
+        assert!(validate_selection(Some("a=b"), false).is_ok());
+        assert!(validate_selection(None, true).is_ok());
+    }
+
+    #[test]
+    fn allowlist_mapping() {
+        let ar = |g: &str, v: &str, k: &str, p: &str| {
+            ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(g, v, k), p)
+        };
+        let index = ApiIndex::from_entries(vec![
+            ApiEntry {
+                api_resource: ar("", "v1", "ConfigMap", "configmaps"),
+                namespaced: true,
+                singular: "configmap".into(),
+                short_names: vec![],
+                preferred: true,
+            },
+            ApiEntry {
+                api_resource: ar("", "v1", "Namespace", "namespaces"),
+                namespaced: false,
+                singular: "namespace".into(),
+                short_names: vec![],
+                preferred: true,
+            },
+        ]);
+        let types = map_allowlist(
+            &index,
+            &parse_allowlist(&["core/v1/ConfigMap", "core/v1/Namespace"]).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            types.iter().map(|t| t.namespaced).collect::<Vec<_>>(),
+            [true, false]
+        );
+        assert_eq!(
+            map_allowlist(&index, &parse_allowlist(&["core/v1/Foo"]).unwrap()).unwrap_err(),
+            r#"no matches for kind "Foo" in version "v1""#
+        );
+        assert_eq!(
+            map_allowlist(&index, &parse_allowlist(&["apps/v1/Foo"]).unwrap()).unwrap_err(),
+            r#"no matches for kind "Foo" in version "apps/v1""#
+        );
+    }
+
+    #[test]
+    fn candidates_need_annotation_and_no_visit() {
+        let item = |name: &str, uid: &str, annotated: bool| Listed {
+            name: name.into(),
+            namespace: Some("ns".into()),
+            uid: uid.into(),
+            has_last_applied: annotated,
+        };
+        let items = vec![
+            item("z", "1", true),
+            item("kept-visited", "2", true),
+            item("no-annotation", "3", false),
+            item("a", "4", true),
+        ];
+        let visited: HashSet<&str> = ["2"].into();
+        let names: Vec<&str> = select_candidates(&items, &visited)
+            .iter()
+            .map(|l| l.name.as_str())
+            .collect();
+        assert_eq!(names, ["a", "z"]);
+    }
+
+    #[test]
+    fn plan_order() {
+        let ar = |k: &str| {
+            ApiResource::from_gvk_with_plural(
+                &GroupVersionKind::gvk("", "v1", k),
+                &k.to_lowercase(),
+            )
+        };
+        let types = vec![
+            (PruneType::new("", "v1", "ConfigMap", true), ar("ConfigMap")),
+            (
+                PruneType::new("", "v1", "Namespace", false),
+                ar("Namespace"),
+            ),
+            (PruneType::new("", "v1", "Secret", true), ar("Secret")),
+        ];
+        let namespaces: BTreeSet<String> = ["b".to_owned(), "a".to_owned()].into();
+        let order: Vec<(String, Option<&str>)> = plan(&types, &namespaces)
+            .into_iter()
+            .map(|(t, _, ns)| (t.gvk.kind.clone(), ns))
+            .collect();
+        assert_eq!(
+            order,
+            vec![
+                ("ConfigMap".into(), Some("a")),
+                ("Secret".into(), Some("a")),
+                ("ConfigMap".into(), Some("b")),
+                ("Secret".into(), Some("b")),
+                ("Namespace".into(), None),
+            ]
+        );
+    }
+}

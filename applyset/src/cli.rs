@@ -16,6 +16,102 @@ pub enum Command {
     /// Compute or apply kubectl's client-side apply patches on local files.
     #[command(subcommand)]
     Patch(PatchCommand),
+    /// Apply manifests to the cluster exactly like `kubectl apply` (client-side, kubectl 1.33):
+    /// creates missing objects, three-way patches existing ones, and records each manifest in
+    /// the kubectl.kubernetes.io/last-applied-configuration annotation.
+    ///
+    /// Prints one line per object in input order (`deployment.apps/web created|configured|
+    /// unchanged`, with ` (dry run)` or ` (server dry run)`). Namespaces, then CRDs (waited for
+    /// until Established), then all other objects are applied, each stage concurrently. Exit
+    /// code 0 when every object was applied, 1 otherwise.
+    Apply(ApplyArgs),
+    /// Show what `apply` would do, without changing anything: for each object, the patch that
+    /// would be sent and a unified diff of the live object against the result (YAML).
+    ///
+    /// Exit code (kubectl diff's convention): 0 when nothing would change, 1 when something
+    /// would, greater than 1 when an error occurred.
+    Diff(DiffArgs),
+}
+
+/// Which cluster, and how hard to drive it.
+#[derive(Debug, Args)]
+pub struct ClusterArgs {
+    /// Path to the kubeconfig file (default: $KUBECONFIG, else ~/.kube/config, else in-cluster).
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to use (default: its current context).
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
+    /// Maximum requests per second to the apiserver (kubectl's default 50; 0 = unlimited).
+    #[arg(long, default_value_t = 50.0)]
+    pub qps: f64,
+    /// Requests allowed in a burst above --qps (kubectl's default 300).
+    #[arg(long, default_value_t = 300)]
+    pub burst: u32,
+    /// Objects applied at once.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub concurrency: u32,
+}
+
+/// What to read.
+#[derive(Debug, Args)]
+pub struct InputArgs {
+    /// A file, directory or glob of JSON/YAML manifests, or `-` for standard input. Repeatable.
+    #[arg(short = 'f', long = "filename", value_name = "PATH", required = true)]
+    pub filenames: Vec<PathBuf>,
+    /// Walk directories recursively.
+    #[arg(short = 'R', long)]
+    pub recursive: bool,
+    /// Namespace for namespaced objects that name none (default: the kubeconfig context's
+    /// namespace, else `default`). Objects naming another namespace fail.
+    #[arg(short = 'n', long, value_name = "NAMESPACE")]
+    pub namespace: Option<String>,
+    /// Apply only objects whose labels match this selector (also the prune selector).
+    #[arg(short = 'l', long, value_name = "SELECTOR")]
+    pub selector: Option<String>,
+    /// Field manager recorded for the writes.
+    #[arg(long, value_name = "NAME", default_value = "kubectl-client-side-apply")]
+    pub field_manager: String,
+    /// Server-side field validation: strict (or true), warn, ignore (or false).
+    #[arg(long, value_name = "MODE", default_value = "strict", num_args = 0..=1, default_missing_value = "strict")]
+    pub validate: String,
+}
+
+#[derive(Debug, Args)]
+pub struct ApplyArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// none, client (compute locally, only read from the cluster) or server (dryRun=All).
+    #[arg(long, value_name = "MODE", default_value = "none", num_args = 0..=1, default_missing_value = "unchanged")]
+    pub dry_run: String,
+    /// Delete previously applied objects that are not in the input (with -l/--all or --applyset).
+    #[arg(long)]
+    pub prune: bool,
+    /// Prune every type of the allowlist, not only objects matching -l.
+    #[arg(long)]
+    pub all: bool,
+    /// group/version/kind to consider for pruning (`core` for the core group). Repeatable.
+    #[arg(long, value_name = "GVK")]
+    pub prune_allowlist: Vec<String>,
+    /// ApplySet parent, `[RESOURCE][.GROUP]/NAME` (a Secret when only a name is given).
+    #[arg(long, value_name = "PARENT")]
+    pub applyset: Option<String>,
+    /// When a patch fails with Conflict or Invalid, delete the object and create it again.
+    #[arg(long)]
+    pub force: bool,
+    /// Output format: only `name` is supported (prints kind/name per object).
+    #[arg(short = 'o', long, value_name = "FORMAT")]
+    pub output: Option<String>,
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
 }
 
 #[derive(Debug, Subcommand)]

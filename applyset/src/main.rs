@@ -11,6 +11,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Patch(args) => commands::patch::run(args),
+        Command::Apply(args) => return commands::apply::run(args),
+        Command::Diff(args) => return commands::diff::run(args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

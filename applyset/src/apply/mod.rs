@@ -245,6 +245,8 @@ struct Prepared {
     gvk: GroupVersionKind,
     /// `None` while only predicted from a CRD of the same input.
     mapping: Option<Mapping>,
+    /// The mapping as known before applying (discovery, or the input's CRD).
+    known: Mapping,
     namespace: Option<String>,
     name: String,
 }
@@ -430,6 +432,7 @@ async fn prepare(
             object,
             gvk,
             mapping,
+            known: prediction,
             namespace,
             name: raw_name,
         }));
@@ -447,14 +450,62 @@ async fn prepare(
     Ok(items)
 }
 
-/// Applies `loaded` as `kubectl apply -f` would; see the module documentation.
-pub async fn apply(cluster: &Cluster, loaded: Vec<LoadedObject>, options: &ApplyOptions) -> std::result::Result<ApplyReport, Fatal> {
+/// What a run will apply, after mapping, namespace defaulting and labelling (no writes yet).
+#[derive(Debug, Clone)]
+pub struct Plan {
+    items: Vec<std::result::Result<Prepared, ObjectReport>>,
+    report: ApplyReport,
+}
+
+/// An object a plan will apply, as an ApplySet parent records it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Member {
+    pub api_resource: ApiResource,
+    pub namespaced: bool,
+    pub namespace: Option<String>,
+}
+
+impl Plan {
+    /// The objects that will be applied (those that failed preparation are left out).
+    pub fn members(&self) -> Vec<Member> {
+        self.items
+            .iter()
+            .filter_map(|item| item.as_ref().ok())
+            .map(|p| Member {
+                api_resource: p.known.resource.clone(),
+                namespaced: p.known.namespaced,
+                namespace: p.namespace.clone(),
+            })
+            .collect()
+    }
+
+    /// Whether some object already failed (mapping, namespace, label…).
+    pub fn has_failures(&self) -> bool {
+        self.items.iter().any(|item| item.is_err())
+    }
+}
+
+/// Step 1 of [`apply`]: reads discovery and prepares every object. Fails as a whole only when
+/// the cluster cannot be read or an object appears twice.
+pub async fn plan(cluster: &Cluster, loaded: Vec<LoadedObject>, options: &ApplyOptions) -> std::result::Result<Plan, Fatal> {
     if loaded.is_empty() {
         return Err(Fatal::NoObjects);
     }
     let mut report = ApplyReport::default();
-    let count = loaded.len();
     let items = prepare(cluster, loaded, options, &mut report).await?;
+    Ok(Plan { items, report })
+}
+
+/// Applies `loaded` as `kubectl apply -f` would; see the module documentation.
+pub async fn apply(cluster: &Cluster, loaded: Vec<LoadedObject>, options: &ApplyOptions) -> std::result::Result<ApplyReport, Fatal> {
+    let plan = plan(cluster, loaded, options).await?;
+    Ok(execute(cluster, plan, options).await)
+}
+
+/// Steps 2–4 of [`apply`]: the staged, concurrent writes of a [`Plan`].
+pub async fn execute(cluster: &Cluster, plan: Plan, options: &ApplyOptions) -> ApplyReport {
+    let Plan { items, mut report } = plan;
+    let count = items.len();
     let mut slots: Vec<Option<ObjectReport>> = vec![None; count];
     let mut stages: [Vec<Prepared>; 3] = Default::default();
     for (index, item) in items.into_iter().enumerate() {
@@ -516,7 +567,7 @@ pub async fn apply(cluster: &Cluster, loaded: Vec<LoadedObject>, options: &Apply
     run_stage(cluster, options, rest, &mut slots, &mut report).await;
 
     report.objects = slots.into_iter().map(|slot| slot.expect("every object has a report")).collect();
-    Ok(report)
+    report
 }
 
 /// Polls the CRDs until each has `Established=True`; returns warnings for those that did not

@@ -1,3 +1,5 @@
 //! One module per command.
 
+pub mod apply;
+pub mod diff;
 pub mod patch;

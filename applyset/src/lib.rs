@@ -5,3 +5,4 @@ pub mod commands;
 pub mod document;
 pub mod apply;
 pub mod manifest;
+pub mod source;

@@ -1,0 +1,205 @@
+//! Credentials from a Kubernetes Secret's `data`, wrapped so that they never
+//! show up in `Debug` output, logs or error messages.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use super::error::SourceError;
+
+/// Secret bytes. `Debug` prints `<redacted>`; the memory is zeroed on drop.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(Vec<u8>);
+
+impl Secret {
+    pub fn new(bytes: impl Into<Vec<u8>>) -> Self {
+        Secret(bytes.into())
+    }
+
+    /// The secret bytes. Only to be handed to libgit2.
+    pub fn expose(&self) -> &[u8] {
+        &self.0
+    }
+
+    pub(crate) fn expose_str(&self) -> Option<&str> {
+        std::str::from_utf8(&self.0).ok()
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+impl Drop for Secret {
+    fn drop(&mut self) {
+        for b in self.0.iter_mut() {
+            // SAFETY: `b` is a valid, aligned, exclusive reference.
+            unsafe { std::ptr::write_volatile(b, 0) };
+        }
+    }
+}
+
+/// Authentication material for one repository, built from the Secret named
+/// by `source.secretRef`.
+///
+/// Recognised keys (as Flux's GitRepository):
+/// - HTTPS: `username` + `password` (basic auth) or `bearerToken`
+///   (`Authorization: Bearer`), optionally `ca.crt` (PEM, extra trusted CAs
+///   on top of the system roots).
+/// - SSH: `identity` (private key, PEM or OpenSSH format), `known_hosts`
+///   (required: the host key is always checked), optionally `identity.pub`,
+///   `password` (the key's passphrase) and `username` (default: the URL's user,
+///   else `git`).
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Credentials {
+    pub username: Option<String>,
+    pub password: Option<Secret>,
+    pub bearer_token: Option<Secret>,
+    pub identity: Option<Secret>,
+    pub identity_pub: Option<String>,
+    pub known_hosts: Option<String>,
+    pub ca_cert: Option<Vec<u8>>,
+}
+
+impl fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let set = |o: bool| if o { "<redacted>" } else { "<none>" };
+        f.debug_struct("Credentials")
+            .field("username", &self.username)
+            .field("password", &set(self.password.is_some()))
+            .field("bearer_token", &set(self.bearer_token.is_some()))
+            .field("identity", &set(self.identity.is_some()))
+            .field(
+                "known_hosts",
+                &self.known_hosts.as_ref().map(|k| k.lines().count()),
+            )
+            .field("ca_cert", &self.ca_cert.as_ref().map(|c| c.len()))
+            .finish()
+    }
+}
+
+impl Credentials {
+    /// HTTPS basic auth.
+    pub fn basic(username: impl Into<String>, password: impl Into<Vec<u8>>) -> Self {
+        Credentials {
+            username: Some(username.into()),
+            password: Some(Secret::new(password)),
+            ..Default::default()
+        }
+    }
+
+    /// HTTPS bearer token.
+    pub fn bearer(token: impl Into<Vec<u8>>) -> Self {
+        Credentials {
+            bearer_token: Some(Secret::new(token)),
+            ..Default::default()
+        }
+    }
+
+    /// SSH deploy key plus the `known_hosts` lines the server must match.
+    pub fn ssh(identity: impl Into<Vec<u8>>, known_hosts: impl Into<String>) -> Self {
+        Credentials {
+            identity: Some(Secret::new(identity)),
+            known_hosts: Some(known_hosts.into()),
+            ..Default::default()
+        }
+    }
+
+    /// Build from a Secret's `data` (values already base64-decoded, as
+    /// k8s-openapi's `ByteString` holds them). Unknown keys are ignored.
+    pub fn from_secret_data(data: &BTreeMap<String, Vec<u8>>) -> Result<Self, SourceError> {
+        let text = |key: &str| -> Result<Option<String>, SourceError> {
+            match data.get(key) {
+                None => Ok(None),
+                Some(v) => String::from_utf8(v.clone())
+                    .map(|s| Some(s.trim_end_matches(['\n', '\r']).to_string()))
+                    .map_err(|_| SourceError::invalid(format!("secret key {key:?} is not UTF-8"))),
+            }
+        };
+        let secret = |key: &str| -> Result<Option<Secret>, SourceError> {
+            match data.get(key) {
+                None => Ok(None),
+                Some(v) => {
+                    let s = std::str::from_utf8(v).map_err(|_| {
+                        SourceError::invalid(format!("secret key {key:?} is not UTF-8"))
+                    })?;
+                    Ok(Some(Secret::new(
+                        s.trim_end_matches(['\n', '\r']).as_bytes().to_vec(),
+                    )))
+                }
+            }
+        };
+        let creds = Credentials {
+            username: text("username")?,
+            password: secret("password")?,
+            bearer_token: secret("bearerToken")?,
+            // Keys keep their trailing newline: libssh2 wants it.
+            identity: data.get("identity").map(|v| Secret::new(v.clone())),
+            identity_pub: text("identity.pub")?,
+            known_hosts: text("known_hosts")?,
+            ca_cert: data.get("ca.crt").cloned(),
+        };
+        if creds.bearer_token.is_some() && creds.password.is_some() && creds.identity.is_none() {
+            return Err(SourceError::invalid(
+                "secret has both bearerToken and password: set only one",
+            ));
+        }
+        if creds.password.is_some() && creds.username.is_none() && creds.identity.is_none() {
+            return Err(SourceError::invalid(
+                "secret has a password but no username",
+            ));
+        }
+        Ok(creds)
+    }
+
+    /// Every secret value as text, to be removed from messages coming from
+    /// libgit2 or servers.
+    pub(crate) fn secret_strings(&self) -> Vec<String> {
+        [&self.password, &self.bearer_token]
+            .into_iter()
+            .flatten()
+            .filter_map(|s| s.expose_str())
+            .filter(|s| s.len() >= 3)
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_is_redacted() {
+        let mut data = BTreeMap::new();
+        data.insert("username".to_string(), b"alice".to_vec());
+        data.insert("password".to_string(), b"hunter2-very-secret\n".to_vec());
+        let c = Credentials::from_secret_data(&data).unwrap();
+        assert_eq!(
+            c.password.as_ref().unwrap().expose(),
+            b"hunter2-very-secret"
+        );
+        let dbg = format!("{c:?} {:?}", c.password);
+        assert!(!dbg.contains("hunter2"), "{dbg}");
+        assert!(dbg.contains("<redacted>"));
+
+        let t = Credentials::bearer("tok-123456");
+        assert!(!format!("{t:?}").contains("tok-123456"));
+        let s = Credentials::ssh(
+            b"-----BEGIN OPENSSH PRIVATE KEY-----".to_vec(),
+            "h ssh-ed25519 AAAA",
+        );
+        assert!(!format!("{s:?}").contains("PRIVATE"));
+    }
+
+    #[test]
+    fn rejects_inconsistent_secrets() {
+        let mut data = BTreeMap::new();
+        data.insert("password".to_string(), b"x".to_vec());
+        assert!(Credentials::from_secret_data(&data).is_err());
+        data.insert("username".to_string(), b"u".to_vec());
+        data.insert("bearerToken".to_string(), b"t".to_vec());
+        assert!(Credentials::from_secret_data(&data).is_err());
+    }
+}

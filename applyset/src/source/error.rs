@@ -1,0 +1,193 @@
+//! One error type for the git source, with a bounded category for metric
+//! labels and condition reasons.
+
+use std::fmt;
+use std::time::Duration;
+
+/// The bounded set of failure categories. `as_str` is stable and meant for
+/// metric labels and `status.conditions[].reason`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ErrorCategory {
+    /// The spec itself is wrong (bad URL, conflicting refs, bad semver range,
+    /// bad secret content). Retrying will not help until the spec changes.
+    InvalidSpec,
+    /// The remote could not be reached or did not speak git (DNS, TCP, TLS
+    /// handshake, HTTP errors other than auth, repository not found).
+    Unreachable,
+    /// The remote rejected the credentials (or required some and none were
+    /// given).
+    AuthFailed,
+    /// The server's identity could not be verified: SSH host key not in
+    /// `known_hosts`, or a TLS certificate trusted neither by the system nor by
+    /// `ca.crt`.
+    UntrustedHost,
+    /// The branch, tag, semver range or commit does not exist on the remote.
+    RefNotFound,
+    /// The whole operation took longer than the timeout.
+    Timeout,
+    /// The fetch or the checkout exceeded a size limit.
+    TooLarge,
+    /// `path` (or a symlink under it) points outside the checkout.
+    PathEscapes,
+    /// `path` does not exist in the commit, or is not a directory.
+    PathNotFound,
+    /// A local failure: cache directory, disk, object database.
+    Io,
+}
+
+impl ErrorCategory {
+    /// Every category, in declaration order (for pre-registering metrics).
+    pub const ALL: [ErrorCategory; 10] = [
+        ErrorCategory::InvalidSpec,
+        ErrorCategory::Unreachable,
+        ErrorCategory::AuthFailed,
+        ErrorCategory::UntrustedHost,
+        ErrorCategory::RefNotFound,
+        ErrorCategory::Timeout,
+        ErrorCategory::TooLarge,
+        ErrorCategory::PathEscapes,
+        ErrorCategory::PathNotFound,
+        ErrorCategory::Io,
+    ];
+
+    /// A CamelCase name usable as a condition reason and a metric label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCategory::InvalidSpec => "InvalidSpec",
+            ErrorCategory::Unreachable => "Unreachable",
+            ErrorCategory::AuthFailed => "AuthFailed",
+            ErrorCategory::UntrustedHost => "UntrustedHost",
+            ErrorCategory::RefNotFound => "RefNotFound",
+            ErrorCategory::Timeout => "Timeout",
+            ErrorCategory::TooLarge => "TooLarge",
+            ErrorCategory::PathEscapes => "PathEscapes",
+            ErrorCategory::PathNotFound => "PathNotFound",
+            ErrorCategory::Io => "Io",
+        }
+    }
+
+    /// Whether retrying later (with the same spec) may succeed.
+    pub fn is_transient(self) -> bool {
+        matches!(
+            self,
+            ErrorCategory::Unreachable | ErrorCategory::Timeout | ErrorCategory::Io
+        )
+    }
+}
+
+impl fmt::Display for ErrorCategory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where an error happened: the (scrubbed) URL and the ref, so that every
+/// message names both.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct ErrorContext {
+    /// The repository URL with any password replaced by `***`.
+    pub url: String,
+    /// The ref as the user wrote it, e.g. `branch main`, `semver >=1.2.0 <2`.
+    pub reference: String,
+}
+
+impl fmt::Display for ErrorContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "git source {} ({})", self.url, self.reference)
+    }
+}
+
+/// The error of every git source operation. Messages never contain
+/// credentials: URLs are scrubbed and secret values are removed from causes
+/// reported by libgit2 before the error is built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SourceError {
+    #[error("invalid git source: {message}")]
+    InvalidSpec { message: String },
+    #[error("{ctx}: remote unreachable: {cause}")]
+    Unreachable { ctx: ErrorContext, cause: String },
+    #[error("{ctx}: authentication failed: {cause}")]
+    AuthFailed { ctx: ErrorContext, cause: String },
+    #[error("{ctx}: untrusted host: {cause}")]
+    UntrustedHost { ctx: ErrorContext, cause: String },
+    #[error("{ctx}: ref not found: {cause}")]
+    RefNotFound { ctx: ErrorContext, cause: String },
+    #[error("{ctx}: timed out after {after:?}")]
+    Timeout { ctx: ErrorContext, after: Duration },
+    #[error("{ctx}: too large: {cause}")]
+    TooLarge { ctx: ErrorContext, cause: String },
+    #[error("{ctx}: path {path:?} escapes the checkout: {cause}")]
+    PathEscapes {
+        ctx: ErrorContext,
+        path: String,
+        cause: String,
+    },
+    #[error("{ctx}: path {path:?} not found: {cause}")]
+    PathNotFound {
+        ctx: ErrorContext,
+        path: String,
+        cause: String,
+    },
+    #[error("{ctx}: local I/O error: {cause}")]
+    Io { ctx: ErrorContext, cause: String },
+}
+
+impl SourceError {
+    /// The bounded category of this error.
+    pub fn category(&self) -> ErrorCategory {
+        match self {
+            SourceError::InvalidSpec { .. } => ErrorCategory::InvalidSpec,
+            SourceError::Unreachable { .. } => ErrorCategory::Unreachable,
+            SourceError::AuthFailed { .. } => ErrorCategory::AuthFailed,
+            SourceError::UntrustedHost { .. } => ErrorCategory::UntrustedHost,
+            SourceError::RefNotFound { .. } => ErrorCategory::RefNotFound,
+            SourceError::Timeout { .. } => ErrorCategory::Timeout,
+            SourceError::TooLarge { .. } => ErrorCategory::TooLarge,
+            SourceError::PathEscapes { .. } => ErrorCategory::PathEscapes,
+            SourceError::PathNotFound { .. } => ErrorCategory::PathNotFound,
+            SourceError::Io { .. } => ErrorCategory::Io,
+        }
+    }
+
+    pub(crate) fn invalid(message: impl Into<String>) -> Self {
+        SourceError::InvalidSpec {
+            message: message.into(),
+        }
+    }
+
+    /// Build an error of `category` (other than `InvalidSpec`, `Timeout`,
+    /// and the path categories, which carry more fields).
+    pub(crate) fn new(
+        category: ErrorCategory,
+        ctx: &ErrorContext,
+        cause: impl Into<String>,
+    ) -> Self {
+        let ctx = ctx.clone();
+        let cause = cause.into();
+        match category {
+            ErrorCategory::InvalidSpec => SourceError::InvalidSpec {
+                message: format!("{ctx}: {cause}"),
+            },
+            ErrorCategory::Unreachable => SourceError::Unreachable { ctx, cause },
+            ErrorCategory::AuthFailed => SourceError::AuthFailed { ctx, cause },
+            ErrorCategory::UntrustedHost => SourceError::UntrustedHost { ctx, cause },
+            ErrorCategory::RefNotFound => SourceError::RefNotFound { ctx, cause },
+            ErrorCategory::Timeout => SourceError::Timeout {
+                ctx,
+                after: Duration::ZERO,
+            },
+            ErrorCategory::TooLarge => SourceError::TooLarge { ctx, cause },
+            ErrorCategory::PathEscapes => SourceError::PathEscapes {
+                ctx,
+                path: String::new(),
+                cause,
+            },
+            ErrorCategory::PathNotFound => SourceError::PathNotFound {
+                ctx,
+                path: String::new(),
+                cause,
+            },
+            ErrorCategory::Io => SourceError::Io { ctx, cause },
+        }
+    }
+}

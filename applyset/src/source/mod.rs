@@ -1,0 +1,328 @@
+//! The git source: resolves `spec.source` of an ApplySet to a commit, keeps a
+//! per-ApplySet cache, and hands the reconciler a directory of manifests.
+//!
+//! This is the only module that touches `git2`.
+//!
+//! # How a sync works
+//!
+//! 1. Validate the spec (URL, ref, path, credentials) — [`ErrorCategory::InvalidSpec`].
+//! 2. Take the per-key lock (syncs of one ApplySet never overlap; a sync
+//!    abandoned by a timeout keeps the lock until its blocking thread ends).
+//! 3. On a blocking thread: open (or create) the bare cache repository
+//!    `<cache_root>/<key>/repo`, connect to the remote and list its refs
+//!    (`git ls-remote`), resolve the ref to a commit. A pinned `commit`
+//!    (without `branch`) that is already cached needs no connection at all.
+//! 4. Fetch **only if that commit is not in the cache yet**, with depth 1
+//!    where the ref allows it (branch, tag, semver, a commit that is its
+//!    branch's tip; not over `file://`, whose transport cannot do shallow).
+//!    [`GitSource::stats`] counts connections and fetches.
+//! 5. Materialise the commit's tree straight from the object database into
+//!    `<cache_root>/<key>/checkouts/<sha>` (written to a temporary name and
+//!    renamed, so a directory that exists is complete); older checkouts of
+//!    the key are removed. The checkout is reused while the commit does not
+//!    change.
+//! 6. Resolve `path` inside the checkout: `..`, absolute paths, symlinked
+//!    components and symlinks under it that lead outside the checkout are
+//!    [`ErrorCategory::PathEscapes`].
+//!
+//! The whole operation runs under `tokio::time::timeout`; on expiry a flag
+//! makes every libgit2 callback abort, and libgit2's process-wide socket
+//! timeouts (set by [`GitSource::new`]) bound a thread blocked on a silent
+//! server. Transfer-progress callbacks enforce [`Limits::max_fetch_bytes`];
+//! the checkout enforces [`Limits::max_checkout_bytes`] and
+//! [`Limits::max_checkout_files`].
+//!
+//! The returned [`Artifact::dir`] stays valid until the next sync of the same
+//! key (or [`GitSource::purge`]).
+
+mod checkout;
+mod credentials;
+mod error;
+mod git;
+mod known_hosts;
+mod semver_ref;
+mod spec;
+mod tls;
+mod url;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+pub use credentials::{Credentials, Secret};
+pub use error::{ErrorCategory, ErrorContext, SourceError};
+pub use spec::{GitRef, SecretRef, SourceSpec};
+pub use url::{GitUrl, Transport, scrub_url};
+
+/// Identifies one ApplySet's cache: its namespace and name.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CacheKey {
+    pub namespace: String,
+    pub name: String,
+}
+
+impl CacheKey {
+    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
+        CacheKey {
+            namespace: namespace.into(),
+            name: name.into(),
+        }
+    }
+
+    /// The cache directory name: `<namespace>_<name>` with every byte outside
+    /// `[a-z0-9.-]` (including `_`) written as `%XX` and a leading `.` escaped,
+    /// so distinct keys never share a directory and no key names `.`/`..` or
+    /// contains a `/`.
+    pub fn dir_name(&self) -> String {
+        fn esc(s: &str) -> String {
+            let mut out = String::with_capacity(s.len());
+            for (i, b) in s.bytes().enumerate() {
+                if b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || (b == b'.' && i > 0)
+                {
+                    out.push(b as char);
+                } else {
+                    out.push_str(&format!("%{b:02X}"));
+                }
+            }
+            out
+        }
+        format!("{}_{}", esc(&self.namespace), esc(&self.name))
+    }
+}
+
+/// What a sync produced.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Artifact {
+    /// `<ref>@sha1:<hex>` like Flux: `main@sha1:…` for a branch (or the
+    /// default branch), `v1.2.3@sha1:…` for a tag or the tag a semver range
+    /// picked, `sha1:…` for a commit pinned without a branch.
+    pub revision: String,
+    /// The full commit SHA (40 hex digits).
+    pub commit: String,
+    /// The canonical `source.path` directory inside the checkout.
+    pub dir: PathBuf,
+    /// The root of the checkout (`dir` is inside it).
+    pub checkout: PathBuf,
+    /// Whether this sync fetched from the remote (false when the commit was
+    /// already cached).
+    pub fetched: bool,
+}
+
+/// Size limits, enforced during the fetch (bytes received) and the checkout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Maximum bytes received from the remote in one fetch.
+    pub max_fetch_bytes: u64,
+    /// Maximum total size of the files of one checkout.
+    pub max_checkout_bytes: u64,
+    /// Maximum number of entries (files, directories, links) of one checkout.
+    pub max_checkout_files: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_fetch_bytes: 512 * 1024 * 1024,
+            max_checkout_bytes: 1024 * 1024 * 1024,
+            max_checkout_files: 200_000,
+        }
+    }
+}
+
+/// Counters, for metrics and for proving that unchanged refs are not fetched.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SourceStats {
+    /// Syncs started.
+    pub syncs: u64,
+    /// Connections to remotes (ls-remote).
+    pub connects: u64,
+    /// Fetches (downloads of objects).
+    pub fetches: u64,
+    /// Checkouts written.
+    pub checkouts: u64,
+}
+
+#[derive(Default)]
+pub(crate) struct Counters {
+    syncs: AtomicU64,
+    connects: AtomicU64,
+    fetches: AtomicU64,
+    checkouts: AtomicU64,
+}
+
+/// The git source. Cheap to share (`Arc` it); one per operator.
+pub struct GitSource {
+    cache_root: PathBuf,
+    limits: Limits,
+    counters: Arc<Counters>,
+    locks: Mutex<HashMap<CacheKey, Arc<tokio::sync::Mutex<()>>>>,
+}
+
+impl std::fmt::Debug for GitSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GitSource")
+            .field("cache_root", &self.cache_root)
+            .field("limits", &self.limits)
+            .finish()
+    }
+}
+
+/// libgit2's socket timeouts. They are process-wide; they only bound how long
+/// a thread abandoned by a timed-out sync can stay blocked on a silent server.
+const SERVER_CONNECT_TIMEOUT_MS: i32 = 30_000;
+const SERVER_IO_TIMEOUT_MS: i32 = 60_000;
+
+impl GitSource {
+    /// A source caching under `cache_root` (created on first use), with
+    /// default [`Limits`]. Also sets libgit2's process-wide socket timeouts.
+    pub fn new(cache_root: impl Into<PathBuf>) -> Self {
+        git::set_global_timeouts(SERVER_CONNECT_TIMEOUT_MS, SERVER_IO_TIMEOUT_MS);
+        GitSource {
+            cache_root: cache_root.into(),
+            limits: Limits::default(),
+            counters: Arc::default(),
+            locks: Mutex::default(),
+        }
+    }
+
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    pub fn cache_root(&self) -> &Path {
+        &self.cache_root
+    }
+
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    pub fn stats(&self) -> SourceStats {
+        SourceStats {
+            syncs: self.counters.syncs.load(Ordering::Relaxed),
+            connects: self.counters.connects.load(Ordering::Relaxed),
+            fetches: self.counters.fetches.load(Ordering::Relaxed),
+            checkouts: self.counters.checkouts.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The cache directory of `key`.
+    pub fn cache_dir(&self, key: &CacheKey) -> PathBuf {
+        self.cache_root.join(key.dir_name())
+    }
+
+    fn lock_for(&self, key: &CacheKey) -> Arc<tokio::sync::Mutex<()>> {
+        let mut locks = self.locks.lock().unwrap_or_else(|p| p.into_inner());
+        locks.entry(key.clone()).or_default().clone()
+    }
+
+    /// Resolve `spec` to a commit, fetch it if it is not cached, check it out
+    /// and return the directory of `spec.path`. The whole operation —
+    /// waiting for the key's lock included — is bounded by `timeout`.
+    pub async fn sync(
+        &self,
+        key: &CacheKey,
+        spec: &SourceSpec,
+        auth: Option<Credentials>,
+        timeout: Duration,
+    ) -> Result<Artifact, SourceError> {
+        self.counters.syncs.fetch_add(1, Ordering::Relaxed);
+        let job = git::Job::prepare(self.cache_dir(key), spec, auth, self.limits)?;
+        let ctx = job.ctx.clone();
+        let cancel = Arc::new(AtomicBool::new(false));
+        let lock = self.lock_for(key);
+        let counters = self.counters.clone();
+        let cancel2 = cancel.clone();
+        let work = async move {
+            let guard = lock.lock_owned().await;
+            let handle = tokio::task::spawn_blocking(move || {
+                let _guard = guard;
+                job.run(&cancel2, &counters)
+            });
+            handle.await
+        };
+        match tokio::time::timeout(timeout, work).await {
+            Ok(Ok(result)) => {
+                match &result {
+                    Ok(a) => {
+                        tracing::debug!(key = ?key, revision = %a.revision, fetched = a.fetched, "git source synced")
+                    }
+                    Err(e) => {
+                        tracing::debug!(key = ?key, category = %e.category(), error = %e, "git source sync failed")
+                    }
+                }
+                result
+            }
+            Ok(Err(join)) => Err(SourceError::new(
+                ErrorCategory::Io,
+                &ctx,
+                format!("sync task failed: {join}"),
+            )),
+            Err(_) => {
+                cancel.store(true, Ordering::SeqCst);
+                tracing::debug!(key = ?key, ?timeout, "git source sync timed out");
+                Err(SourceError::Timeout {
+                    ctx,
+                    after: timeout,
+                })
+            }
+        }
+    }
+
+    /// Remove the cache of `key` (when its ApplySet is deleted). Waits for a
+    /// running sync of the key to finish.
+    pub async fn purge(&self, key: &CacheKey) -> Result<(), SourceError> {
+        let lock = self.lock_for(key);
+        let _guard = lock.lock().await;
+        let dir = self.cache_dir(key);
+        let result = tokio::task::spawn_blocking(move || match std::fs::remove_dir_all(&dir) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(e),
+        })
+        .await;
+        self.locks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(key);
+        let ctx = ErrorContext {
+            url: String::new(),
+            reference: format!("cache of {}/{}", key.namespace, key.name),
+        };
+        match result {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(SourceError::new(ErrorCategory::Io, &ctx, e.to_string())),
+            Err(e) => Err(SourceError::new(ErrorCategory::Io, &ctx, e.to_string())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cache_dir_names_are_safe_and_distinct() {
+        let k = |ns: &str, n: &str| CacheKey::new(ns, n).dir_name();
+        assert_eq!(k("default", "web"), "default_web");
+        assert_eq!(k("team-a", "app.v1"), "team-a_app.v1");
+        assert_ne!(k("a_b", "c"), k("a", "b_c"));
+        assert_eq!(k("..", ".."), "%2E._%2E.");
+        assert!(!k("x/../..", "y").contains('/'));
+        assert_eq!(k("A", "b"), "%41_b");
+    }
+
+    #[test]
+    fn categories_are_bounded() {
+        let names: Vec<&str> = ErrorCategory::ALL.iter().map(|c| c.as_str()).collect();
+        assert_eq!(names.len(), 10);
+        assert!(
+            names
+                .iter()
+                .all(|n| n.chars().all(|c| c.is_ascii_alphabetic()))
+        );
+    }
+}

@@ -97,6 +97,7 @@ scenarios! {
     dry_run,
     reading_files,
     cluster_scoped,
+    server_warnings_and_errors,
 }
 
 #[test]
@@ -761,8 +762,11 @@ fn play(
         let kubectl_check = check_expectations(Tool::Kubectl, &snapshots[0], &step.check);
         if !kubectl_check.is_empty() {
             bail!(
-                "scenario {name} step {number} ({title}): kubectl does not behave as the scenario says:\n  {}\n  objects: {}",
+                "scenario {name} step {number} ({title}): kubectl does not behave as the scenario says:\n  {}\n  \
+                 kubectl said:\n{}\n{}\n  objects: {}",
                 kubectl_check.join("\n  "),
+                outputs[0].1.join("\n"),
+                outputs[0].2.join("\n"),
                 serde_json::to_string_pretty(&snapshots[0])?
             );
         }

@@ -82,7 +82,7 @@ impl ApiStatus {
 pub enum Error {
     /// The apiserver answered with a failure status.
     #[error("{}", .0.message)]
-    Api(ApiStatus),
+    Api(Box<ApiStatus>),
     /// No request reached the apiserver (connection refused, TLS, DNS, timeout…).
     #[error("cannot reach the Kubernetes API server at {server}: {reason}")]
     Unreachable { server: String, reason: String },
@@ -97,7 +97,7 @@ pub enum Error {
 impl Error {
     pub fn status(&self) -> Option<&ApiStatus> {
         match self {
-            Error::Api(status) => Some(status),
+            Error::Api(status) => Some(&**status),
             _ => None,
         }
     }
@@ -271,7 +271,7 @@ impl Cluster {
         let status = response.status();
         let body = response.into_body().collect_bytes().await.map_err(|e| self.transport(e))?;
         if status.is_client_error() || status.is_server_error() {
-            return Err(Error::Api(ApiStatus::from_body(status.as_u16(), &body)));
+            return Err(Error::Api(Box::new(ApiStatus::from_body(status.as_u16(), &body))));
         }
         Ok(body.to_vec())
     }
@@ -597,11 +597,11 @@ pub fn object_path(mapping: &Mapping, namespace: Option<&str>, name: Option<&str
     } else {
         format!("/apis/{}/{}", resource.group, resource.version)
     };
-    if mapping.namespaced {
-        if let Some(namespace) = namespace {
-            path.push_str("/namespaces/");
-            path.push_str(&encode(namespace));
-        }
+    if mapping.namespaced
+        && let Some(namespace) = namespace
+    {
+        path.push_str("/namespaces/");
+        path.push_str(&encode(namespace));
     }
     path.push('/');
     path.push_str(&resource.plural);

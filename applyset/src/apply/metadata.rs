@@ -79,27 +79,6 @@ pub fn in_kubectl_scheme(group: &str) -> bool {
     KUBECTL_SCHEME_GROUPS.contains(&group)
 }
 
-/// Which engine kubectl would use for a kind before any patch is computed (used when no
-/// patch is needed but a local application is, e.g. nothing). Does not print warnings.
-pub async fn engine_for(cluster: &Cluster, gvk: &GroupVersionKind) -> Engine {
-    let (g, v, k) = (gvk.group.as_str(), gvk.version.as_str(), gvk.kind.as_str());
-    if let Some(doc) = cluster.openapi_v3(g, v).await {
-        if doc.supports_strategic_merge(g, v, k) {
-            if let Some(schema) = doc.schema_for_gvk(g, v, k) {
-                return Engine::Strategic(schema);
-            }
-        }
-    }
-    if let Some(doc) = cluster.openapi_v2().await {
-        if doc.supports_strategic_merge(g, v, k) {
-            if let Some(schema) = doc.schema_for_gvk(g, v, k) {
-                return Engine::Strategic(schema);
-            }
-        }
-    }
-    Engine::JsonMerge
-}
-
 /// The three-way patch kubectl's `patchSimple` computes. Warnings of failed providers are
 /// pushed to `warnings` in kubectl's words.
 pub async fn compute_patch(
@@ -130,16 +109,14 @@ pub async fn compute_patch(
     }
 
     // 2. OpenAPI v2.
-    if !v3_knows_kind_without_smp || in_kubectl_scheme(g) {
-        if let Some(doc) = cluster.openapi_v2().await {
-            if doc.supports_strategic_merge(g, v, k) {
-                if let Some(schema) = doc.schema_for_gvk(g, v, k) {
-                    match applyset_merge::create_three_way_merge_patch(original, modified, current, schema.as_ref(), true) {
-                        Ok(patch) => return Ok(ComputedPatch { patch, engine: Engine::Strategic(schema) }),
-                        Err(e) => warnings.push(format!("warning: error calculating patch from openapi spec: {e}")),
-                    }
-                }
-            }
+    if (!v3_knows_kind_without_smp || in_kubectl_scheme(g))
+        && let Some(doc) = cluster.openapi_v2().await
+        && doc.supports_strategic_merge(g, v, k)
+        && let Some(schema) = doc.schema_for_gvk(g, v, k)
+    {
+        match applyset_merge::create_three_way_merge_patch(original, modified, current, schema.as_ref(), true) {
+            Ok(patch) => return Ok(ComputedPatch { patch, engine: Engine::Strategic(schema) }),
+            Err(e) => warnings.push(format!("warning: error calculating patch from openapi spec: {e}")),
         }
     }
 

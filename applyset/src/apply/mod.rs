@@ -143,7 +143,7 @@ impl ObjectError {
         match error {
             Error::Api(mut status) => {
                 status.message = message.clone();
-                ObjectError { message, status: Some(status) }
+                ObjectError { message, status: Some(*status) }
             }
             _ => ObjectError { message, status: None },
         }
@@ -390,17 +390,17 @@ async fn prepare(
                 object::set_namespace(&mut object, &effective_namespace);
                 Some(effective_namespace.clone())
             } else {
-                if let Some(explicit) = &options.namespace {
-                    if *explicit != raw_namespace {
-                        let message = format!(
-                            "the namespace from the provided object {} does not match the namespace {}. You must pass '--namespace={}' to perform this operation.",
-                            go_quote(&raw_namespace),
-                            go_quote(explicit),
-                            raw_namespace
-                        );
-                        items.push(Err(fail(message, raw_name)));
-                        continue;
-                    }
+                if let Some(explicit) = &options.namespace
+                    && *explicit != raw_namespace
+                {
+                    let message = format!(
+                        "the namespace from the provided object {} does not match the namespace {}. You must pass '--namespace={}' to perform this operation.",
+                        go_quote(&raw_namespace),
+                        go_quote(explicit),
+                        raw_namespace
+                    );
+                    items.push(Err(fail(message, raw_name)));
+                    continue;
                 }
                 Some(raw_namespace.clone())
             }
@@ -420,11 +420,11 @@ async fn prepare(
             items.push(Err(fail(message, String::new())));
             continue;
         }
-        if let Some(label) = &options.applyset_label {
-            if let Err(message) = object::add_label(&mut object, object::PART_OF_LABEL, label) {
-                items.push(Err(fail(message, raw_name)));
-                continue;
-            }
+        if let Some(label) = &options.applyset_label
+            && let Err(message) = object::add_label(&mut object, object::PART_OF_LABEL, label)
+        {
+            items.push(Err(fail(message, raw_name)));
+            continue;
         }
         items.push(Ok(Prepared {
             index,
@@ -580,10 +580,10 @@ async fn wait_for_crds(cluster: &Cluster, names: &[&String], timeout: Duration) 
         let mapping = mapping.clone();
         async move {
             loop {
-                if let Ok(crd) = cluster.get(&mapping, None, name).await {
-                    if established(&crd) {
-                        return None;
-                    }
+                if let Ok(crd) = cluster.get(&mapping, None, name).await
+                    && established(&crd)
+                {
+                    return None;
                 }
                 if tokio::time::Instant::now() >= deadline {
                     return Some(format!(

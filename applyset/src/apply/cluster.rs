@@ -232,8 +232,11 @@ impl Cluster {
         Ok(Cluster::from_client(client, server, default_namespace, options.qps, options.burst))
     }
 
-    /// A cluster around an existing client (tests use a mock service).
+    /// A cluster around an existing client (tests use a mock service). The client is wrapped
+    /// so that the server's `Warning` headers reach the user for every request made through
+    /// [`Cluster::client`] too (prune, ApplySet parent).
     pub fn from_client(client: kube::Client, server: String, default_namespace: String, qps: f64, burst: u32) -> Cluster {
+        let client = kube::Client::new(WarningRecorder { inner: client }, default_namespace.clone());
         Cluster {
             client,
             server,
@@ -517,6 +520,73 @@ impl Cluster {
     }
 }
 
+/// A client layer that hands each `Warning` response header to [`record_warning`].
+#[derive(Clone)]
+struct WarningRecorder {
+    inner: kube::Client,
+}
+
+impl tower_service::Service<http::Request<kube::client::Body>> for WarningRecorder {
+    type Response = http::Response<kube::client::Body>;
+    type Error = kube::Error;
+    type Future = std::pin::Pin<Box<dyn std::future::Future<Output = Result<Self::Response, Self::Error>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: http::Request<kube::client::Body>) -> Self::Future {
+        let inner = self.inner.clone();
+        Box::pin(async move {
+            let response = inner.send(request).await?;
+            for header in response.headers().get_all("warning") {
+                if let Some(text) = header.to_str().ok().and_then(warning_text) {
+                    record_warning(format!("Warning: {text}"));
+                }
+            }
+            Ok(response)
+        })
+    }
+}
+
+tokio::task_local! {
+    /// Where the server's `Warning` headers go while an object is applied, so that they are
+    /// printed with that object, in input order.
+    static WARNINGS: std::cell::RefCell<Vec<String>>;
+}
+
+/// Runs `future` collecting the server warnings its requests receive.
+pub async fn collecting_warnings<F: std::future::Future>(future: F) -> (F::Output, Vec<String>) {
+    WARNINGS
+        .scope(std::cell::RefCell::new(Vec::new()), async move {
+            let output = future.await;
+            let warnings = WARNINGS.with(|w| std::mem::take(&mut *w.borrow_mut()));
+            (output, warnings)
+        })
+        .await
+}
+
+fn record_warning(line: String) {
+    if WARNINGS.try_with(|w| w.borrow_mut().push(line.clone())).is_err() {
+        eprintln!("{line}");
+    }
+}
+
+/// The text of an RFC 7234 warning header as the apiserver sends it (`299 - "text"`).
+fn warning_text(header: &str) -> Option<String> {
+    let start = header.find('"')?;
+    let mut text = String::new();
+    let mut chars = header[start + 1..].chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => text.push(chars.next()?),
+            '"' => return Some(text),
+            c => text.push(c),
+        }
+    }
+    None
+}
+
 fn add_aggregated(map: &mut DiscoveryMap, list: &serde_json::Value) {
     let text = |v: Option<&serde_json::Value>| v.and_then(|v| v.as_str()).unwrap_or("").to_owned();
     for group in list.get("items").and_then(|i| i.as_array()).into_iter().flatten() {
@@ -651,6 +721,12 @@ mod tests {
             object_path(&mapping("example.com", false), Some("ns"), None, &[("labelSelector", "a=b,c in (d)")]),
             "/apis/example.com/v1/things?labelSelector=a%3Db%2Cc%20in%20%28d%29"
         );
+    }
+
+    #[test]
+    fn warning_headers() {
+        assert_eq!(warning_text(r#"299 - "unknown field \"spec.x\"""#).as_deref(), Some(r#"unknown field "spec.x""#));
+        assert_eq!(warning_text("299 - no quotes"), None);
     }
 
     #[test]

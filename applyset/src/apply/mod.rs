@@ -158,14 +158,24 @@ impl ObjectError {
         ObjectError { message, status }
     }
 
-    /// kubectl's error printer: Invalid errors as `The <Kind> "<name>" is invalid: <causes>`,
-    /// other API errors as `Error from server (<Reason>): <message>`, the rest as they are.
+    /// kubectl's error printer (`cmdutil.CheckErr`) for a run that failed with this error
+    /// alone: Invalid errors as `The <Kind> "<name>" is invalid: <causes>` (or `The request is
+    /// invalid: …`), other API errors as `Error from server (<Reason>): <message>`, anything else
+    /// as `error: <message>`.
     pub fn render(&self) -> String {
         let Some(status) = &self.status else {
-            return self.message.clone();
+            return if self.message.starts_with("error: ") { self.message.clone() } else { format!("error: {}", self.message) };
         };
-        if status.is_invalid() && (!status.details_kind.is_empty() || !status.details_name.is_empty()) {
-            let head = format!("The {} {} is invalid", status.details_kind, go_quote(&status.details_name));
+        if status.is_invalid() {
+            let has_details = !status.details_kind.is_empty() || !status.details_name.is_empty() || !status.causes.is_empty();
+            if !has_details {
+                return "The request is invalid".to_owned();
+            }
+            let head = if !status.details_kind.is_empty() || !status.details_name.is_empty() {
+                format!("The {} {} is invalid", status.details_kind, go_quote(&status.details_name))
+            } else {
+                "The request is invalid".to_owned()
+            };
             let causes: Vec<String> = status
                 .causes
                 .iter()
@@ -177,11 +187,31 @@ impl ObjectError {
                 _ => format!("{head}: \n* {}", causes.join("\n* ")),
             };
         }
-        if status.reason.is_empty() {
-            format!("Error from server: {}", self.message)
-        } else {
-            format!("Error from server ({}): {}", status.reason, self.message)
+        self.render_in_list()
+    }
+
+    /// kubectl's rendering of one error among several (`MultipleErrors`): API errors as
+    /// `Error from server (<Reason>): <message>`, anything else as its message.
+    pub fn render_in_list(&self) -> String {
+        match &self.status {
+            None => self.message.clone(),
+            Some(status) if status.code == 401 || status.reason == "Unauthorized" => {
+                format!("error: You must be logged in to the server ({})", self.message)
+            }
+            Some(status) if status.reason.is_empty() => format!("Error from server: {}", self.message),
+            Some(status) => format!("Error from server ({}): {}", status.reason, self.message),
         }
+    }
+}
+
+/// The failures of a run as kubectl prints them: a lone error with [`ObjectError::render`],
+/// several with [`ObjectError::render_in_list`], one after the other.
+pub fn render_errors<'a>(errors: impl IntoIterator<Item = &'a ObjectError>) -> Vec<String> {
+    let errors: Vec<&ObjectError> = errors.into_iter().collect();
+    match errors.as_slice() {
+        [] => Vec::new(),
+        [only] => vec![only.render()],
+        many => many.iter().map(|e| e.render_in_list()).collect(),
     }
 }
 
@@ -694,7 +724,10 @@ async fn run_stage(
         .collect();
     let outcomes: Vec<(usize, ObjectReport, Option<Visited>)> = futures::stream::iter(work)
         .map(|(item, live)| async move {
-            let (object_report, visited) = apply_one(cluster, options, &item, live).await;
+            let ((mut object_report, visited), server_warnings) =
+                cluster::collecting_warnings(apply_one(cluster, options, &item, live)).await;
+            // The missing-annotation warning comes before the patch's server warnings.
+            object_report.warnings.extend(server_warnings);
             (item.index, object_report, visited)
         })
         .buffer_unordered(concurrency)

@@ -7,6 +7,7 @@
 use std::process::ExitCode;
 
 use crate::apply::applyset_parent::{self, DeleteOptions, FieldValidation, Parent};
+use crate::apply::cluster::collecting_warnings;
 use crate::apply::prune;
 use crate::apply::selector::Selector;
 use crate::apply::{self, ApplyOptions, ApplyReport, Cluster, ConnectOptions, DryRun};
@@ -94,24 +95,28 @@ pub fn print_report(report: &ApplyReport, dry_run: DryRun, name_only: bool) -> b
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let mut failures = Vec::new();
+    // kubectl's warning writer prints each distinct server warning once per run.
+    let mut seen = std::collections::HashSet::new();
     for object in &report.objects {
         for warning in &object.warnings {
-            let _ = out.flush();
-            eprintln!("{warning}");
+            if seen.insert(warning.as_str()) {
+                let _ = out.flush();
+                eprintln!("{warning}");
+            }
         }
         match &object.result {
-            Ok(verb) if name_only => {
+            Ok(_) if name_only => {
                 let _ = writeln!(out, "{}", object.name);
             }
             Ok(verb) => {
                 let _ = writeln!(out, "{} {}{}", object.name, verb.word(), dry_run.suffix());
             }
-            Err(error) => failures.push((object, error)),
+            Err(error) => failures.push(error),
         }
     }
     let _ = out.flush();
-    for (object, error) in &failures {
-        eprintln!("{}: document {}: {}", object.source.path.display(), object.source.document, error.render());
+    for line in apply::render_errors(failures.iter().copied()) {
+        eprintln!("{line}");
     }
     !failures.is_empty()
 }
@@ -230,24 +235,32 @@ fn execute(args: ApplyArgs) -> Result<ExitCode, String> {
             return Ok(ExitCode::SUCCESS);
         }
 
-        // Prune only after every object applied.
-        let summary = match parent.as_mut() {
-            Some(parent) => parent.prune(cluster.client(), &report.visited, &delete_options).await,
-            None => {
-                prune::by_selector(
-                    cluster.client(),
-                    args.input.selector.as_deref(),
-                    args.all,
-                    &allowlist,
-                    &report.visited,
-                    &report.namespaces_visited,
-                    &delete_options,
-                )
-                .await
+        // Prune only after every object applied. The server's warnings on its LISTs and
+        // DELETEs follow prune's own warnings, as kubectl prints them.
+        let (summary, server_warnings) = collecting_warnings(async {
+            match parent.as_mut() {
+                Some(parent) => parent.prune(cluster.client(), &report.visited, &delete_options).await,
+                None => {
+                    prune::by_selector(
+                        cluster.client(),
+                        args.input.selector.as_deref(),
+                        args.all,
+                        &allowlist,
+                        &report.visited,
+                        &report.namespaces_visited,
+                        &delete_options,
+                    )
+                    .await
+                }
             }
-        };
-        for warning in &summary.warnings {
-            eprintln!("{warning}");
+        })
+        .await;
+        let mut seen: std::collections::HashSet<&str> =
+            report.objects.iter().flat_map(|o| o.warnings.iter().map(String::as_str)).collect();
+        for warning in summary.warnings.iter().chain(&server_warnings) {
+            if seen.insert(warning.as_str()) {
+                eprintln!("{warning}");
+            }
         }
         for line in &summary.pruned {
             println!("{line}");

@@ -58,7 +58,7 @@ fn execute(args: DiffArgs) -> Result<ExitCode, String> {
                 Ok(verb) => *verb,
                 Err(error) => {
                     failed = true;
-                    eprintln!("{}: document {}: {}", object.source.path.display(), object.source.document, error.render());
+                    eprintln!("{}: document {}: {}", object.source.path.display(), object.source.document, error.render_in_list());
                     continue;
                 }
             };

@@ -349,7 +349,12 @@ impl Job {
         let id_file = self.dir.join("source-id");
         let id = hex(&openssl::sha::sha256(self.url.raw().as_bytes()));
         let same_source = fs::read_to_string(&id_file).is_ok_and(|s| s.trim() == id);
-        if same_source && let Ok(repo) = Repository::open_bare(&repo_dir) {
+        // libgit2 cannot repack: every fetch adds a pack. Past a bound the
+        // cache is simply rebuilt by the next fetch.
+        if same_source
+            && pack_count(&repo_dir) <= MAX_PACKS
+            && let Ok(repo) = Repository::open_bare(&repo_dir)
+        {
             return Ok(repo);
         }
         match fs::remove_dir_all(&repo_dir) {
@@ -698,6 +703,20 @@ fn remove_other_checkouts(checkouts: &Path, keep: &str) {
             let _ = fs::remove_dir_all(entry.path());
         }
     }
+}
+
+/// Packs a cache repository may hold before it is rebuilt.
+const MAX_PACKS: usize = 64;
+
+fn pack_count(repo_dir: &Path) -> usize {
+    fs::read_dir(repo_dir.join("objects/pack"))
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter(|e| e.path().extension().is_some_and(|x| x == "pack"))
+                .count()
+        })
+        .unwrap_or(0)
 }
 
 fn is_ancestor(repo: &Repository, ancestor: Oid, tip: Oid) -> bool {

@@ -270,7 +270,11 @@ async fn unknown_kind_fails_only_that_object() -> Result<()> {
         "{}",
         out.stderr
     );
-    assert!(out.stderr.starts_with("error: resource mapping not found"), "{}", out.stderr);
+    assert!(
+        out.stderr.starts_with(&format!("error: {}: document 1 (line 1): resource mapping not found", dir.file("mixed.yaml"))),
+        "{}",
+        out.stderr
+    );
     assert!(out.stderr.contains("ensure CRDs are installed first"), "{}", out.stderr);
     configmap(&ns, "fine").await?;
     Ok(())
@@ -281,16 +285,14 @@ async fn invalid_objects_show_the_apiservers_message_like_kubectl() -> Result<()
     let ns = TestNamespace::create("apply-invalid").await?;
     let bad = APP.split("---\n").nth(1).unwrap().replace("replicas: 2", "replicas: -1");
     let dir = Dir::new(&[("bad.yaml", &bad)])?;
-    // A lone Invalid error: kubectl's short form.
+    // A lone Invalid error: kubectl's short form, led by the file and document it came from.
     let out = applyset_cmd(&ns.kubeconfig, "apply", &["-f", dir.path(), "-n", &ns.name])?;
     assert!(!out.success);
     assert!(out.stdout.is_empty(), "{}", out.stdout);
-    assert_eq!(
-        out.stderr,
-        "The Deployment \"web\" is invalid: spec.replicas: Invalid value: -1: must be greater than or equal to 0\n"
-    );
+    let kubectl_form = "The Deployment \"web\" is invalid: spec.replicas: Invalid value: -1: must be greater than or equal to 0\n";
+    assert_eq!(out.stderr, format!("{}: document 1 (line 1): {kubectl_form}", dir.file("bad.yaml")));
     let kubectl = ns.kubectl()?.args(["apply", "-f", dir.path()]).output()?;
-    assert_eq!(String::from_utf8_lossy(&kubectl.stderr), out.stderr);
+    assert_eq!(String::from_utf8_lossy(&kubectl.stderr), kubectl_form);
 
     // Several failures: each names its file, as kubectl's list of errors does.
     dir.write("other.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: Bad_Name}\n")?;
@@ -299,12 +301,18 @@ async fn invalid_objects_show_the_apiservers_message_like_kubectl() -> Result<()
     let lines: Vec<&str> = out.stderr.lines().collect();
     assert_eq!(lines.len(), 2, "{}", out.stderr);
     assert!(
-        lines[0].starts_with(&format!(r#"Error from server (Invalid): error when creating "{}": Deployment.apps "web" is invalid"#, dir.file("bad.yaml"))),
+        lines[0].starts_with(&format!(
+            r#"{0}: document 1 (line 1): Error from server (Invalid): error when creating "{0}": Deployment.apps "web" is invalid"#,
+            dir.file("bad.yaml")
+        )),
         "{}",
         out.stderr
     );
     assert!(
-        lines[1].starts_with(&format!(r#"Error from server (Invalid): error when creating "{}": ConfigMap "Bad_Name" is invalid"#, dir.file("other.yaml"))),
+        lines[1].starts_with(&format!(
+            r#"{0}: document 1 (line 1): Error from server (Invalid): error when creating "{0}": ConfigMap "Bad_Name" is invalid"#,
+            dir.file("other.yaml")
+        )),
         "{}",
         out.stderr
     );

@@ -490,12 +490,30 @@ fn copy_substituted(from: &Path, to: &Path, namespace: &str) -> Result<()> {
     Ok(())
 }
 
+/// applyset leads each failure with where the object came from (`<file>: document N (line L): `,
+/// after `error: ` when the line has it), which kubectl's lone-error form lacks; the rest of
+/// the line must be kubectl's.
+fn without_source(line: &str) -> String {
+    let (lead, rest) = line.strip_prefix("error: ").map_or(("", line), |rest| ("error: ", rest));
+    let message = rest.find(": document ").and_then(|at| {
+        let after = &rest[at + ": document ".len()..];
+        let close = after.find("): ")?;
+        after[..close].contains(" (line ").then(|| &after[close + "): ".len()..])
+    });
+    match message {
+        Some(message) => format!("{lead}{message}"),
+        None => line.to_owned(),
+    }
+}
+
 /// stderr lines, klog headers (`W0612 10:00:00.000000 123 file.go:1] `, which carry times and
 /// pids) removed so that only the messages are compared.
 fn stderr_lines(stderr: &str) -> Vec<String> {
     stderr
         .lines()
+        .map(without_source)
         .map(|line| {
+            let line = line.as_str();
             let bytes = line.as_bytes();
             let klog = bytes.len() > 5 && b"IWEF".contains(&bytes[0]) && bytes[1..5].iter().all(u8::is_ascii_digit);
             match line.split_once("] ") {

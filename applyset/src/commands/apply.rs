@@ -111,12 +111,18 @@ pub fn print_report(report: &ApplyReport, dry_run: DryRun, name_only: bool) -> b
             Ok(verb) => {
                 let _ = writeln!(out, "{} {}{}", object.name, verb.word(), dry_run.suffix());
             }
-            Err(error) => failures.push(error),
+            Err(error) => failures.push((&object.source, error)),
         }
     }
     let _ = out.flush();
-    for line in apply::render_errors(failures.iter().copied()) {
-        eprintln!("{line}");
+    // kubectl's wording, led by where the object came from (kubectl's lone-error form names
+    // neither the file nor the document).
+    let rendered = apply::render_errors(failures.iter().map(|(_, error)| *error));
+    for ((source, _), line) in failures.iter().zip(rendered) {
+        match line.strip_prefix("error: ") {
+            Some(message) => eprintln!("error: {source}: {message}"),
+            None => eprintln!("{source}: {line}"),
+        }
     }
     !failures.is_empty()
 }

@@ -214,6 +214,10 @@ fn execute(args: ApplyArgs) -> Result<ExitCode, String> {
             None => None,
         };
 
+        // kubectl maps --prune-allowlist kinds before applying anything: a bad kind changes nothing.
+        if !allowlist.is_empty() {
+            prune::check_allowlist(cluster.client(), &allowlist).await?;
+        }
         let plan = apply::plan(&cluster, objects, &options).await.map_err(|e| e.to_string())?;
         if let Some(parent) = parent.as_mut() {
             let members = plan.members();
@@ -269,6 +273,8 @@ fn execute(args: ApplyArgs) -> Result<ExitCode, String> {
             }
         }
         for line in &summary.pruned {
+            // `-o name` prints bare names, as kubectl's name printer does for pruned objects too.
+            let line = if name_only { line.rsplit_once(" pruned").map_or(line.as_str(), |(name, _)| name) } else { line };
             println!("{line}");
         }
         if !summary.errors.is_empty() {

@@ -22,5 +22,7 @@ pub use meta::{PatchMeta, Schema, SchemaRef, Untyped};
 /// Go's `sort.Sort`, exposed for test helpers that must order lists exactly as upstream.
 #[doc(hidden)]
 pub use strategic::gosort;
-pub use strategic::{create_three_way_merge_patch, create_two_way_merge_patch, strategic_merge_patch};
+pub use strategic::{
+    apply_strategic_merge_patch, create_three_way_merge_patch, create_two_way_merge_patch, strategic_merge_patch,
+};
 pub use value::{Map, Value};

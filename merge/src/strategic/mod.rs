@@ -88,17 +88,29 @@ pub fn create_three_way_merge_patch(
 /// unmatched nulls ignored). Lists in `doc` are assumed to come from JSON decoding, which
 /// matters only for the order of live scalar lists that contain duplicates (spec §7.4).
 pub fn strategic_merge_patch(doc: &Value, patch: &Value, schema: &dyn Schema) -> Result<Value> {
-    let doc = document(doc)?;
-    let patch = document(patch)?;
+    apply_strategic_merge_patch(doc.clone(), patch.clone(), schema)
+}
+
+/// [`strategic_merge_patch`] on owned documents: the document is merged in place, so callers
+/// that own the live object (just read from the server) pay for no copy of it.
+pub fn apply_strategic_merge_patch(doc: Value, patch: Value, schema: &dyn Schema) -> Result<Value> {
+    let doc = owned_document(doc)?;
+    let patch = owned_document(patch)?;
     Ok(Value::Object(merge_map(doc, patch, schema, MergeOptions::APPLY)?))
+}
+
+/// An owned document argument; see [`document_ref`].
+fn owned_document(v: Value) -> Result<Map> {
+    check_depth(&v)?;
+    match v {
+        Value::Object(m) => Ok(m),
+        Value::Null => Ok(Map::new()),
+        _ => Err(Error::BadJsonDoc),
+    }
 }
 
 /// A document argument: an object (or `null`, which Go decodes into an empty map), not
 /// nested deeper than [`MAX_DEPTH`].
-fn document(v: &Value) -> Result<Map> {
-    document_ref(v).map(|m| m.into_owned())
-}
-
 fn document_ref(v: &Value) -> Result<std::borrow::Cow<'_, Map>> {
     check_depth(v)?;
     match v {

@@ -248,9 +248,9 @@ fn merge_ordered_list(
     schema: &dyn Schema,
     opts: MergeOptions,
 ) -> Result<()> {
-    let original_list = take_list(original, &field)?;
-    let patch_list = take_list(patch, &field)?;
-    let (element, meta) = schema.lookup_slice(&field)?;
+    let original_list = take_list(original, field)?;
+    let patch_list = take_list(patch, field)?;
+    let (element, meta) = schema.lookup_slice(field)?;
     let strategy = meta.strategy()?;
     let merge_key = meta.merge_key.as_str();
     validate_against_order(patch_list.as_deref().unwrap_or(&[]), order, merge_key)?;

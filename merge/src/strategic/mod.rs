@@ -88,20 +88,28 @@ pub fn create_three_way_merge_patch(
 /// unmatched nulls ignored). Lists in `doc` are assumed to come from JSON decoding, which
 /// matters only for the order of live scalar lists that contain duplicates (spec §7.4).
 pub fn strategic_merge_patch(doc: &Value, patch: &Value, schema: &dyn Schema) -> Result<Value> {
-    apply_strategic_merge_patch(doc.clone(), patch.clone(), schema)
+    // Checked before copying: a copy recurses as deep as the document does.
+    check_depth(doc)?;
+    check_depth(patch)?;
+    merge_documents(doc.clone(), patch.clone(), schema)
 }
 
 /// [`strategic_merge_patch`] on owned documents: the document is merged in place, so callers
 /// that own the live object (just read from the server) pay for no copy of it.
 pub fn apply_strategic_merge_patch(doc: Value, patch: Value, schema: &dyn Schema) -> Result<Value> {
+    check_depth(&doc)?;
+    check_depth(&patch)?;
+    merge_documents(doc, patch, schema)
+}
+
+fn merge_documents(doc: Value, patch: Value, schema: &dyn Schema) -> Result<Value> {
     let doc = owned_document(doc)?;
     let patch = owned_document(patch)?;
     Ok(Value::Object(merge_map(doc, patch, schema, MergeOptions::APPLY)?))
 }
 
-/// An owned document argument; see [`document_ref`].
+/// An owned document argument, already checked against [`MAX_DEPTH`]; see [`document_ref`].
 fn owned_document(v: Value) -> Result<Map> {
-    check_depth(&v)?;
     match v {
         Value::Object(m) => Ok(m),
         Value::Null => Ok(Map::new()),

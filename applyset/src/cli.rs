@@ -42,11 +42,13 @@ pub struct ClusterArgs {
     /// The kubeconfig context to use (default: its current context).
     #[arg(long, value_name = "NAME")]
     pub context: Option<String>,
-    /// Maximum requests per second to the apiserver (kubectl's default 50; 0 = unlimited).
-    #[arg(long, default_value_t = 50.0)]
+    /// Maximum requests per second to the apiserver (0 = unlimited). With at most
+    /// --concurrency objects in flight this keeps a run's load bounded; the apiserver's own
+    /// API Priority and Fairness still applies. (kubectl sends its requests one at a time.)
+    #[arg(long, default_value_t = crate::apply::cluster::DEFAULT_QPS)]
     pub qps: f64,
-    /// Requests allowed in a burst above --qps (kubectl's default 300).
-    #[arg(long, default_value_t = 300)]
+    /// Requests allowed in a burst above --qps.
+    #[arg(long, default_value_t = crate::apply::cluster::DEFAULT_BURST)]
     pub burst: u32,
     /// Objects applied at once.
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=256))]

@@ -4,7 +4,6 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use applyset_merge::Value;
-use serde::Deserialize;
 
 /// A file that could not be turned into one document.
 #[derive(Debug, thiserror::Error)]
@@ -24,7 +23,7 @@ impl fmt::Display for DocumentError {
 pub fn read_object(path: &Path) -> Result<Value, DocumentError> {
     let fail = |problem: String| DocumentError { path: path.to_owned(), problem };
     let bytes = std::fs::read(path).map_err(|e| fail(format!("cannot read: {e}")))?;
-    let text = String::from_utf8(bytes).map_err(|e| fail(format!("not UTF-8 text: {e}")))?;
+    let text = crate::manifest::decode_text(&bytes);
     let mut documents = parse_documents(&text).map_err(fail)?;
     match documents.len() {
         0 => Ok(Value::Object(Default::default())),
@@ -36,24 +35,18 @@ pub fn read_object(path: &Path) -> Result<Value, DocumentError> {
     }
 }
 
-/// Parses a JSON or YAML stream into its non-empty documents. Like kubectl, text whose first
-/// non-blank character is `{` is JSON; anything else is YAML (a superset of JSON, so a JSON
-/// value that fails as JSON still gets the YAML parser's more precise message).
+/// Parses a JSON or YAML stream into its non-empty documents, with the manifest loader's
+/// rules (kubectl's: JSON when the text starts with `{`, else YAML with YAML 1.1 scalars), so
+/// `applyset patch` reads a file exactly as `applyset apply` and kubectl do.
 pub fn parse_documents(text: &str) -> Result<Vec<Value>, String> {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    if text.trim_start().starts_with('{') {
-        if let Ok(value) = Value::from_json_str(text) {
-            return Ok(vec![value]);
+    let documents = crate::manifest::parse_stream(text).map_err(|e| {
+        let mut at = format!("document {}: ", e.document);
+        if let (Some(line), Some(column)) = (e.line, e.column) {
+            at.push_str(&format!("line {line} column {column}: "));
         }
-    }
-    let mut documents = Vec::new();
-    for (index, document) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
-        let value = Value::deserialize(document).map_err(|e| format!("document {}: {e}", index + 1))?;
-        if !value.is_null() {
-            documents.push(value);
-        }
-    }
-    Ok(documents)
+        format!("{at}{}", e.message)
+    })?;
+    Ok(documents.into_iter().map(|d| d.value).collect())
 }
 
 fn describe(value: &Value) -> &'static str {
@@ -82,6 +75,12 @@ mod tests {
         let docs = parse_documents("---\na: 1\n---\n# only a comment\n---\nb: [x, 2.5]\n").unwrap();
         assert_eq!(docs.len(), 2);
         assert_eq!(docs[1].to_json_string(), r#"{"b":["x",2.5]}"#);
+    }
+
+    #[test]
+    fn yaml_scalars_follow_yaml_1_1_like_kubectl() {
+        let docs = parse_documents("a: yes\nb: on\nmode: 0755\nc: \"yes\"\n").unwrap();
+        assert_eq!(docs[0].to_json_string(), r#"{"a":true,"b":true,"c":"yes","mode":493}"#);
     }
 
     #[test]

@@ -17,7 +17,7 @@ fn scratch(test: &str) -> PathBuf {
     dir
 }
 
-fn write(dir: &PathBuf, name: &str, text: &str) -> String {
+fn write(dir: &std::path::Path, name: &str, text: &str) -> String {
     let path = dir.join(name);
     std::fs::write(&path, text).unwrap();
     path.to_str().unwrap().to_owned()

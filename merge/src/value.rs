@@ -175,6 +175,36 @@ fn write_json(v: &Value, out: &mut String) {
     }
 }
 
+/// Go's `%q` (`strconv.Quote`): double quotes, Go's short escapes, `\xNN` for ASCII control
+/// bytes and `\uNNNN` for other control characters. kubectl quotes names and paths this way in
+/// its messages.
+pub fn go_quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\u{7}' => out.push_str("\\a"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{b}' => out.push_str("\\v"),
+            c if c.is_ascii_control() => {
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
+            c if c.is_control() => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
 /// Go's `encoding/json` string escaping (HTML-safe, Go 1.22+ short forms for \b and \f).
 pub fn write_json_string(s: &str, out: &mut String) {
     out.push('"');

@@ -25,6 +25,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
 
 use applyset_merge::Value;
+use applyset_merge::value::go_quote;
 use futures::StreamExt;
 use kube::core::{ApiResource, GroupVersionKind};
 
@@ -301,25 +302,6 @@ impl Prepared {
 
 fn source_text(source: &Source) -> String {
     source.path.display().to_string()
-}
-
-/// Go's `%q` for the strings kubectl quotes (names, paths): JSON escaping is close enough for
-/// the characters those contain.
-fn go_quote(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 /// `apps/v1` → (`apps`, `v1`); `v1` → (``, `v1`).

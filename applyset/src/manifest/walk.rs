@@ -4,6 +4,7 @@
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
+use applyset_merge::value::go_quote;
 
 /// The extensions kept when walking a directory (compared exactly, as Go's `filepath.Ext`).
 pub const FILE_EXTENSIONS: [&str; 3] = [".json", ".yaml", ".yml"];
@@ -122,30 +123,6 @@ fn walk_dir(dir: &Path, recursive: bool, inputs: &mut Vec<Input>) -> io::Result<
 /// Go's `filepath.Ext` on a file name: from the last `.` on (so `.yaml` has extension `.yaml`).
 fn go_ext(name: &str) -> &str {
     name.rfind('.').map_or("", |i| &name[i..])
-}
-
-/// Go's `%q` for a path (`strconv.Quote`).
-pub(crate) fn go_quote(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if c.is_control() => {
-                if (c as u32) < 0x80 {
-                    out.push_str(&format!("\\x{:02x}", c as u32));
-                } else {
-                    out.push_str(&format!("\\u{:04x}", c as u32));
-                }
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::meta::PatchMeta;
+use crate::value::go_quote;
 use crate::{Error, Map, Result, SchemaRef, Value};
 
 const PATCH_STRATEGY_KEY: &str = "x-kubernetes-patch-strategy";
@@ -236,25 +237,6 @@ fn read_patch_meta(schema: &Map) -> Result<PatchMeta> {
     let strategy = read(PATCH_STRATEGY_KEY)?;
     let merge_key = read(PATCH_MERGE_KEY_KEY)?;
     Ok(PatchMeta::new(strategy, merge_key))
-}
-
-/// Go's `%q` for the strings that appear in lookup errors: double quotes with Go's escapes.
-fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 || c == '\u{7f}' => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 #[cfg(test)]

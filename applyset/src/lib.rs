@@ -5,4 +5,5 @@ pub mod commands;
 pub mod document;
 pub mod apply;
 pub mod manifest;
+pub mod operator;
 pub mod source;

@@ -1,0 +1,6 @@
+//! The operator: the `ApplySet` custom resource and the controller that keeps the cluster in
+//! sync with git (`applyset controller`).
+
+pub mod http;
+pub mod leader;
+pub mod metrics;

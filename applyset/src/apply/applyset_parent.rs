@@ -764,6 +764,75 @@ impl Parent {
         })
     }
 
+    /// A parent the caller already holds (the controller's own ApplySet object): no discovery
+    /// of the parent type and no GET. A parent without any ApplySet metadata yet starts empty;
+    /// one with metadata must pass kubectl's checks.
+    pub fn from_existing(
+        index: ApiIndex,
+        api_resource: ApiResource,
+        name: &str,
+        namespace: &str,
+        labels: &BTreeMap<String, String>,
+        annotations: &BTreeMap<String, String>,
+    ) -> Result<Self, String> {
+        let id = applyset_id(name, namespace, &api_resource.kind, &api_resource.group);
+        let mut parent = Self {
+            api_resource,
+            namespaced: !namespace.is_empty(),
+            name: name.to_owned(),
+            namespace: namespace.to_owned(),
+            id,
+            index,
+            current_kinds: BTreeMap::new(),
+            current_namespaces: BTreeSet::new(),
+            updated_kinds: BTreeSet::new(),
+            updated_namespaces: BTreeSet::new(),
+            field_validation: None,
+            warnings: Vec::new(),
+        };
+        let fresh = !annotations.contains_key(TOOLING_ANNOTATION) && !labels.contains_key(PARENT_ID_LABEL);
+        if fresh {
+            if parent.namespaced {
+                parent.current_namespaces.insert(parent.namespace.clone());
+            }
+            return Ok(parent);
+        }
+        check_existing_parent(&parent.reference(), &parent.id, labels, annotations)?;
+        parent.record_existing(annotations)?;
+        Ok(parent)
+    }
+
+    /// Records this run's members (the first half of [`Parent::update_superset`], no write).
+    pub fn record_members<'a>(&mut self, members: impl IntoIterator<Item = Member<'a>>) {
+        for member in members {
+            self.updated_kinds.insert(GroupKind::of(member.api_resource));
+            if let Some(ns) = member.namespace.filter(|ns| member.namespaced && !ns.is_empty()) {
+                self.updated_namespaces.insert(ns.to_owned());
+            }
+        }
+    }
+
+    /// Server-side applies `body` unless the parent's current labels and annotations already
+    /// hold every value in it; returns whether it wrote.
+    pub async fn apply_if_changed(
+        &mut self,
+        client: &Client,
+        body: serde_json::Value,
+        labels: &BTreeMap<String, String>,
+        annotations: &BTreeMap<String, String>,
+    ) -> Result<bool, String> {
+        let holds = |field: &str, current: &BTreeMap<String, String>| {
+            body["metadata"][field]
+                .as_object()
+                .is_none_or(|wanted| wanted.iter().all(|(k, v)| v.as_str() == current.get(k).map(String::as_str)))
+        };
+        if holds("labels", labels) && holds("annotations", annotations) {
+            return Ok(false);
+        }
+        self.server_side_apply(client, body, DryRun::None).await?;
+        Ok(true)
+    }
+
     /// The set's ID (`applyset-…-v1`).
     pub fn id(&self) -> &str {
         &self.id
@@ -850,16 +919,7 @@ impl Parent {
         dry_run: DryRun,
     ) -> Result<(), String> {
         self.fetch(client).await?;
-        for member in members {
-            self.updated_kinds
-                .insert(GroupKind::of(member.api_resource));
-            if let Some(ns) = member
-                .namespace
-                .filter(|ns| member.namespaced && !ns.is_empty())
-            {
-                self.updated_namespaces.insert(ns.to_owned());
-            }
-        }
+        self.record_members(members);
         let body = self.superset_body();
         self.server_side_apply(client, body, dry_run).await
     }
@@ -1039,9 +1099,16 @@ impl Parent {
         let labels: BTreeMap<String, String> = parent.metadata.labels.unwrap_or_default();
         let annotations: BTreeMap<String, String> = parent.metadata.annotations.unwrap_or_default();
         check_existing_parent(&reference, &self.id, &labels, &annotations)?;
+        self.record_existing(&annotations)
+    }
+
+    /// Reads the kinds and namespaces an existing parent records (kubectl's `fetchParent`
+    /// after its checks).
+    fn record_existing(&mut self, annotations: &BTreeMap<String, String>) -> Result<(), String> {
+        let reference = self.reference();
         let wrap = |error: String| format!("parsing ApplySet annotation on {reference:?}: {error}");
         let mut kinds = BTreeMap::new();
-        match parse_recorded_kinds(&annotations).map_err(wrap)? {
+        match parse_recorded_kinds(annotations).map_err(wrap)? {
             RecordedKinds::GroupKinds(gks) => {
                 for gk in gks {
                     let entry = self.index.for_group_kind(&gk).map_err(|error| {

@@ -206,6 +206,22 @@ impl std::fmt::Debug for Cluster {
 impl Cluster {
     /// Loads the kubeconfig and builds a client. Nothing is sent to the server yet.
     pub async fn connect(options: &ConnectOptions) -> Result<Cluster> {
+        let config = Cluster::load_config(options).await?;
+        Cluster::from_config(config, options.qps, options.burst)
+    }
+
+    /// A cluster for a ready-made config (the controller's, possibly impersonating a
+    /// ServiceAccount, with the ApplySet's namespace as the default).
+    pub fn from_config(config: kube::Config, qps: f64, burst: u32) -> Result<Cluster> {
+        let server = config.cluster_url.to_string().trim_end_matches('/').to_owned();
+        let default_namespace = config.default_namespace.clone();
+        let client = kube::Client::try_from(config)
+            .map_err(|e| Error::Other(format!("cannot build a client for {server}: {e}")))?;
+        Ok(Cluster::from_client(client, server, default_namespace, qps, burst))
+    }
+
+    /// The kubeconfig (or in-cluster config) with the apply path's timeouts.
+    pub async fn load_config(options: &ConnectOptions) -> Result<kube::Config> {
         use kube::config::{KubeConfigOptions, Kubeconfig};
         let kube_options = KubeConfigOptions { context: options.context.clone(), ..Default::default() };
         let mut config = match &options.kubeconfig {
@@ -227,11 +243,7 @@ impl Cluster {
         // kube leaves reads unbounded; a hung apiserver must not hang a run forever.
         config.read_timeout = Some(Duration::from_secs(120));
         config.connect_timeout = Some(Duration::from_secs(10));
-        let server = config.cluster_url.to_string().trim_end_matches('/').to_owned();
-        let default_namespace = config.default_namespace.clone();
-        let client = kube::Client::try_from(config)
-            .map_err(|e| Error::Other(format!("cannot build a client for {server}: {e}")))?;
-        Ok(Cluster::from_client(client, server, default_namespace, options.qps, options.burst))
+        Ok(config)
     }
 
     /// A cluster around an existing client (tests use a mock service). The client is wrapped

@@ -87,6 +87,19 @@ pub struct ApplyOptions {
     pub force_timeout: Duration,
     /// Keep the patch, live object and result of each object (for `diff`).
     pub keep_results: bool,
+    /// Removes parts of each computed patch before it is sent (fields other controllers own).
+    pub patch_filter: Option<PatchFilter>,
+}
+
+/// Called with (manifest, live object, computed patch) for every object that exists; may
+/// remove parts of the patch. An emptied patch sends nothing.
+#[derive(Clone)]
+pub struct PatchFilter(pub std::sync::Arc<dyn Fn(&Value, &Value, &mut Value) + Send + Sync>);
+
+impl std::fmt::Debug for PatchFilter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PatchFilter")
+    }
 }
 
 impl Default for ApplyOptions {
@@ -102,6 +115,7 @@ impl Default for ApplyOptions {
             crd_timeout: Duration::from_secs(60),
             force_timeout: Duration::from_secs(60),
             keep_results: false,
+            patch_filter: None,
         }
     }
 }
@@ -838,13 +852,16 @@ async fn apply_one(cluster: &Cluster, options: &ApplyOptions, item: &Prepared, l
 
     let mut retries = 0;
     loop {
-        let computed = match compute(cluster, item, &modified, &current, &mut warnings).await {
+        let mut computed = match compute(cluster, item, &modified, &current, &mut warnings).await {
             Ok(computed) => computed,
             Err(error) => {
                 let error = error.rewrap(&format!("applying patch:\n\nto:\n{}\nfor:", info_text(item, mapping)), &source);
                 return (finish(Err(error), warnings, details), Some(visit));
             }
         };
+        if let Some(filter) = &options.patch_filter {
+            (filter.0)(&item.object, &current, &mut computed.patch);
+        }
         details.patch = Some(computed.patch.clone());
         details.patch_type = Some(computed.engine.patch_type());
         if computed.patch.as_object().is_some_and(|p| p.is_empty()) {

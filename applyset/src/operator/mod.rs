@@ -4,3 +4,6 @@
 pub mod http;
 pub mod leader;
 pub mod metrics;
+pub mod api;
+pub mod duration;
+pub mod drift;

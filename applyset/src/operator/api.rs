@@ -1,0 +1,328 @@
+//! The `ApplySet` custom resource (`applyset.dev/v1alpha1`): the Rust types are the source of
+//! the CRD (`applyset crd`, `crds/applyset.dev_applysets.yaml`).
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::{CustomResource, CustomResourceExt};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::apply::applyset_parent::PARENT_CRD_LABEL;
+use crate::source::SourceSpec;
+
+pub const GROUP: &str = "applyset.dev";
+pub const KIND: &str = "ApplySet";
+pub const PLURAL: &str = "applysets";
+/// Set to any new value (Flux uses a timestamp) to ask for a reconcile now.
+pub const RECONCILE_REQUESTED_AT: &str = "applyset.dev/reconcile-requested-at";
+/// Deleting an ApplySet waits for its objects to be pruned (or orphaned).
+pub const FINALIZER: &str = "applyset.dev/finalizer";
+
+/// Go duration syntax, as Flux and Argo CD users write intervals (`30s`, `5m`, `1h30m`).
+pub const DURATION_PATTERN: &str = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$";
+
+/// Keeps the cluster in sync with a directory of manifests in a git repository, applying every
+/// object exactly as `kubectl apply` (client-side) would.
+#[derive(CustomResource, Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(
+    group = "applyset.dev",
+    version = "v1alpha1",
+    kind = "ApplySet",
+    plural = "applysets",
+    singular = "applyset",
+    shortname = "aset",
+    category = "gitops",
+    namespaced,
+    status = "ApplySetStatus",
+    printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
+    printcolumn = r#"{"name":"Status","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].message"}"#,
+    printcolumn = r#"{"name":"Revision","type":"string","jsonPath":".status.lastAppliedRevision"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+)]
+#[serde(rename_all = "camelCase")]
+pub struct ApplySetSpec {
+    /// Where the manifests come from.
+    pub source: SourceSpec,
+    /// How often to fetch, apply and check for drift (Go duration, e.g. `5m`).
+    #[serde(default = "default_interval")]
+    pub interval: String,
+    /// How soon to retry after a failure; defaults to `interval`. Retries back off
+    /// exponentially from this value, capped at `interval`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_interval: Option<String>,
+    /// Time limit for the git fetch and for the whole apply (Go duration, default `2m`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<String>,
+    /// Stop reconciling (nothing is fetched, applied or pruned) until set back to false.
+    #[serde(default)]
+    pub suspend: bool,
+    /// Delete objects that were applied before and are no longer in the source.
+    #[serde(default = "default_true")]
+    pub prune: bool,
+    /// Accept a source with no objects (and prune everything) instead of failing.
+    #[serde(default)]
+    pub allow_empty: bool,
+    /// Delete and re-create objects whose patch fails with a conflict or an invalid
+    /// (immutable) field, like `kubectl apply --force`.
+    #[serde(default)]
+    pub force: bool,
+    /// Apply and prune as this ServiceAccount of the ApplySet's namespace (impersonation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_account_name: Option<String>,
+    /// What happens to the objects when the ApplySet is deleted: `Delete` (default when
+    /// `prune` is true) or `Orphan`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deletion_policy: Option<DeletionPolicy>,
+    /// How changes made to managed objects outside git are handled.
+    #[serde(default)]
+    pub drift: DriftSpec,
+}
+
+fn default_interval() -> String {
+    "5m".into()
+}
+
+fn default_true() -> bool {
+    true
+}
+
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum DeletionPolicy {
+    Delete,
+    Orphan,
+}
+
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DriftSpec {
+    /// `Correct` (default): re-apply drifted objects. `Report`: only report them.
+    #[serde(default)]
+    pub mode: DriftMode,
+    /// Fields owned by other controllers (e.g. an HPA's replicas): never drift, never reverted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ignore: Vec<DriftIgnoreRule>,
+}
+
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum DriftMode {
+    #[default]
+    Correct,
+    Report,
+}
+
+/// Paths to ignore in the objects matched by `target` (every object when absent).
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DriftIgnoreRule {
+    /// JSON pointers (RFC 6901), e.g. `/spec/replicas`.
+    pub paths: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<DriftTarget>,
+}
+
+/// Selects objects; every field given must match.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DriftTarget {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// A label selector in kubectl's syntax (`app=web,tier!=db`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label_selector: Option<String>,
+}
+
+/// What the controller observed; written only when it changes.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ApplySetStatus {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// `Ready`, `Reconciling`, `Stalled` (kstatus) and `Drifted`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+    /// The revision (`<branch>@sha1:<commit>`) whose objects are all applied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_applied_revision: Option<String>,
+    /// The revision of the last attempt, successful or not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_attempted_revision: Option<String>,
+    /// The `applyset.dev/reconcile-requested-at` value last handled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_handled_reconcile_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inventory: Option<InventoryStatus>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift: Option<DriftStatus>,
+}
+
+/// What the ApplySet manages.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct InventoryStatus {
+    pub count: u64,
+    /// Object counts by state (`Applied`, `Drifted`, `Failed`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub states: BTreeMap<String, u64>,
+    /// `Kind[.group]`, sorted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub group_kinds: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub namespaces: Vec<String>,
+    /// The first objects (failed and drifted first), at most a fixed number.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub objects: Vec<InventoryObject>,
+    /// Objects left out of `objects`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub omitted: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct InventoryObject {
+    /// `Kind[.group]`.
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    pub name: String,
+    /// `Applied`, `Drifted` or `Failed`.
+    pub state: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// Objects whose live state differs from what apply would produce.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DriftStatus {
+    pub count: u64,
+    /// `Correct` or `Report`, as configured when the drift was found.
+    pub mode: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub objects: Vec<DriftedObject>,
+}
+
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DriftedObject {
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    pub name: String,
+    pub fields: Vec<DriftedField>,
+}
+
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DriftedField {
+    /// Field path as kubectl's errors print it (`spec.template.spec.containers[name=app].image`).
+    pub path: String,
+    /// The field manager (from `metadata.managedFields`) that last wrote the field, if known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manager: Option<String>,
+}
+
+/// The CRD: generated from the types, then given what the derive cannot express (the
+/// ApplySet parent-type label, validation rules).
+pub fn crd() -> CustomResourceDefinition {
+    let mut crd = serde_json::to_value(ApplySet::crd()).expect("CRD serializes");
+    crd["metadata"]["labels"] = serde_json::json!({ PARENT_CRD_LABEL: "true" });
+    let schema = &mut crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"];
+    let spec = &mut schema["properties"]["spec"];
+    for field in ["interval", "retryInterval", "timeout"] {
+        spec["properties"][field]["pattern"] = DURATION_PATTERN.into();
+    }
+    spec["properties"]["serviceAccountName"]["minLength"] = 1.into();
+    let source = &mut spec["properties"]["source"];
+    source["properties"]["url"]["minLength"] = 1.into();
+    source["properties"]["url"]["pattern"] = r"^(https?://|ssh://|file://|[A-Za-z0-9._-]+@[^:/]+:).+".into();
+    source["properties"]["secretRef"]["properties"]["name"]["minLength"] = 1.into();
+    source["properties"]["ref"]["x-kubernetes-validations"] = serde_json::json!([
+        {
+            "rule": "[has(self.branch), has(self.tag), has(self.semver), has(self.commit)].filter(x, x).size() <= 1 || (has(self.branch) && has(self.commit) && !has(self.tag) && !has(self.semver))",
+            "message": "set one of branch, tag, semver or commit (commit may be combined with branch)"
+        },
+        { "rule": "!has(self.commit) || self.commit.matches('^[0-9a-fA-F]{40}$')", "message": "commit must be a full 40-hex-digit SHA-1" },
+        { "rule": "!has(self.branch) || self.branch != ''", "message": "branch must not be empty" },
+        { "rule": "!has(self.tag) || self.tag != ''", "message": "tag must not be empty" },
+        { "rule": "!has(self.semver) || self.semver != ''", "message": "semver must not be empty" }
+    ]);
+    let ignore_items = &mut spec["properties"]["drift"]["properties"]["ignore"]["items"];
+    ignore_items["properties"]["paths"]["minItems"] = 1.into();
+    ignore_items["properties"]["paths"]["items"]["pattern"] = "^(/([^~]|~[01])*)+$".into();
+    serde_json::from_value(crd).expect("CRD deserializes")
+}
+
+/// `crds/applyset.dev_applysets.yaml`: the CRD as YAML, with a header saying where it comes from.
+pub fn crd_yaml() -> String {
+    let yaml = serde_yaml_ng::to_string(&crd()).expect("CRD serializes as YAML");
+    format!("# Generated by `applyset crd` from applyset/src/operator/api.rs; do not edit.\n---\n{yaml}")
+}
+
+impl ApplySet {
+    pub fn namespace_or_default(&self) -> String {
+        self.metadata.namespace.clone().unwrap_or_else(|| "default".into())
+    }
+
+    pub fn name(&self) -> String {
+        self.metadata.name.clone().unwrap_or_default()
+    }
+
+    /// `namespace/name`, for logs and metric bookkeeping (never a metric label).
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.namespace_or_default(), self.name())
+    }
+
+    pub fn reconcile_requested_at(&self) -> Option<&str> {
+        self.metadata.annotations.as_ref()?.get(RECONCILE_REQUESTED_AT).map(String::as_str)
+    }
+
+    /// What to do with the objects when the ApplySet is deleted.
+    pub fn deletion_policy(&self) -> DeletionPolicy {
+        self.spec.deletion_policy.unwrap_or(if self.spec.prune { DeletionPolicy::Delete } else { DeletionPolicy::Orphan })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crd_names_and_columns() {
+        let crd = serde_json::to_value(crd()).unwrap();
+        assert_eq!(crd["metadata"]["name"], "applysets.applyset.dev");
+        assert_eq!(crd["metadata"]["labels"][PARENT_CRD_LABEL], "true");
+        assert_eq!(crd["spec"]["names"]["shortNames"], serde_json::json!(["aset"]));
+        assert_eq!(crd["spec"]["names"]["categories"], serde_json::json!(["gitops"]));
+        assert_eq!(crd["spec"]["scope"], "Namespaced");
+        let version = &crd["spec"]["versions"][0];
+        assert_eq!(version["subresources"]["status"], serde_json::json!({}));
+        let columns: Vec<&str> =
+            version["additionalPrinterColumns"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+        assert_eq!(columns, ["Ready", "Status", "Revision", "Age"]);
+        let spec = &version["schema"]["openAPIV3Schema"]["properties"]["spec"];
+        assert_eq!(spec["properties"]["interval"]["pattern"], DURATION_PATTERN);
+        assert_eq!(spec["properties"]["drift"]["properties"]["mode"]["enum"], serde_json::json!(["Correct", "Report"]));
+        assert_eq!(spec["required"], serde_json::json!(["source"]));
+    }
+
+    #[test]
+    fn defaults_fill_an_almost_empty_spec() {
+        let spec: ApplySetSpec = serde_json::from_value(serde_json::json!({"source": {"url": "https://example.com/repo.git"}})).unwrap();
+        assert_eq!(spec.interval, "5m");
+        assert!(spec.prune);
+        assert!(!spec.suspend);
+        assert_eq!(spec.drift.mode, DriftMode::Correct);
+    }
+}

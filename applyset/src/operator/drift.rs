@@ -1,0 +1,402 @@
+//! Drift, from the patch apply would send: which fields differ, who last wrote them
+//! (`metadata.managedFields`), and which fields `spec.drift.ignore` takes out of both the
+//! drift report and the patch. Pure functions over JSON values.
+
+use applyset_merge::Value;
+
+use super::api::{DriftIgnoreRule, DriftedField};
+use crate::apply::selector::Selector;
+
+/// The directive keys a strategic merge patch puts next to a field (`$setElementOrder/x`…).
+const FIELD_DIRECTIVES: [&str; 2] = ["$setElementOrder/", "$deleteFromPrimitiveList/"];
+
+/// List elements are named by the first of these keys they have (the usual merge keys), as
+/// kubectl's errors name them (`containers[name=app]`).
+const ELEMENT_KEYS: [&str; 8] = ["name", "containerPort", "mountPath", "devicePath", "ip", "port", "type", "key"];
+
+/// `spec.drift.ignore`, parsed once per reconcile.
+#[derive(Debug, Clone, Default)]
+pub struct IgnoreRules {
+    rules: Vec<ParsedRule>,
+}
+
+#[derive(Debug, Clone)]
+struct ParsedRule {
+    pointers: Vec<Vec<String>>,
+    group: Option<String>,
+    kind: Option<String>,
+    name: Option<String>,
+    namespace: Option<String>,
+    selector: Option<Selector>,
+}
+
+impl IgnoreRules {
+    /// Fails on a malformed pointer or label selector, naming the rule.
+    pub fn new(rules: &[DriftIgnoreRule]) -> Result<IgnoreRules, String> {
+        let mut parsed = Vec::with_capacity(rules.len());
+        for (index, rule) in rules.iter().enumerate() {
+            let pointers = rule
+                .paths
+                .iter()
+                .map(|p| parse_pointer(p).map_err(|e| format!("spec.drift.ignore[{index}].paths: {e}")))
+                .collect::<Result<Vec<_>, _>>()?;
+            let target = rule.target.clone().unwrap_or_default();
+            let selector = target
+                .label_selector
+                .as_deref()
+                .map(Selector::parse)
+                .transpose()
+                .map_err(|e| format!("spec.drift.ignore[{index}].target.labelSelector: {e}"))?;
+            parsed.push(ParsedRule {
+                pointers,
+                group: target.group,
+                kind: target.kind,
+                name: target.name,
+                namespace: target.namespace,
+                selector,
+            });
+        }
+        Ok(IgnoreRules { rules: parsed })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+
+    /// The pointers that apply to `object` (a manifest: apiVersion, kind, metadata).
+    pub fn pointers_for<'a>(&'a self, object: &Value) -> Vec<&'a [String]> {
+        let text = |path: &[&str]| {
+            let mut node = object;
+            for key in path {
+                node = match node.as_object().and_then(|o| o.get(*key)) {
+                    Some(next) => next,
+                    None => return "",
+                };
+            }
+            node.as_str().unwrap_or("")
+        };
+        let group = text(&["apiVersion"]).rsplit_once('/').map_or("", |(group, _)| group);
+        let kind = text(&["kind"]);
+        let name = text(&["metadata", "name"]);
+        let namespace = text(&["metadata", "namespace"]);
+        let matches = |wanted: &Option<String>, actual: &str| wanted.as_deref().is_none_or(|w| w == actual);
+        self.rules
+            .iter()
+            .filter(|rule| {
+                matches(&rule.group, group)
+                    && matches(&rule.kind, kind)
+                    && matches(&rule.name, name)
+                    && matches(&rule.namespace, namespace)
+                    && rule.selector.as_ref().is_none_or(|s| s.matches_object(object))
+            })
+            .flat_map(|rule| rule.pointers.iter().map(Vec::as_slice))
+            .collect()
+    }
+
+    /// Removes the ignored fields of `object` from `patch`.
+    pub fn filter_patch(&self, object: &Value, patch: &mut Value) {
+        for pointer in self.pointers_for(object) {
+            remove_path(patch, pointer);
+        }
+    }
+}
+
+/// RFC 6901: `/a/b~1c` → `["a", "b/c"]`.
+pub fn parse_pointer(text: &str) -> Result<Vec<String>, String> {
+    let Some(rest) = text.strip_prefix('/') else {
+        return Err(format!("{text:?} is not a JSON pointer (it must start with /)"));
+    };
+    rest.split('/')
+        .map(|token| {
+            let mut out = String::with_capacity(token.len());
+            let mut chars = token.chars();
+            while let Some(c) = chars.next() {
+                if c != '~' {
+                    out.push(c);
+                    continue;
+                }
+                match chars.next() {
+                    Some('0') => out.push('~'),
+                    Some('1') => out.push('/'),
+                    _ => return Err(format!("{text:?} is not a JSON pointer (~ must be followed by 0 or 1)")),
+                }
+            }
+            Ok(out)
+        })
+        .collect()
+}
+
+/// Removes `path` from a patch, with the directives that go with the removed field; maps left
+/// empty are removed too (an empty map patches nothing). A path reaching into a list removes
+/// the list's whole patch: a patch's list cannot be addressed by index.
+pub fn remove_path(patch: &mut Value, path: &[String]) {
+    remove_in(patch, path);
+}
+
+/// Returns whether `node` is now an empty map.
+fn remove_in(node: &mut Value, path: &[String]) -> bool {
+    let Some((head, rest)) = path.split_first() else { return false };
+    let Value::Object(map) = node else { return false };
+    let Some(child) = map.get_mut(head) else { return false };
+    let remove = rest.is_empty() || matches!(child, Value::Array(_)) || remove_in(child, rest);
+    if remove {
+        map.remove(head);
+        for directive in FIELD_DIRECTIVES {
+            map.remove(&format!("{directive}{head}"));
+        }
+    }
+    map.is_empty() || map.keys().all(|k| k == "$retainKeys")
+}
+
+/// One changed field: its path segments (map keys, or `[key=value]` list elements).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Segment {
+    Key(String),
+    Element(String, String),
+}
+
+/// The fields a patch changes, in kubectl's path notation, each with the manager that last
+/// wrote it in `live`'s managedFields. Directive keys are not fields.
+pub fn changed_fields(patch: &Value, live: &Value) -> Vec<DriftedField> {
+    let mut paths = Vec::new();
+    collect(patch, &mut Vec::new(), &mut paths);
+    let managed = live
+        .as_object()
+        .and_then(|o| o.get("metadata"))
+        .and_then(Value::as_object)
+        .and_then(|m| m.get("managedFields"))
+        .and_then(Value::as_array);
+    paths
+        .into_iter()
+        .map(|segments| DriftedField {
+            path: render(&segments),
+            manager: managed.and_then(|entries| manager_of(entries, &segments)),
+        })
+        .collect()
+}
+
+fn collect(node: &Value, prefix: &mut Vec<Segment>, out: &mut Vec<Vec<Segment>>) {
+    match node {
+        Value::Object(map) if !map.is_empty() => {
+            for (key, value) in map.iter() {
+                if key.starts_with('$') {
+                    continue;
+                }
+                prefix.push(Segment::Key(key.clone()));
+                collect(value, prefix, out);
+                prefix.pop();
+            }
+        }
+        Value::Array(items) if items.iter().any(|item| element_key(item).is_some()) => {
+            for item in items {
+                match element_key(item) {
+                    Some((key, value)) => {
+                        prefix.push(Segment::Element(key.clone(), value.clone()));
+                        let rest = without_key(item, &key);
+                        if rest.as_object().is_some_and(|m| m.keys().all(|k| k.starts_with('$'))) {
+                            out.push(prefix.clone());
+                        } else {
+                            collect(&rest, prefix, out);
+                        }
+                        prefix.pop();
+                    }
+                    None => out.push(prefix.clone()),
+                }
+            }
+        }
+        _ => out.push(prefix.clone()),
+    }
+}
+
+fn element_key(item: &Value) -> Option<(String, String)> {
+    let map = item.as_object()?;
+    ELEMENT_KEYS.iter().find_map(|key| {
+        let value = map.get(*key)?;
+        let text = match value {
+            Value::String(s) => s.clone(),
+            other => other.to_json_string(),
+        };
+        Some(((*key).to_owned(), text))
+    })
+}
+
+fn without_key(item: &Value, key: &str) -> Value {
+    let mut item = item.clone();
+    if let Value::Object(map) = &mut item {
+        map.remove(key);
+    }
+    item
+}
+
+fn render(segments: &[Segment]) -> String {
+    let mut out = String::new();
+    for segment in segments {
+        match segment {
+            Segment::Key(key) => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(key);
+            }
+            Segment::Element(key, value) => {
+                out.push_str(&format!("[{key}={value}]"));
+            }
+        }
+    }
+    if out.is_empty() { ".".into() } else { out }
+}
+
+/// The manager whose `fieldsV1` holds the deepest prefix of the path (the most recent entry
+/// on a tie, as the apiserver lists them oldest first).
+fn manager_of(entries: &[Value], segments: &[Segment]) -> Option<String> {
+    let mut best: Option<(usize, String)> = None;
+    for entry in entries {
+        let Some(entry) = entry.as_object() else { continue };
+        let Some(fields) = entry.get("fieldsV1") else { continue };
+        let Some(manager) = entry.get("manager").and_then(Value::as_str) else { continue };
+        let depth = owned_depth(fields, segments);
+        if depth > 0 && best.as_ref().is_none_or(|(d, _)| depth >= *d) {
+            best = Some((depth, manager.to_owned()));
+        }
+    }
+    best.map(|(_, manager)| manager)
+}
+
+/// How many leading segments of the path `fields` (a fieldsV1 set) contains.
+fn owned_depth(fields: &Value, segments: &[Segment]) -> usize {
+    let mut node = fields;
+    let mut depth = 0;
+    for segment in segments {
+        let Some(map) = node.as_object() else { break };
+        let next = match segment {
+            Segment::Key(key) => map.get(&format!("f:{key}")),
+            Segment::Element(key, value) => map.iter().find_map(|(k, v)| {
+                let keyed = k.strip_prefix("k:")?;
+                let parsed = Value::from_json_str(keyed).ok()?;
+                let found = parsed.as_object()?.get(key)?;
+                let matches = match found {
+                    Value::String(s) => s.as_str() == value.as_str(),
+                    other => other.to_json_string() == *value,
+                };
+                matches.then_some(v)
+            }),
+        };
+        match next {
+            Some(next) => {
+                node = next;
+                depth += 1;
+            }
+            None => break,
+        }
+    }
+    depth
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::operator::api::DriftTarget;
+
+    fn json(text: &str) -> Value {
+        Value::from_json_str(text).unwrap()
+    }
+
+    fn deployment(labels: &str) -> Value {
+        json(&format!(
+            r#"{{"apiVersion":"apps/v1","kind":"Deployment","metadata":{{"name":"web","namespace":"shop","labels":{labels}}}}}"#
+        ))
+    }
+
+    #[test]
+    fn pointers_unescape() {
+        assert_eq!(parse_pointer("/spec/replicas").unwrap(), ["spec", "replicas"]);
+        assert_eq!(parse_pointer("/metadata/annotations/a~1b~0c").unwrap(), ["metadata", "annotations", "a/b~c"]);
+        assert!(parse_pointer("spec/replicas").is_err());
+        assert!(parse_pointer("/a~2").is_err());
+    }
+
+    #[test]
+    fn removing_a_field_drops_its_directives_and_empty_parents() {
+        let mut patch = json(
+            r#"{"spec":{"replicas":3,"template":{"spec":{"$setElementOrder/containers":[{"name":"app"}],"containers":[{"image":"b","name":"app"}]}}}}"#,
+        );
+        remove_path(&mut patch, &parse_pointer("/spec/replicas").unwrap());
+        assert_eq!(
+            patch.to_json_string(),
+            r#"{"spec":{"template":{"spec":{"$setElementOrder/containers":[{"name":"app"}],"containers":[{"image":"b","name":"app"}]}}}}"#
+        );
+        remove_path(&mut patch, &parse_pointer("/spec/template/spec/containers/0/image").unwrap());
+        assert_eq!(patch.to_json_string(), "{}");
+    }
+
+    #[test]
+    fn removing_an_absent_path_changes_nothing() {
+        let mut patch = json(r#"{"spec":{"replicas":3}}"#);
+        remove_path(&mut patch, &parse_pointer("/spec/paused").unwrap());
+        remove_path(&mut patch, &parse_pointer("/data/x").unwrap());
+        assert_eq!(patch.to_json_string(), r#"{"spec":{"replicas":3}}"#);
+    }
+
+    #[test]
+    fn targets_select_by_kind_name_namespace_and_labels() {
+        let rule = |target: DriftTarget| DriftIgnoreRule { paths: vec!["/spec/replicas".into()], target: Some(target) };
+        let rules = IgnoreRules::new(&[
+            rule(DriftTarget { group: Some("apps".into()), kind: Some("Deployment".into()), ..Default::default() }),
+            rule(DriftTarget { kind: Some("StatefulSet".into()), ..Default::default() }),
+            rule(DriftTarget { label_selector: Some("autoscaled=true".into()), ..Default::default() }),
+        ])
+        .unwrap();
+        assert_eq!(rules.pointers_for(&deployment("{}")).len(), 1);
+        assert_eq!(rules.pointers_for(&deployment(r#"{"autoscaled":"true"}"#)).len(), 2);
+        let config_map = json(r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"web"}}"#);
+        assert!(rules.pointers_for(&config_map).is_empty());
+        let mut patch = json(r#"{"spec":{"replicas":5}}"#);
+        rules.filter_patch(&deployment("{}"), &mut patch);
+        assert_eq!(patch.to_json_string(), "{}");
+    }
+
+    #[test]
+    fn bad_rules_name_the_field() {
+        let error = IgnoreRules::new(&[DriftIgnoreRule { paths: vec!["spec".into()], target: None }]).unwrap_err();
+        assert!(error.starts_with("spec.drift.ignore[0].paths: "), "{error}");
+        let error = IgnoreRules::new(&[DriftIgnoreRule {
+            paths: vec!["/spec".into()],
+            target: Some(DriftTarget { label_selector: Some("a in (".into()), ..Default::default() }),
+        }])
+        .unwrap_err();
+        assert!(error.starts_with("spec.drift.ignore[0].target.labelSelector: "), "{error}");
+    }
+
+    #[test]
+    fn changed_fields_name_elements_and_managers() {
+        let patch = json(
+            r#"{"data":{"color":"blue"},"spec":{"replicas":3,"template":{"spec":{"$setElementOrder/containers":[{"name":"app"}],"containers":[{"image":"shop:1","name":"app"}]}}}}"#,
+        );
+        let live = json(
+            r#"{"metadata":{"managedFields":[
+                {"manager":"kubectl-client-side-apply","operation":"Update","fieldsV1":{"f:data":{"f:color":{}},"f:spec":{"f:replicas":{},"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{".":{},"f:image":{},"f:name":{}}}}}}}},
+                {"manager":"kubectl-edit","operation":"Update","fieldsV1":{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{"f:image":{}}}}}}}},
+                {"manager":"kubectl-scale","operation":"Update","subresource":"scale","fieldsV1":{"f:spec":{"f:replicas":{}}}}
+            ]}}"#,
+        );
+        let fields = changed_fields(&patch, &live);
+        let shown: Vec<(String, Option<String>)> = fields.into_iter().map(|f| (f.path, f.manager)).collect();
+        assert_eq!(
+            shown,
+            [
+                ("data.color".to_owned(), Some("kubectl-client-side-apply".to_owned())),
+                ("spec.replicas".to_owned(), Some("kubectl-scale".to_owned())),
+                ("spec.template.spec.containers[name=app].image".to_owned(), Some("kubectl-edit".to_owned())),
+            ]
+        );
+    }
+
+    #[test]
+    fn removed_fields_and_unkeyed_lists_are_leaves() {
+        let patch = json(r#"{"metadata":{"labels":{"team":null}},"spec":{"args":["a","b"]}}"#);
+        let fields = changed_fields(&patch, &json("{}"));
+        let paths: Vec<&str> = fields.iter().map(|f| f.path.as_str()).collect();
+        assert_eq!(paths, ["metadata.labels.team", "spec.args"]);
+        assert!(fields.iter().all(|f| f.manager.is_none()));
+    }
+}

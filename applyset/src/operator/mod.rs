@@ -7,3 +7,6 @@ pub mod metrics;
 pub mod api;
 pub mod duration;
 pub mod drift;
+pub mod status;
+pub mod context;
+pub mod reconcile;

@@ -1,0 +1,182 @@
+//! The one `Context` every reconcile shares: the controller's own client, the git cache, the
+//! per-identity apply clusters (ServiceAccount impersonation), events and metrics.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::Resource;
+
+use super::api::ApplySet;
+use super::metrics::Metrics;
+use crate::apply::applyset_parent::ApiIndex;
+use crate::apply::Cluster;
+use crate::source::GitSource;
+
+/// Settings from the command line that shape every reconcile.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub qps: f64,
+    pub burst: u32,
+    /// Objects in flight per apply.
+    pub apply_concurrency: usize,
+    /// Impersonated for ApplySets without `spec.serviceAccountName` (multi-tenant lockdown).
+    pub default_service_account: Option<String>,
+    /// Accept `file://` and local-path sources (the demo and tests; never for tenants).
+    pub allow_local_sources: bool,
+    /// The field manager of the controller's writes to managed objects.
+    pub field_manager: String,
+}
+
+/// Apply clusters are kept this long, then rebuilt, so that discovery and OpenAPI caches
+/// follow CRD changes made by others.
+const CLUSTER_TTL: Duration = Duration::from_secs(600);
+
+pub struct Context {
+    /// The controller's own identity: ApplySets, their status, Secrets, Events.
+    pub client: kube::Client,
+    config: kube::Config,
+    pub git: GitSource,
+    pub metrics: Arc<Metrics>,
+    pub settings: Settings,
+    recorder: Recorder,
+    clusters: Mutex<HashMap<ClusterKey, (Instant, Arc<Cluster>, Option<Arc<ApiIndex>>)>>,
+    /// Consecutive failures per ApplySet (`namespace/name`), for the retry backoff.
+    failures: Mutex<HashMap<String, u32>>,
+    /// The last run per ApplySet, so that watch events for our own status writes do not
+    /// start runs before they are due.
+    runs: Mutex<HashMap<String, LastRun>>,
+}
+
+#[derive(Debug, Clone)]
+struct LastRun {
+    generation: Option<i64>,
+    requested_at: Option<String>,
+    at: Instant,
+    next: Duration,
+}
+
+/// Who applies, and which namespace objects without one land in.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct ClusterKey {
+    namespace: String,
+    service_account: Option<String>,
+}
+
+impl Context {
+    pub fn new(client: kube::Client, config: kube::Config, git: GitSource, metrics: Arc<Metrics>, settings: Settings, instance: String) -> Context {
+        let reporter = Reporter { controller: "applyset-controller".into(), instance: Some(instance) };
+        Context {
+            recorder: Recorder::new(client.clone(), reporter),
+            client,
+            config,
+            git,
+            metrics,
+            settings,
+            clusters: Mutex::new(HashMap::new()),
+            failures: Mutex::new(HashMap::new()),
+            runs: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The ServiceAccount an ApplySet applies as, if any.
+    pub fn service_account_for(&self, applyset: &ApplySet) -> Option<String> {
+        applyset.spec.service_account_name.clone().or_else(|| self.settings.default_service_account.clone())
+    }
+
+    /// The apply cluster for an ApplySet: its namespace is the default for objects without one,
+    /// and with a ServiceAccount every request is made as that account.
+    pub fn cluster_for(&self, namespace: &str, service_account: Option<&str>) -> crate::apply::Result<Arc<Cluster>> {
+        let key = ClusterKey { namespace: namespace.to_owned(), service_account: service_account.map(str::to_owned) };
+        let mut clusters = self.clusters.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((built, cluster, _)) = clusters.get(&key)
+            && built.elapsed() < CLUSTER_TTL
+        {
+            return Ok(cluster.clone());
+        }
+        let mut config = self.config.clone();
+        config.default_namespace = namespace.to_owned();
+        if let Some(account) = service_account {
+            // Groups are left out: the apiserver adds the ServiceAccount's own groups.
+            config.auth_info.impersonate = Some(format!("system:serviceaccount:{namespace}:{account}"));
+            config.auth_info.impersonate_groups = None;
+        }
+        let cluster = Arc::new(Cluster::from_config(config, self.settings.qps, self.settings.burst)?);
+        clusters.insert(key, (Instant::now(), cluster.clone(), None));
+        Ok(cluster)
+    }
+
+    /// Discovery for the ApplySet parent's recorded kinds, cached with the cluster.
+    pub async fn api_index(&self, namespace: &str, service_account: Option<&str>, cluster: &Cluster, refresh: bool) -> Result<Arc<ApiIndex>, String> {
+        let key = ClusterKey { namespace: namespace.to_owned(), service_account: service_account.map(str::to_owned) };
+        if !refresh
+            && let Some(index) = self.clusters.lock().unwrap_or_else(|p| p.into_inner()).get(&key).and_then(|(_, _, index)| index.clone())
+        {
+            return Ok(index);
+        }
+        let index = Arc::new(ApiIndex::load(cluster.client()).await?);
+        if let Some(entry) = self.clusters.lock().unwrap_or_else(|p| p.into_inner()).get_mut(&key) {
+            entry.2 = Some(index.clone());
+        }
+        Ok(index)
+    }
+
+    /// Records a failure; returns how many in a row.
+    pub fn failed(&self, key: &str) -> u32 {
+        let mut failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+        let count = failures.entry(key.to_owned()).or_insert(0);
+        *count += 1;
+        *count
+    }
+
+    /// Whether a run is due: never ran, the spec or the reconcile-now annotation changed, or
+    /// the scheduled time has come (with a second of slack for the requeue timer).
+    pub fn is_due(&self, key: &str, generation: Option<i64>, requested_at: Option<&str>) -> bool {
+        let runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
+        match runs.get(key) {
+            None => true,
+            Some(run) => {
+                run.generation != generation
+                    || run.requested_at.as_deref() != requested_at
+                    || run.at.elapsed() + Duration::from_secs(1) >= run.next
+            }
+        }
+    }
+
+    /// Time left until the next scheduled run.
+    pub fn remaining(&self, key: &str) -> Duration {
+        let runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
+        runs.get(key).map_or(Duration::ZERO, |run| run.next.saturating_sub(run.at.elapsed()))
+    }
+
+    /// Records a finished run and when the next is due.
+    pub fn ran(&self, key: &str, generation: Option<i64>, requested_at: Option<&str>, next: Duration) {
+        let run = LastRun { generation, requested_at: requested_at.map(str::to_owned), at: Instant::now(), next };
+        self.runs.lock().unwrap_or_else(|p| p.into_inner()).insert(key.to_owned(), run);
+    }
+
+    /// The ApplySet is gone.
+    pub fn forget(&self, key: &str) {
+        self.runs.lock().unwrap_or_else(|p| p.into_inner()).remove(key);
+        self.failures.lock().unwrap_or_else(|p| p.into_inner()).remove(key);
+    }
+
+    pub fn succeeded(&self, key: &str) {
+        self.failures.lock().unwrap_or_else(|p| p.into_inner()).remove(key);
+    }
+
+    /// Publishes an Event on the ApplySet; a failure to record is logged, never fatal.
+    pub async fn event(&self, applyset: &ApplySet, warning: bool, reason: &str, action: &str, note: String) {
+        let event = Event {
+            type_: if warning { EventType::Warning } else { EventType::Normal },
+            reason: reason.to_owned(),
+            note: Some(super::status::truncate(&note).chars().take(1000).collect()),
+            action: action.to_owned(),
+            secondary: None,
+        };
+        if let Err(error) = self.recorder.publish(&event, &applyset.object_ref(&())).await {
+            tracing::warn!(applyset = %applyset.key(), %error, "cannot record an event");
+        }
+    }
+}

@@ -1,0 +1,647 @@
+//! One reconcile of an ApplySet, top to bottom: fetch → load → apply → prune → drift → status.
+//! Each step that fails maps to one condition reason ([`Stage`]); nothing is pruned unless
+//! every earlier step succeeded, and the status is written only when it changed.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::api::{Patch, PatchParams};
+use kube::core::ApiResource;
+use kube::runtime::controller::Action;
+use kube::runtime::finalizer::{self, Event as FinalizerEvent};
+use kube::Api;
+
+use super::api::{ApplySet, ApplySetStatus, DeletionPolicy, DriftMode, DriftStatus, DriftedField, DriftedObject, InventoryObject, FINALIZER, GROUP, KIND, PLURAL};
+use super::context::Context;
+use super::drift::{self, IgnoreRules};
+use super::duration;
+use super::status::{self, reason, Failure, Stage, DRIFTED, READY};
+use crate::apply::applyset_parent::{ApiIndex, DeleteOptions, Parent};
+use crate::apply::{self, ApplyOptions, Cluster, DryRun, Fatal, PatchFilter, Verb};
+use crate::manifest::{self, LoadedObject};
+use crate::source::{CacheKey, Credentials, GitUrl, Transport};
+
+/// Errors the controller retries on its own schedule (the reconcile's outcome is in the status).
+#[derive(Debug, thiserror::Error)]
+pub enum ReconcileError {
+    #[error("writing the status of {key}: {source}")]
+    Status { key: String, source: kube::Error },
+    #[error("finalizer: {0}")]
+    Finalizer(String),
+    #[error("{0}")]
+    Cleanup(String),
+}
+
+/// The schedule an ApplySet asks for.
+#[derive(Debug, Clone, Copy)]
+pub struct Intervals {
+    pub interval: Duration,
+    pub retry: Duration,
+    pub timeout: Duration,
+}
+
+impl Intervals {
+    pub fn of(applyset: &ApplySet) -> Result<Intervals, String> {
+        let field = |name: &str, text: &str| duration::parse(text).map_err(|e| format!("spec.{name}: {e}"));
+        let interval = field("interval", &applyset.spec.interval)?;
+        let retry = applyset.spec.retry_interval.as_deref().map(|t| field("retryInterval", t)).transpose()?.unwrap_or(interval);
+        let timeout = applyset.spec.timeout.as_deref().map(|t| field("timeout", t)).transpose()?.unwrap_or(Duration::from_secs(120));
+        if interval.is_zero() || retry.is_zero() || timeout.is_zero() {
+            return Err("spec.interval, spec.retryInterval and spec.timeout must be greater than zero".into());
+        }
+        Ok(Intervals { interval, retry, timeout })
+    }
+}
+
+/// The next run after a success: the interval plus up to 10% jitter, so that ApplySets created
+/// together do not fetch together forever.
+pub fn with_jitter(interval: Duration) -> Duration {
+    interval + interval.mul_f64(fastrand::f64() * 0.1)
+}
+
+/// Capped exponential backoff after `failures` failures in a row: retry, 2×retry, 4×retry…,
+/// never more than the interval (nor less than the retry interval when that is larger).
+pub fn backoff(retry: Duration, interval: Duration, failures: u32) -> Duration {
+    let factor = 2f64.powi(failures.saturating_sub(1).min(16) as i32);
+    retry.mul_f64(factor).min(interval.max(retry))
+}
+
+pub fn api_resource() -> ApiResource {
+    ApiResource {
+        group: GROUP.into(),
+        version: "v1alpha1".into(),
+        api_version: format!("{GROUP}/v1alpha1"),
+        kind: KIND.into(),
+        plural: PLURAL.into(),
+    }
+}
+
+fn now() -> Time {
+    Time(k8s_openapi::jiff::Timestamp::now())
+}
+
+/// The controller's entry point: finalizer handling, then [`sync`] or [`cleanup`].
+pub async fn reconcile(applyset: Arc<ApplySet>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
+    let api: Api<ApplySet> = Api::namespaced(ctx.client.clone(), &applyset.namespace_or_default());
+    finalizer::finalizer(&api, FINALIZER, applyset, |event| async {
+        match event {
+            FinalizerEvent::Apply(applyset) => sync(applyset, &ctx).await,
+            FinalizerEvent::Cleanup(applyset) => cleanup(applyset, &ctx).await,
+        }
+    })
+    .await
+    .map_err(|e| match e {
+        finalizer::Error::ApplyFailed(inner) | finalizer::Error::CleanupFailed(inner) => inner,
+        other => ReconcileError::Finalizer(other.to_string()),
+    })
+}
+
+/// Unexpected errors (status writes, finalizer patches): retry soon.
+pub fn error_policy(applyset: Arc<ApplySet>, error: &ReconcileError, _ctx: Arc<Context>) -> Action {
+    tracing::warn!(applyset = %applyset.key(), %error, "reconcile error");
+    Action::requeue(Duration::from_secs(15))
+}
+
+/// What a successful pipeline run did, for the Ready message, Events and metrics.
+#[derive(Debug, Default)]
+struct Done {
+    revision: String,
+    created: Vec<String>,
+    configured: Vec<String>,
+    pruned: Vec<String>,
+    drifted: Vec<DriftedObject>,
+    /// Drift was corrected (Correct mode) rather than only reported.
+    corrected: bool,
+    counts: (u64, u64, u64),
+}
+
+async fn sync(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Action, ReconcileError> {
+    let started = Instant::now();
+    let key = applyset.key();
+    let generation = applyset.metadata.generation;
+    let previous = applyset.status.clone().unwrap_or_default();
+    let mut status = previous.clone();
+    if let Some(requested) = applyset.reconcile_requested_at() {
+        status.last_handled_reconcile_at = Some(requested.to_owned());
+    }
+
+    if applyset.spec.suspend {
+        status::mark_suspended(&mut status, generation, &now());
+        write_status(ctx, &applyset, &previous, &status).await?;
+        ctx.metrics.reconcile_finished("suspended", started.elapsed());
+        return Ok(Action::await_change());
+    }
+    let intervals = match Intervals::of(&applyset) {
+        Ok(intervals) => intervals,
+        Err(message) => {
+            let failure = Failure::new(Stage::InvalidSpec, message);
+            return finish_failed(ctx, &applyset, &previous, status, failure, started, None).await;
+        }
+    };
+    // A status write or a repeated watch event must not start a new run before it is due.
+    if !ctx.is_due(&key, generation, applyset.reconcile_requested_at()) {
+        return Ok(Action::requeue(ctx.remaining(&key)));
+    }
+
+    let mut written = previous.clone();
+    if previous.observed_generation != generation || status::condition(&previous, READY).is_none() {
+        let message = format!("Reconciling generation {}", generation.unwrap_or(0));
+        status::mark_progressing(&mut status, &message, generation, &now());
+        write_status(ctx, &applyset, &previous, &status).await?;
+        written = status.clone();
+    }
+
+    match pipeline(&applyset, ctx, &previous, &mut status, intervals).await {
+        Ok(done) => {
+            let now = now();
+            let (applied, drifted, failed) = done.counts;
+            ctx.metrics.set_objects(&key, applied, drifted, failed);
+            let mut message = format!("Applied revision: {}", done.revision);
+            if !done.drifted.is_empty() && !done.corrected {
+                message.push_str(&format!(" ({} object(s) drifted)", done.drifted.len()));
+            }
+            status::mark_ready(&mut status, &message, generation, &now);
+            set_drift_condition(&mut status, &done, generation, &now);
+            status.last_applied_revision = Some(done.revision.clone());
+            let was_ready = status::condition(&written, READY).is_some_and(|c| c.status == "True");
+            write_status(ctx, &applyset, &written, &status).await?;
+            publish_success_events(ctx, &applyset, &done, was_ready).await;
+            ctx.succeeded(&key);
+            ctx.metrics.reconcile_finished("success", started.elapsed());
+            ctx.metrics.sync_succeeded(now.0.as_second() as f64);
+            let next = with_jitter(intervals.interval);
+            ctx.ran(&key, generation, applyset.reconcile_requested_at(), next);
+            Ok(Action::requeue(next))
+        }
+        Err(failure) => finish_failed(ctx, &applyset, &written, status, failure, started, Some(intervals)).await,
+    }
+}
+
+async fn finish_failed(
+    ctx: &Context,
+    applyset: &ApplySet,
+    written: &ApplySetStatus,
+    mut status: ApplySetStatus,
+    failure: Failure,
+    started: Instant,
+    intervals: Option<Intervals>,
+) -> Result<Action, ReconcileError> {
+    let key = applyset.key();
+    let generation = applyset.metadata.generation;
+    let before = status::condition(written, READY).map(|c| (c.reason.clone(), c.message.clone()));
+    status::mark_failed(&mut status, &failure, generation, &now());
+    write_status(ctx, applyset, written, &status).await?;
+    let after = status::condition(&status, READY).map(|c| (c.reason.clone(), c.message.clone()));
+    // One Event per distinct failure, not one per retry.
+    if before != after {
+        ctx.event(applyset, true, failure.stage.reason(), "Reconcile", failure.message.clone()).await;
+    }
+    tracing::warn!(applyset = %key, reason = failure.stage.reason(), message = %failure.message, "reconcile failed");
+    ctx.metrics.reconcile_finished(failure.stage.metric_label(), started.elapsed());
+    let failures = ctx.failed(&key);
+    let Some(intervals) = intervals.filter(|_| failure.stage != Stage::InvalidSpec) else {
+        return Ok(Action::await_change());
+    };
+    let next = backoff(intervals.retry, intervals.interval, failures);
+    ctx.ran(&key, generation, applyset.reconcile_requested_at(), next);
+    Ok(Action::requeue(next))
+}
+
+async fn pipeline(
+    applyset: &ApplySet,
+    ctx: &Context,
+    previous: &ApplySetStatus,
+    status: &mut ApplySetStatus,
+    intervals: Intervals,
+) -> Result<Done, Failure> {
+    let namespace = applyset.namespace_or_default();
+    let name = applyset.name();
+
+    // fetch
+    let credentials = credentials(applyset, ctx).await?;
+    if !ctx.settings.allow_local_sources
+        && GitUrl::parse(&applyset.spec.source.url).is_ok_and(|url| url.transport() == Transport::Local)
+    {
+        return Err(Failure::new(
+            Stage::InvalidSpec,
+            "spec.source.url: local repositories (file:// or a path) are disabled on this controller (--allow-local-sources)",
+        ));
+    }
+    let fetch_started = Instant::now();
+    let artifact = ctx
+        .git
+        .sync(&CacheKey::new(&namespace, &name), &applyset.spec.source, credentials, intervals.timeout)
+        .await;
+    let artifact = match artifact {
+        Ok(artifact) => {
+            ctx.metrics.git_fetch(fetch_started.elapsed(), None);
+            artifact
+        }
+        Err(error) => {
+            let category = error.category();
+            ctx.metrics.git_fetch(fetch_started.elapsed(), Some(category.as_str()));
+            let stage = if category.as_str() == "InvalidSpec" { Stage::InvalidSpec } else { Stage::Fetch };
+            return Err(Failure::new(stage, error.to_string()));
+        }
+    };
+    status.last_attempted_revision = Some(artifact.revision.clone());
+
+    // load
+    let loaded = load(&artifact.dir, &artifact.checkout)?;
+    if loaded.is_empty() && !applyset.spec.allow_empty {
+        return Err(Failure::new(
+            Stage::Load,
+            format!(
+                "no objects found in {} at {}; nothing was applied or pruned (set spec.allowEmpty to accept an empty source)",
+                applyset.spec.source.path.as_deref().unwrap_or("the repository root"),
+                artifact.revision
+            ),
+        ));
+    }
+    let ignore = IgnoreRules::new(&applyset.spec.drift.ignore).map_err(|e| Failure::new(Stage::InvalidSpec, e))?;
+
+    // apply
+    let service_account = ctx.service_account_for(applyset);
+    let cluster = ctx
+        .cluster_for(&namespace, service_account.as_deref())
+        .map_err(|e| Failure::new(Stage::Apply, e.to_string()))?;
+    let steady = previous.last_applied_revision.as_deref() == Some(artifact.revision.as_str())
+        && previous.observed_generation == applyset.metadata.generation
+        && status::condition(previous, READY).is_some_and(|c| c.status == "True");
+    let report_only = steady && applyset.spec.drift.mode == DriftMode::Report;
+    let index = ctx
+        .api_index(&namespace, service_account.as_deref(), &cluster, false)
+        .await
+        .map_err(|e| Failure::new(Stage::Apply, e))?;
+    let labels = applyset.metadata.labels.clone().unwrap_or_default();
+    let mut annotations = applyset.metadata.annotations.clone().unwrap_or_default();
+    let mut parent = parent_for(applyset, &index, &labels, &annotations)?;
+    let ignore = Arc::new(ignore);
+    let options = ApplyOptions {
+        dry_run: if report_only { DryRun::Client } else { DryRun::None },
+        force: applyset.spec.force,
+        field_manager: ctx.settings.field_manager.clone(),
+        concurrency: ctx.settings.apply_concurrency,
+        applyset_label: Some(parent.id().to_owned()),
+        crd_timeout: intervals.timeout,
+        keep_results: true,
+        patch_filter: (!ignore.is_empty()).then(|| {
+            let ignore = ignore.clone();
+            PatchFilter(Arc::new(move |object, _live, patch| ignore.filter_patch(object, patch)))
+        }),
+        ..ApplyOptions::default()
+    };
+    let plan = plan(ctx, &cluster, &namespace, service_account.as_deref(), loaded, &options).await?;
+    if !report_only {
+        parent.record_members(plan.members().iter().map(|m| crate::apply::applyset_parent::Member {
+            api_resource: &m.api_resource,
+            namespaced: m.namespaced,
+            namespace: m.namespace.as_deref(),
+        }));
+        // The parent records every kind before anything is applied, so a failed run can
+        // still be pruned later (KEP-3659's superset update).
+        update_parent(ctx, &mut parent, parent.superset_body(), &labels, &mut annotations).await?;
+    }
+    let report = match tokio::time::timeout(intervals.timeout, apply::execute(&cluster, plan, &options)).await {
+        Ok(report) => report,
+        Err(_) => {
+            return Err(Failure::new(
+                Stage::Apply,
+                format!("applying {} timed out after {:?}; nothing was pruned", artifact.revision, intervals.timeout),
+            ));
+        }
+    };
+
+    // drift and inventory, from what apply did (or, in Report mode, would do)
+    let mut done = Done { revision: artifact.revision.clone(), corrected: !report_only, ..Done::default() };
+    let mut inventory = Vec::new();
+    let mut errors = Vec::new();
+    for object in &report.objects {
+        let (kind, object_name, object_namespace) = identity(object);
+        let mut entry = InventoryObject {
+            kind: kind.clone(),
+            namespace: object_namespace.clone(),
+            name: object_name.clone(),
+            state: status::STATE_APPLIED.into(),
+            message: None,
+        };
+        match &object.result {
+            Err(error) => {
+                entry.state = status::STATE_FAILED.into();
+                entry.message = Some(status::truncate(&error.render()).chars().take(300).collect());
+                errors.push(format!("{}: {}", object.source, error.render().trim_start_matches("error: ")));
+            }
+            Ok(verb) if steady && *verb != Verb::Unchanged => {
+                let fields = match (&object.details, verb) {
+                    (_, Verb::Created) => vec![DriftedField { path: "(object deleted)".into(), manager: None }],
+                    (Some(details), _) => match (&details.patch, &details.live) {
+                        (Some(patch), Some(live)) => drift::changed_fields(patch, live),
+                        _ => Vec::new(),
+                    },
+                    _ => Vec::new(),
+                };
+                if !report_only {
+                    entry.state = status::STATE_APPLIED.into();
+                } else {
+                    entry.state = status::STATE_DRIFTED.into();
+                }
+                done.drifted.push(DriftedObject { kind: kind.clone(), namespace: object_namespace, name: object_name, fields });
+            }
+            Ok(Verb::Created) => done.created.push(object.name.clone()),
+            Ok(Verb::Configured) => done.configured.push(object.name.clone()),
+            Ok(Verb::Unchanged) => {}
+        }
+        inventory.push(entry);
+    }
+    let failed = inventory.iter().filter(|o| o.state == status::STATE_FAILED).count() as u64;
+    let drifted = inventory.iter().filter(|o| o.state == status::STATE_DRIFTED).count() as u64;
+    done.counts = (inventory.len() as u64 - failed - drifted, drifted, failed);
+    status.inventory = Some(status::inventory(inventory, status::INVENTORY_LIMIT));
+    status.drift = Some(DriftStatus {
+        count: done.drifted.len() as u64,
+        mode: format!("{:?}", applyset.spec.drift.mode),
+        objects: done.drifted.iter().take(status::DRIFT_LIMIT).cloned().collect(),
+    });
+    if done.corrected && !done.drifted.is_empty() {
+        ctx.metrics.drift_corrected(done.drifted.len() as u64);
+    }
+    if !errors.is_empty() {
+        let count = errors.len();
+        let mut message = format!("{count} object(s) failed to apply at {}; nothing was pruned:\n", artifact.revision);
+        message.push_str(&errors.into_iter().take(5).collect::<Vec<_>>().join("\n"));
+        return Err(Failure::new(Stage::Apply, message));
+    }
+
+    // prune: only after every object applied
+    if !report_only && applyset.spec.prune {
+        let summary = parent.prune(cluster.client(), &report.visited, &DeleteOptions::new(DryRun::None)).await;
+        ctx.metrics.pruned(summary.pruned.len() as u64);
+        done.pruned = summary.pruned.iter().map(|line| line.trim_end_matches(" pruned").to_owned()).collect();
+        if !summary.errors.is_empty() {
+            return Err(Failure::new(Stage::Prune, summary.errors.join("\n")));
+        }
+        update_parent(ctx, &mut parent, parent.latest_body(), &labels, &mut annotations).await?;
+    }
+    Ok(done)
+}
+
+/// Reads the source `auth` Secret (same namespace) into credentials; never logs its data.
+async fn credentials(applyset: &ApplySet, ctx: &Context) -> Result<Option<Credentials>, Failure> {
+    let Some(secret_ref) = &applyset.spec.source.secret_ref else { return Ok(None) };
+    let namespace = applyset.namespace_or_default();
+    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &namespace);
+    let secret = secrets.get_opt(&secret_ref.name).await.map_err(|e| {
+        Failure::new(Stage::Fetch, format!("reading Secret {namespace}/{}: {}", secret_ref.name, crate::apply::applyset_parent::error_text(&e)))
+    })?;
+    let Some(secret) = secret else {
+        return Err(Failure::new(Stage::Fetch, format!("Secret {namespace}/{} (spec.source.secretRef) not found", secret_ref.name)));
+    };
+    let data: BTreeMap<String, Vec<u8>> =
+        secret.data.unwrap_or_default().into_iter().map(|(k, v)| (k, v.0)).collect();
+    Credentials::from_secret_data(&data)
+        .map(Some)
+        .map_err(|e| Failure::new(Stage::Fetch, format!("Secret {namespace}/{}: {e}", secret_ref.name)))
+}
+
+/// Loads every manifest under `dir`; file names in errors and sources are relative to the
+/// repository root.
+fn load(dir: &Path, checkout: &Path) -> Result<Vec<LoadedObject>, Failure> {
+    let relative = |path: &Path| path.strip_prefix(checkout).map(Path::to_path_buf).unwrap_or_else(|_| path.to_path_buf());
+    match manifest::load(&[dir.to_path_buf()], true, std::io::empty()) {
+        Ok(mut loaded) => {
+            for object in &mut loaded {
+                object.source.path = relative(&object.source.path);
+            }
+            Ok(loaded)
+        }
+        Err(error) => {
+            let count = error.errors.len();
+            let lines: Vec<String> = error
+                .errors
+                .into_iter()
+                .map(|mut e| {
+                    e.path = e.path.as_deref().map(relative);
+                    let checkout_prefix = format!("{}/", checkout.display());
+                    e.to_string().replace(&checkout_prefix, "")
+                })
+                .take(10)
+                .collect();
+            Err(Failure::new(
+                Stage::Load,
+                format!("{count} error(s) loading the manifests; nothing was applied or pruned:\n{}", lines.join("\n")),
+            ))
+        }
+    }
+}
+
+/// Plans the apply; kinds unknown to a cached discovery are looked up once more.
+async fn plan(
+    ctx: &Context,
+    cluster: &Cluster,
+    namespace: &str,
+    service_account: Option<&str>,
+    loaded: Vec<LoadedObject>,
+    options: &ApplyOptions,
+) -> Result<apply::Plan, Failure> {
+    let to_failure = |e: Fatal| match e {
+        Fatal::Duplicates(_) | Fatal::NoObjects => Failure::new(Stage::Load, e.to_string()),
+        Fatal::Cluster(e) => Failure::new(Stage::Apply, e.to_string()),
+    };
+    let retry_with = loaded.clone();
+    let plan = apply::plan(cluster, loaded, options).await.map_err(to_failure)?;
+    if !plan.has_failures() {
+        return Ok(plan);
+    }
+    cluster.refresh_discovery().await.map_err(|e| Failure::new(Stage::Apply, e.to_string()))?;
+    let _ = ctx.api_index(namespace, service_account, cluster, true).await;
+    apply::plan(cluster, retry_with, options).await.map_err(to_failure)
+}
+
+fn parent_for(
+    applyset: &ApplySet,
+    index: &ApiIndex,
+    labels: &BTreeMap<String, String>,
+    annotations: &BTreeMap<String, String>,
+) -> Result<Parent, Failure> {
+    Parent::from_existing(index.clone(), api_resource(), &applyset.name(), &applyset.namespace_or_default(), labels, annotations)
+        .map_err(|e| Failure::new(Stage::Apply, e))
+}
+
+/// Writes the parent's ApplySet metadata with the controller's identity (it is our own
+/// object) when it changed, and keeps `annotations` in step for the next comparison.
+async fn update_parent(
+    ctx: &Context,
+    parent: &mut Parent,
+    body: serde_json::Value,
+    labels: &BTreeMap<String, String>,
+    annotations: &mut BTreeMap<String, String>,
+) -> Result<(), Failure> {
+    parent
+        .apply_if_changed(&ctx.client, body.clone(), labels, annotations)
+        .await
+        .map_err(|e| Failure::new(Stage::Apply, format!("updating the ApplySet parent metadata: {e}")))?;
+    if let Some(written) = body["metadata"]["annotations"].as_object() {
+        for (key, value) in written {
+            annotations.insert(key.clone(), value.as_str().unwrap_or_default().to_owned());
+        }
+    }
+    Ok(())
+}
+
+/// `Kind[.group]`, name and namespace of a reported object: from the object itself when the
+/// report holds it, else from kubectl's display name (`deployment.apps/web`).
+fn identity(report: &crate::apply::ObjectReport) -> (String, String, Option<String>) {
+    let object = report.details.as_ref().and_then(|d| d.result.as_ref().or(d.live.as_ref()));
+    if let Some(object) = object {
+        let text = |field: &str| object.as_object().and_then(|o| o.get(field)).and_then(applyset_merge::Value::as_str).unwrap_or("");
+        let group = text("apiVersion").rsplit_once('/').map_or("", |(group, _)| group);
+        let kind = if group.is_empty() { text("kind").to_owned() } else { format!("{}.{group}", text("kind")) };
+        let name = crate::apply::object::meta_str(object, "name").unwrap_or("").to_owned();
+        let namespace = crate::apply::object::meta_str(object, "namespace").map(str::to_owned);
+        return (kind, name, namespace);
+    }
+    let (kind, name) = split_display(&report.name);
+    (kind, name, None)
+}
+
+/// `deployment.apps/web` → (`deployment.apps`, `web`).
+fn split_display(display: &str) -> (String, String) {
+    match display.split_once('/') {
+        Some((kind, name)) => (kind.to_owned(), name.to_owned()),
+        None => (String::new(), display.to_owned()),
+    }
+}
+
+fn set_drift_condition(status: &mut ApplySetStatus, done: &Done, generation: Option<i64>, now: &Time) {
+    let count = done.drifted.len();
+    let (value, why, message) = match (count, done.corrected) {
+        (0, _) => ("False", reason::NO_DRIFT, "No drift from the source".to_owned()),
+        (n, true) => ("False", reason::DRIFT_CORRECTED, format!("Corrected drift in {n} object(s): {}", describe_drift(&done.drifted))),
+        (n, false) => ("True", reason::DRIFT_DETECTED, format!("{n} object(s) differ from the source: {}", describe_drift(&done.drifted))),
+    };
+    status::set_condition(&mut status.conditions, DRIFTED, value, why, &message, generation, now);
+}
+
+fn describe_drift(objects: &[DriftedObject]) -> String {
+    objects
+        .iter()
+        .take(status::DRIFT_LIMIT)
+        .map(|o| {
+            let fields: Vec<String> = o
+                .fields
+                .iter()
+                .map(|f| match &f.manager {
+                    Some(manager) => format!("{} (by {manager})", f.path),
+                    None => f.path.clone(),
+                })
+                .collect();
+            format!("{}/{} [{}]", o.kind, o.name, fields.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+async fn publish_success_events(ctx: &Context, applyset: &ApplySet, done: &Done, was_ready: bool) {
+    let list = |names: &[String]| {
+        let shown: Vec<&str> = names.iter().take(20).map(String::as_str).collect();
+        let more = names.len().saturating_sub(shown.len());
+        if more > 0 { format!("{} and {more} more", shown.join(", ")) } else { shown.join(", ") }
+    };
+    if !done.created.is_empty() || !done.configured.is_empty() {
+        let mut parts = Vec::new();
+        if !done.created.is_empty() {
+            parts.push(format!("created: {}", list(&done.created)));
+        }
+        if !done.configured.is_empty() {
+            parts.push(format!("configured: {}", list(&done.configured)));
+        }
+        ctx.event(applyset, false, "Applied", "Apply", format!("Revision {}: {}", done.revision, parts.join("; "))).await;
+    } else if !was_ready {
+        ctx.event(applyset, false, reason::SUCCEEDED, "Reconcile", format!("Applied revision {}", done.revision)).await;
+    }
+    if !done.pruned.is_empty() {
+        ctx.event(applyset, false, "Pruned", "Prune", format!("pruned: {}", list(&done.pruned))).await;
+    }
+    if !done.drifted.is_empty() {
+        let (why, action) = if done.corrected { (reason::DRIFT_CORRECTED, "CorrectDrift") } else { (reason::DRIFT_DETECTED, "DetectDrift") };
+        ctx.event(applyset, !done.corrected, why, action, describe_drift(&done.drifted)).await;
+    }
+}
+
+/// Writes the status subresource when it differs from `written` (timestamps aside).
+async fn write_status(ctx: &Context, applyset: &ApplySet, written: &ApplySetStatus, next: &ApplySetStatus) -> Result<(), ReconcileError> {
+    if status::same_ignoring_time(written, next) {
+        return Ok(());
+    }
+    let api: Api<ApplySet> = Api::namespaced(ctx.client.clone(), &applyset.namespace_or_default());
+    let patch = serde_json::json!({ "status": next });
+    api.patch_status(&applyset.name(), &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .map(|_| ())
+        .map_err(|source| ReconcileError::Status { key: applyset.key(), source })
+}
+
+/// Deleting an ApplySet: prune every object it recorded (or orphan them), then drop the git
+/// cache. A failure keeps the finalizer and is retried.
+async fn cleanup(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Action, ReconcileError> {
+    let key = applyset.key();
+    let namespace = applyset.namespace_or_default();
+    if applyset.deletion_policy() == DeletionPolicy::Delete && !applyset.spec.suspend {
+        let service_account = ctx.service_account_for(&applyset);
+        let cluster = ctx
+            .cluster_for(&namespace, service_account.as_deref())
+            .map_err(|e| ReconcileError::Cleanup(e.to_string()))?;
+        let index = ctx.api_index(&namespace, service_account.as_deref(), &cluster, true).await.map_err(ReconcileError::Cleanup)?;
+        let labels = applyset.metadata.labels.clone().unwrap_or_default();
+        let annotations = applyset.metadata.annotations.clone().unwrap_or_default();
+        let parent = parent_for(&applyset, &index, &labels, &annotations).map_err(|f| ReconcileError::Cleanup(f.message))?;
+        let summary = parent.prune(cluster.client(), &[], &DeleteOptions::new(DryRun::None)).await;
+        ctx.metrics.pruned(summary.pruned.len() as u64);
+        if !summary.errors.is_empty() {
+            let message = summary.errors.join("\n");
+            ctx.event(&applyset, true, reason::DELETE_FAILED, "Delete", message.clone()).await;
+            return Err(ReconcileError::Cleanup(format!("deleting the objects of {key}: {message}")));
+        }
+        if !summary.pruned.is_empty() {
+            ctx.event(&applyset, false, "Pruned", "Delete", format!("deleted with the ApplySet: {}", summary.pruned.join(", "))).await;
+        }
+    }
+    if let Err(error) = ctx.git.purge(&CacheKey::new(&namespace, &applyset.name())).await {
+        tracing::warn!(applyset = %key, %error, "cannot remove the git cache");
+    }
+    ctx.metrics.forget(&key);
+    ctx.forget(&key);
+    Ok(Action::await_change())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_up_to_the_interval() {
+        let retry = Duration::from_secs(10);
+        let interval = Duration::from_secs(300);
+        let steps: Vec<u64> = (1..=7).map(|n| backoff(retry, interval, n).as_secs()).collect();
+        assert_eq!(steps, [10, 20, 40, 80, 160, 300, 300]);
+        assert_eq!(backoff(Duration::from_secs(600), interval, 3), Duration::from_secs(600));
+    }
+
+    #[test]
+    fn jitter_adds_at_most_a_tenth() {
+        for _ in 0..1000 {
+            let next = with_jitter(Duration::from_secs(100));
+            assert!(next >= Duration::from_secs(100) && next <= Duration::from_secs(110), "{next:?}");
+        }
+    }
+
+    #[test]
+    fn display_names_split_into_kind_and_name() {
+        assert_eq!(split_display("deployment.apps/web"), ("deployment.apps".into(), "web".into()));
+        assert_eq!(split_display("configmap/a"), ("configmap".into(), "a".into()));
+    }
+}

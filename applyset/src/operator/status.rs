@@ -1,0 +1,308 @@
+//! Status computation (pure): condition reasons, kstatus conditions, failure categories, and
+//! the inventory summary.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+
+use super::api::{ApplySetStatus, InventoryObject, InventoryStatus};
+
+pub const READY: &str = "Ready";
+pub const RECONCILING: &str = "Reconciling";
+pub const STALLED: &str = "Stalled";
+pub const DRIFTED: &str = "Drifted";
+
+/// Condition reasons (constants, so users and alerts can match on them).
+pub mod reason {
+    pub const SUCCEEDED: &str = "Succeeded";
+    pub const PROGRESSING: &str = "Progressing";
+    pub const SUSPENDED: &str = "Suspended";
+    pub const INVALID_SPEC: &str = "InvalidSpec";
+    pub const FETCH_FAILED: &str = "FetchFailed";
+    pub const LOAD_FAILED: &str = "LoadFailed";
+    pub const APPLY_FAILED: &str = "ApplyFailed";
+    pub const PRUNE_FAILED: &str = "PruneFailed";
+    pub const DELETE_FAILED: &str = "DeleteFailed";
+    pub const DRIFT_DETECTED: &str = "DriftDetected";
+    pub const DRIFT_CORRECTED: &str = "DriftCorrected";
+    pub const NO_DRIFT: &str = "NoDrift";
+}
+
+/// Where a reconcile failed: one condition reason and one metric label each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// The spec cannot work as written (bad interval, ref, URL, ignore rule): no retry helps.
+    InvalidSpec,
+    Fetch,
+    Load,
+    Apply,
+    Prune,
+    Delete,
+}
+
+impl Stage {
+    pub fn reason(self) -> &'static str {
+        match self {
+            Stage::InvalidSpec => reason::INVALID_SPEC,
+            Stage::Fetch => reason::FETCH_FAILED,
+            Stage::Load => reason::LOAD_FAILED,
+            Stage::Apply => reason::APPLY_FAILED,
+            Stage::Prune => reason::PRUNE_FAILED,
+            Stage::Delete => reason::DELETE_FAILED,
+        }
+    }
+
+    /// The `result` label of `applyset_reconcile_total`.
+    pub fn metric_label(self) -> &'static str {
+        match self {
+            Stage::InvalidSpec => "invalid_spec",
+            Stage::Fetch => "fetch_failed",
+            Stage::Load => "load_failed",
+            Stage::Apply => "apply_failed",
+            Stage::Prune => "prune_failed",
+            Stage::Delete => "delete_failed",
+        }
+    }
+}
+
+/// A failed reconcile: the stage and a message for the Ready condition and the Event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    pub stage: Stage,
+    pub message: String,
+}
+
+impl Failure {
+    pub fn new(stage: Stage, message: impl Into<String>) -> Failure {
+        Failure { stage, message: message.into() }
+    }
+}
+
+/// Conditions are capped by the apiserver at 32 KiB per message; keep ours readable.
+const MAX_MESSAGE: usize = 4000;
+
+pub fn truncate(message: &str) -> String {
+    if message.len() <= MAX_MESSAGE {
+        return message.to_owned();
+    }
+    let mut end = MAX_MESSAGE;
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} more bytes)", &message[..end], message.len() - end)
+}
+
+/// Sets a condition, keeping `lastTransitionTime` when the status did not change.
+pub fn set_condition(
+    conditions: &mut Vec<Condition>,
+    type_: &str,
+    status: &str,
+    reason: &str,
+    message: &str,
+    generation: Option<i64>,
+    now: &Time,
+) {
+    let message = truncate(message);
+    match conditions.iter_mut().find(|c| c.type_ == type_) {
+        Some(existing) => {
+            if existing.status != status {
+                existing.last_transition_time = now.clone();
+            }
+            existing.status = status.to_owned();
+            existing.reason = reason.to_owned();
+            existing.message = message;
+            existing.observed_generation = generation;
+        }
+        None => conditions.push(Condition {
+            type_: type_.to_owned(),
+            status: status.to_owned(),
+            reason: reason.to_owned(),
+            message,
+            observed_generation: generation,
+            last_transition_time: now.clone(),
+        }),
+    }
+}
+
+pub fn remove_condition(conditions: &mut Vec<Condition>, type_: &str) {
+    conditions.retain(|c| c.type_ != type_);
+}
+
+pub fn condition<'a>(status: &'a ApplySetStatus, type_: &str) -> Option<&'a Condition> {
+    status.conditions.iter().find(|c| c.type_ == type_)
+}
+
+/// kstatus "in progress": Reconciling=True, Ready=Unknown.
+pub fn mark_progressing(status: &mut ApplySetStatus, message: &str, generation: Option<i64>, now: &Time) {
+    set_condition(&mut status.conditions, RECONCILING, "True", reason::PROGRESSING, message, generation, now);
+    set_condition(&mut status.conditions, READY, "Unknown", reason::PROGRESSING, message, generation, now);
+    remove_condition(&mut status.conditions, STALLED);
+}
+
+/// kstatus "current": Ready=True, no Reconciling or Stalled.
+pub fn mark_ready(status: &mut ApplySetStatus, message: &str, generation: Option<i64>, now: &Time) {
+    set_condition(&mut status.conditions, READY, "True", reason::SUCCEEDED, message, generation, now);
+    remove_condition(&mut status.conditions, RECONCILING);
+    remove_condition(&mut status.conditions, STALLED);
+    status.observed_generation = generation;
+}
+
+/// kstatus "failed": Ready=False with the stage's reason; Stalled=True only when retrying
+/// cannot help.
+pub fn mark_failed(status: &mut ApplySetStatus, failure: &Failure, generation: Option<i64>, now: &Time) {
+    let reason = failure.stage.reason();
+    set_condition(&mut status.conditions, READY, "False", reason, &failure.message, generation, now);
+    remove_condition(&mut status.conditions, RECONCILING);
+    if failure.stage == Stage::InvalidSpec {
+        set_condition(&mut status.conditions, STALLED, "True", reason, &failure.message, generation, now);
+    } else {
+        remove_condition(&mut status.conditions, STALLED);
+    }
+    status.observed_generation = generation;
+}
+
+/// Suspended: the Ready status stays what it was (Unknown if never known), with the reason.
+pub fn mark_suspended(status: &mut ApplySetStatus, generation: Option<i64>, now: &Time) {
+    let ready = condition(status, READY).map_or("Unknown".to_owned(), |c| c.status.clone());
+    set_condition(&mut status.conditions, READY, &ready, reason::SUSPENDED, "Reconciliation is suspended", generation, now);
+    remove_condition(&mut status.conditions, RECONCILING);
+    remove_condition(&mut status.conditions, STALLED);
+    status.observed_generation = generation;
+}
+
+/// Two statuses equal except for condition timestamps: nothing to write.
+pub fn same_ignoring_time(a: &ApplySetStatus, b: &ApplySetStatus) -> bool {
+    let strip = |s: &ApplySetStatus| {
+        let mut s = s.clone();
+        for c in &mut s.conditions {
+            c.last_transition_time = Time(Default::default());
+        }
+        s
+    };
+    strip(a) == strip(b)
+}
+
+/// How many objects `status.inventory.objects` lists at most.
+pub const INVENTORY_LIMIT: usize = 50;
+/// How many drifted objects `status.drift.objects` lists at most.
+pub const DRIFT_LIMIT: usize = 10;
+
+pub const STATE_APPLIED: &str = "Applied";
+pub const STATE_DRIFTED: &str = "Drifted";
+pub const STATE_FAILED: &str = "Failed";
+
+/// The inventory summary: counts, kinds, namespaces, and the first objects (failed, then
+/// drifted, then applied; by kind, namespace and name within each).
+pub fn inventory(mut objects: Vec<InventoryObject>, limit: usize) -> InventoryStatus {
+    let rank = |state: &str| match state {
+        STATE_FAILED => 0,
+        STATE_DRIFTED => 1,
+        _ => 2,
+    };
+    objects.sort_by(|a, b| (rank(&a.state), &a.kind, &a.namespace, &a.name).cmp(&(rank(&b.state), &b.kind, &b.namespace, &b.name)));
+    let mut states = BTreeMap::new();
+    let mut kinds = BTreeSet::new();
+    let mut namespaces = BTreeSet::new();
+    for object in &objects {
+        *states.entry(object.state.clone()).or_insert(0u64) += 1;
+        kinds.insert(object.kind.clone());
+        if let Some(ns) = &object.namespace {
+            namespaces.insert(ns.clone());
+        }
+    }
+    let count = objects.len() as u64;
+    let omitted = objects.len().saturating_sub(limit) as u64;
+    objects.truncate(limit);
+    InventoryStatus {
+        count,
+        states,
+        group_kinds: kinds.into_iter().collect(),
+        namespaces: namespaces.into_iter().collect(),
+        objects,
+        omitted,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(seconds: i64) -> Time {
+        Time(k8s_openapi::jiff::Timestamp::from_second(seconds).unwrap())
+    }
+
+    fn object(kind: &str, name: &str, state: &str) -> InventoryObject {
+        InventoryObject { kind: kind.into(), namespace: Some("shop".into()), name: name.into(), state: state.into(), message: None }
+    }
+
+    #[test]
+    fn transition_time_moves_only_when_the_status_changes() {
+        let mut conditions = Vec::new();
+        set_condition(&mut conditions, READY, "False", reason::FETCH_FAILED, "a", Some(1), &at(10));
+        set_condition(&mut conditions, READY, "False", reason::LOAD_FAILED, "b", Some(2), &at(20));
+        assert_eq!(conditions[0].last_transition_time, at(10));
+        assert_eq!(conditions[0].reason, reason::LOAD_FAILED);
+        set_condition(&mut conditions, READY, "True", reason::SUCCEEDED, "c", Some(2), &at(30));
+        assert_eq!(conditions[0].last_transition_time, at(30));
+        assert_eq!(conditions.len(), 1);
+    }
+
+    #[test]
+    fn kstatus_shapes() {
+        let mut status = ApplySetStatus::default();
+        mark_progressing(&mut status, "Reconciling", Some(1), &at(1));
+        assert_eq!(condition(&status, READY).unwrap().status, "Unknown");
+        assert_eq!(condition(&status, RECONCILING).unwrap().status, "True");
+        mark_failed(&mut status, &Failure::new(Stage::InvalidSpec, "bad interval"), Some(1), &at(2));
+        assert_eq!(condition(&status, READY).unwrap().reason, reason::INVALID_SPEC);
+        assert_eq!(condition(&status, STALLED).unwrap().status, "True");
+        assert!(condition(&status, RECONCILING).is_none());
+        mark_failed(&mut status, &Failure::new(Stage::Fetch, "unreachable"), Some(2), &at(3));
+        assert!(condition(&status, STALLED).is_none());
+        mark_ready(&mut status, "Applied revision main@sha1:abc", Some(2), &at(4));
+        assert_eq!(condition(&status, READY).unwrap().status, "True");
+        assert_eq!(status.observed_generation, Some(2));
+        mark_suspended(&mut status, Some(3), &at(5));
+        let ready = condition(&status, READY).unwrap();
+        assert_eq!((ready.status.as_str(), ready.reason.as_str()), ("True", reason::SUSPENDED));
+    }
+
+    #[test]
+    fn unchanged_status_is_not_rewritten() {
+        let mut a = ApplySetStatus::default();
+        mark_ready(&mut a, "ok", Some(1), &at(1));
+        let mut b = ApplySetStatus::default();
+        mark_ready(&mut b, "ok", Some(1), &at(99));
+        assert!(same_ignoring_time(&a, &b));
+        mark_ready(&mut b, "other", Some(1), &at(99));
+        assert!(!same_ignoring_time(&a, &b));
+    }
+
+    #[test]
+    fn inventory_lists_failures_first_and_counts_everything() {
+        let summary = inventory(
+            vec![
+                object("ConfigMap", "b", STATE_APPLIED),
+                object("Deployment.apps", "web", STATE_DRIFTED),
+                object("ConfigMap", "a", STATE_APPLIED),
+                object("Service", "web", STATE_FAILED),
+            ],
+            3,
+        );
+        assert_eq!(summary.count, 4);
+        assert_eq!(summary.omitted, 1);
+        let names: Vec<&str> = summary.objects.iter().map(|o| o.name.as_str()).collect();
+        assert_eq!(names, ["web", "web", "a"]);
+        assert_eq!(summary.states.get(STATE_APPLIED), Some(&2));
+        assert_eq!(summary.group_kinds, ["ConfigMap", "Deployment.apps", "Service"]);
+        assert_eq!(summary.namespaces, ["shop"]);
+    }
+
+    #[test]
+    fn long_messages_are_cut_on_a_char_boundary() {
+        let message = "é".repeat(3000);
+        let cut = truncate(&message);
+        assert!(cut.len() < message.len());
+        assert!(cut.ends_with("more bytes)"));
+    }
+}

@@ -1,1 +1,510 @@
-//! (in progress)
+//! Prometheus metrics of the controller.
+//!
+//! Everything lives in a registry of our own (not the process-wide default one), so tests can
+//! build as many `Metrics` as they like and nothing a library registers leaks into `/metrics`.
+//! Labels only ever take values from small fixed sets: an ApplySet's name, a git URL or an
+//! object's name would give every ApplySet its own time series, and a large fleet would
+//! overwhelm the Prometheus that scrapes us.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use prometheus::{
+    Encoder, Gauge, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
+    IntGaugeVec, Opts, Registry, TextEncoder,
+};
+
+/// Reconciles take from a few milliseconds (nothing changed) to minutes (a large first apply).
+const RECONCILE_BUCKETS: &[f64] = &[
+    0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0,
+];
+
+/// Fetches range from a no-op `ls-remote`-like check to a full clone of a big repository.
+const GIT_FETCH_BUCKETS: &[f64] = &[
+    0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
+];
+
+/// The values of the `state` label of `applyset_objects`.
+const OBJECT_STATES: [&str; 3] = ["applied", "drifted", "failed"];
+
+/// The controller's metrics and the registry that exports them.
+pub struct Metrics {
+    registry: Registry,
+    reconciles: IntCounterVec,
+    reconcile_duration: HistogramVec,
+    objects: IntGaugeVec,
+    pruned: IntCounter,
+    drift_corrected: IntCounter,
+    git_fetch_duration: Histogram,
+    git_fetch_failures: IntCounterVec,
+    last_successful_sync: Gauge,
+    leader: IntGauge,
+    /// Each ApplySet's latest counts, and their sums (what `objects` exports), updated together
+    /// under one lock so a scrape never sees an ApplySet counted twice or half removed.
+    object_counts: Mutex<ObjectCounts>,
+    /// Serialises the read-compare-write of the "latest sync" maximum.
+    last_sync_lock: Mutex<()>,
+}
+
+#[derive(Default)]
+struct ObjectCounts {
+    per_applyset: HashMap<String, [u64; 3]>,
+    totals: [u64; 3],
+}
+
+impl Metrics {
+    /// Creates and registers all metrics, including the `process_*` ones (resident memory, CPU
+    /// time, open file descriptors) on Linux.
+    pub fn new() -> Metrics {
+        let registry = Registry::new();
+
+        let reconciles = IntCounterVec::new(
+            Opts::new(
+                "applyset_reconcile_total",
+                "Reconciles of ApplySets that finished, by result: \"success\" or the failure category.",
+            ),
+            &["result"],
+        )
+        .expect("valid metric definition");
+        let reconcile_duration = HistogramVec::new(
+            HistogramOpts::new(
+                "applyset_reconcile_duration_seconds",
+                "How long reconciles of ApplySets took, by result.",
+            )
+            .buckets(RECONCILE_BUCKETS.to_vec()),
+            &["result"],
+        )
+        .expect("valid metric definition");
+        let objects = IntGaugeVec::new(
+            Opts::new(
+                "applyset_objects",
+                "Objects of all ApplySets by state at their latest reconcile: applied, drifted (differs from git), failed (could not be applied).",
+            ),
+            &["state"],
+        )
+        .expect("valid metric definition");
+        let pruned = IntCounter::new(
+            "applyset_pruned_objects_total",
+            "Objects deleted because they left an ApplySet's manifests.",
+        )
+        .expect("valid metric definition");
+        let drift_corrected = IntCounter::new(
+            "applyset_drift_corrected_objects_total",
+            "Objects re-applied because they had drifted from git.",
+        )
+        .expect("valid metric definition");
+        let git_fetch_duration = Histogram::with_opts(
+            HistogramOpts::new(
+                "applyset_git_fetch_duration_seconds",
+                "How long fetches from git took, failed ones included.",
+            )
+            .buckets(GIT_FETCH_BUCKETS.to_vec()),
+        )
+        .expect("valid metric definition");
+        let git_fetch_failures = IntCounterVec::new(
+            Opts::new(
+                "applyset_git_fetch_failures_total",
+                "Fetches from git that failed, by category.",
+            ),
+            &["category"],
+        )
+        .expect("valid metric definition");
+        let last_successful_sync = Gauge::new(
+            "applyset_last_successful_sync_timestamp_seconds",
+            "Unix time of the latest successful sync of any ApplySet (0 before the first).",
+        )
+        .expect("valid metric definition");
+        let leader = IntGauge::new(
+            "applyset_leader",
+            "1 while this replica holds the leader lease and reconciles, else 0.",
+        )
+        .expect("valid metric definition");
+
+        let collectors: [Box<dyn prometheus::core::Collector>; 9] = [
+            Box::new(reconciles.clone()),
+            Box::new(reconcile_duration.clone()),
+            Box::new(objects.clone()),
+            Box::new(pruned.clone()),
+            Box::new(drift_corrected.clone()),
+            Box::new(git_fetch_duration.clone()),
+            Box::new(git_fetch_failures.clone()),
+            Box::new(last_successful_sync.clone()),
+            Box::new(leader.clone()),
+        ];
+        for collector in collectors {
+            registry
+                .register(collector)
+                .expect("metric names are unique");
+        }
+        #[cfg(target_os = "linux")]
+        registry
+            .register(Box::new(
+                prometheus::process_collector::ProcessCollector::for_self(),
+            ))
+            .expect("process metric names are unique");
+
+        // Export every state from the start, so dashboards show 0 rather than "no data".
+        for state in OBJECT_STATES {
+            objects.with_label_values(&[state]).set(0);
+        }
+
+        Metrics {
+            registry,
+            reconciles,
+            reconcile_duration,
+            objects,
+            pruned,
+            drift_corrected,
+            git_fetch_duration,
+            git_fetch_failures,
+            last_successful_sync,
+            leader,
+            object_counts: Mutex::new(ObjectCounts::default()),
+            last_sync_lock: Mutex::new(()),
+        }
+    }
+
+    /// Counts a finished reconcile. `result` must come from a small fixed set: "success" or a
+    /// failure category such as "fetch_failed", "load_failed", "apply_failed", "prune_failed",
+    /// "drift_failed", "status_failed", "suspended".
+    pub fn reconcile_finished(&self, result: &'static str, duration: Duration) {
+        self.reconciles.with_label_values(&[result]).inc();
+        self.reconcile_duration
+            .with_label_values(&[result])
+            .observe(duration.as_secs_f64());
+    }
+
+    /// Records the object counts of one ApplySet (`key`, e.g. "namespace/name", never exported),
+    /// replacing what it reported before; the exported gauges are the sums over all ApplySets.
+    pub fn set_objects(&self, key: &str, applied: u64, drifted: u64, failed: u64) {
+        let mut counts = lock(&self.object_counts);
+        let previous = counts
+            .per_applyset
+            .insert(key.to_owned(), [applied, drifted, failed])
+            .unwrap_or_default();
+        let updated = [applied, drifted, failed];
+        for index in 0..OBJECT_STATES.len() {
+            counts.totals[index] = counts.totals[index] - previous[index] + updated[index];
+        }
+        self.export_object_totals(&counts.totals);
+    }
+
+    /// The ApplySet `key` is gone: its objects no longer count.
+    pub fn forget(&self, key: &str) {
+        let mut counts = lock(&self.object_counts);
+        if let Some(previous) = counts.per_applyset.remove(key) {
+            for index in 0..OBJECT_STATES.len() {
+                counts.totals[index] -= previous[index];
+            }
+            self.export_object_totals(&counts.totals);
+        }
+    }
+
+    fn export_object_totals(&self, totals: &[u64; 3]) {
+        for (state, total) in OBJECT_STATES.iter().zip(totals) {
+            self.objects
+                .with_label_values(&[*state])
+                .set(i64::try_from(*total).unwrap_or(i64::MAX));
+        }
+    }
+
+    /// Counts objects deleted by pruning.
+    pub fn pruned(&self, count: u64) {
+        self.pruned.inc_by(count);
+    }
+
+    /// Counts objects re-applied because they had drifted.
+    pub fn drift_corrected(&self, count: u64) {
+        self.drift_corrected.inc_by(count);
+    }
+
+    /// Records a fetch from git: its duration, and its failure category if it failed (a small
+    /// fixed set, e.g. the source's error categories).
+    pub fn git_fetch(&self, duration: Duration, failure_category: Option<&'static str>) {
+        self.git_fetch_duration.observe(duration.as_secs_f64());
+        if let Some(category) = failure_category {
+            self.git_fetch_failures.with_label_values(&[category]).inc();
+        }
+    }
+
+    /// Records a successful sync at `at_unix_seconds`; the gauge keeps the latest over all
+    /// ApplySets, so a reconcile that finishes late with an earlier time does not move it back.
+    pub fn sync_succeeded(&self, at_unix_seconds: f64) {
+        let _serialised = lock(&self.last_sync_lock);
+        if at_unix_seconds > self.last_successful_sync.get() {
+            self.last_successful_sync.set(at_unix_seconds);
+        }
+    }
+
+    /// Whether this replica leads (and so reconciles).
+    pub fn set_leader(&self, leader: bool) {
+        self.leader.set(i64::from(leader));
+    }
+
+    /// All metrics in the Prometheus text exposition format (version 0.0.4).
+    pub fn render(&self) -> String {
+        let mut rendered = Vec::new();
+        if let Err(error) = TextEncoder::new().encode(&self.registry.gather(), &mut rendered) {
+            // Only a malformed metric family fails to encode; serve what was written so far
+            // rather than nothing.
+            tracing::warn!(%error, "could not encode all metrics");
+        }
+        String::from_utf8(rendered)
+            .unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned())
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+/// Locks `mutex`, going on with the data if a panicking thread poisoned it: the counts are
+/// updated with plain arithmetic that cannot leave them half-written.
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The value of the sample line `series` (name with labels, as rendered) in `rendered`.
+    fn sample(rendered: &str, series: &str) -> Option<f64> {
+        rendered.lines().find_map(|line| {
+            let value = line.strip_prefix(series)?.strip_prefix(' ')?;
+            value.parse().ok()
+        })
+    }
+
+    #[test]
+    fn every_metric_has_help_and_type() {
+        let rendered = Metrics::new().render();
+        for name in [
+            "applyset_objects",
+            "applyset_pruned_objects_total",
+            "applyset_drift_corrected_objects_total",
+            "applyset_git_fetch_duration_seconds",
+            "applyset_last_successful_sync_timestamp_seconds",
+            "applyset_leader",
+        ] {
+            assert!(
+                rendered.contains(&format!("# HELP {name} ")),
+                "no HELP for {name} in:\n{rendered}"
+            );
+            assert!(
+                rendered.contains(&format!("# TYPE {name} ")),
+                "no TYPE for {name} in:\n{rendered}"
+            );
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn exports_process_metrics() {
+        let rendered = Metrics::new().render();
+        let resident = sample(&rendered, "process_resident_memory_bytes")
+            .unwrap_or_else(|| panic!("no process_resident_memory_bytes in:\n{rendered}"));
+        assert!(resident > 0.0);
+        assert!(sample(&rendered, "process_open_fds").is_some());
+        assert!(sample(&rendered, "process_cpu_seconds_total").is_some());
+    }
+
+    #[test]
+    fn counts_reconciles_by_result() {
+        let metrics = Metrics::new();
+        metrics.reconcile_finished("success", Duration::from_millis(20));
+        metrics.reconcile_finished("success", Duration::from_secs(3));
+        metrics.reconcile_finished("apply_failed", Duration::from_secs(700));
+        let rendered = metrics.render();
+
+        assert_eq!(
+            sample(&rendered, r#"applyset_reconcile_total{result="success"}"#),
+            Some(2.0)
+        );
+        assert_eq!(
+            sample(
+                &rendered,
+                r#"applyset_reconcile_total{result="apply_failed"}"#
+            ),
+            Some(1.0)
+        );
+        assert_eq!(
+            sample(
+                &rendered,
+                r#"applyset_reconcile_duration_seconds_count{result="success"}"#
+            ),
+            Some(2.0)
+        );
+        let success_seconds = sample(
+            &rendered,
+            r#"applyset_reconcile_duration_seconds_sum{result="success"}"#,
+        );
+        assert!(
+            success_seconds.is_some_and(|seconds| (seconds - 3.02).abs() < 1e-9),
+            "{success_seconds:?}"
+        );
+        // 20 ms falls in the 25 ms bucket, 3 s in the 5 s one; 700 s only in +Inf.
+        assert_eq!(
+            sample(
+                &rendered,
+                r#"applyset_reconcile_duration_seconds_bucket{result="success",le="0.025"}"#
+            ),
+            Some(1.0)
+        );
+        assert_eq!(
+            sample(
+                &rendered,
+                r#"applyset_reconcile_duration_seconds_bucket{result="success",le="5"}"#
+            ),
+            Some(2.0)
+        );
+        assert_eq!(
+            sample(
+                &rendered,
+                r#"applyset_reconcile_duration_seconds_bucket{result="apply_failed",le="600"}"#
+            ),
+            Some(0.0)
+        );
+        assert_eq!(
+            sample(
+                &rendered,
+                r#"applyset_reconcile_duration_seconds_bucket{result="apply_failed",le="+Inf"}"#
+            ),
+            Some(1.0)
+        );
+    }
+
+    #[test]
+    fn object_gauges_sum_over_applysets() {
+        let metrics = Metrics::new();
+        let objects = |rendered: &str| {
+            OBJECT_STATES.map(|state| {
+                sample(rendered, &format!(r#"applyset_objects{{state="{state}"}}"#))
+                    .unwrap_or_else(|| panic!("no applyset_objects {state} in:\n{rendered}"))
+            })
+        };
+        assert_eq!(objects(&metrics.render()), [0.0, 0.0, 0.0]);
+
+        metrics.set_objects("team-a/web", 10, 2, 1);
+        metrics.set_objects("team-b/db", 5, 0, 3);
+        assert_eq!(objects(&metrics.render()), [15.0, 2.0, 4.0]);
+
+        // A later reconcile replaces the ApplySet's counts rather than adding to them.
+        metrics.set_objects("team-a/web", 12, 0, 0);
+        assert_eq!(objects(&metrics.render()), [17.0, 0.0, 3.0]);
+
+        metrics.forget("team-b/db");
+        assert_eq!(objects(&metrics.render()), [12.0, 0.0, 0.0]);
+        // Forgetting twice, or an ApplySet never seen, changes nothing.
+        metrics.forget("team-b/db");
+        metrics.forget("never/seen");
+        assert_eq!(objects(&metrics.render()), [12.0, 0.0, 0.0]);
+
+        metrics.forget("team-a/web");
+        assert_eq!(objects(&metrics.render()), [0.0, 0.0, 0.0]);
+        // The key never becomes a label.
+        assert!(!metrics.render().contains("team-a"));
+    }
+
+    #[test]
+    fn counts_pruned_and_drift_corrected_objects() {
+        let metrics = Metrics::new();
+        metrics.pruned(3);
+        metrics.pruned(0);
+        metrics.pruned(2);
+        metrics.drift_corrected(4);
+        let rendered = metrics.render();
+        assert_eq!(
+            sample(&rendered, "applyset_pruned_objects_total"),
+            Some(5.0)
+        );
+        assert_eq!(
+            sample(&rendered, "applyset_drift_corrected_objects_total"),
+            Some(4.0)
+        );
+    }
+
+    #[test]
+    fn records_git_fetches_and_their_failures() {
+        let metrics = Metrics::new();
+        metrics.git_fetch(Duration::from_millis(300), None);
+        metrics.git_fetch(Duration::from_secs(2), Some("auth"));
+        metrics.git_fetch(Duration::from_secs(40), Some("network"));
+        metrics.git_fetch(Duration::from_secs(1), Some("network"));
+        let rendered = metrics.render();
+        assert_eq!(
+            sample(&rendered, "applyset_git_fetch_duration_seconds_count"),
+            Some(4.0)
+        );
+        let fetch_seconds = sample(&rendered, "applyset_git_fetch_duration_seconds_sum");
+        assert!(
+            fetch_seconds.is_some_and(|seconds| (seconds - 43.3).abs() < 1e-9),
+            "{fetch_seconds:?}"
+        );
+        assert_eq!(
+            sample(
+                &rendered,
+                r#"applyset_git_fetch_duration_seconds_bucket{le="0.5"}"#
+            ),
+            Some(1.0)
+        );
+        assert_eq!(
+            sample(
+                &rendered,
+                r#"applyset_git_fetch_failures_total{category="auth"}"#
+            ),
+            Some(1.0)
+        );
+        assert_eq!(
+            sample(
+                &rendered,
+                r#"applyset_git_fetch_failures_total{category="network"}"#
+            ),
+            Some(2.0)
+        );
+    }
+
+    #[test]
+    fn last_successful_sync_keeps_the_latest() {
+        let metrics = Metrics::new();
+        let last_sync = |metrics: &Metrics| {
+            sample(
+                &metrics.render(),
+                "applyset_last_successful_sync_timestamp_seconds",
+            )
+        };
+        assert_eq!(last_sync(&metrics), Some(0.0));
+        metrics.sync_succeeded(1_700_000_100.5);
+        assert_eq!(last_sync(&metrics), Some(1_700_000_100.5));
+        metrics.sync_succeeded(1_700_000_000.0);
+        assert_eq!(last_sync(&metrics), Some(1_700_000_100.5));
+        metrics.sync_succeeded(1_700_000_200.0);
+        assert_eq!(last_sync(&metrics), Some(1_700_000_200.0));
+    }
+
+    #[test]
+    fn leader_gauge_follows_leadership() {
+        let metrics = Metrics::new();
+        assert_eq!(sample(&metrics.render(), "applyset_leader"), Some(0.0));
+        metrics.set_leader(true);
+        assert_eq!(sample(&metrics.render(), "applyset_leader"), Some(1.0));
+        metrics.set_leader(false);
+        assert_eq!(sample(&metrics.render(), "applyset_leader"), Some(0.0));
+    }
+
+    #[test]
+    fn registries_are_independent() {
+        let first = Metrics::new();
+        let second = Metrics::new();
+        first.pruned(7);
+        assert_eq!(
+            sample(&second.render(), "applyset_pruned_objects_total"),
+            Some(0.0)
+        );
+    }
+}

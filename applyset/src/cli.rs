@@ -31,6 +31,119 @@ pub enum Command {
     /// Exit code (kubectl diff's convention): 0 when nothing would change, 1 when something
     /// would, greater than 1 when an error occurred.
     Diff(DiffArgs),
+    /// Run the operator: reconcile every ApplySet (fetch from git, apply like kubectl, prune,
+    /// detect drift, report status), serve metrics and health probes, and optionally elect a
+    /// leader so that only one replica writes.
+    Controller(ControllerArgs),
+    /// Print the ApplySet CustomResourceDefinition (YAML), generated from the Rust types.
+    Crd,
+}
+
+/// `applyset controller`: flags grouped by concern; every flag also reads an environment
+/// variable (as a Helm chart sets them).
+#[derive(Debug, Args)]
+pub struct ControllerArgs {
+    #[command(flatten)]
+    pub cluster: ControllerClusterArgs,
+    #[command(flatten)]
+    pub scope: ScopeArgs,
+    #[command(flatten)]
+    pub serving: ServingArgs,
+    #[command(flatten)]
+    pub leader: LeaderArgs,
+    #[command(flatten)]
+    pub logging: LoggingArgs,
+}
+
+/// Which cluster (in-cluster config when no kubeconfig is found) and how hard to drive it.
+#[derive(Debug, Args)]
+pub struct ControllerClusterArgs {
+    /// Path to the kubeconfig file (default: $KUBECONFIG, else ~/.kube/config, else in-cluster).
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to use.
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
+    /// Requests per second to the apiserver per apply identity (0 = unlimited).
+    #[arg(long, env = "APPLYSET_QPS", default_value_t = crate::apply::cluster::DEFAULT_QPS)]
+    pub qps: f64,
+    #[arg(long, env = "APPLYSET_BURST", default_value_t = crate::apply::cluster::DEFAULT_BURST)]
+    pub burst: u32,
+}
+
+/// What the controller watches and how much it does at once.
+#[derive(Debug, Args)]
+pub struct ScopeArgs {
+    /// Only reconcile ApplySets in this namespace (default: all namespaces).
+    #[arg(long, env = "APPLYSET_WATCH_NAMESPACE", value_name = "NAMESPACE")]
+    pub watch_namespace: Option<String>,
+    /// ApplySets reconciled at once.
+    #[arg(long, env = "APPLYSET_CONCURRENT_RECONCILES", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub concurrent_reconciles: u16,
+    /// Objects applied at once within one ApplySet.
+    #[arg(long, env = "APPLYSET_APPLY_CONCURRENCY", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub apply_concurrency: u32,
+    /// Where git checkouts are cached (needs to be writable; an emptyDir in a pod).
+    #[arg(long, env = "APPLYSET_CACHE_DIR", default_value = "/tmp/applyset-cache", value_name = "DIR")]
+    pub cache_dir: PathBuf,
+    /// ApplySets without spec.serviceAccountName apply as this ServiceAccount of their own
+    /// namespace (multi-tenant lockdown) instead of as the controller.
+    #[arg(long, env = "APPLYSET_DEFAULT_SERVICE_ACCOUNT", value_name = "NAME")]
+    pub default_service_account: Option<String>,
+    /// Accept file:// and local-path sources (demos and tests only: they read the
+    /// controller's own filesystem).
+    #[arg(long, env = "APPLYSET_ALLOW_LOCAL_SOURCES")]
+    pub allow_local_sources: bool,
+}
+
+/// Metrics and health endpoints.
+#[derive(Debug, Args)]
+pub struct ServingArgs {
+    /// Serves GET /metrics (Prometheus text format).
+    #[arg(long, env = "APPLYSET_METRICS_BIND_ADDRESS", default_value = "0.0.0.0:8080", value_name = "ADDR")]
+    pub metrics_bind_address: std::net::SocketAddr,
+    /// Serves GET /healthz and GET /readyz (ready once the ApplySet cache is synced and,
+    /// with --leader-elect, this replica leads or stands by).
+    #[arg(long, env = "APPLYSET_HEALTH_PROBE_BIND_ADDRESS", default_value = "0.0.0.0:8081", value_name = "ADDR")]
+    pub health_probe_bind_address: std::net::SocketAddr,
+}
+
+/// Leader election on a coordination.k8s.io Lease: only the leader reconciles.
+#[derive(Debug, Args)]
+pub struct LeaderArgs {
+    #[arg(long, env = "APPLYSET_LEADER_ELECT")]
+    pub leader_elect: bool,
+    /// The Lease's namespace (default: $POD_NAMESPACE, else `default`).
+    #[arg(long, env = "POD_NAMESPACE", value_name = "NAMESPACE")]
+    pub leader_election_namespace: Option<String>,
+    /// The Lease's name.
+    #[arg(long, env = "APPLYSET_LEADER_ELECTION_ID", default_value = "applyset-controller")]
+    pub leader_election_id: String,
+    /// This replica's identity (default: $POD_NAME, else the host name, plus a random suffix).
+    #[arg(long, env = "POD_NAME")]
+    pub leader_election_identity: Option<String>,
+    /// Go duration: how long standbys wait before taking over an unrenewed lease.
+    #[arg(long, default_value = "15s")]
+    pub lease_duration: String,
+    /// Go duration: how long the leader tries to renew before giving up leading.
+    #[arg(long, default_value = "10s")]
+    pub renew_deadline: String,
+    /// Go duration: how often to renew (leader) or try to acquire (standby).
+    #[arg(long, default_value = "2s")]
+    pub retry_period: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Plain,
+    Json,
+}
+
+/// Logs go to stderr; the level comes from RUST_LOG (default `info`).
+#[derive(Debug, Args)]
+pub struct LoggingArgs {
+    #[arg(long, env = "APPLYSET_LOG_FORMAT", value_enum, default_value = "plain")]
+    pub log_format: LogFormat,
 }
 
 /// Which cluster, and how hard to drive it.

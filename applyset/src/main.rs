@@ -13,6 +13,11 @@ fn main() -> ExitCode {
         Command::Patch(args) => commands::patch::run(args),
         Command::Apply(args) => return commands::apply::run(args),
         Command::Diff(args) => return commands::diff::run(args),
+        Command::Controller(args) => return applyset::operator::controller::run(args),
+        Command::Crd => {
+            print!("{}", applyset::operator::api::crd_yaml());
+            return ExitCode::SUCCESS;
+        }
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

@@ -952,16 +952,20 @@ impl Parent {
             }
         }
         let selector = self.member_selector();
-        let results: Vec<_> = futures::stream::iter(tasks.iter().map(|(kind, ns)| {
-            let selector = &selector;
+        // Owned values (no borrowed closure arguments): a closure over borrowed items is not
+        // provably `Send` for every lifetime, which the controller's spawned reconciles need.
+        let lists: Vec<(ApiResource, Option<String>)> =
+            tasks.iter().map(|(kind, ns)| (kind.api_resource.clone(), ns.map(str::to_owned))).collect();
+        let results: Vec<_> = futures::stream::iter(lists.into_iter().map(|(api_resource, ns)| {
+            let selector = selector.clone();
+            let client = client.clone();
             async move {
-                list_all(client, &kind.api_resource, *ns, selector)
+                list_all(&client, &api_resource, ns.as_deref(), &selector)
                     .await
                     .map_err(|error| {
-                        let ar = &kind.api_resource;
                         format!(
                             "listing {} objects for pruning: {}",
-                            gvk_string(&ar.group, &ar.version, &ar.kind),
+                            gvk_string(&api_resource.group, &api_resource.version, &api_resource.kind),
                             error_text(&error)
                         )
                     })

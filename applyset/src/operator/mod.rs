@@ -10,3 +10,4 @@ pub mod drift;
 pub mod status;
 pub mod context;
 pub mod reconcile;
+pub mod controller;

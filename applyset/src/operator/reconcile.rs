@@ -304,7 +304,8 @@ async fn pipeline(
         }));
         // The parent records every kind before anything is applied, so a failed run can
         // still be pruned later (KEP-3659's superset update).
-        update_parent(ctx, &mut parent, parent.superset_body(), &labels, &mut annotations).await?;
+        let body = parent.superset_body();
+        update_parent(ctx, &mut parent, body, &labels, &mut annotations).await?;
     }
     let report = match tokio::time::timeout(intervals.timeout, apply::execute(&cluster, plan, &options)).await {
         Ok(report) => report,
@@ -384,7 +385,8 @@ async fn pipeline(
         if !summary.errors.is_empty() {
             return Err(Failure::new(Stage::Prune, summary.errors.join("\n")));
         }
-        update_parent(ctx, &mut parent, parent.latest_body(), &labels, &mut annotations).await?;
+        let body = parent.latest_body();
+        update_parent(ctx, &mut parent, body, &labels, &mut annotations).await?;
     }
     Ok(done)
 }

@@ -1,0 +1,220 @@
+//! `applyset controller`: wires the reconciler to kube-runtime's `Controller`, the HTTP
+//! endpoints, leader election and signals.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use kube::api::ListParams;
+use kube::runtime::controller::{Config as ControllerConfig, Controller};
+use kube::runtime::watcher;
+use kube::Api;
+use tokio::sync::watch;
+
+use super::api::ApplySet;
+use super::context::{Context, Settings};
+use super::http::{self, Health};
+use super::leader::{LeaderElector, LeaseConfig};
+use super::metrics::Metrics;
+use super::{duration, reconcile};
+use crate::apply::{Cluster, ConnectOptions};
+use crate::cli::{ControllerArgs, LeaderArgs, LogFormat};
+use crate::source::GitSource;
+
+pub fn run(args: ControllerArgs) -> ExitCode {
+    init_logging(args.logging.log_format);
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: cannot start the async runtime: {error}");
+            return ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(serve(args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            tracing::error!("{error:#}");
+            eprintln!("error: {error:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Plain => builder.try_init(),
+        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+    };
+}
+
+/// Resolves when SIGINT or SIGTERM arrives.
+async fn termination() {
+    #[cfg(unix)]
+    {
+        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(term) => term,
+            Err(_) => return std::future::pending().await,
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+async fn serve(args: ControllerArgs) -> anyhow::Result<()> {
+    let connect = ConnectOptions {
+        kubeconfig: args.cluster.kubeconfig.clone(),
+        context: args.cluster.context.clone(),
+        qps: args.cluster.qps,
+        burst: args.cluster.burst,
+    };
+    let config = Cluster::load_config(&connect).await?;
+    let client = kube::Client::try_from(config.clone())?;
+    let metrics = Arc::new(Metrics::new());
+    let health = Health::new();
+
+    let (stop, stopped) = watch::channel(false);
+    let when_stopped = move || {
+        let mut stopped = stopped.clone();
+        async move {
+            let _ = stopped.wait_for(|s| *s).await;
+        }
+    };
+    let mut servers = Vec::new();
+    if args.serving.metrics_bind_address == args.serving.health_probe_bind_address {
+        servers.push(http::bind(args.serving.metrics_bind_address, Some(metrics.clone()), health.clone()).await?);
+    } else {
+        servers.push(http::bind(args.serving.metrics_bind_address, Some(metrics.clone()), health.clone()).await?);
+        servers.push(http::bind(args.serving.health_probe_bind_address, None, health.clone()).await?);
+    }
+    let mut server_tasks = Vec::new();
+    for server in servers {
+        server_tasks.push(tokio::spawn(server.run(when_stopped())));
+    }
+
+    // The CRD must be installed; say so plainly instead of retrying a failing watch forever.
+    let applysets: Api<ApplySet> = match &args.scope.watch_namespace {
+        Some(namespace) => Api::namespaced(client.clone(), namespace),
+        None => Api::all(client.clone()),
+    };
+    if let Err(error) = applysets.list_metadata(&ListParams::default().limit(1)).await {
+        anyhow::bail!(
+            "cannot list ApplySets ({error}); are the CRDs installed (`applyset crd | kubectl apply -f -`) and may this identity list applysets.applyset.dev?"
+        );
+    }
+
+    let mut elector = match args.leader.leader_elect {
+        true => Some(LeaderElector::new(client.clone(), lease_config(&args.leader)?)),
+        false => None,
+    };
+    // A standby is healthy and ready: it serves probes while it waits for the lease.
+    health.set_ready(elector.is_some());
+    if let Some(elector) = elector.as_mut() {
+        tracing::info!(identity = elector.identity(), "waiting to lead");
+        tokio::select! {
+            _ = elector.acquire() => {}
+            _ = termination() => {
+                let _ = stop.send(true);
+                return Ok(());
+            }
+        }
+        tracing::info!(identity = elector.identity(), "leading");
+    }
+    metrics.set_leader(true);
+
+    let identity = elector.as_ref().map_or_else(instance_name, |e| e.identity().to_owned());
+    let settings = Settings {
+        qps: args.cluster.qps,
+        burst: args.cluster.burst,
+        apply_concurrency: args.scope.apply_concurrency as usize,
+        default_service_account: args.scope.default_service_account.clone(),
+        allow_local_sources: args.scope.allow_local_sources,
+        field_manager: "applyset-controller".into(),
+    };
+    let git = GitSource::new(&args.scope.cache_dir);
+    let context = Arc::new(Context::new(client.clone(), config, git, metrics.clone(), settings, identity));
+
+    let controller = Controller::new(applysets, watcher::Config::default().any_semantic())
+        .with_config(ControllerConfig::default().concurrency(args.scope.concurrent_reconciles).debounce(Duration::from_millis(500)));
+    let store = controller.store();
+    let ready_health = health.clone();
+    tokio::spawn(async move {
+        if store.wait_until_ready().await.is_ok() {
+            ready_health.set_ready(true);
+            tracing::info!("ApplySet cache synced");
+        }
+    });
+    let running = controller
+        .graceful_shutdown_on(when_stopped())
+        .run(reconcile::reconcile, reconcile::error_policy, context)
+        .for_each(|result| async move {
+            if let Err(error) = result {
+                tracing::debug!(%error, "controller event");
+            }
+        });
+    tokio::pin!(running);
+
+    let lost = async {
+        match elector.as_mut() {
+            Some(elector) => elector.renew_until_lost().await.to_string(),
+            None => std::future::pending().await,
+        }
+    };
+    let outcome = tokio::select! {
+        _ = &mut running => Ok(()),
+        _ = termination() => {
+            tracing::info!("stopping: finishing reconciles in flight");
+            let _ = stop.send(true);
+            let _ = tokio::time::timeout(Duration::from_secs(30), &mut running).await;
+            Ok(())
+        }
+        reason = lost => {
+            // Another replica may be writing already: stop at once, as client-go's controllers do.
+            metrics.set_leader(false);
+            Err(anyhow::anyhow!("lost leadership: {reason}"))
+        }
+    };
+    let _ = stop.send(true);
+    if outcome.is_ok()
+        && let Some(elector) = elector.as_mut()
+    {
+        elector.release().await;
+    }
+    for task in server_tasks {
+        let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
+    }
+    outcome
+}
+
+fn lease_config(args: &LeaderArgs) -> anyhow::Result<LeaseConfig> {
+    let parse = |name: &str, text: &str| duration::parse(text).map_err(|e| anyhow::anyhow!("--{name}: {e}"));
+    let config = LeaseConfig {
+        namespace: args.leader_election_namespace.clone().unwrap_or_else(|| "default".into()),
+        name: args.leader_election_id.clone(),
+        identity: format!(
+            "{}_{:08x}",
+            args.leader_election_identity.clone().unwrap_or_else(instance_name),
+            fastrand::u32(..)
+        ),
+        lease_duration: parse("lease-duration", &args.lease_duration)?,
+        renew_deadline: parse("renew-deadline", &args.renew_deadline)?,
+        retry_period: parse("retry-period", &args.retry_period)?,
+    };
+    config.validate()?;
+    Ok(config)
+}
+
+fn instance_name() -> String {
+    std::env::var("POD_NAME")
+        .ok()
+        .or_else(|| std::fs::read_to_string("/proc/sys/kernel/hostname").ok().map(|h| h.trim().to_owned()))
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| "applyset".into())
+}

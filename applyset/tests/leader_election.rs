@@ -73,14 +73,12 @@ async fn acquire_promptly(elector: &mut LeaderElector) -> Result<()> {
         .with_context(|| format!("{} did not acquire a free lease", elector.identity()))
 }
 
+/// The elector back, and why and when it lost leadership if it did.
+type RenewalTask = tokio::task::JoinHandle<(LeaderElector, Option<(LeadershipLost, Instant)>)>;
+
 /// Runs `elector.renew_until_lost()` in the background until told to stop (returning `None`
 /// and the elector, still leading) or until leadership is lost (returning the reason and when).
-fn renew_in_background(
-    mut elector: LeaderElector,
-) -> (
-    oneshot::Sender<()>,
-    tokio::task::JoinHandle<(LeaderElector, Option<(LeadershipLost, Instant)>)>,
-) {
+fn renew_in_background(mut elector: LeaderElector) -> (oneshot::Sender<()>, RenewalTask) {
     let (stop, stopped) = oneshot::channel::<()>();
     let task = tokio::spawn(async move {
         let lost = tokio::select! {

@@ -179,13 +179,14 @@ impl Metrics {
     /// replacing what it reported before; the exported gauges are the sums over all ApplySets.
     pub fn set_objects(&self, key: &str, applied: u64, drifted: u64, failed: u64) {
         let mut counts = lock(&self.object_counts);
+        let updated = [applied, drifted, failed];
         let previous = counts
             .per_applyset
-            .insert(key.to_owned(), [applied, drifted, failed])
+            .insert(key.to_owned(), updated)
             .unwrap_or_default();
-        let updated = [applied, drifted, failed];
-        for index in 0..OBJECT_STATES.len() {
-            counts.totals[index] = counts.totals[index] - previous[index] + updated[index];
+        for ((total, old), new) in counts.totals.iter_mut().zip(previous).zip(updated) {
+            // `total` includes `old`, so this cannot underflow.
+            *total = *total - old + new;
         }
         self.export_object_totals(&counts.totals);
     }
@@ -194,8 +195,8 @@ impl Metrics {
     pub fn forget(&self, key: &str) {
         let mut counts = lock(&self.object_counts);
         if let Some(previous) = counts.per_applyset.remove(key) {
-            for index in 0..OBJECT_STATES.len() {
-                counts.totals[index] -= previous[index];
+            for (total, old) in counts.totals.iter_mut().zip(previous) {
+                *total -= old;
             }
             self.export_object_totals(&counts.totals);
         }

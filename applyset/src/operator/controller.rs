@@ -146,10 +146,17 @@ async fn serve(args: ControllerArgs) -> anyhow::Result<()> {
     let store = controller.store();
     let ready_health = health.clone();
     tokio::spawn(async move {
-        if store.wait_until_ready().await.is_ok() {
-            ready_health.set_ready(true);
-            tracing::info!("ApplySet cache synced");
+        // Asked again every second: a wait begun before the first list completes has been seen
+        // to miss its wake-up.
+        loop {
+            match tokio::time::timeout(Duration::from_secs(1), store.wait_until_ready()).await {
+                Ok(Ok(())) => break,
+                Ok(Err(_)) => return,
+                Err(_) => continue,
+            }
         }
+        ready_health.set_ready(true);
+        tracing::info!("ApplySet cache synced");
     });
     let running = controller
         .graceful_shutdown_on(when_stopped())

@@ -1,0 +1,95 @@
+//! The controller end to end on the real control plane with real git repositories: an
+//! ApplySet follows its repository (create, configure, prune), and reports a broken commit
+//! without touching what is running.
+
+mod git;
+mod operator;
+mod support;
+
+use std::time::Duration;
+
+use anyhow::Result;
+use git::Fixture;
+use operator::{ControllerOptions, ControllerProcess, condition, create_applyset, failed_with, is_ready, wait_for_applyset};
+use support::TestNamespace;
+
+const T: Duration = Duration::from_secs(90);
+
+fn config_map(name: &str, namespace: &str, value: &str) -> String {
+    format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {namespace}\ndata:\n  value: \"{value}\"\n")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn follows_commits_and_prunes_removed_files() -> Result<()> {
+    let ns = TestNamespace::create("follow").await?;
+    operator::install_crd(&ns.kubeconfig)?;
+    let repo = Fixture::new(&format!("follow-{}", ns.name));
+    repo.write("app/a.yaml", config_map("a", &ns.name, "1"));
+    repo.write("app/b.yaml", config_map("b", &ns.name, "1"));
+    let first = repo.commit("first");
+    let controller = ControllerProcess::start(ControllerOptions::new(&ns.kubeconfig, &ns.name).arg("--allow-local-sources"))?;
+
+    create_applyset(&ns, "app", serde_json::json!({ "source": { "url": repo.url(), "path": "app" }, "interval": "2s" })).await?;
+    let ready = wait_for_applyset(&ns, "app", &controller, "Ready", T, is_ready).await?;
+    let status = ready.status.clone().unwrap();
+    assert_eq!(status.last_applied_revision.as_deref(), Some(format!("main@sha1:{first}").as_str()));
+    assert_eq!(status.inventory.as_ref().map(|i| i.count), Some(2));
+    let a = ns.kubectl_ok(&["get", "configmap", "a", "-o", "jsonpath={.data.value}"], None)?;
+    assert_eq!(a, "1");
+    // The ApplySet is a KEP-3659 parent and its objects carry its ID.
+    let id = ready.metadata.labels.as_ref().and_then(|l| l.get("applyset.kubernetes.io/id")).cloned().expect("parent id label");
+    let part_of = ns.kubectl_ok(&["get", "configmap", "b", "-o", "jsonpath={.metadata.labels.applyset\\.kubernetes\\.io/part-of}"], None)?;
+    assert_eq!(part_of, id);
+
+    repo.write("app/a.yaml", config_map("a", &ns.name, "2"));
+    let second = repo.commit("second");
+    wait_for_applyset(&ns, "app", &controller, "the second commit applied", T, |s| {
+        s.status.as_ref().and_then(|s| s.last_applied_revision.as_deref()) == Some(format!("main@sha1:{second}").as_str())
+    })
+    .await?;
+    assert_eq!(ns.kubectl_ok(&["get", "configmap", "a", "-o", "jsonpath={.data.value}"], None)?, "2");
+
+    repo.remove("app/b.yaml");
+    let third = repo.commit("third");
+    wait_for_applyset(&ns, "app", &controller, "the third commit applied", T, |s| {
+        s.status.as_ref().and_then(|s| s.last_applied_revision.as_deref()) == Some(format!("main@sha1:{third}").as_str())
+    })
+    .await?;
+    let left = ns.kubectl_ok(&["get", "configmaps", "-l", &format!("applyset.kubernetes.io/part-of={id}"), "-o", "name"], None)?;
+    assert_eq!(left.trim(), "configmap/a");
+
+    let events = operator::events_for(&ns, "app").await?;
+    assert!(events.iter().any(|(_, reason, note)| reason == "Pruned" && note.contains("configmap/b")), "{events:?}");
+    assert!(events.iter().any(|(_, reason, note)| reason == "Applied" && note.contains("configmap/a")), "{events:?}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn broken_yaml_fails_the_load_and_changes_nothing() -> Result<()> {
+    let ns = TestNamespace::create("broken").await?;
+    operator::install_crd(&ns.kubeconfig)?;
+    let repo = Fixture::new(&format!("broken-{}", ns.name));
+    repo.write("a.yaml", config_map("a", &ns.name, "1"));
+    repo.write("b.yaml", config_map("b", &ns.name, "1"));
+    let good = repo.commit("good");
+    let controller = ControllerProcess::start(ControllerOptions::new(&ns.kubeconfig, &ns.name).arg("--allow-local-sources"))?;
+    create_applyset(&ns, "app", serde_json::json!({ "source": { "url": repo.url() }, "interval": "2s" })).await?;
+    wait_for_applyset(&ns, "app", &controller, "Ready", T, is_ready).await?;
+
+    // b.yaml is removed (a prune candidate) and a.yaml is broken in the same commit.
+    repo.remove("b.yaml");
+    repo.write("a.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n data: [\n");
+    let broken = repo.commit("broken");
+    let failed = wait_for_applyset(&ns, "app", &controller, "LoadFailed", T, failed_with("LoadFailed")).await?;
+    let (_, _, message) = condition(&failed, "Ready").unwrap();
+    assert!(message.contains("a.yaml"), "the message names the file: {message}");
+    let status = failed.status.unwrap();
+    assert_eq!(status.last_applied_revision.as_deref(), Some(format!("main@sha1:{good}").as_str()));
+    assert_eq!(status.last_attempted_revision.as_deref(), Some(format!("main@sha1:{broken}").as_str()));
+    // Nothing pruned, nothing changed.
+    assert_eq!(ns.kubectl_ok(&["get", "configmap", "b", "-o", "jsonpath={.data.value}"], None)?, "1");
+    assert_eq!(ns.kubectl_ok(&["get", "configmap", "a", "-o", "jsonpath={.data.value}"], None)?, "1");
+    let events = operator::events_for(&ns, "app").await?;
+    assert!(events.iter().any(|(kind, reason, _)| kind == "Warning" && reason == "LoadFailed"), "{events:?}");
+    Ok(())
+}

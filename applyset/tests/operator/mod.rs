@@ -1,0 +1,294 @@
+//! Test support for the operator: the real `applyset controller` binary run as a process
+//! against the test control plane, scoped to one test's namespace (`--watch-namespace`), so
+//! tests run in parallel without seeing each other's ApplySets.
+
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use applyset::operator::api::ApplySet;
+use kube::Api;
+use kube::api::{Patch, PatchParams};
+
+use crate::support::{self, TestNamespace};
+
+/// Installs the CRD from `crds/` (as users do) once per test binary.
+pub fn install_crd(kubeconfig: &Path) -> Result<()> {
+    static INSTALLED: OnceLock<std::result::Result<(), String>> = OnceLock::new();
+    INSTALLED
+        .get_or_init(|| {
+            let crd = Path::new(env!("CARGO_MANIFEST_DIR")).join("../crds/applyset.dev_applysets.yaml");
+            let mut command = support::kubectl(kubeconfig, "default").map_err(|e| e.to_string())?;
+            command.args(["apply", "--server-side", "--force-conflicts", "-f"]).arg(&crd);
+            support::run(&mut command, None).and_then(|o| o.success_stdout()).map_err(|e| format!("{e:#}"))?;
+            let mut wait = support::kubectl(kubeconfig, "default").map_err(|e| e.to_string())?;
+            wait.args(["wait", "--for=condition=Established", "--timeout=60s", "crd/applysets.applyset.dev"]);
+            support::run(&mut wait, None).and_then(|o| o.success_stdout()).map(|_| ()).map_err(|e| format!("{e:#}"))
+        })
+        .clone()
+        .map_err(|e| anyhow::anyhow!("installing the ApplySet CRD: {e}"))
+}
+
+/// A free loopback port (bound, then released).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A running `applyset controller`; stopped (SIGTERM, then kill) when dropped.
+pub struct ControllerProcess {
+    child: Option<Child>,
+    pub metrics_port: u16,
+    pub health_port: u16,
+    pub log_path: PathBuf,
+    pub cache_dir: PathBuf,
+}
+
+/// How to start a controller.
+pub struct ControllerOptions<'a> {
+    pub kubeconfig: &'a Path,
+    /// `--watch-namespace` (always set in tests, to isolate them).
+    pub namespace: &'a str,
+    pub extra_args: Vec<String>,
+    /// Wait for /readyz before returning.
+    pub wait_ready: bool,
+}
+
+impl<'a> ControllerOptions<'a> {
+    pub fn new(kubeconfig: &'a Path, namespace: &'a str) -> Self {
+        ControllerOptions { kubeconfig, namespace, extra_args: Vec::new(), wait_ready: true }
+    }
+
+    pub fn arg(mut self, arg: impl Into<String>) -> Self {
+        self.extra_args.push(arg.into());
+        self
+    }
+}
+
+impl ControllerProcess {
+    pub fn start(options: ControllerOptions<'_>) -> Result<ControllerProcess> {
+        let metrics_port = free_port();
+        let health_port = free_port();
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("controller").join(format!("{}-{}", options.namespace, support::random_suffix()));
+        std::fs::create_dir_all(&dir)?;
+        let log_path = dir.join("controller.log");
+        let cache_dir = dir.join("cache");
+        let log = std::fs::File::create(&log_path)?;
+        let child = Command::new(env!("CARGO_BIN_EXE_applyset"))
+            .arg("controller")
+            .arg("--kubeconfig")
+            .arg(options.kubeconfig)
+            .args(["--watch-namespace", options.namespace])
+            .arg("--cache-dir")
+            .arg(&cache_dir)
+            .args(["--metrics-bind-address", &format!("127.0.0.1:{metrics_port}")])
+            .args(["--health-probe-bind-address", &format!("127.0.0.1:{health_port}")])
+            .args(&options.extra_args)
+            .env("RUST_LOG", "info,applyset=debug")
+            .env_remove("POD_NAME")
+            .env_remove("POD_NAMESPACE")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()
+            .context("starting applyset controller")?;
+        let mut process = ControllerProcess { child: Some(child), metrics_port, health_port, log_path, cache_dir };
+        if options.wait_ready {
+            process.wait_ready(Duration::from_secs(60))?;
+        }
+        Ok(process)
+    }
+
+    /// Waits for `GET /readyz` to answer 200.
+    pub fn wait_ready(&mut self, timeout: Duration) -> Result<()> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Ok((200, _)) = http_get(self.health_port, "/readyz") {
+                return Ok(());
+            }
+            if let Some(child) = self.child.as_mut()
+                && let Some(status) = child.try_wait()?
+            {
+                bail!("the controller exited ({status}) before it was ready:\n{}", self.log());
+            }
+            if Instant::now() > deadline {
+                bail!("the controller was not ready within {timeout:?}:\n{}", self.log());
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// `GET /metrics` as text.
+    pub fn metrics(&self) -> Result<String> {
+        match http_get(self.metrics_port, "/metrics")? {
+            (200, body) => Ok(body),
+            (code, body) => bail!("/metrics answered {code}: {body}"),
+        }
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log_path).unwrap_or_default()
+    }
+
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// Whether the process has exited (and how).
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.as_mut().and_then(|c| c.try_wait().ok().flatten())
+    }
+
+    /// SIGTERM, then wait up to 40 s (the controller finishes reconciles in flight).
+    pub fn stop(&mut self) -> Option<std::process::ExitStatus> {
+        let mut child = self.child.take()?;
+        let _ = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status();
+        let deadline = Instant::now() + Duration::from_secs(40);
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = child.try_wait() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = child.kill();
+        child.wait().ok()
+    }
+
+    /// SIGKILL: no lease release, no cleanup (a crash).
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for ControllerProcess {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// A plain HTTP/1.1 GET on loopback: (status, body).
+pub fn http_get(port: u16, path: &str) -> Result<(u16, String)> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port))?;
+    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response)?;
+    let code = response.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let body = response.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
+    Ok((code, body))
+}
+
+/// Creates (server-side applies) an ApplySet from a JSON spec.
+pub async fn create_applyset(ns: &TestNamespace, name: &str, spec: serde_json::Value) -> Result<()> {
+    let api: Api<ApplySet> = Api::namespaced(ns.client.clone(), &ns.name);
+    let body = serde_json::json!({
+        "apiVersion": "applyset.dev/v1alpha1",
+        "kind": "ApplySet",
+        "metadata": { "name": name, "namespace": ns.name },
+        "spec": spec,
+    });
+    api.patch(name, &PatchParams::apply("applyset-tests").force(), &Patch::Apply(&body)).await?;
+    Ok(())
+}
+
+/// Merge-patches an ApplySet's spec.
+pub async fn patch_spec(ns: &TestNamespace, name: &str, spec: serde_json::Value) -> Result<()> {
+    let api: Api<ApplySet> = Api::namespaced(ns.client.clone(), &ns.name);
+    api.patch(name, &PatchParams::default(), &Patch::Merge(&serde_json::json!({ "spec": spec }))).await?;
+    Ok(())
+}
+
+/// Sets `applyset.dev/reconcile-requested-at` to a new value (what a "reconcile now" does).
+pub async fn request_reconcile(ns: &TestNamespace, name: &str) -> Result<String> {
+    let api: Api<ApplySet> = Api::namespaced(ns.client.clone(), &ns.name);
+    let value = format!("{:?}", std::time::SystemTime::now());
+    let patch = serde_json::json!({ "metadata": { "annotations": { "applyset.dev/reconcile-requested-at": value } } });
+    api.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await?;
+    Ok(value)
+}
+
+pub async fn get_applyset(ns: &TestNamespace, name: &str) -> Result<ApplySet> {
+    let api: Api<ApplySet> = Api::namespaced(ns.client.clone(), &ns.name);
+    Ok(api.get(name).await?)
+}
+
+/// The status of condition `type_` (`True`/`False`/`Unknown`), its reason and message.
+pub fn condition(applyset: &ApplySet, type_: &str) -> Option<(String, String, String)> {
+    applyset
+        .status
+        .as_ref()?
+        .conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+        .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
+}
+
+/// Waits until `check` accepts the ApplySet; the error shows its last status and the
+/// controller's log.
+pub async fn wait_for_applyset(
+    ns: &TestNamespace,
+    name: &str,
+    controller: &ControllerProcess,
+    what: &str,
+    timeout: Duration,
+    check: impl Fn(&ApplySet) -> bool,
+) -> Result<ApplySet> {
+    let deadline = Instant::now() + timeout;
+    let started = Instant::now();
+    loop {
+        let current = get_applyset(ns, name).await.ok();
+        if let Some(current) = &current
+            && check(current)
+        {
+            eprintln!("waited {:?} for {what}", started.elapsed());
+            return Ok(current.clone());
+        }
+        if Instant::now() > deadline {
+            let status = current.and_then(|c| c.status).map(|s| serde_json::to_string_pretty(&s).unwrap_or_default());
+            bail!(
+                "timed out after {timeout:?} waiting for {what}; last status: {}\ncontroller log:\n{}",
+                status.unwrap_or_else(|| "(none)".into()),
+                tail(&controller.log(), 60)
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// Ready=True for the current generation.
+pub fn is_ready(applyset: &ApplySet) -> bool {
+    let generation = applyset.metadata.generation;
+    condition(applyset, "Ready").is_some_and(|(status, _, _)| status == "True")
+        && applyset.status.as_ref().is_some_and(|s| s.observed_generation == generation)
+}
+
+/// Ready=False with `reason`.
+pub fn failed_with(reason: &str) -> impl Fn(&ApplySet) -> bool + '_ {
+    move |applyset| condition(applyset, "Ready").is_some_and(|(status, r, _)| status == "False" && r == reason)
+}
+
+pub fn tail(text: &str, lines: usize) -> String {
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// Events recorded on an ApplySet (events.k8s.io), as (type, reason, note).
+pub async fn events_for(ns: &TestNamespace, name: &str) -> Result<Vec<(String, String, String)>> {
+    use k8s_openapi::api::events::v1::Event;
+    let api: Api<Event> = Api::namespaced(ns.client.clone(), &ns.name);
+    let list = api.list(&kube::api::ListParams::default()).await?;
+    Ok(list
+        .items
+        .into_iter()
+        .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
+        .map(|e| (e.type_.unwrap_or_default(), e.reason.unwrap_or_default(), e.note.unwrap_or_default()))
+        .collect())
+}

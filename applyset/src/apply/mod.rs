@@ -77,6 +77,9 @@ pub struct ApplyOptions {
     pub field_validation: String,
     /// `-n` when given explicitly.
     pub namespace: Option<String>,
+    /// The namespace for objects without one when `namespace` is not given (instead of the
+    /// kubeconfig context's); unlike `namespace`, objects may name another.
+    pub default_namespace: Option<String>,
     /// Objects in flight at once.
     pub concurrency: usize,
     /// Value of the `applyset.kubernetes.io/part-of` label to add to every object.
@@ -110,6 +113,7 @@ impl Default for ApplyOptions {
             field_manager: "kubectl-client-side-apply".into(),
             field_validation: "Strict".into(),
             namespace: None,
+            default_namespace: None,
             concurrency: 16,
             applyset_label: None,
             crd_timeout: Duration::from_secs(60),
@@ -371,7 +375,7 @@ async fn prepare(
 ) -> std::result::Result<Vec<std::result::Result<Prepared, ObjectReport>>, Fatal> {
     let predicted = predicted_mappings(&loaded);
     let effective_namespace =
-        options.namespace.clone().unwrap_or_else(|| cluster.default_namespace().to_owned());
+        options.namespace.clone().or_else(|| options.default_namespace.clone()).unwrap_or_else(|| cluster.default_namespace().to_owned());
     if let Some(namespace) = &options.namespace {
         report.namespaces_visited.insert(namespace.clone());
     }

@@ -57,11 +57,17 @@ struct LastRun {
     next: Duration,
 }
 
-/// Who applies, and which namespace objects without one land in.
+/// Who applies: the controller itself (`None`) or an impersonated user. One cluster (and one
+/// set of discovery and OpenAPI caches) per identity, shared by all its ApplySets.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct ClusterKey {
-    namespace: String,
-    service_account: Option<String>,
+    impersonate: Option<String>,
+}
+
+impl ClusterKey {
+    fn new(namespace: &str, service_account: Option<&str>) -> ClusterKey {
+        ClusterKey { impersonate: service_account.map(|account| format!("system:serviceaccount:{namespace}:{account}")) }
+    }
 }
 
 impl Context {
@@ -85,10 +91,10 @@ impl Context {
         applyset.spec.service_account_name.clone().or_else(|| self.settings.default_service_account.clone())
     }
 
-    /// The apply cluster for an ApplySet: its namespace is the default for objects without one,
-    /// and with a ServiceAccount every request is made as that account.
+    /// The apply cluster for an ApplySet: with a ServiceAccount (of the ApplySet's namespace)
+    /// every request is made as that account.
     pub fn cluster_for(&self, namespace: &str, service_account: Option<&str>) -> crate::apply::Result<Arc<Cluster>> {
-        let key = ClusterKey { namespace: namespace.to_owned(), service_account: service_account.map(str::to_owned) };
+        let key = ClusterKey::new(namespace, service_account);
         let mut clusters = self.clusters.lock().unwrap_or_else(|p| p.into_inner());
         if let Some((built, cluster, _)) = clusters.get(&key)
             && built.elapsed() < CLUSTER_TTL
@@ -96,10 +102,9 @@ impl Context {
             return Ok(cluster.clone());
         }
         let mut config = self.config.clone();
-        config.default_namespace = namespace.to_owned();
-        if let Some(account) = service_account {
+        if let Some(user) = &key.impersonate {
             // Groups are left out: the apiserver adds the ServiceAccount's own groups.
-            config.auth_info.impersonate = Some(format!("system:serviceaccount:{namespace}:{account}"));
+            config.auth_info.impersonate = Some(user.clone());
             config.auth_info.impersonate_groups = None;
         }
         let cluster = Arc::new(Cluster::from_config(config, self.settings.qps, self.settings.burst)?);
@@ -109,7 +114,7 @@ impl Context {
 
     /// Discovery for the ApplySet parent's recorded kinds, cached with the cluster.
     pub async fn api_index(&self, namespace: &str, service_account: Option<&str>, cluster: &Cluster, refresh: bool) -> Result<Arc<ApiIndex>, String> {
-        let key = ClusterKey { namespace: namespace.to_owned(), service_account: service_account.map(str::to_owned) };
+        let key = ClusterKey::new(namespace, service_account);
         if !refresh
             && let Some(index) = self.clusters.lock().unwrap_or_else(|p| p.into_inner()).get(&key).and_then(|(_, _, index)| index.clone())
         {

@@ -284,6 +284,7 @@ async fn pipeline(
     let options = ApplyOptions {
         dry_run: if report_only { DryRun::Client } else { DryRun::None },
         force: applyset.spec.force,
+        default_namespace: Some(namespace.clone()),
         field_manager: ctx.settings.field_manager.clone(),
         concurrency: ctx.settings.apply_concurrency,
         applyset_label: Some(parent.id().to_owned()),

@@ -317,6 +317,17 @@ mod tests {
         assert_eq!(spec["required"], serde_json::json!(["source"]));
     }
 
+    /// CI fails when the committed CRD is not what `applyset crd` prints.
+    #[test]
+    fn committed_crd_is_current() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../crds/applyset.dev_applysets.yaml");
+        let committed = std::fs::read_to_string(path).expect("crds/applyset.dev_applysets.yaml exists");
+        assert!(
+            committed == crd_yaml(),
+            "crds/applyset.dev_applysets.yaml is stale: run `cargo run -p applyset -- crd > crds/applyset.dev_applysets.yaml`"
+        );
+    }
+
     #[test]
     fn defaults_fill_an_almost_empty_spec() {
         let spec: ApplySetSpec = serde_json::from_value(serde_json::json!({"source": {"url": "https://example.com/repo.git"}})).unwrap();

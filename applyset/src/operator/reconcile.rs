@@ -269,9 +269,12 @@ async fn pipeline(
     let cluster = ctx
         .cluster_for(&namespace, service_account.as_deref())
         .map_err(|e| Failure::new(Stage::Apply, e.to_string()))?;
+    // Steady: this revision and this spec were applied in full before, so any difference now
+    // is drift. The Drifted condition is written only by successful runs, with their
+    // generation, so a failed run in between (a git server away for a while) does not make a
+    // Report-mode run apply for real, nor hide corrected drift as a plain apply.
     let steady = previous.last_applied_revision.as_deref() == Some(artifact.revision.as_str())
-        && previous.observed_generation == applyset.metadata.generation
-        && status::condition(previous, READY).is_some_and(|c| c.status == "True");
+        && status::condition(previous, DRIFTED).is_some_and(|c| c.observed_generation == applyset.metadata.generation);
     let report_only = steady && applyset.spec.drift.mode == DriftMode::Report;
     let index = ctx
         .api_index(&namespace, service_account.as_deref(), &cluster, false)

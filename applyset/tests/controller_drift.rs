@@ -220,6 +220,26 @@ async fn report_mode_reports_a_kubectl_edit_and_leaves_it() -> Result<()> {
     assert_eq!(condition(&again, "Drifted").map(|c| c.1), Some("DriftDetected".to_owned()));
     assert_eq!(jsonpath(&ns, "deployment/web", "{.spec.template.spec.containers[0].image}")?, "registry.example/app:2");
 
+    // A transient failure (the git server is away for a while) changes nothing of that: when
+    // it is back, at the same revision and spec, the edit is still only reported.
+    let away = repo.bare.with_extension("away");
+    std::fs::rename(&repo.bare, &away)?;
+    let requested = request_reconcile(&ns, "app").await?;
+    wait_for_applyset(&ns, "app", &controller, "FetchFailed while the repository is away", T, |a| {
+        failed_with("FetchFailed")(a) && status_of(a).last_handled_reconcile_at.as_deref() == Some(requested.as_str())
+    })
+    .await?;
+    std::fs::rename(&away, &repo.bare)?;
+    let back = reconcile_now(&ns, "app", &controller).await?;
+    assert!(is_ready(&back), "{:?}", back.status);
+    assert_eq!(
+        jsonpath(&ns, "deployment/web", "{.spec.template.spec.containers[0].image}")?,
+        "registry.example/app:2",
+        "Report mode reverted the edit after a transient failure"
+    );
+    let (drifted, reason, message) = condition(&back, "Drifted").context("no Drifted condition")?;
+    assert_eq!((drifted.as_str(), reason.as_str()), ("True", "DriftDetected"), "{message}");
+
     let events = operator::events_for(&ns, "app").await?;
     assert!(
         events.iter().any(|(kind, reason, note)| kind == "Warning"

@@ -282,7 +282,18 @@ async fn pipeline(
         .map_err(|e| Failure::new(Stage::Apply, e))?;
     let labels = applyset.metadata.labels.clone().unwrap_or_default();
     let mut annotations = applyset.metadata.annotations.clone().unwrap_or_default();
-    let mut parent = parent_for(applyset, &index, &labels, &annotations)?;
+    let mut parent = match parent_for(applyset, &index, &labels, &annotations) {
+        Ok(parent) => parent,
+        // A kind recorded on the parent may be newer than the cached discovery (a CRD the last
+        // run created): look again once.
+        Err(_) => {
+            let index = ctx
+                .api_index(&namespace, service_account.as_deref(), &cluster, true)
+                .await
+                .map_err(|e| Failure::new(Stage::Apply, e))?;
+            parent_for(applyset, &index, &labels, &annotations)?
+        }
+    };
     let ignore = Arc::new(ignore);
     let options = ApplyOptions {
         dry_run: if report_only { DryRun::Client } else { DryRun::None },

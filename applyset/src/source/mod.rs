@@ -236,8 +236,11 @@ impl GitSource {
         let lock = self.lock_for(key);
         let counters = self.counters.clone();
         let cancel2 = cancel.clone();
+        let locked = Arc::new(AtomicBool::new(false));
+        let locked2 = locked.clone();
         let work = async move {
             let guard = lock.lock_owned().await;
+            locked2.store(true, Ordering::SeqCst);
             let handle = tokio::task::spawn_blocking(move || {
                 let _guard = guard;
                 job.run(&cancel2, &counters)
@@ -261,6 +264,19 @@ impl GitSource {
                 &ctx,
                 format!("sync task failed: {join}"),
             )),
+            Err(_) if !locked.load(Ordering::SeqCst) => {
+                // An earlier sync of this key (timed out, but stuck in a socket read that no
+                // cancel flag reaches) still holds the cache: say so, not "timed out".
+                tracing::debug!(key = ?key, ?timeout, "git source busy with an earlier sync");
+                Err(SourceError::new(
+                    ErrorCategory::Timeout,
+                    &ctx,
+                    format!(
+                        "an earlier fetch of this source is still running (it stops at the server I/O timeout of {} s); not started within {timeout:?}",
+                        SERVER_IO_TIMEOUT_MS / 1000
+                    ),
+                ))
+            }
             Err(_) => {
                 cancel.store(true, Ordering::SeqCst);
                 tracing::debug!(key = ?key, ?timeout, "git source sync timed out");

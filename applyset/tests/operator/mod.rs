@@ -43,6 +43,8 @@ pub fn free_port() -> u16 {
 /// A running `applyset controller`; stopped (SIGTERM, then kill) when dropped.
 pub struct ControllerProcess {
     child: Option<Child>,
+    kubeconfig: PathBuf,
+    namespace: String,
     pub metrics_port: u16,
     pub health_port: u16,
     pub log_path: PathBuf,
@@ -97,7 +99,15 @@ impl ControllerProcess {
             .stderr(log)
             .spawn()
             .context("starting applyset controller")?;
-        let mut process = ControllerProcess { child: Some(child), metrics_port, health_port, log_path, cache_dir };
+        let mut process = ControllerProcess {
+            child: Some(child),
+            kubeconfig: options.kubeconfig.to_path_buf(),
+            namespace: options.namespace.to_owned(),
+            metrics_port,
+            health_port,
+            log_path,
+            cache_dir,
+        };
         if options.wait_ready {
             process.wait_ready(Duration::from_secs(60))?;
         }
@@ -169,8 +179,19 @@ impl ControllerProcess {
 }
 
 impl Drop for ControllerProcess {
+    /// Stops the controller, then drops the finalizers it put on the namespace's ApplySets:
+    /// with no controller left to honour them, the test namespace could never be deleted.
     fn drop(&mut self) {
         self.stop();
+        let Ok(mut list) = support::kubectl(&self.kubeconfig, &self.namespace) else { return };
+        list.args(["get", "applysets", "-o", "name"]);
+        let Ok(names) = support::run(&mut list, None).and_then(|o| o.success_stdout()) else { return };
+        for name in names.lines().filter(|l| !l.is_empty()) {
+            if let Ok(mut patch) = support::kubectl(&self.kubeconfig, &self.namespace) {
+                patch.args(["patch", name, "--type=merge", "-p", r#"{"metadata":{"finalizers":null}}"#]);
+                let _ = support::run(&mut patch, None);
+            }
+        }
     }
 }
 

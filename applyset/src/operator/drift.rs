@@ -148,6 +148,28 @@ fn remove_in(node: &mut Value, path: &[String]) -> bool {
     map.is_empty() || map.keys().all(|k| k == "$retainKeys")
 }
 
+/// Whether a patch's `result` (what the apiserver returned for the write, or for a server
+/// dry run of it) differs from the `live` object it was computed against. The apiserver
+/// canonicalizes some values (`cpu: 1000m` is stored as `1`, `0.5Gi` as `512Mi`), so a patch
+/// that re-sends git's spelling is not empty and yet changes nothing: that is not drift, as
+/// `kubectl diff` agrees. Bookkeeping the write itself touches (managedFields, resourceVersion,
+/// generation) and the status, written by other controllers meanwhile, are not compared.
+pub fn server_changed(live: &Value, result: &Value) -> bool {
+    let strip = |object: &Value| {
+        let mut object = object.clone();
+        if let Value::Object(map) = &mut object {
+            map.remove("status");
+            if let Some(Value::Object(metadata)) = map.get_mut("metadata") {
+                for key in ["managedFields", "resourceVersion", "generation"] {
+                    metadata.remove(key);
+                }
+            }
+        }
+        object
+    };
+    strip(live) != strip(result)
+}
+
 /// One changed field: its path segments (map keys, or `[key=value]` list elements).
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Segment {
@@ -173,6 +195,38 @@ pub fn changed_fields(patch: &Value, live: &Value) -> Vec<DriftedField> {
             manager: managed.and_then(|entries| manager_of(entries, &segments)),
         })
         .collect()
+}
+
+/// [`changed_fields`], less the fields whose value in `result` (the apiserver's answer to the
+/// patch, or to its server dry run) is the one `live` had: values the apiserver canonicalizes
+/// (`cpu: 1000m` stored as `1`) are re-sent by every patch of a drifted object without being
+/// drift themselves. Falls back to every patched field if none can be told apart.
+pub fn changed_fields_in(patch: &Value, live: &Value, result: &Value) -> Vec<DriftedField> {
+    let mut paths = Vec::new();
+    collect(patch, &mut Vec::new(), &mut paths);
+    let differs: Vec<bool> = paths.iter().map(|segments| lookup(live, segments) != lookup(result, segments)).collect();
+    let all = changed_fields(patch, live);
+    if !differs.iter().any(|d| *d) || all.len() != differs.len() {
+        return all;
+    }
+    all.into_iter().zip(differs).filter_map(|(field, differs)| differs.then_some(field)).collect()
+}
+
+/// The value at a changed field's path, if the object has it.
+fn lookup<'a>(object: &'a Value, segments: &[Segment]) -> Option<&'a Value> {
+    let mut node = object;
+    for segment in segments {
+        node = match segment {
+            Segment::Key(key) => node.as_object()?.get(key)?,
+            Segment::Element(key, value) => node.as_array()?.iter().find(|item| {
+                item.as_object().and_then(|m| m.get(key)).is_some_and(|found| match found {
+                    Value::String(s) => s == value,
+                    other => other.to_json_string() == *value,
+                })
+            })?,
+        };
+    }
+    Some(node)
 }
 
 fn collect(node: &Value, prefix: &mut Vec<Segment>, out: &mut Vec<Vec<Segment>>) {
@@ -389,6 +443,41 @@ mod tests {
                 ("spec.template.spec.containers[name=app].image".to_owned(), Some("kubectl-edit".to_owned())),
             ]
         );
+    }
+
+    #[test]
+    fn canonicalized_values_resent_with_a_real_change_are_not_listed() {
+        let patch = json(
+            r#"{"spec":{"containers":[{"image":"app:1","name":"app","resources":{"limits":{"cpu":"1000m"}}}],"$setElementOrder/containers":[{"name":"app"}]}}"#,
+        );
+        let live = json(r#"{"spec":{"containers":[{"image":"app:2","name":"app","resources":{"limits":{"cpu":"1"}}}]}}"#);
+        let result = json(r#"{"spec":{"containers":[{"image":"app:1","name":"app","resources":{"limits":{"cpu":"1"}}}]}}"#);
+        let paths: Vec<String> = changed_fields_in(&patch, &live, &result).into_iter().map(|f| f.path).collect();
+        assert_eq!(paths, ["spec.containers[name=app].image"]);
+        // Nothing told apart (the result could not be compared): every patched field.
+        let paths: Vec<String> = changed_fields_in(&patch, &live, &live).into_iter().map(|f| f.path).collect();
+        assert_eq!(paths.len(), 2);
+        // A removed field is listed.
+        let patch = json(r#"{"metadata":{"labels":{"team":null}}}"#);
+        let live = json(r#"{"metadata":{"labels":{"team":"a"}}}"#);
+        let result = json(r#"{"metadata":{"labels":{}}}"#);
+        let paths: Vec<String> = changed_fields_in(&patch, &live, &result).into_iter().map(|f| f.path).collect();
+        assert_eq!(paths, ["metadata.labels.team"]);
+    }
+
+    #[test]
+    fn a_write_that_changed_nothing_but_bookkeeping_is_not_a_change() {
+        let live = json(
+            r#"{"metadata":{"name":"web","resourceVersion":"7","generation":1,"managedFields":[{"manager":"a"}]},"spec":{"cpu":"1"},"status":{"replicas":0}}"#,
+        );
+        let same = json(
+            r#"{"metadata":{"name":"web","resourceVersion":"9","generation":1,"managedFields":[{"manager":"b"}]},"spec":{"cpu":"1"},"status":{"replicas":1}}"#,
+        );
+        assert!(!server_changed(&live, &same));
+        let changed = json(r#"{"metadata":{"name":"web","resourceVersion":"9","generation":2},"spec":{"cpu":"2"}}"#);
+        assert!(server_changed(&live, &changed));
+        let labelled = json(r#"{"metadata":{"name":"web","labels":{"a":"b"}},"spec":{"cpu":"1"}}"#);
+        assert!(server_changed(&live, &labelled));
     }
 
     #[test]

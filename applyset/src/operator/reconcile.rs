@@ -296,7 +296,9 @@ async fn pipeline(
     };
     let ignore = Arc::new(ignore);
     let options = ApplyOptions {
-        dry_run: if report_only { DryRun::Client } else { DryRun::None },
+        // Report mode asks the apiserver what the apply would do (as `kubectl diff` does), so
+        // that values it canonicalizes are not reported as drift.
+        dry_run: if report_only { DryRun::Server } else { DryRun::None },
         force: applyset.spec.force,
         default_namespace: Some(namespace.clone()),
         field_manager: ctx.settings.field_manager.clone(),
@@ -351,11 +353,17 @@ async fn pipeline(
                 entry.message = Some(status::truncate(&error.render()).chars().take(300).collect());
                 errors.push(format!("{}: {}", object.source, error.render().trim_start_matches("error: ")));
             }
+            // A patch the apiserver found nothing to change with (git's `1000m` for a stored `1`).
+            Ok(Verb::Configured)
+                if object.details.as_ref().is_some_and(|d| {
+                    matches!((&d.live, &d.result), (Some(live), Some(result)) if !drift::server_changed(live, result))
+                }) => {}
             Ok(verb) if steady && *verb != Verb::Unchanged => {
                 let fields = match (&object.details, verb) {
                     (_, Verb::Created) => vec![DriftedField { path: "(object deleted)".into(), manager: None }],
-                    (Some(details), _) => match (&details.patch, &details.live) {
-                        (Some(patch), Some(live)) => drift::changed_fields(patch, live),
+                    (Some(details), _) => match (&details.patch, &details.live, &details.result) {
+                        (Some(patch), Some(live), Some(result)) => drift::changed_fields_in(patch, live, result),
+                        (Some(patch), Some(live), None) => drift::changed_fields(patch, live),
                         _ => Vec::new(),
                     },
                     _ => Vec::new(),

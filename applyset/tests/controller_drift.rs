@@ -63,6 +63,12 @@ spec:
     )
 }
 
+/// Adds resource limits in spellings the apiserver stores differently (`1000m` as `1`,
+/// `0.5Gi` as `512Mi`) to the container of [`deployment`] (which must have no env).
+fn with_limits(deployment: String) -> String {
+    format!("{deployment}        resources:\n          limits:\n            cpu: 1000m\n            memory: 0.5Gi\n")
+}
+
 fn service(name: &str, namespace: &str) -> String {
     format!(
         "apiVersion: v1
@@ -179,7 +185,8 @@ async fn report_mode_reports_a_kubectl_edit_and_leaves_it() -> Result<()> {
     let ns = TestNamespace::create("drift-report").await?;
     operator::install_crd(&ns.kubeconfig)?;
     let repo = Fixture::new(&format!("drift-report-{}", ns.name));
-    repo.write("web.yaml", deployment("web", &ns.name, "registry.example/app:1", 1, &[]));
+    // Limits the apiserver canonicalizes: never drift (as `kubectl diff` agrees).
+    repo.write("web.yaml", with_limits(deployment("web", &ns.name, "registry.example/app:1", 1, &[])));
     repo.write("settings.yaml", config_map("settings", &ns.name, "blue"));
     repo.commit("first");
     let controller = start_controller(&ns)?;
@@ -189,8 +196,10 @@ async fn report_mode_reports_a_kubectl_edit_and_leaves_it() -> Result<()> {
         serde_json::json!({ "source": { "url": repo.url() }, "interval": NEVER, "drift": { "mode": "Report" } }),
     )
     .await?;
-    let ready = wait_for_applyset(&ns, "app", &controller, "Ready", T, is_ready).await?;
+    wait_for_applyset(&ns, "app", &controller, "Ready", T, is_ready).await?;
+    let ready = reconcile_now(&ns, "app", &controller).await?;
     assert_eq!(condition(&ready, "Drifted").map(|c| c.1), Some("NoDrift".to_owned()), "{:?}", ready.status);
+    assert_eq!(jsonpath(&ns, "deployment/web", "{.spec.template.spec.containers[0].resources.limits.cpu}")?, "1");
 
     kubectl_edit(&ns, "deployment/web", r"s|^\( *\)- image: registry.example/app:1$|\1- image: registry.example/app:2|")?;
     assert_eq!(jsonpath(&ns, "deployment/web", "{.spec.template.spec.containers[0].image}")?, "registry.example/app:2");
@@ -213,6 +222,10 @@ async fn report_mode_reports_a_kubectl_edit_and_leaves_it() -> Result<()> {
     let inventory = status.inventory.as_ref().context("no inventory")?;
     assert_eq!(inventory.states.get("Drifted"), Some(&1), "{inventory:?}");
     assert!(drifted_object(&after, "ConfigMap", "settings").is_none(), "the untouched ConfigMap is not drifted: {drift:?}");
+    let metrics = controller.metrics()?;
+    assert_eq!(sample(&metrics, r#"applyset_objects{state="drifted"}"#), Some(1.0), "{metrics}");
+    assert_eq!(sample(&metrics, r#"applyset_objects{state="applied"}"#), Some(1.0), "{metrics}");
+    assert_eq!(sample(&metrics, "applyset_drift_corrected_objects_total"), Some(0.0), "{metrics}");
 
     // Not reverted, not even after another run.
     assert_eq!(jsonpath(&ns, "deployment/web", "{.spec.template.spec.containers[0].image}")?, "registry.example/app:2");
@@ -287,6 +300,9 @@ async fn correct_mode_reverts_a_kubectl_edit() -> Result<()> {
     assert_eq!(fields, [("spec.template.spec.containers[name=app].image", Some("kubectl-edit"))]);
     // Corrected objects are applied, not left drifted.
     assert_eq!(status.inventory.as_ref().and_then(|i| i.states.get("Drifted")), None, "{:?}", status.inventory);
+    let metrics = controller.metrics()?;
+    assert_eq!(sample(&metrics, "applyset_drift_corrected_objects_total"), Some(2.0), "{metrics}");
+    assert_eq!(sample(&metrics, r#"applyset_objects{state="drifted"}"#), Some(0.0), "{metrics}");
 
     let events = operator::events_for(&ns, "app").await?;
     assert!(
@@ -672,6 +688,8 @@ async fn interval_runs_without_changes_write_nothing() -> Result<()> {
     repo.write("a.yaml", config_map("a", &ns.name, "one"));
     repo.write("b.yaml", config_map("b", &ns.name, "two"));
     repo.write("web.yaml", service("web", &ns.name));
+    // Quantities the apiserver rewrites (1000m → 1, 0.5Gi → 512Mi) are not a change either.
+    repo.write("deploy.yaml", with_limits(deployment("web", &ns.name, "registry.example/app:1", 1, &[])));
     repo.commit("first");
     let controller = start_controller(&ns)?;
     create_applyset(&ns, "app", serde_json::json!({ "source": { "url": repo.url() }, "interval": "2s" })).await?;
@@ -681,6 +699,8 @@ async fn interval_runs_without_changes_write_nothing() -> Result<()> {
     let objects = ["configmap/a", "configmap/b", "service/web"];
     let before = get_applyset(&ns, "app").await?;
     let objects_before = resource_versions(&ns, &objects)?;
+    // The Deployment's status is written by its controller; its spec only bumps the generation.
+    let generation_before = jsonpath(&ns, "deployment/web", "{.metadata.generation}")?;
     let events_before = operator::events_for(&ns, "app").await?.len();
     let runs_before = successes(&controller.metrics()?);
     support::eventually("3 more interval runs", Duration::from_secs(30), || async {
@@ -697,6 +717,7 @@ async fn interval_runs_without_changes_write_nothing() -> Result<()> {
         );
     }
     assert_eq!(resource_versions(&ns, &objects)?, objects_before, "managed objects were written by no-op runs");
+    assert_eq!(jsonpath(&ns, "deployment/web", "{.metadata.generation}")?, generation_before);
     assert_eq!(operator::events_for(&ns, "app").await?.len(), events_before, "no-op runs record no Events");
     assert_eq!(condition(&after, "Drifted").map(|c| c.1), Some("NoDrift".to_owned()));
     Ok(())

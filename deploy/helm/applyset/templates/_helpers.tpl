@@ -79,18 +79,23 @@ Where cluster-admin is bound: "cluster" or "namespace" (see values.yaml).
 
 {{/*
 The controller's own rules (applying ApplySets' objects aside): the same as a
-ClusterRole for all namespaces or as a Role in watchNamespace.
+ClusterRole for all namespaces or as a Role in watchNamespace. Exactly the
+requests it makes: scripts/check-rbac runs the controller with these rules only,
+and fails it without any one of them.
+  applysets         list, watch (the controller's cache); patch (finalizer, the
+                    KEP-3659 parent labels and annotations, server-side apply)
+  applysets/status  patch (merge patch of the status)
+  secrets           get (spec.source.secretRef)
+  serviceaccounts   impersonate (spec.serviceAccountName, defaultServiceAccount)
+  events.k8s.io     create, patch (Events on the ApplySet; series are patched)
 */}}
 {{- define "applyset.controllerRules" -}}
 - apiGroups: ["applyset.dev"]
   resources: ["applysets"]
-  verbs: ["get", "list", "watch", "patch", "update"]
+  verbs: ["list", "watch", "patch"]
 - apiGroups: ["applyset.dev"]
   resources: ["applysets/status"]
-  verbs: ["get", "patch", "update"]
-- apiGroups: ["applyset.dev"]
-  resources: ["applysets/finalizers"]
-  verbs: ["update"]
+  verbs: ["patch"]
 # Source credentials named by ApplySets, in their own namespace.
 - apiGroups: [""]
   resources: ["secrets"]
@@ -99,9 +104,6 @@ ClusterRole for all namespaces or as a Role in watchNamespace.
 - apiGroups: [""]
   resources: ["serviceaccounts"]
   verbs: ["impersonate"]
-- apiGroups: [""]
-  resources: ["events"]
-  verbs: ["create", "patch"]
 - apiGroups: ["events.k8s.io"]
   resources: ["events"]
   verbs: ["create", "patch"]

@@ -253,6 +253,21 @@ async fn report_mode_reports_a_kubectl_edit_and_leaves_it() -> Result<()> {
     let (drifted, reason, message) = condition(&back, "Drifted").context("no Drifted condition")?;
     assert_eq!((drifted.as_str(), reason.as_str()), ("True", "DriftDetected"), "{message}");
 
+    // A spec change that does not shape the apply (a new generation: here the timeout) does
+    // not turn the next run into an apply either.
+    operator::patch_spec(&ns, "app", serde_json::json!({ "timeout": "3m" })).await?;
+    let generation = operator::get_applyset(&ns, "app").await?.metadata.generation;
+    let changed = wait_for_applyset(&ns, "app", &controller, "the new generation handled", T, |a| {
+        status_of(a).observed_generation == generation && is_ready(a)
+    })
+    .await?;
+    assert_eq!(
+        jsonpath(&ns, "deployment/web", "{.spec.template.spec.containers[0].image}")?,
+        "registry.example/app:2",
+        "Report mode reverted the edit after an unrelated spec change"
+    );
+    assert_eq!(condition(&changed, "Drifted").map(|c| c.1), Some("DriftDetected".to_owned()), "{:?}", changed.status);
+
     let events = operator::events_for(&ns, "app").await?;
     assert!(
         events.iter().any(|(kind, reason, note)| kind == "Warning"

@@ -167,6 +167,7 @@ async fn sync(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Action, Reconcil
             status::mark_ready(&mut status, &message, generation, &now);
             set_drift_condition(&mut status, &done, generation, &now);
             status.last_applied_revision = Some(done.revision.clone());
+            status.last_applied_spec_digest = Some(applyset.spec.apply_digest());
             let was_ready = status::condition(&written, READY).is_some_and(|c| c.status == "True");
             write_status(ctx, &applyset, &written, &status).await?;
             publish_success_events(ctx, &applyset, &done, was_ready).await;
@@ -269,12 +270,17 @@ async fn pipeline(
     let cluster = ctx
         .cluster_for(&namespace, service_account.as_deref())
         .map_err(|e| Failure::new(Stage::Apply, e.to_string()))?;
-    // Steady: this revision and this spec were applied in full before, so any difference now
-    // is drift. The Drifted condition is written only by successful runs, with their
-    // generation, so a failed run in between (a git server away for a while) does not make a
-    // Report-mode run apply for real, nor hide corrected drift as a plain apply.
+    // Steady: this revision, with the spec fields that shape the apply, was applied in full
+    // before, so any difference now is drift. Both are recorded only by successful runs, so a
+    // failed run in between (a git server away for a while) does not make a Report-mode run
+    // apply for real, nor hide corrected drift as a plain apply; and a spec change that does
+    // not shape the apply (the interval) does not either.
+    let digest = applyset.spec.apply_digest();
     let steady = previous.last_applied_revision.as_deref() == Some(artifact.revision.as_str())
-        && status::condition(previous, DRIFTED).is_some_and(|c| c.observed_generation == applyset.metadata.generation);
+        && match previous.last_applied_spec_digest.as_deref() {
+            Some(previous_digest) => previous_digest == digest,
+            None => status::condition(previous, DRIFTED).is_some_and(|c| c.observed_generation == applyset.metadata.generation),
+        };
     let report_only = steady && applyset.spec.drift.mode == DriftMode::Report;
     let index = ctx
         .api_index(&namespace, service_account.as_deref(), &cluster, false)

@@ -93,3 +93,51 @@ async fn broken_yaml_fails_the_load_and_changes_nothing() -> Result<()> {
     assert!(events.iter().any(|(kind, reason, _)| kind == "Warning" && reason == "LoadFailed"), "{events:?}");
     Ok(())
 }
+
+fn widget_crd(group: &str) -> String {
+    format!(
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.{group}\nspec:\n  group: {group}\n  scope: Namespaced\n  names:\n    plural: widgets\n    singular: widget\n    kind: Widget\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        x-kubernetes-preserve-unknown-fields: true\n"
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn custom_resources_with_their_crd_and_a_crd_deleted_by_hand() -> Result<()> {
+    let ns = TestNamespace::create("crd").await?;
+    operator::install_crd(&ns.kubeconfig)?;
+    let group = format!("{}.example.test", support::random_suffix());
+    let repo = Fixture::new(&format!("crd-{}", ns.name));
+    repo.write("crd.yaml", widget_crd(&group));
+    repo.write("widget.yaml", format!("apiVersion: {group}/v1\nkind: Widget\nmetadata:\n  name: w\n  namespace: {}\nsize: 3\n", ns.name));
+    repo.write("config.yaml", config_map("a", &ns.name, "1"));
+    repo.commit("crd, widget, config");
+    let controller = ControllerProcess::start(ControllerOptions::new(&ns.kubeconfig, &ns.name).arg("--allow-local-sources"))?;
+    create_applyset(&ns, "app", serde_json::json!({ "source": { "url": repo.url() }, "interval": "2s" })).await?;
+    let ready = wait_for_applyset(&ns, "app", &controller, "Ready", T, is_ready).await?;
+    let kinds = ready.metadata.annotations.as_ref().and_then(|a| a.get("applyset.kubernetes.io/contains-group-kinds")).cloned().unwrap_or_default();
+    assert!(kinds.contains(&format!("Widget.{group}")), "{kinds}");
+    assert_eq!(ns.kubectl_ok(&["get", &format!("widgets.{group}"), "w", "-o", "jsonpath={.size}"], None)?, "3");
+
+    // The next commit is applied by a controller whose discovery predates the CRD: the parent
+    // records Widget, which it must find.
+    repo.write("config.yaml", config_map("a", &ns.name, "2"));
+    let second = repo.commit("config 2");
+    wait_for_applyset(&ns, "app", &controller, "the second commit applied", T, |s| {
+        is_ready(s) && s.status.as_ref().and_then(|s| s.last_applied_revision.as_deref()) == Some(format!("main@sha1:{second}").as_str())
+    })
+    .await?;
+
+    // Someone deletes the CRD by hand, and git drops it: the recorded kind is gone from the
+    // cluster, which must not wedge the ApplySet.
+    ns.kubectl_ok(&["delete", "crd", &format!("widgets.{group}"), "--wait=true"], None)?;
+    repo.remove("crd.yaml");
+    repo.remove("widget.yaml");
+    let third = repo.commit("no more widgets");
+    let done = wait_for_applyset(&ns, "app", &controller, "the third commit applied", T, |s| {
+        is_ready(s) && s.status.as_ref().and_then(|s| s.last_applied_revision.as_deref()) == Some(format!("main@sha1:{third}").as_str())
+    })
+    .await?;
+    let kinds = done.metadata.annotations.as_ref().and_then(|a| a.get("applyset.kubernetes.io/contains-group-kinds")).cloned().unwrap_or_default();
+    assert_eq!(kinds, "ConfigMap");
+    assert_eq!(ns.kubectl_ok(&["get", "configmap", "a", "-o", "jsonpath={.data.value}"], None)?, "2");
+    Ok(())
+}

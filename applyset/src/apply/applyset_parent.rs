@@ -702,6 +702,9 @@ pub struct Parent {
     pub field_validation: Option<FieldValidation>,
     /// Warnings for stderr (e.g. a forced parent update after a conflict); drained by the caller.
     pub warnings: Vec<String>,
+    /// The controller's parents: recorded kinds the cluster no longer serves (a CRD deleted)
+    /// are skipped, not errors (see [`Parent::from_existing`]).
+    skip_unknown_kinds: bool,
 }
 
 /// `fieldValidation` for the parent's server-side apply.
@@ -761,6 +764,7 @@ impl Parent {
             updated_namespaces: BTreeSet::new(),
             field_validation: None,
             warnings: Vec::new(),
+            skip_unknown_kinds: false,
         })
     }
 
@@ -789,6 +793,7 @@ impl Parent {
             updated_namespaces: BTreeSet::new(),
             field_validation: None,
             warnings: Vec::new(),
+            skip_unknown_kinds: true,
         };
         let fresh = !annotations.contains_key(TOOLING_ANNOTATION) && !labels.contains_key(PARENT_ID_LABEL);
         if fresh {
@@ -956,12 +961,17 @@ impl Parent {
         // provably `Send` for every lifetime, which the controller's spawned reconciles need.
         let lists: Vec<(ApiResource, Option<String>)> =
             tasks.iter().map(|(kind, ns)| (kind.api_resource.clone(), ns.map(str::to_owned))).collect();
+        let skip_unknown_kinds = self.skip_unknown_kinds;
         let results: Vec<_> = futures::stream::iter(lists.into_iter().map(|(api_resource, ns)| {
             let selector = selector.clone();
             let client = client.clone();
             async move {
-                list_all(&client, &api_resource, ns.as_deref(), &selector)
-                    .await
+                match list_all(&client, &api_resource, ns.as_deref(), &selector).await {
+                    // The kind went away since discovery was read (its CRD deleted): nothing
+                    // of it is left to prune.
+                    Err(error) if skip_unknown_kinds && is_status(&error, 404) => Ok(Vec::new()),
+                    other => other,
+                }
                     .map_err(|error| {
                         format!(
                             "listing {} objects for pruning: {}",
@@ -1108,6 +1118,10 @@ impl Parent {
 
     /// Reads the kinds and namespaces an existing parent records (kubectl's `fetchParent`
     /// after its checks).
+    ///
+    /// For the controller's parents, a recorded kind the cluster no longer serves (its CRD
+    /// deleted) is left out with a warning instead of failing: no object of it can exist to
+    /// prune, and kubectl's error would otherwise repeat at every interval.
     fn record_existing(&mut self, annotations: &BTreeMap<String, String>) -> Result<(), String> {
         let reference = self.reference();
         let wrap = |error: String| format!("parsing ApplySet annotation on {reference:?}: {error}");
@@ -1115,9 +1129,16 @@ impl Parent {
         match parse_recorded_kinds(annotations).map_err(wrap)? {
             RecordedKinds::GroupKinds(gks) => {
                 for gk in gks {
-                    let entry = self.index.for_group_kind(&gk).map_err(|error| {
-                        wrap(format!("could not find mapping for kind in {GROUP_KINDS_ANNOTATION:?} annotation: {error}"))
-                    })?;
+                    let entry = match self.index.for_group_kind(&gk) {
+                        Ok(entry) => entry,
+                        Err(error) if self.skip_unknown_kinds => {
+                            self.warnings.push(format!("{reference}: recorded kind {gk} is no longer served ({error}); nothing of it to prune"));
+                            continue;
+                        }
+                        Err(error) => {
+                            return Err(wrap(format!("could not find mapping for kind in {GROUP_KINDS_ANNOTATION:?} annotation: {error}")));
+                        }
+                    };
                     kinds.insert(
                         gk,
                         RecordedKind {

@@ -288,18 +288,19 @@ async fn pipeline(
         .map_err(|e| Failure::new(Stage::Apply, e))?;
     let labels = applyset.metadata.labels.clone().unwrap_or_default();
     let mut annotations = applyset.metadata.annotations.clone().unwrap_or_default();
-    let mut parent = match parent_for(applyset, &index, &labels, &annotations) {
-        Ok(parent) => parent,
+    let mut parent = parent_for(applyset, &index, &labels, &annotations)?;
+    if !parent.warnings.is_empty() {
         // A kind recorded on the parent may be newer than the cached discovery (a CRD the last
-        // run created): look again once.
-        Err(_) => {
-            let index = ctx
-                .api_index(&namespace, service_account.as_deref(), &cluster, true)
-                .await
-                .map_err(|e| Failure::new(Stage::Apply, e))?;
-            parent_for(applyset, &index, &labels, &annotations)?
+        // run created): look again before treating it as gone.
+        let index = ctx
+            .api_index(&namespace, service_account.as_deref(), &cluster, true)
+            .await
+            .map_err(|e| Failure::new(Stage::Apply, e))?;
+        parent = parent_for(applyset, &index, &labels, &annotations)?;
+        for warning in parent.warnings.drain(..) {
+            tracing::warn!(applyset = %applyset.key(), "{warning}");
         }
-    };
+    }
     let ignore = Arc::new(ignore);
     let options = ApplyOptions {
         // Report mode asks the apiserver what the apply would do (as `kubectl diff` does), so

@@ -1601,6 +1601,7 @@ mod tests {
             updated_namespaces: BTreeSet::new(),
             field_validation: None,
             warnings: Vec::new(),
+            skip_unknown_kinds: false,
         }
     }
 

@@ -15,13 +15,14 @@ use kube::runtime::controller::Action;
 use kube::runtime::finalizer::{self, Event as FinalizerEvent};
 use kube::Api;
 
-use super::api::{ApplySet, ApplySetStatus, DeletionPolicy, DriftMode, DriftStatus, DriftedField, DriftedObject, InventoryObject, FINALIZER, GROUP, KIND, PLURAL};
+use super::api::{ApplySet, ApplySetStatus, DeletionPolicy, DriftMode, DriftStatus, FINALIZER, GROUP, KIND, PLURAL};
 use super::context::Context;
-use super::drift::{self, IgnoreRules};
-use super::duration;
+use super::drift::IgnoreRules;
+use super::outcome::{classify, describe_drift, set_drift_condition, Classified, Done};
+use super::schedule::{backoff, with_jitter, Intervals};
 use super::status::{self, reason, Failure, Stage, DRIFTED, READY};
 use crate::apply::applyset_parent::{ApiIndex, DeleteOptions, Parent};
-use crate::apply::{self, ApplyOptions, Cluster, DryRun, Fatal, PatchFilter, Verb};
+use crate::apply::{self, ApplyOptions, Cluster, DryRun, Fatal, PatchFilter};
 use crate::manifest::{self, LoadedObject};
 use crate::source::{CacheKey, Credentials, GitUrl, Transport};
 
@@ -34,40 +35,6 @@ pub enum ReconcileError {
     Finalizer(String),
     #[error("{0}")]
     Cleanup(String),
-}
-
-/// The schedule an ApplySet asks for.
-#[derive(Debug, Clone, Copy)]
-pub struct Intervals {
-    pub interval: Duration,
-    pub retry: Duration,
-    pub timeout: Duration,
-}
-
-impl Intervals {
-    pub fn of(applyset: &ApplySet) -> Result<Intervals, String> {
-        let field = |name: &str, text: &str| duration::parse(text).map_err(|e| format!("spec.{name}: {e}"));
-        let interval = field("interval", &applyset.spec.interval)?;
-        let retry = applyset.spec.retry_interval.as_deref().map(|t| field("retryInterval", t)).transpose()?.unwrap_or(interval);
-        let timeout = applyset.spec.timeout.as_deref().map(|t| field("timeout", t)).transpose()?.unwrap_or(Duration::from_secs(120));
-        if interval.is_zero() || retry.is_zero() || timeout.is_zero() {
-            return Err("spec.interval, spec.retryInterval and spec.timeout must be greater than zero".into());
-        }
-        Ok(Intervals { interval, retry, timeout })
-    }
-}
-
-/// The next run after a success: the interval plus up to 10% jitter, so that ApplySets created
-/// together do not fetch together forever.
-pub fn with_jitter(interval: Duration) -> Duration {
-    interval + interval.mul_f64(fastrand::f64() * 0.1)
-}
-
-/// Capped exponential backoff after `failures` failures in a row: retry, 2×retry, 4×retry…,
-/// never more than the interval (nor less than the retry interval when that is larger).
-pub fn backoff(retry: Duration, interval: Duration, failures: u32) -> Duration {
-    let factor = 2f64.powi(failures.saturating_sub(1).min(16) as i32);
-    retry.mul_f64(factor).min(interval.max(retry))
 }
 
 pub fn api_resource() -> ApiResource {
@@ -104,19 +71,6 @@ pub async fn reconcile(applyset: Arc<ApplySet>, ctx: Arc<Context>) -> Result<Act
 pub fn error_policy(applyset: Arc<ApplySet>, error: &ReconcileError, _ctx: Arc<Context>) -> Action {
     tracing::warn!(applyset = %applyset.key(), %error, "reconcile error");
     Action::requeue(Duration::from_secs(15))
-}
-
-/// What a successful pipeline run did, for the Ready message, Events and metrics.
-#[derive(Debug, Default)]
-struct Done {
-    revision: String,
-    created: Vec<String>,
-    configured: Vec<String>,
-    pruned: Vec<String>,
-    drifted: Vec<DriftedObject>,
-    /// Drift was corrected (Correct mode) rather than only reported.
-    corrected: bool,
-    counts: (u64, u64, u64),
 }
 
 async fn sync(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Action, ReconcileError> {
@@ -342,55 +296,7 @@ async fn pipeline(
     };
 
     // drift and inventory, from what apply did (or, in Report mode, would do)
-    let mut done = Done { revision: artifact.revision.clone(), corrected: !report_only, ..Done::default() };
-    let mut inventory = Vec::new();
-    let mut errors = Vec::new();
-    for object in &report.objects {
-        let (kind, object_name, object_namespace) = identity(object);
-        let mut entry = InventoryObject {
-            kind: kind.clone(),
-            namespace: object_namespace.clone(),
-            name: object_name.clone(),
-            state: status::STATE_APPLIED.into(),
-            message: None,
-        };
-        match &object.result {
-            Err(error) => {
-                entry.state = status::STATE_FAILED.into();
-                entry.message = Some(status::truncate(&error.render()).chars().take(300).collect());
-                errors.push(format!("{}: {}", object.source, error.render().trim_start_matches("error: ")));
-            }
-            // A patch the apiserver found nothing to change with (git's `1000m` for a stored `1`).
-            Ok(Verb::Configured)
-                if object.details.as_ref().is_some_and(|d| {
-                    matches!((&d.live, &d.result), (Some(live), Some(result)) if !drift::server_changed(live, result))
-                }) => {}
-            Ok(verb) if steady && *verb != Verb::Unchanged => {
-                let fields = match (&object.details, verb) {
-                    (_, Verb::Created) => vec![DriftedField { path: "(object deleted)".into(), manager: None }],
-                    (Some(details), _) => match (&details.patch, &details.live, &details.result) {
-                        (Some(patch), Some(live), Some(result)) => drift::changed_fields_in(patch, live, result),
-                        (Some(patch), Some(live), None) => drift::changed_fields(patch, live),
-                        _ => Vec::new(),
-                    },
-                    _ => Vec::new(),
-                };
-                if !report_only {
-                    entry.state = status::STATE_APPLIED.into();
-                } else {
-                    entry.state = status::STATE_DRIFTED.into();
-                }
-                done.drifted.push(DriftedObject { kind: kind.clone(), namespace: object_namespace, name: object_name, fields });
-            }
-            Ok(Verb::Created) => done.created.push(object.name.clone()),
-            Ok(Verb::Configured) => done.configured.push(object.name.clone()),
-            Ok(Verb::Unchanged) => {}
-        }
-        inventory.push(entry);
-    }
-    let failed = inventory.iter().filter(|o| o.state == status::STATE_FAILED).count() as u64;
-    let drifted = inventory.iter().filter(|o| o.state == status::STATE_DRIFTED).count() as u64;
-    done.counts = (inventory.len() as u64 - failed - drifted, drifted, failed);
+    let Classified { mut done, inventory, errors } = classify(&report, &artifact.revision, steady, report_only);
     status.inventory = Some(status::inventory(inventory, status::INVENTORY_LIMIT));
     status.drift = Some(DriftStatus {
         count: done.drifted.len() as u64,
@@ -524,59 +430,6 @@ async fn update_parent(
     Ok(())
 }
 
-/// `Kind[.group]`, name and namespace of a reported object: from the object itself when the
-/// report holds it, else from kubectl's display name (`deployment.apps/web`).
-fn identity(report: &crate::apply::ObjectReport) -> (String, String, Option<String>) {
-    let object = report.details.as_ref().and_then(|d| d.result.as_ref().or(d.live.as_ref()));
-    if let Some(object) = object {
-        let text = |field: &str| object.as_object().and_then(|o| o.get(field)).and_then(applyset_merge::Value::as_str).unwrap_or("");
-        let group = text("apiVersion").rsplit_once('/').map_or("", |(group, _)| group);
-        let kind = if group.is_empty() { text("kind").to_owned() } else { format!("{}.{group}", text("kind")) };
-        let name = crate::apply::object::meta_str(object, "name").unwrap_or("").to_owned();
-        let namespace = crate::apply::object::meta_str(object, "namespace").map(str::to_owned);
-        return (kind, name, namespace);
-    }
-    let (kind, name) = split_display(&report.name);
-    (kind, name, None)
-}
-
-/// `deployment.apps/web` → (`deployment.apps`, `web`).
-fn split_display(display: &str) -> (String, String) {
-    match display.split_once('/') {
-        Some((kind, name)) => (kind.to_owned(), name.to_owned()),
-        None => (String::new(), display.to_owned()),
-    }
-}
-
-fn set_drift_condition(status: &mut ApplySetStatus, done: &Done, generation: Option<i64>, now: &Time) {
-    let count = done.drifted.len();
-    let (value, why, message) = match (count, done.corrected) {
-        (0, _) => ("False", reason::NO_DRIFT, "No drift from the source".to_owned()),
-        (n, true) => ("False", reason::DRIFT_CORRECTED, format!("Corrected drift in {n} object(s): {}", describe_drift(&done.drifted))),
-        (n, false) => ("True", reason::DRIFT_DETECTED, format!("{n} object(s) differ from the source: {}", describe_drift(&done.drifted))),
-    };
-    status::set_condition(&mut status.conditions, DRIFTED, value, why, &message, generation, now);
-}
-
-fn describe_drift(objects: &[DriftedObject]) -> String {
-    objects
-        .iter()
-        .take(status::DRIFT_LIMIT)
-        .map(|o| {
-            let fields: Vec<String> = o
-                .fields
-                .iter()
-                .map(|f| match &f.manager {
-                    Some(manager) => format!("{} (by {manager})", f.path),
-                    None => f.path.clone(),
-                })
-                .collect();
-            format!("{}/{} [{}]", o.kind, o.name, fields.join(", "))
-        })
-        .collect::<Vec<_>>()
-        .join("; ")
-}
-
 async fn publish_success_events(ctx: &Context, applyset: &ApplySet, done: &Done, was_ready: bool) {
     let list = |names: &[String]| {
         let shown: Vec<&str> = names.iter().take(20).map(String::as_str).collect();
@@ -650,30 +503,3 @@ async fn cleanup(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Action, Recon
     Ok(Action::await_change())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn backoff_doubles_up_to_the_interval() {
-        let retry = Duration::from_secs(10);
-        let interval = Duration::from_secs(300);
-        let steps: Vec<u64> = (1..=7).map(|n| backoff(retry, interval, n).as_secs()).collect();
-        assert_eq!(steps, [10, 20, 40, 80, 160, 300, 300]);
-        assert_eq!(backoff(Duration::from_secs(600), interval, 3), Duration::from_secs(600));
-    }
-
-    #[test]
-    fn jitter_adds_at_most_a_tenth() {
-        for _ in 0..1000 {
-            let next = with_jitter(Duration::from_secs(100));
-            assert!(next >= Duration::from_secs(100) && next <= Duration::from_secs(110), "{next:?}");
-        }
-    }
-
-    #[test]
-    fn display_names_split_into_kind_and_name() {
-        assert_eq!(split_display("deployment.apps/web"), ("deployment.apps".into(), "web".into()));
-        assert_eq!(split_display("configmap/a"), ("configmap".into(), "a".into()));
-    }
-}

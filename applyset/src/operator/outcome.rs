@@ -1,0 +1,241 @@
+//! What a run did, from the apply report (pure): the objects created, configured and
+//! drifted, the inventory entries and the failures; and how drift is described in the
+//! Drifted condition and Events.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use super::api::{ApplySetStatus, DriftedField, DriftedObject, InventoryObject};
+use super::drift;
+use super::status::{self, reason, DRIFTED};
+use crate::apply::{ApplyReport, ObjectReport, Verb};
+
+/// What a successful pipeline run did, for the Ready message, Events and metrics.
+#[derive(Debug, Default)]
+pub struct Done {
+    pub revision: String,
+    pub created: Vec<String>,
+    pub configured: Vec<String>,
+    pub pruned: Vec<String>,
+    pub drifted: Vec<DriftedObject>,
+    /// Drift was corrected (Correct mode) rather than only reported.
+    pub corrected: bool,
+    pub counts: (u64, u64, u64),
+}
+
+/// [`classify`]'s result.
+#[derive(Debug, Default)]
+pub struct Classified {
+    pub done: Done,
+    pub inventory: Vec<InventoryObject>,
+    /// One line per failed object: its source and kubectl's error.
+    pub errors: Vec<String>,
+}
+
+/// Sorts an apply report into what a run did. With `steady` (this revision and spec were
+/// applied before) every change is drift: corrected, or with `report_only` only reported.
+pub fn classify(report: &ApplyReport, revision: &str, steady: bool, report_only: bool) -> Classified {
+    let mut done = Done { revision: revision.to_owned(), corrected: !report_only, ..Done::default() };
+    let mut inventory = Vec::new();
+    let mut errors = Vec::new();
+    for object in &report.objects {
+        let (kind, object_name, object_namespace) = identity(object);
+        let mut entry = InventoryObject {
+            kind: kind.clone(),
+            namespace: object_namespace.clone(),
+            name: object_name.clone(),
+            state: status::STATE_APPLIED.into(),
+            message: None,
+        };
+        match &object.result {
+            Err(error) => {
+                entry.state = status::STATE_FAILED.into();
+                entry.message = Some(status::truncate(&error.render()).chars().take(300).collect());
+                errors.push(format!("{}: {}", object.source, error.render().trim_start_matches("error: ")));
+            }
+            // A patch the apiserver found nothing to change with (git's `1000m` for a stored `1`).
+            Ok(Verb::Configured)
+                if object.details.as_ref().is_some_and(|d| {
+                    matches!((&d.live, &d.result), (Some(live), Some(result)) if !drift::server_changed(live, result))
+                }) => {}
+            Ok(verb) if steady && *verb != Verb::Unchanged => {
+                let fields = match (&object.details, verb) {
+                    (_, Verb::Created) => vec![DriftedField { path: "(object deleted)".into(), manager: None }],
+                    (Some(details), _) => match (&details.patch, &details.live, &details.result) {
+                        (Some(patch), Some(live), Some(result)) => drift::changed_fields_in(patch, live, result),
+                        (Some(patch), Some(live), None) => drift::changed_fields(patch, live),
+                        _ => Vec::new(),
+                    },
+                    _ => Vec::new(),
+                };
+                if !report_only {
+                    entry.state = status::STATE_APPLIED.into();
+                } else {
+                    entry.state = status::STATE_DRIFTED.into();
+                }
+                done.drifted.push(DriftedObject { kind: kind.clone(), namespace: object_namespace, name: object_name, fields });
+            }
+            Ok(Verb::Created) => done.created.push(object.name.clone()),
+            Ok(Verb::Configured) => done.configured.push(object.name.clone()),
+            Ok(Verb::Unchanged) => {}
+        }
+        inventory.push(entry);
+    }
+    let failed = inventory.iter().filter(|o| o.state == status::STATE_FAILED).count() as u64;
+    let drifted = inventory.iter().filter(|o| o.state == status::STATE_DRIFTED).count() as u64;
+    done.counts = (inventory.len() as u64 - failed - drifted, drifted, failed);
+    Classified { done, inventory, errors }
+}
+
+/// `Kind[.group]`, name and namespace of a reported object: from the object itself when the
+/// report holds it, else from kubectl's display name (`deployment.apps/web`).
+fn identity(report: &ObjectReport) -> (String, String, Option<String>) {
+    let object = report.details.as_ref().and_then(|d| d.result.as_ref().or(d.live.as_ref()));
+    if let Some(object) = object {
+        let text = |field: &str| object.as_object().and_then(|o| o.get(field)).and_then(applyset_merge::Value::as_str).unwrap_or("");
+        let group = text("apiVersion").rsplit_once('/').map_or("", |(group, _)| group);
+        let kind = if group.is_empty() { text("kind").to_owned() } else { format!("{}.{group}", text("kind")) };
+        let name = crate::apply::object::meta_str(object, "name").unwrap_or("").to_owned();
+        let namespace = crate::apply::object::meta_str(object, "namespace").map(str::to_owned);
+        return (kind, name, namespace);
+    }
+    let (kind, name) = split_display(&report.name);
+    (kind, name, None)
+}
+
+/// `deployment.apps/web` → (`deployment.apps`, `web`).
+fn split_display(display: &str) -> (String, String) {
+    match display.split_once('/') {
+        Some((kind, name)) => (kind.to_owned(), name.to_owned()),
+        None => (String::new(), display.to_owned()),
+    }
+}
+
+pub fn set_drift_condition(status: &mut ApplySetStatus, done: &Done, generation: Option<i64>, now: &Time) {
+    let count = done.drifted.len();
+    let (value, why, message) = match (count, done.corrected) {
+        (0, _) => ("False", reason::NO_DRIFT, "No drift from the source".to_owned()),
+        (n, true) => ("False", reason::DRIFT_CORRECTED, format!("Corrected drift in {n} object(s): {}", describe_drift(&done.drifted))),
+        (n, false) => ("True", reason::DRIFT_DETECTED, format!("{n} object(s) differ from the source: {}", describe_drift(&done.drifted))),
+    };
+    status::set_condition(&mut status.conditions, DRIFTED, value, why, &message, generation, now);
+}
+
+pub fn describe_drift(objects: &[DriftedObject]) -> String {
+    objects
+        .iter()
+        .take(status::DRIFT_LIMIT)
+        .map(|o| {
+            let fields: Vec<String> = o
+                .fields
+                .iter()
+                .map(|f| match &f.manager {
+                    Some(manager) => format!("{} (by {manager})", f.path),
+                    None => f.path.clone(),
+                })
+                .collect();
+            format!("{}/{} [{}]", o.kind, o.name, fields.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::apply::{Details, ObjectError};
+    use crate::manifest::Source;
+    use applyset_merge::Value;
+
+    fn json(text: &str) -> Value {
+        Value::from_json_str(text).unwrap()
+    }
+
+    fn config_map(name: &str, value: &str, manager: &str) -> Value {
+        json(&format!(
+            r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"{name}","namespace":"shop","managedFields":[{{"manager":"{manager}","operation":"Update","fieldsV1":{{"f:data":{{"f:value":{{}}}}}}}}]}},"data":{{"value":"{value}"}}}}"#
+        ))
+    }
+
+    fn report(name: &str, result: Result<Verb, ObjectError>, details: Option<Details>) -> ObjectReport {
+        ObjectReport {
+            source: Source { path: format!("app/{name}.yaml").into(), document: 1, line: 1 },
+            name: format!("configmap/{name}"),
+            result,
+            warnings: Vec::new(),
+            details: details.map(Box::new),
+        }
+    }
+
+    /// `a` edited by hand (patched back to git's value), `b` unchanged, `c` refused.
+    fn sample() -> ApplyReport {
+        let edited = Details {
+            live: Some(config_map("a", "edited", "kubectl-edit")),
+            patch: Some(json(r#"{"data":{"value":"git"}}"#)),
+            patch_type: None,
+            result: Some(config_map("a", "git", "applyset-controller")),
+        };
+        let unchanged = Details { live: Some(config_map("b", "git", "x")), result: Some(config_map("b", "git", "x")), ..Details::default() };
+        let refused = ObjectError { message: "error when creating \"app/c.yaml\": forbidden".into(), status: None };
+        ApplyReport {
+            objects: vec![
+                report("a", Ok(Verb::Configured), Some(edited)),
+                report("b", Ok(Verb::Unchanged), Some(unchanged)),
+                report("c", Err(refused), None),
+            ],
+            ..ApplyReport::default()
+        }
+    }
+
+    #[test]
+    fn a_new_revision_is_applied_not_drift() {
+        let classified = classify(&sample(), "main@sha1:1", false, false);
+        assert_eq!(classified.done.configured, ["configmap/a"]);
+        assert!(classified.done.drifted.is_empty());
+        assert_eq!(classified.done.counts, (2, 0, 1));
+        assert_eq!(classified.errors, ["app/c.yaml: document 1 (line 1): error when creating \"app/c.yaml\": forbidden"]);
+        let states: Vec<(&str, &str)> = classified.inventory.iter().map(|o| (o.name.as_str(), o.state.as_str())).collect();
+        assert_eq!(states, [("a", "Applied"), ("b", "Applied"), ("c", "Failed")]);
+        assert_eq!(classified.inventory[0].kind, "ConfigMap");
+        assert_eq!(classified.inventory[2].kind, "configmap", "without the object, kubectl's display name");
+    }
+
+    #[test]
+    fn at_the_same_revision_a_change_is_drift_corrected_or_reported() {
+        let corrected = classify(&sample(), "main@sha1:1", true, false);
+        assert!(corrected.done.corrected);
+        assert!(corrected.done.configured.is_empty());
+        let fields = &corrected.done.drifted[0].fields;
+        assert_eq!((fields[0].path.as_str(), fields[0].manager.as_deref()), ("data.value", Some("kubectl-edit")));
+        assert_eq!(corrected.done.counts, (2, 0, 1));
+
+        let reported = classify(&sample(), "main@sha1:1", true, true);
+        assert!(!reported.done.corrected);
+        assert_eq!(reported.done.counts, (1, 1, 1));
+        assert_eq!(reported.inventory[0].state, "Drifted");
+        let mut status = ApplySetStatus::default();
+        set_drift_condition(&mut status, &reported.done, Some(3), &Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH));
+        let condition = status::condition(&status, DRIFTED).unwrap();
+        assert_eq!((condition.status.as_str(), condition.reason.as_str()), ("True", reason::DRIFT_DETECTED));
+        assert_eq!(condition.message, "1 object(s) differ from the source: ConfigMap/a [data.value (by kubectl-edit)]");
+    }
+
+    #[test]
+    fn a_patch_the_apiserver_turns_into_nothing_is_not_drift() {
+        let canonicalized = Details {
+            live: Some(config_map("a", "1", "x")),
+            patch: Some(json(r#"{"data":{"value":"1"}}"#)),
+            patch_type: None,
+            result: Some(config_map("a", "1", "x")),
+        };
+        let report = ApplyReport { objects: vec![report("a", Ok(Verb::Configured), Some(canonicalized))], ..ApplyReport::default() };
+        let classified = classify(&report, "main@sha1:1", true, true);
+        assert!(classified.done.drifted.is_empty());
+        assert_eq!(classified.done.counts, (1, 0, 0));
+    }
+
+    #[test]
+    fn display_names_split_into_kind_and_name() {
+        assert_eq!(split_display("deployment.apps/web"), ("deployment.apps".into(), "web".into()));
+        assert_eq!(split_display("configmap/a"), ("configmap".into(), "a".into()));
+    }
+}

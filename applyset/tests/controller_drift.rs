@@ -471,15 +471,7 @@ fn holder(lease: &Lease) -> Option<String> {
 
 /// The `reportingInstance` of the Events recorded on an ApplySet.
 async fn event_instances(ns: &TestNamespace, name: &str) -> Result<Vec<String>> {
-    use k8s_openapi::api::events::v1::Event;
-    let api: Api<Event> = Api::namespaced(ns.client.clone(), &ns.name);
-    let list = api.list(&kube::api::ListParams::default()).await?;
-    Ok(list
-        .items
-        .into_iter()
-        .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
-        .filter_map(|e| e.reporting_instance)
-        .collect())
+    Ok(operator::events_on(ns, name).await?.into_iter().filter_map(|e| e.reporting_instance).collect())
 }
 
 // 5. Leader election: of two controllers only the lease holder reconciles; both are ready; a

@@ -301,15 +301,19 @@ pub fn tail(text: &str, lines: usize) -> String {
     all[all.len().saturating_sub(lines)..].join("\n")
 }
 
-/// Events recorded on an ApplySet (events.k8s.io), as (type, reason, note).
-pub async fn events_for(ns: &TestNamespace, name: &str) -> Result<Vec<(String, String, String)>> {
+/// Events recorded on an ApplySet (events.k8s.io).
+pub async fn events_on(ns: &TestNamespace, name: &str) -> Result<Vec<k8s_openapi::api::events::v1::Event>> {
     use k8s_openapi::api::events::v1::Event;
     let api: Api<Event> = Api::namespaced(ns.client.clone(), &ns.name);
     let list = api.list(&kube::api::ListParams::default()).await?;
-    Ok(list
-        .items
+    Ok(list.items.into_iter().filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name)).collect())
+}
+
+/// Events recorded on an ApplySet, as (type, reason, note).
+pub async fn events_for(ns: &TestNamespace, name: &str) -> Result<Vec<(String, String, String)>> {
+    Ok(events_on(ns, name)
+        .await?
         .into_iter()
-        .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
         .map(|e| (e.type_.unwrap_or_default(), e.reason.unwrap_or_default(), e.note.unwrap_or_default()))
         .collect())
 }

@@ -488,4 +488,67 @@ mod tests {
         assert_eq!(paths, ["metadata.labels.team", "spec.args"]);
         assert!(fields.iter().all(|f| f.manager.is_none()));
     }
+
+    mod properties {
+        use super::super::*;
+        use proptest::prelude::*;
+
+        /// Small JSON-like patches: maps over a few keys (directives included), lists, scalars.
+        fn patch() -> impl Strategy<Value = Value> {
+            let leaf = prop_oneof![
+                Just(Value::Null),
+                any::<bool>().prop_map(Value::Bool),
+                "[a-c]{0,2}".prop_map(Value::String),
+            ];
+            leaf.prop_recursive(4, 24, 4, |inner| {
+                prop_oneof![
+                    prop::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
+                    prop::collection::btree_map(prop_oneof![Just("a".to_owned()), Just("b".to_owned()), Just("$setElementOrder/a".to_owned()), Just("$retainKeys".to_owned())], inner, 0..4)
+                        .prop_map(|m| {
+                            let mut map = applyset_merge::Map::new();
+                            for (k, v) in m {
+                                map.insert(k, v);
+                            }
+                            Value::Object(map)
+                        }),
+                ]
+            })
+        }
+
+        fn get<'a>(value: &'a Value, path: &[String]) -> Option<&'a Value> {
+            path.iter().try_fold(value, |node, key| node.as_object()?.get(key))
+        }
+
+        proptest! {
+            /// Any text either parses as a pointer or is refused; never a panic. A parsed
+            /// pointer, escaped again, reads back the same.
+            #[test]
+            fn pointers_round_trip(text in "(/[a-z~01/]{0,6}){0,4}|[^/].{0,8}") {
+                if let Ok(tokens) = parse_pointer(&text) {
+                    let escaped: String = tokens.iter().map(|t| format!("/{}", t.replace('~', "~0").replace('/', "~1"))).collect();
+                    prop_assert_eq!(parse_pointer(&escaped).unwrap(), tokens);
+                }
+            }
+
+            /// After removal the path is gone, with its `$setElementOrder` sibling, and no
+            /// map on the way is left empty by it.
+            #[test]
+            fn removal_removes_exactly_the_path(mut value in patch(), path in prop::collection::vec(prop_oneof![Just("a".to_owned()), Just("b".to_owned())], 1..4)) {
+                let before = value.clone();
+                remove_path(&mut value, &path);
+                prop_assert!(get(&value, &path).is_none());
+                if get(&before, &path).is_none() && !path.iter().enumerate().any(|(i, _)| matches!(get(&before, &path[..i]), Some(Value::Array(_)))) {
+                    prop_assert_eq!(value.to_json_string(), before.to_json_string());
+                }
+                let parent = &path[..path.len() - 1];
+                let directive = format!("$setElementOrder/{}", path[path.len() - 1]);
+                if get(&before, &path).is_some()
+                    && let Some(Value::Object(map)) = get(&value, parent)
+                {
+                    prop_assert!(!map.contains_key(&directive));
+                }
+            }
+        }
+    }
+
 }

@@ -745,17 +745,31 @@ impl Parent {
             &namespace,
             permitted.as_ref(),
         ))?;
-        let id = applyset_id(
+        Ok(Self::new(
+            entry.api_resource,
+            entry.namespaced,
             &spec.name,
             &namespace,
-            &entry.api_resource.kind,
-            &entry.api_resource.group,
-        );
-        Ok(Self {
-            api_resource: entry.api_resource,
-            namespaced: entry.namespaced,
-            name: spec.name,
-            namespace,
+            index,
+            false,
+        ))
+    }
+
+    /// A parent before anything is recorded; its ID follows from its name, namespace and kind.
+    fn new(
+        api_resource: ApiResource,
+        namespaced: bool,
+        name: &str,
+        namespace: &str,
+        index: ApiIndex,
+        skip_unknown_kinds: bool,
+    ) -> Self {
+        let id = applyset_id(name, namespace, &api_resource.kind, &api_resource.group);
+        Self {
+            api_resource,
+            namespaced,
+            name: name.to_owned(),
+            namespace: namespace.to_owned(),
             id,
             index,
             current_kinds: BTreeMap::new(),
@@ -764,8 +778,8 @@ impl Parent {
             updated_namespaces: BTreeSet::new(),
             field_validation: None,
             warnings: Vec::new(),
-            skip_unknown_kinds: false,
-        })
+            skip_unknown_kinds,
+        }
     }
 
     /// A parent the caller already holds (the controller's own ApplySet object): no discovery
@@ -779,22 +793,8 @@ impl Parent {
         labels: &BTreeMap<String, String>,
         annotations: &BTreeMap<String, String>,
     ) -> Result<Self, String> {
-        let id = applyset_id(name, namespace, &api_resource.kind, &api_resource.group);
-        let mut parent = Self {
-            api_resource,
-            namespaced: !namespace.is_empty(),
-            name: name.to_owned(),
-            namespace: namespace.to_owned(),
-            id,
-            index,
-            current_kinds: BTreeMap::new(),
-            current_namespaces: BTreeSet::new(),
-            updated_kinds: BTreeSet::new(),
-            updated_namespaces: BTreeSet::new(),
-            field_validation: None,
-            warnings: Vec::new(),
-            skip_unknown_kinds: true,
-        };
+        let namespaced = !namespace.is_empty();
+        let mut parent = Self::new(api_resource, namespaced, name, namespace, index, true);
         let fresh = !annotations.contains_key(TOOLING_ANNOTATION) && !labels.contains_key(PARENT_ID_LABEL);
         if fresh {
             if parent.namespaced {
@@ -1587,22 +1587,7 @@ mod tests {
     }
 
     fn parent(namespace: &str) -> Parent {
-        let api_resource = ar("", "v1", "Secret", "secrets");
-        Parent {
-            id: applyset_id("set", namespace, "Secret", ""),
-            api_resource,
-            namespaced: true,
-            name: "set".into(),
-            namespace: namespace.into(),
-            index: index(),
-            current_kinds: BTreeMap::new(),
-            current_namespaces: BTreeSet::new(),
-            updated_kinds: BTreeSet::new(),
-            updated_namespaces: BTreeSet::new(),
-            field_validation: None,
-            warnings: Vec::new(),
-            skip_unknown_kinds: false,
-        }
+        Parent::new(ar("", "v1", "Secret", "secrets"), true, "set", namespace, index(), false)
     }
 
     #[test]

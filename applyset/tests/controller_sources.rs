@@ -217,7 +217,7 @@ async fn unreachable_repository_times_out_and_prunes_nothing() -> Result<()> {
     wait_for_applyset(&ns, "app", &controller, "Ready", T, is_ready).await?;
 
     // A closed port (the git host is down): refused at once.
-    let closed_url = format!("http://127.0.0.1:{}/repo.git", operator::free_port());
+    let closed_url = format!("http://127.0.0.1:{}/repo.git", git::free_port());
     patch_spec(&ns, "app", serde_json::json!({ "source": { "url": closed_url } })).await?;
     let failed = wait_for_applyset(&ns, "app", &controller, "FetchFailed (closed port)", Duration::from_secs(30), |a| {
         failed_with("FetchFailed")(a) && condition(a, "Ready").is_some_and(|(_, _, m)| m.contains(&closed_url))

@@ -16,6 +16,7 @@ use applyset::operator::api::ApplySet;
 use kube::Api;
 use kube::api::{Patch, PatchParams};
 
+use crate::git::free_port;
 use crate::support::{self, TestNamespace};
 
 /// Installs the CRD from `crds/` (as users do) once per test binary.
@@ -33,11 +34,6 @@ pub fn install_crd(kubeconfig: &Path) -> Result<()> {
         })
         .clone()
         .map_err(|e| anyhow::anyhow!("installing the ApplySet CRD: {e}"))
-}
-
-/// A free loopback port (bound, then released).
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 /// A running `applyset controller`; stopped (SIGTERM, then kill) when dropped.

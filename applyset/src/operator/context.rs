@@ -176,7 +176,7 @@ impl Context {
         let event = Event {
             type_: if warning { EventType::Warning } else { EventType::Normal },
             reason: reason.to_owned(),
-            note: Some(super::status::truncate(&note).chars().take(1000).collect()),
+            note: Some(super::status::truncate(&note, super::status::MAX_EVENT_NOTE)),
             action: action.to_owned(),
             secondary: None,
         };

@@ -7,6 +7,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use super::api::{ApplySetStatus, DriftedField, DriftedObject, InventoryObject};
 use super::drift;
 use super::status::{self, reason, DRIFTED};
+use crate::apply::applyset_parent::GroupKind;
 use crate::apply::{ApplyReport, ObjectReport, Verb};
 
 /// What a successful pipeline run did, for the Ready message, Events and metrics.
@@ -49,7 +50,7 @@ pub fn classify(report: &ApplyReport, revision: &str, steady: bool, report_only:
         match &object.result {
             Err(error) => {
                 entry.state = status::STATE_FAILED.into();
-                entry.message = Some(status::truncate(&error.render()).chars().take(300).collect());
+                entry.message = Some(status::truncate(&error.render(), status::MAX_OBJECT_MESSAGE));
                 errors.push(format!("{}: {}", object.source, error.render().trim_start_matches("error: ")));
             }
             // A patch the apiserver found nothing to change with (git's `1000m` for a stored `1`).
@@ -93,7 +94,7 @@ fn identity(report: &ObjectReport) -> (String, String, Option<String>) {
     if let Some(object) = object {
         let text = |field: &str| object.as_object().and_then(|o| o.get(field)).and_then(applyset_merge::Value::as_str).unwrap_or("");
         let group = text("apiVersion").rsplit_once('/').map_or("", |(group, _)| group);
-        let kind = if group.is_empty() { text("kind").to_owned() } else { format!("{}.{group}", text("kind")) };
+        let kind = GroupKind::new(group, text("kind")).to_string();
         let name = crate::apply::object::meta_str(object, "name").unwrap_or("").to_owned();
         let namespace = crate::apply::object::meta_str(object, "namespace").map(str::to_owned);
         return (kind, name, namespace);

@@ -79,13 +79,20 @@ impl Failure {
 }
 
 /// Conditions are capped by the apiserver at 32 KiB per message; keep ours readable.
-const MAX_MESSAGE: usize = 4000;
+pub const MAX_MESSAGE: usize = 4000;
+/// An Event's note may not exceed 1 KiB.
+pub const MAX_EVENT_NOTE: usize = 1000;
+/// A failure message per object in `status.inventory.objects`.
+pub const MAX_OBJECT_MESSAGE: usize = 300;
 
-pub fn truncate(message: &str) -> String {
-    if message.len() <= MAX_MESSAGE {
+/// Cuts `message` on a char boundary so that, with the `… (N more bytes)` it then ends with,
+/// it is at most `max_bytes` long.
+pub fn truncate(message: &str, max_bytes: usize) -> String {
+    if message.len() <= max_bytes {
         return message.to_owned();
     }
-    let mut end = MAX_MESSAGE;
+    // Room for the suffix: "…" is 3 bytes, " (N more bytes)" at most 32.
+    let mut end = max_bytes.saturating_sub(35);
     while !message.is_char_boundary(end) {
         end -= 1;
     }
@@ -102,7 +109,7 @@ pub fn set_condition(
     generation: Option<i64>,
     now: &Time,
 ) {
-    let message = truncate(message);
+    let message = truncate(message, MAX_MESSAGE);
     match conditions.iter_mut().find(|c| c.type_ == type_) {
         Some(existing) => {
             if existing.status != status {
@@ -301,8 +308,11 @@ mod tests {
     #[test]
     fn long_messages_are_cut_on_a_char_boundary() {
         let message = "é".repeat(3000);
-        let cut = truncate(&message);
-        assert!(cut.len() < message.len());
-        assert!(cut.ends_with("more bytes)"));
+        for max in [MAX_MESSAGE, MAX_EVENT_NOTE, MAX_OBJECT_MESSAGE] {
+            let cut = truncate(&message, max);
+            assert!(cut.len() <= max, "{} > {max}", cut.len());
+            assert!(cut.ends_with("more bytes)"));
+        }
+        assert_eq!(truncate("short", MAX_OBJECT_MESSAGE), "short");
     }
 }

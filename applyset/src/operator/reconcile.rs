@@ -273,7 +273,7 @@ async fn pipeline(
         }),
         ..ApplyOptions::default()
     };
-    let plan = plan(ctx, &cluster, &namespace, service_account.as_deref(), loaded, &options).await?;
+    let plan = plan(&cluster, loaded, &options).await?;
     if !report_only {
         parent.record_members(plan.members().iter().map(|m| crate::apply::applyset_parent::Member {
             api_resource: &m.api_resource,
@@ -378,10 +378,7 @@ fn load(dir: &Path, checkout: &Path) -> Result<Vec<LoadedObject>, Failure> {
 
 /// Plans the apply; kinds unknown to a cached discovery are looked up once more.
 async fn plan(
-    ctx: &Context,
     cluster: &Cluster,
-    namespace: &str,
-    service_account: Option<&str>,
     loaded: Vec<LoadedObject>,
     options: &ApplyOptions,
 ) -> Result<apply::Plan, Failure> {
@@ -395,7 +392,6 @@ async fn plan(
         return Ok(plan);
     }
     cluster.refresh_discovery().await.map_err(|e| Failure::new(Stage::Apply, e.to_string()))?;
-    let _ = ctx.api_index(namespace, service_account, cluster, true).await;
     apply::plan(cluster, retry_with, options).await.map_err(to_failure)
 }
 

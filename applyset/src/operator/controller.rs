@@ -89,11 +89,9 @@ async fn serve(args: ControllerArgs) -> anyhow::Result<()> {
             let _ = stopped.wait_for(|s| *s).await;
         }
     };
-    let mut servers = Vec::new();
-    if args.serving.metrics_bind_address == args.serving.health_probe_bind_address {
-        servers.push(http::bind(args.serving.metrics_bind_address, Some(metrics.clone()), health.clone()).await?);
-    } else {
-        servers.push(http::bind(args.serving.metrics_bind_address, Some(metrics.clone()), health.clone()).await?);
+    // The metrics server answers the probes too; a second one only for a different address.
+    let mut servers = vec![http::bind(args.serving.metrics_bind_address, Some(metrics.clone()), health.clone()).await?];
+    if args.serving.health_probe_bind_address != args.serving.metrics_bind_address {
         servers.push(http::bind(args.serving.health_probe_bind_address, None, health.clone()).await?);
     }
     let mut server_tasks = Vec::new();

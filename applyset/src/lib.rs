@@ -6,4 +6,5 @@ pub mod document;
 pub mod apply;
 pub mod manifest;
 pub mod operator;
+pub mod redact;
 pub mod source;

@@ -45,6 +45,8 @@ pub struct ComputedPatch {
 pub struct PatchError {
     pub context: String,
     pub error: String,
+    /// The documents `context` quotes (see [`super::ObjectError::bodies`]).
+    pub bodies: Vec<String>,
 }
 
 /// API groups whose types kubectl 1.33 compiles into its scheme (all of k8s.io/api, not
@@ -121,14 +123,14 @@ pub async fn compute_patch(
     }
 
     let creating_patch = |e: applyset_merge::Error| {
+        let bodies = vec![json_line(original), json_line(modified), json_line(current)];
         PatchError {
             context: format!(
                 "creating patch with:\noriginal:\n{}\nmodified:\n{}\ncurrent:\n{}\nfor:",
-                json_line(original),
-                json_line(modified),
-                json_line(current)
+                bodies[0], bodies[1], bodies[2]
             ),
             error: e.to_string(),
+            bodies,
         }
     };
 

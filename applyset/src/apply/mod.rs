@@ -31,7 +31,7 @@ use kube::core::{ApiResource, GroupVersionKind};
 
 pub use cluster::{ApiStatus, Cluster, ConnectOptions, Error, Mapping, PatchType, Result, WriteParams};
 use metadata::ComputedPatch;
-use object::{LAST_APPLIED, display_name, last_applied, meta_str};
+use object::{LAST_APPLIED, PART_OF_LABEL, display_name, last_applied, meta_str};
 
 use crate::manifest::{self, LoadedObject, Source};
 
@@ -92,7 +92,26 @@ pub struct ApplyOptions {
     pub keep_results: bool,
     /// Removes parts of each computed patch before it is sent (fields other controllers own).
     pub patch_filter: Option<PatchFilter>,
+    /// Whether an object that another ApplySet's `part-of` label claims is taken over.
+    pub ownership: Ownership,
 }
+
+/// What to do with an object whose live `applyset.kubernetes.io/part-of` label names another
+/// ApplySet than [`ApplyOptions::applyset_label`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Ownership {
+    /// kubectl's behaviour: the apply relabels it.
+    #[default]
+    Adopt,
+    /// The controller's: the object fails with [`ObjectError::conflict_with`] set, unless its
+    /// manifest carries [`TAKE_OWNERSHIP_ANNOTATION`]` = "true"`. Two ApplySets that list the
+    /// same object would otherwise take it from each other at every interval, and the one
+    /// that stops listing it would delete it while the other still declares it.
+    RefuseOtherSets,
+}
+
+/// In a manifest: this object may be taken from another ApplySet (a deliberate move).
+pub const TAKE_OWNERSHIP_ANNOTATION: &str = "applyset.dev/take-ownership";
 
 /// Called with (manifest, live object, computed patch) for every object that exists; may
 /// remove parts of the patch. An emptied patch sends nothing.
@@ -120,6 +139,7 @@ impl Default for ApplyOptions {
             force_timeout: Duration::from_secs(60),
             keep_results: false,
             patch_filter: None,
+            ownership: Ownership::Adopt,
         }
     }
 }
@@ -143,16 +163,52 @@ impl Verb {
 }
 
 /// A failure of one object, worded as kubectl words it (before its error printer).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct ObjectError {
     pub message: String,
     /// The apiserver's status, when the failure is one.
     pub status: Option<ApiStatus>,
+    /// Object bodies the message quotes, as kubectl's messages do (the patch; the original,
+    /// modified and current documents). They may hold Secret values: the controller renders
+    /// the error without them ([`ObjectError::render_without_bodies`]).
+    pub bodies: Vec<String>,
+    /// Set when the object belongs to another ApplySet ([`Ownership::RefuseOtherSets`]): that
+    /// set's ID.
+    pub conflict_with: Option<String>,
 }
+
+/// What replaces a quoted object body in [`ObjectError::render_without_bodies`].
+pub const BODY_OMITTED: &str = "<object content not shown>";
 
 impl ObjectError {
     fn plain(message: impl Into<String>) -> ObjectError {
-        ObjectError { message: message.into(), status: None }
+        ObjectError { message: message.into(), ..ObjectError::default() }
+    }
+
+    fn from_error(error: &Error) -> ObjectError {
+        ObjectError { message: error.to_string(), status: error.status().cloned(), ..ObjectError::default() }
+    }
+
+    /// Records bodies that the message (or a wrapping added later) quotes.
+    fn quoting(mut self, bodies: impl IntoIterator<Item = String>) -> ObjectError {
+        self.bodies.extend(
+            bodies.into_iter().map(|body| body.trim_end_matches('\n').to_owned()).filter(|body| !body.is_empty()),
+        );
+        self
+    }
+
+    /// [`ObjectError::render`] with every quoted object body replaced by [`BODY_OMITTED`]: what
+    /// the controller writes to status, Events and logs, which more people read than the
+    /// terminal of whoever ran `kubectl apply`.
+    pub fn render_without_bodies(&self) -> String {
+        let mut text = self.render();
+        // Longest first, so that a body quoted inside another is not cut in half.
+        let mut bodies: Vec<&String> = self.bodies.iter().collect();
+        bodies.sort_by_key(|body| std::cmp::Reverse(body.len()));
+        for body in bodies {
+            text = text.replace(body.as_str(), BODY_OMITTED);
+        }
+        text
     }
 
     /// kubectl's `AddSourceToErr`-style wrapping: `error when <verb> "<source>": <err>`,
@@ -162,9 +218,9 @@ impl ObjectError {
         match error {
             Error::Api(mut status) => {
                 status.message = message.clone();
-                ObjectError { message, status: Some(*status) }
+                ObjectError { message, status: Some(*status), ..ObjectError::default() }
             }
-            _ => ObjectError { message, status: None },
+            _ => ObjectError::plain(message),
         }
     }
 
@@ -174,7 +230,7 @@ impl ObjectError {
             s.message = message.clone();
             s
         });
-        ObjectError { message, status }
+        ObjectError { message, status, ..self }
     }
 
     /// kubectl's error printer (`cmdutil.CheckErr`) for a run that failed with this error
@@ -848,6 +904,10 @@ async fn apply_one(cluster: &Cluster, options: &ApplyOptions, item: &Prepared, l
         }
     };
 
+    if let Some(error) = ownership_conflict(options, item, &current) {
+        // Not visited: the object is not this set's, so it is never recorded or pruned by it.
+        return (finish(Err(error), warnings, details), None);
+    }
     let visit = visited(&current);
     if last_applied(&current).is_none() {
         warnings.push(missing_annotation_warning(&mapping.resource.plural, &item.name));
@@ -896,11 +956,13 @@ async fn apply_one(cluster: &Cluster, options: &ApplyOptions, item: &Prepared, l
                 match cluster.get(mapping, namespace, &item.name).await {
                     Ok(fresh) => current = fresh,
                     Err(get_error) => {
+                        let patch = computed.patch.to_json_string();
                         let error = ObjectError::wrap(
-                            &format!("applying patch:\n{}\nto:\n{}\nfor:", computed.patch.to_json_string(), info_text(item, mapping)),
+                            &format!("applying patch:\n{patch}\nto:\n{}\nfor:", info_text(item, mapping)),
                             &source,
                             get_error,
-                        );
+                        )
+                        .quoting([patch]);
                         return (finish(Err(error), warnings, details), Some(visit));
                     }
                 }
@@ -912,23 +974,42 @@ async fn apply_one(cluster: &Cluster, options: &ApplyOptions, item: &Prepared, l
                         (finish(Ok(Verb::Configured), warnings, details), Some(visited(&created)))
                     }
                     Err(error) => {
-                        let error = error.rewrap(
-                            &format!("applying patch:\n{}\nto:\n{}\nfor:", computed.patch.to_json_string(), info_text(item, mapping)),
-                            &source,
-                        );
+                        let patch = computed.patch.to_json_string();
+                        let error = error
+                            .rewrap(&format!("applying patch:\n{patch}\nto:\n{}\nfor:", info_text(item, mapping)), &source)
+                            .quoting([patch]);
                         (finish(Err(error), warnings, details), Some(visit))
                     }
                 };
             }
             Err(e) => {
-                let error = ObjectError::wrap("patching", &source, e).rewrap(
-                    &format!("applying patch:\n{}\nto:\n{}\nfor:", computed.patch.to_json_string(), info_text(item, mapping)),
-                    &source,
-                );
+                let patch = computed.patch.to_json_string();
+                let error = ObjectError::wrap("patching", &source, e)
+                    .rewrap(&format!("applying patch:\n{patch}\nto:\n{}\nfor:", info_text(item, mapping)), &source)
+                    .quoting([patch]);
                 return (finish(Err(error), warnings, details), Some(visit));
             }
         }
     }
+}
+
+/// [`Ownership::RefuseOtherSets`]: the error for a live object another ApplySet claims.
+fn ownership_conflict(options: &ApplyOptions, item: &Prepared, current: &Value) -> Option<ObjectError> {
+    let own = options.applyset_label.as_deref().filter(|_| options.ownership == Ownership::RefuseOtherSets)?;
+    let labels = current.as_object()?.get("metadata")?.as_object()?.get("labels")?.as_object()?;
+    let other = labels.get(PART_OF_LABEL)?.as_str().filter(|other| !other.is_empty() && *other != own)?;
+    let allowed = object::annotation(&item.object, TAKE_OWNERSHIP_ANNOTATION) == Some("true");
+    if allowed {
+        return None;
+    }
+    Some(ObjectError {
+        message: format!(
+            "{} belongs to another ApplySet ({PART_OF_LABEL}={other}); it was not changed. Remove it from one of the two sets, or set the annotation {TAKE_OWNERSHIP_ANNOTATION}: \"true\" on it in git to move it to this one",
+            item.display()
+        ),
+        conflict_with: Some(other.to_owned()),
+        ..ObjectError::default()
+    })
 }
 
 /// kubectl retries a conflicting patch 5 more times.
@@ -947,18 +1028,18 @@ async fn compute(
         Some(text) => match Value::from_json_str(text) {
             Ok(value) => value,
             Err(_) => {
+                let (modified, current) = (modified.to_json_string(), current.to_json_string());
                 return Err(ObjectError::plain(format!(
-                    "error when creating patch with:\noriginal:\n{text}\nmodified:\n{}\ncurrent:\n{}\nfor: {}: invalid JSON document",
-                    modified.to_json_string(),
-                    current.to_json_string(),
+                    "error when creating patch with:\noriginal:\n{text}\nmodified:\n{modified}\ncurrent:\n{current}\nfor: {}: invalid JSON document",
                     go_quote(&source)
-                )));
+                ))
+                .quoting([text.to_owned(), modified, current]));
             }
         },
     };
     metadata::compute_patch(cluster, &item.gvk, &original, modified, current, warnings)
         .await
-        .map_err(|e| ObjectError::plain(format!("error when {} {}: {}", e.context, go_quote(&source), e.error)))
+        .map_err(|e| ObjectError::plain(format!("error when {} {}: {}", e.context, go_quote(&source), e.error)).quoting(e.bodies))
 }
 
 /// `--force`: delete (background propagation), wait until gone, create `modified` (nulls kept);
@@ -976,12 +1057,12 @@ async fn delete_and_create(
     cluster
         .delete(mapping, namespace, &item.name, "Background", params.server_dry_run)
         .await
-        .map_err(|e| ObjectError { message: e.to_string(), status: e.status().cloned() })?;
+        .map_err(|e| ObjectError::from_error(&e))?;
     let deadline = tokio::time::Instant::now() + options.force_timeout;
     loop {
         match cluster.get(mapping, namespace, &item.name).await {
             Err(e) if e.is_not_found() => break,
-            Err(e) => return Err(ObjectError { message: e.to_string(), status: e.status().cloned() }),
+            Err(e) => return Err(ObjectError::from_error(&e)),
             Ok(_) if tokio::time::Instant::now() >= deadline => {
                 return Err(ObjectError::plain(format!(
                     "timed out after {:?} waiting for {} to be deleted",
@@ -995,7 +1076,7 @@ async fn delete_and_create(
     match cluster.create(mapping, namespace, &object::recreate_body(modified), params).await {
         Ok(created) => Ok(created),
         Err(e) => match cluster.create(mapping, namespace, &restore_body(current), params).await {
-            Ok(_) => Err(ObjectError { message: e.to_string(), status: e.status().cloned() }),
+            Ok(_) => Err(ObjectError::from_error(&e)),
             Err(restore) => Err(ObjectError::plain(format!(
                 "An error occurred force-replacing the existing object with the newly provided one:\n\n{e}.\n\nAdditionally, an error occurred attempting to restore the original object:\n\n{restore}"
             ))),

@@ -88,6 +88,11 @@ pub fn meta_str<'a>(object: &'a Value, field: &str) -> Option<&'a str> {
     object.as_object()?.get("metadata")?.as_object()?.get(field)?.as_str()
 }
 
+/// `metadata.annotations[key]` as a string.
+pub fn annotation<'a>(object: &'a Value, key: &str) -> Option<&'a str> {
+    object.as_object()?.get("metadata")?.as_object()?.get("annotations")?.as_object()?.get(key)?.as_str()
+}
+
 /// The live object's last-applied annotation, if it has one.
 pub fn last_applied(object: &Value) -> Option<&str> {
     object

@@ -5,10 +5,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::Resource;
 
 use super::api::ApplySet;
+use super::events::{EventPublisher, NewEvent};
 use super::metrics::Metrics;
 use crate::apply::applyset_parent::ApiIndex;
 use crate::apply::Cluster;
@@ -40,7 +40,7 @@ pub struct Context {
     pub git: GitSource,
     pub metrics: Arc<Metrics>,
     pub settings: Settings,
-    recorder: Recorder,
+    events: EventPublisher,
     clusters: Mutex<HashMap<ClusterKey, (Instant, Arc<Cluster>, Option<Arc<ApiIndex>>)>>,
     /// Consecutive failures per ApplySet (`namespace/name`), for the retry backoff.
     failures: Mutex<HashMap<String, u32>>,
@@ -72,9 +72,8 @@ impl ClusterKey {
 
 impl Context {
     pub fn new(client: kube::Client, config: kube::Config, git: GitSource, metrics: Arc<Metrics>, settings: Settings, instance: String) -> Context {
-        let reporter = Reporter { controller: "applyset-controller".into(), instance: Some(instance) };
         Context {
-            recorder: Recorder::new(client.clone(), reporter),
+            events: EventPublisher::new(client.clone(), "applyset-controller", &instance),
             client,
             config,
             git,
@@ -173,14 +172,9 @@ impl Context {
 
     /// Publishes an Event on the ApplySet; a failure to record is logged, never fatal.
     pub async fn event(&self, applyset: &ApplySet, warning: bool, reason: &str, action: &str, note: String) {
-        let event = Event {
-            type_: if warning { EventType::Warning } else { EventType::Normal },
-            reason: reason.to_owned(),
-            note: Some(super::status::truncate(&note, super::status::MAX_EVENT_NOTE)),
-            action: action.to_owned(),
-            secondary: None,
-        };
-        if let Err(error) = self.recorder.publish(&event, &applyset.object_ref(&())).await {
+        let note = super::status::truncate(&crate::redact::redact(&note), super::status::MAX_EVENT_NOTE);
+        let event = NewEvent { warning, reason, action, note };
+        if let Err(error) = self.events.publish(&applyset.object_ref(&()), event).await {
             tracing::warn!(applyset = %applyset.key(), %error, "cannot record an event");
         }
     }

@@ -9,6 +9,7 @@ pub mod duration;
 pub mod drift;
 pub mod status;
 pub mod context;
+pub mod events;
 pub mod outcome;
 pub mod reconcile;
 pub mod schedule;

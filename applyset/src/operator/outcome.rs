@@ -50,8 +50,10 @@ pub fn classify(report: &ApplyReport, revision: &str, steady: bool, report_only:
         match &object.result {
             Err(error) => {
                 entry.state = status::STATE_FAILED.into();
-                entry.message = Some(status::truncate(&error.render(), status::MAX_OBJECT_MESSAGE));
-                errors.push(format!("{}: {}", object.source, error.render().trim_start_matches("error: ")));
+                // Without the quoted bodies: a refused Secret's patch holds its values.
+                let rendered = error.render_without_bodies();
+                entry.message = Some(status::truncate(&rendered, status::MAX_OBJECT_MESSAGE));
+                errors.push(format!("{}: {}", object.source, rendered.trim_start_matches("error: ")));
             }
             // A patch the apiserver found nothing to change with (git's `1000m` for a stored `1`).
             Ok(Verb::Configured)
@@ -176,7 +178,7 @@ mod tests {
             result: Some(config_map("a", "git", "applyset-controller")),
         };
         let unchanged = Details { live: Some(config_map("b", "git", "x")), result: Some(config_map("b", "git", "x")), ..Details::default() };
-        let refused = ObjectError { message: "error when creating \"app/c.yaml\": forbidden".into(), status: None };
+        let refused = ObjectError { message: "error when creating \"app/c.yaml\": forbidden".into(), ..ObjectError::default() };
         ApplyReport {
             objects: vec![
                 report("a", Ok(Verb::Configured), Some(edited)),

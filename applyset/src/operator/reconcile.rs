@@ -85,7 +85,7 @@ async fn sync(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Action, Reconcil
 
     if applyset.spec.suspend {
         status::mark_suspended(&mut status, generation, &now());
-        write_status(ctx, &applyset, &previous, &status).await?;
+        write_status(ctx, &applyset, &previous, &mut status).await?;
         ctx.metrics.reconcile_finished("suspended", started.elapsed());
         return Ok(Action::await_change());
     }
@@ -105,7 +105,7 @@ async fn sync(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Action, Reconcil
     if previous.observed_generation != generation || status::condition(&previous, READY).is_none() {
         let message = format!("Reconciling generation {}", generation.unwrap_or(0));
         status::mark_progressing(&mut status, &message, generation, &now());
-        write_status(ctx, &applyset, &previous, &status).await?;
+        write_status(ctx, &applyset, &previous, &mut status).await?;
         written = status.clone();
     }
 
@@ -123,7 +123,7 @@ async fn sync(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Action, Reconcil
             status.last_applied_revision = Some(done.revision.clone());
             status.last_applied_spec_digest = Some(applyset.spec.apply_digest());
             let was_ready = status::condition(&written, READY).is_some_and(|c| c.status == "True");
-            write_status(ctx, &applyset, &written, &status).await?;
+            write_status(ctx, &applyset, &written, &mut status).await?;
             publish_success_events(ctx, &applyset, &done, was_ready).await;
             ctx.succeeded(&key);
             ctx.metrics.reconcile_finished("success", started.elapsed());
@@ -149,7 +149,7 @@ async fn finish_failed(
     let generation = applyset.metadata.generation;
     let before = status::condition(written, READY).map(|c| (c.reason.clone(), c.message.clone()));
     status::mark_failed(&mut status, &failure, generation, &now());
-    write_status(ctx, applyset, written, &status).await?;
+    write_status(ctx, applyset, written, &mut status).await?;
     let after = status::condition(&status, READY).map(|c| (c.reason.clone(), c.message.clone()));
     // One Event per distinct failure, not one per retry.
     if before != after {
@@ -453,13 +453,20 @@ async fn publish_success_events(ctx: &Context, applyset: &ApplySet, done: &Done,
     }
 }
 
-/// Writes the status subresource when it differs from `written` (timestamps aside).
-async fn write_status(ctx: &Context, applyset: &ApplySet, written: &ApplySetStatus, next: &ApplySetStatus) -> Result<(), ReconcileError> {
+/// Writes the status subresource when it differs from `written` (timestamps aside), after
+/// redacting its messages (in place, so that the caller keeps what was written).
+///
+/// The body is a JSON merge patch from `written` to `next`, so keys that disappeared (a
+/// healed failure's inventory state, drifted objects that no longer drift) are removed on the
+/// server too: a patch of `next` alone would keep them, and every later run would find the
+/// status "changed" and write it again.
+async fn write_status(ctx: &Context, applyset: &ApplySet, written: &ApplySetStatus, next: &mut ApplySetStatus) -> Result<(), ReconcileError> {
+    status::redact(next);
     if status::same_ignoring_time(written, next) {
         return Ok(());
     }
     let api: Api<ApplySet> = Api::namespaced(ctx.client.clone(), &applyset.namespace_or_default());
-    let patch = serde_json::json!({ "status": next });
+    let patch = serde_json::json!({ "status": status::merge_patch(written, next) });
     api.patch_status(&applyset.name(), &PatchParams::default(), &Patch::Merge(&patch))
         .await
         .map(|_| ())

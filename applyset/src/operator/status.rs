@@ -189,6 +189,32 @@ pub fn same_ignoring_time(a: &ApplySetStatus, b: &ApplySetStatus) -> bool {
     strip(a) == strip(b)
 }
 
+/// Redacts every message of the status (conditions, inventory objects) in place.
+pub fn redact(status: &mut ApplySetStatus) {
+    for condition in &mut status.conditions {
+        condition.message = crate::redact::redact(&condition.message);
+    }
+    if let Some(inventory) = &mut status.inventory {
+        for object in &mut inventory.objects {
+            if let Some(message) = &mut object.message {
+                *message = crate::redact::redact(message);
+            }
+        }
+    }
+}
+
+/// The JSON merge patch (RFC 7386) that turns `written` into `next`: changed keys set, removed
+/// keys `null`.
+pub fn merge_patch(written: &ApplySetStatus, next: &ApplySetStatus) -> serde_json::Value {
+    let as_value = |status: &ApplySetStatus| {
+        let json = serde_json::to_string(status).expect("a status serializes");
+        applyset_merge::Value::from_json_str(&json).expect("serde_json output parses")
+    };
+    let patch = applyset_merge::json_merge::create_merge_patch(&as_value(written), &as_value(next))
+        .expect("two objects always have a merge patch");
+    serde_json::from_str(&patch.to_json_string()).expect("the engine's output parses")
+}
+
 /// How many objects `status.inventory.objects` lists at most.
 pub const INVENTORY_LIMIT: usize = 50;
 /// How many drifted objects `status.drift.objects` lists at most.
@@ -283,6 +309,26 @@ mod tests {
         assert!(same_ignoring_time(&a, &b));
         mark_ready(&mut b, "other", Some(1), &at(99));
         assert!(!same_ignoring_time(&a, &b));
+    }
+
+    #[test]
+    fn the_status_patch_removes_keys_that_disappeared() {
+        let mut failed = ApplySetStatus::default();
+        failed.inventory = Some(inventory(vec![object("ConfigMap", "a", STATE_APPLIED), object("Service", "web", STATE_FAILED)], 10));
+        let mut healed = ApplySetStatus::default();
+        healed.inventory = Some(inventory(vec![object("ConfigMap", "a", STATE_APPLIED), object("Service", "web", STATE_APPLIED)], 10));
+        let patch = merge_patch(&failed, &healed);
+        assert_eq!(patch["inventory"]["states"], serde_json::json!({"Applied": 2, "Failed": null}));
+        // Applied to what the server held, the patch gives exactly the new status.
+        let server = serde_json::to_value(&failed).unwrap();
+        let merged = applyset_merge::json_merge::merge_patch(
+            &applyset_merge::Value::from_json_str(&server.to_string()).unwrap(),
+            &applyset_merge::Value::from_json_str(&patch.to_string()).unwrap(),
+        )
+        .unwrap();
+        let merged: ApplySetStatus = serde_json::from_str(&merged.to_json_string()).unwrap();
+        assert_eq!(merged, healed);
+        assert_eq!(merge_patch(&healed, &healed), serde_json::json!({}));
     }
 
     #[test]

@@ -94,6 +94,10 @@ pub struct ScopeArgs {
     /// controller's own filesystem).
     #[arg(long, env = "APPLYSET_ALLOW_LOCAL_SOURCES")]
     pub allow_local_sources: bool,
+    /// The shortest spec.interval and spec.retryInterval accepted (Go duration); an ApplySet
+    /// asking for less fails with InvalidSpec instead of hammering git and the apiserver.
+    #[arg(long, env = "APPLYSET_MIN_INTERVAL", default_value = "10s", value_name = "DURATION")]
+    pub min_interval: String,
 }
 
 /// Metrics and health endpoints.

@@ -207,6 +207,8 @@ pub struct ApiEntry {
     pub short_names: Vec<String>,
     /// The first version the server lists for this group (its preferred version).
     pub preferred: bool,
+    /// `list`, `delete`, … as discovery says.
+    pub verbs: Vec<String>,
 }
 
 /// Served resources in kubectl's priority order: the core group first, then the groups in
@@ -263,11 +265,17 @@ impl ApiIndex {
                             .unwrap_or_else(|| kind.to_lowercase()),
                         short_names: resource.short_names,
                         preferred: index == 0,
+                        verbs: resource.verbs,
                     });
                 }
             }
         }
         Ok(Self { entries })
+    }
+
+    /// The namespaced resources that can be listed, in their preferred version.
+    pub fn namespaced_listable(&self) -> impl Iterator<Item = &ApiEntry> {
+        self.entries.iter().filter(|e| e.preferred && e.namespaced && e.verbs.iter().any(|v| v == "list"))
     }
 
     /// An index from plain entries (tests).
@@ -571,13 +579,111 @@ pub struct PruneSummary {
     pub warnings: Vec<String>,
 }
 
+/// Whether a LIST that the apiserver forbids fails the prune (kubectl) or is skipped with a
+/// warning (the controller: an identity that may not list a kind there cannot have created
+/// anything of it there, and a parent that records it must not fail every run for good).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ForbiddenLists {
+    Fail,
+    Skip,
+}
+
+/// A labelled member that this run did not visit.
+#[derive(Clone, Debug)]
+pub struct Candidate {
+    pub kind: RecordedKind,
+    pub listed: Listed,
+}
+
+impl Candidate {
+    /// `deployment.apps/web`.
+    pub fn printed_name(&self) -> String {
+        printed_name(&self.kind.api_resource, &self.listed.name)
+    }
+}
+
+/// What [`Parent::prune_candidates`] found.
+#[derive(Clone, Debug, Default)]
+pub struct Candidates {
+    pub objects: Vec<Candidate>,
+    /// Lists skipped ([`ForbiddenLists::Skip`]): the kind and namespace (`None`: cluster-scoped).
+    pub forbidden: Vec<(GroupKind, Option<String>)>,
+}
+
+impl Candidates {
+    /// One warning per skipped list.
+    pub fn warnings(&self) -> Vec<String> {
+        self.forbidden
+            .iter()
+            .map(|(gk, ns)| {
+                let place = ns.as_ref().map_or_else(|| "the cluster".to_owned(), |ns| format!("namespace {ns}"));
+                format!("not allowed to list {gk} in {place}: objects of that kind there were not considered for pruning")
+            })
+            .collect()
+    }
+}
+
+/// What [`delete_candidates`] did.
+#[derive(Clone, Debug, Default)]
+pub struct Deleted {
+    /// Gone (or, for a dry run, would be).
+    pub deleted: Vec<Candidate>,
+    /// Still there after the DELETE, held by finalizers.
+    pub terminating: Vec<Candidate>,
+    /// The first failure; nothing after it was attempted.
+    pub error: Option<String>,
+}
+
+impl Deleted {
+    /// kubectl's printed lines: every object the DELETE was sent for is "pruned".
+    fn into_summary(self, dry_run: DryRun) -> PruneSummary {
+        let pruned = self
+            .deleted
+            .iter()
+            .chain(&self.terminating)
+            .map(|c| format!("{} pruned{}", c.printed_name(), dry_run_suffix(dry_run)))
+            .collect();
+        PruneSummary { pruned, errors: self.error.into_iter().collect(), warnings: Vec::new() }
+    }
+}
+
+/// DELETEs each candidate in order, stopping at the first failure (kubectl's behaviour).
+pub async fn delete_candidates(client: &Client, candidates: &[Candidate], options: &DeleteOptions) -> Deleted {
+    let mut done = Deleted::default();
+    for candidate in candidates {
+        let (api_resource, ns, name) = (&candidate.kind.api_resource, candidate.listed.namespace.as_deref(), &candidate.listed.name);
+        match delete_one(client, api_resource, ns, name, options).await {
+            Ok(Some(remaining)) => {
+                let mut candidate = candidate.clone();
+                candidate.listed.deleting = true;
+                candidate.listed.finalizers = remaining;
+                done.terminating.push(candidate);
+            }
+            Ok(None) => done.deleted.push(candidate.clone()),
+            Err(error) => {
+                let gk = GroupKind::of(api_resource);
+                let object = match ns {
+                    Some(ns) => format!("{gk} {ns}/{name}"),
+                    None => format!("{gk} {name}"),
+                };
+                done.error = Some(format!("pruning {object}: {}", error_text(&error)));
+                return done;
+            }
+        }
+    }
+    done
+}
+
 /// An object a LIST returned, reduced to what pruning needs.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Listed {
     pub name: String,
     pub namespace: Option<String>,
     pub uid: String,
     pub has_last_applied: bool,
+    /// `metadata.deletionTimestamp` is set: it is being deleted (held by `finalizers`).
+    pub deleting: bool,
+    pub finalizers: Vec<String>,
 }
 
 /// How pruned objects are deleted (kubectl's `--cascade`, `--grace-period`, `--dry-run`).
@@ -606,6 +712,10 @@ impl DeleteOptions {
             propagation: Propagation::Background,
             grace_period_seconds: None,
         }
+    }
+
+    fn dry_run_server(&self) -> bool {
+        matches!(self.dry_run, DryRun::Server)
     }
 
     fn params(&self) -> DeleteParams {
@@ -651,6 +761,8 @@ pub(crate) async fn list_all(
                     .annotations
                     .as_ref()
                     .is_some_and(|a| a.contains_key(LAST_APPLIED_ANNOTATION)),
+                deleting: meta.deletion_timestamp.is_some(),
+                finalizers: meta.finalizers.unwrap_or_default(),
             });
         }
         match page.metadata.continue_.filter(|token| !token.is_empty()) {
@@ -660,22 +772,29 @@ pub(crate) async fn list_all(
     }
 }
 
-/// DELETEs one object (nothing is sent for client dry-run).
+/// DELETEs one object (nothing is sent for client dry-run). `Some(finalizers)` when the object
+/// is still there afterwards, being deleted (the apiserver answers with the object instead of
+/// a Status): finalizers hold it.
 pub(crate) async fn delete_one(
     client: &Client,
     api_resource: &ApiResource,
     namespace: Option<&str>,
     name: &str,
     options: &DeleteOptions,
-) -> Result<(), kube::Error> {
+) -> Result<Option<Vec<String>>, kube::Error> {
     if matches!(options.dry_run, DryRun::Client) {
-        return Ok(());
+        return Ok(None);
     }
     let api: Api<DynamicObject> = match namespace {
         Some(ns) => Api::namespaced_with(client.clone(), ns, api_resource),
         None => Api::all_with(client.clone(), api_resource),
     };
-    api.delete(name, &options.params()).await.map(|_| ())
+    let answer = api.delete(name, &options.params()).await?;
+    Ok(answer.left().and_then(|object| {
+        let finalizers = object.metadata.finalizers.unwrap_or_default();
+        let held = object.metadata.deletion_timestamp.is_some() && !finalizers.is_empty() && !options.dry_run_server();
+        held.then_some(finalizers)
+    }))
 }
 
 // ------------------------------------------------------------------------------------------
@@ -938,17 +1057,29 @@ impl Parent {
         visited: &[Visited],
         options: &DeleteOptions,
     ) -> PruneSummary {
-        let mut summary = PruneSummary::default();
+        match self.prune_candidates(client, visited, ForbiddenLists::Fail).await {
+            Ok(candidates) => delete_candidates(client, &candidates.objects, options).await.into_summary(options.dry_run),
+            Err(error) => PruneSummary { errors: vec![error], ..PruneSummary::default() },
+        }
+    }
+
+    /// The members recorded before this run (by kind and namespace, labelled with this set's ID)
+    /// that this run did not visit, sorted by group, kind, namespace and name (kubectl's order).
+    pub async fn prune_candidates(
+        &self,
+        client: &Client,
+        visited: &[Visited],
+        forbidden: ForbiddenLists,
+    ) -> Result<Candidates, String> {
         let visited: HashSet<&str> = visited.iter().map(|v| v.uid.as_str()).collect();
         let mut tasks: Vec<(&RecordedKind, Option<&str>)> = Vec::new();
         for (gk, kind) in &self.current_kinds {
             if kind.namespaced {
                 for ns in &self.current_namespaces {
                     if ns.is_empty() {
-                        summary.errors.push(format!(
+                        return Err(format!(
                             "unexpectedly encountered empty namespace during prune of namespace-scoped resource {gk}"
                         ));
-                        return summary;
                     }
                     tasks.push((kind, Some(ns)));
                 }
@@ -969,62 +1100,42 @@ impl Parent {
                 match list_all(&client, &api_resource, ns.as_deref(), &selector).await {
                     // The kind went away since discovery was read (its CRD deleted): nothing
                     // of it is left to prune.
-                    Err(error) if skip_unknown_kinds && is_status(&error, 404) => Ok(Vec::new()),
-                    other => other,
+                    Err(error) if skip_unknown_kinds && is_status(&error, 404) => Ok(Some(Vec::new())),
+                    Err(error) if forbidden == ForbiddenLists::Skip && is_status(&error, 403) => Ok(None),
+                    other => other.map(Some),
                 }
-                    .map_err(|error| {
-                        format!(
-                            "listing {} objects for pruning: {}",
-                            gvk_string(&api_resource.group, &api_resource.version, &api_resource.kind),
-                            error_text(&error)
-                        )
-                    })
+                .map_err(|error| {
+                    format!(
+                        "listing {} objects for pruning: {}",
+                        gvk_string(&api_resource.group, &api_resource.version, &api_resource.kind),
+                        error_text(&error)
+                    )
+                })
             }
         }))
         .buffered(LIST_CONCURRENCY)
         .collect()
         .await;
-        let mut candidates = Vec::new();
+        let mut candidates = Candidates::default();
         for ((kind, ns), result) in tasks.iter().zip(results) {
-            match result {
-                Ok(items) => {
+            match result? {
+                Some(items) => {
                     for item in select_applyset_candidates(&items, &visited) {
-                        candidates.push((*kind, *ns, item.name.clone()));
+                        candidates.objects.push(Candidate { kind: (*kind).clone(), listed: item.clone() });
                     }
                 }
-                Err(error) => {
-                    summary.errors.push(error);
-                    return summary;
-                }
+                None => candidates.forbidden.push((GroupKind::of(&kind.api_resource), ns.map(str::to_owned))),
             }
         }
-        candidates.sort_by(|a, b| {
-            (&a.0.api_resource.group, &a.0.api_resource.kind, a.1, &a.2).cmp(&(
-                &b.0.api_resource.group,
-                &b.0.api_resource.kind,
-                b.1,
-                &b.2,
+        candidates.objects.sort_by(|a, b| {
+            (&a.kind.api_resource.group, &a.kind.api_resource.kind, &a.listed.namespace, &a.listed.name).cmp(&(
+                &b.kind.api_resource.group,
+                &b.kind.api_resource.kind,
+                &b.listed.namespace,
+                &b.listed.name,
             ))
         });
-        for (kind, ns, name) in candidates {
-            if let Err(error) = delete_one(client, &kind.api_resource, ns, &name, options).await {
-                let gk = GroupKind::of(&kind.api_resource);
-                let object = match ns {
-                    Some(ns) => format!("{gk} {ns}/{name}"),
-                    None => format!("{gk} {name}"),
-                };
-                summary
-                    .errors
-                    .push(format!("pruning {object}: {}", error_text(&error)));
-                return summary;
-            }
-            summary.pruned.push(format!(
-                "{} pruned{}",
-                printed_name(&kind.api_resource, &name),
-                dry_run_suffix(options.dry_run)
-            ));
-        }
-        summary
+        Ok(candidates)
     }
 
     /// Server-side applies the latest set (this run's kinds and namespaces only).
@@ -1265,6 +1376,7 @@ mod tests {
             singular: kind.to_lowercase(),
             short_names: short.iter().map(|s| s.to_string()).collect(),
             preferred,
+            verbs: vec!["list".into()],
         }
     }
 

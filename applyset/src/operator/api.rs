@@ -78,6 +78,11 @@ pub struct ApplySetSpec {
     /// How changes made to managed objects outside git are handled.
     #[serde(default)]
     pub drift: DriftSpec,
+    /// Prune a Namespace that left git even when it holds objects this ApplySet does not
+    /// manage (they are deleted with it). Off: such a Namespace is kept and reported in
+    /// `status.pruneSkipped`. The ApplySet's own Namespace is never pruned.
+    #[serde(default)]
+    pub prune_non_empty_namespaces: bool,
 }
 
 fn default_interval() -> String {
@@ -167,6 +172,10 @@ pub struct ApplySetStatus {
     pub inventory: Option<InventoryStatus>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drift: Option<DriftStatus>,
+    /// Objects the last prune left in place on purpose, each with the reason in `state`
+    /// (`NotInInventory`, `OwnNamespace`, `NamespaceNotEmpty`) and a message.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prune_skipped: Vec<InventoryObject>,
 }
 
 /// What the ApplySet manages.
@@ -188,6 +197,23 @@ pub struct InventoryStatus {
     /// Objects left out of `objects`.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub omitted: u64,
+    /// Every object this ApplySet applied and has not pruned yet, with the UID it applied:
+    /// prune deletes only these. An object that merely carries the ApplySet's `part-of` label
+    /// (anyone who may patch it can add one) is reported in `pruneSkipped`, never deleted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub members: Option<Vec<InventoryMember>>,
+}
+
+/// An object the ApplySet applied.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct InventoryMember {
+    /// `Kind[.group]`.
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    pub name: String,
+    pub uid: String,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -249,6 +275,12 @@ pub fn crd() -> CustomResourceDefinition {
     for field in ["interval", "retryInterval", "timeout"] {
         spec["properties"][field]["pattern"] = DURATION_PATTERN.into();
     }
+    // A floor the apiserver enforces; the controller's --min-interval (default 10s) is the
+    // one that usually applies.
+    spec["x-kubernetes-validations"] = serde_json::json!([
+        { "rule": "duration(self.interval) >= duration('1s')", "message": "interval must be at least 1s", "fieldPath": ".interval" },
+        { "rule": "!has(self.retryInterval) || duration(self.retryInterval) >= duration('1s')", "message": "retryInterval must be at least 1s", "fieldPath": ".retryInterval" }
+    ]);
     spec["properties"]["serviceAccountName"]["minLength"] = 1.into();
     let source = &mut spec["properties"]["source"];
     source["properties"]["url"]["minLength"] = 1.into();

@@ -27,6 +27,8 @@ pub struct Settings {
     pub allow_local_sources: bool,
     /// The field manager of the controller's writes to managed objects.
     pub field_manager: String,
+    /// The shortest interval and retry interval accepted.
+    pub min_interval: Duration,
 }
 
 /// Apply clusters are kept this long, then rebuilt, so that discovery and OpenAPI caches

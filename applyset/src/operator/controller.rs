@@ -137,6 +137,8 @@ async fn serve(args: ControllerArgs) -> anyhow::Result<()> {
         default_service_account: args.scope.default_service_account.clone(),
         allow_local_sources: args.scope.allow_local_sources,
         field_manager: "applyset-controller".into(),
+        min_interval: super::duration::parse(&args.scope.min_interval)
+            .map_err(|e| anyhow::anyhow!("--min-interval {:?}: {e}", args.scope.min_interval))?,
     };
     let git = GitSource::new(&args.scope.cache_dir);
     let context = Arc::new(Context::new(client.clone(), config, git, metrics.clone(), settings, identity));

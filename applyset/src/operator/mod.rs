@@ -9,6 +9,8 @@ pub mod duration;
 pub mod drift;
 pub mod status;
 pub mod context;
+pub mod inventory;
+pub mod prune;
 pub mod events;
 pub mod outcome;
 pub mod reconcile;

@@ -17,6 +17,8 @@ pub struct Done {
     pub created: Vec<String>,
     pub configured: Vec<String>,
     pub pruned: Vec<String>,
+    /// Objects prune left in place on purpose, and lists it could not make (one line each).
+    pub prune_skipped: Vec<String>,
     pub drifted: Vec<DriftedObject>,
     /// Drift was corrected (Correct mode) rather than only reported.
     pub corrected: bool,

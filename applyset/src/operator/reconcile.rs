@@ -18,12 +18,15 @@ use kube::Api;
 use super::api::{ApplySet, ApplySetStatus, DeletionPolicy, DriftMode, DriftStatus, FINALIZER, GROUP, KIND, PLURAL};
 use super::context::Context;
 use super::drift::IgnoreRules;
+use super::inventory;
 use super::outcome::{classify, describe_drift, set_drift_condition, Classified, Done};
+use super::prune;
 use super::schedule::{backoff, with_jitter, Intervals};
 use super::status::{self, reason, Failure, Stage, DRIFTED, READY};
 use crate::apply::applyset_parent::{ApiIndex, DeleteOptions, Parent};
-use crate::apply::{self, ApplyOptions, Cluster, DryRun, Fatal, PatchFilter};
+use crate::apply::{self, ApplyOptions, ApplyReport, Cluster, DryRun, Fatal, Ownership, PatchFilter};
 use crate::manifest::{self, LoadedObject};
+use crate::redact;
 use crate::source::{CacheKey, Credentials, GitUrl, Transport};
 
 /// Errors the controller retries on its own schedule (the reconcile's outcome is in the status).
@@ -89,7 +92,7 @@ async fn sync(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Action, Reconcil
         ctx.metrics.reconcile_finished("suspended", started.elapsed());
         return Ok(Action::await_change());
     }
-    let intervals = match Intervals::of(&applyset) {
+    let intervals = match Intervals::of(&applyset, ctx.settings.min_interval) {
         Ok(intervals) => intervals,
         Err(message) => {
             let failure = Failure::new(Stage::InvalidSpec, message);
@@ -207,6 +210,13 @@ async fn pipeline(
 
     // load
     let loaded = load(&artifact.dir, &artifact.checkout)?;
+    // Before anything can fail with a message that quotes them: the values of the Secrets
+    // this revision applies are redacted from every status, Event and log line.
+    let mut secrets = redact::Secrets::new();
+    for object in &loaded {
+        secrets.add_manifest(&object.object);
+    }
+    redact::register(&redact_owner(applyset, "manifests"), secrets);
     if loaded.is_empty() && !applyset.spec.allow_empty {
         return Err(Failure::new(
             Stage::Load,
@@ -267,14 +277,17 @@ async fn pipeline(
         applyset_label: Some(parent.id().to_owned()),
         crd_timeout: intervals.timeout,
         keep_results: true,
+        ownership: Ownership::RefuseOtherSets,
         patch_filter: (!ignore.is_empty()).then(|| {
             let ignore = ignore.clone();
             PatchFilter(Arc::new(move |object, _live, patch| ignore.filter_patch(object, patch)))
         }),
         ..ApplyOptions::default()
     };
-    let plan = plan(&cluster, loaded, &options).await?;
-    if !report_only {
+    // An empty source (allowed by spec.allowEmpty) applies nothing and prunes everything.
+    let empty = loaded.is_empty();
+    let plan = if empty { None } else { Some(plan(&cluster, loaded, &options).await?) };
+    if let Some(plan) = plan.as_ref().filter(|_| !report_only) {
         parent.record_members(plan.members().iter().map(|m| crate::apply::applyset_parent::Member {
             api_resource: &m.api_resource,
             namespaced: m.namespaced,
@@ -285,19 +298,33 @@ async fn pipeline(
         let body = parent.superset_body();
         update_parent(ctx, &mut parent, body, &labels, &mut annotations).await?;
     }
-    let report = match tokio::time::timeout(intervals.timeout, apply::execute(&cluster, plan, &options)).await {
-        Ok(report) => report,
-        Err(_) => {
-            return Err(Failure::new(
-                Stage::Apply,
-                format!("applying {} timed out after {:?}; nothing was pruned", artifact.revision, intervals.timeout),
-            ));
-        }
+    let report = match plan {
+        None => ApplyReport::default(),
+        Some(plan) => match tokio::time::timeout(intervals.timeout, apply::execute(&cluster, plan, &options)).await {
+            Ok(report) => report,
+            Err(_) => {
+                return Err(Failure::new(
+                    Stage::Apply,
+                    format!("applying {} timed out after {:?}; nothing was pruned", artifact.revision, intervals.timeout),
+                ));
+            }
+        },
     };
 
     // drift and inventory, from what apply did (or, in Report mode, would do)
     let Classified { mut done, inventory, errors } = classify(&report, &artifact.revision, steady, report_only);
+    let previous_members = previous.inventory.as_ref().and_then(|i| i.members.as_deref());
+    // The record grows with every object applied, even by a failed run, so that a later run
+    // can prune it; a Report-mode dry run applies nothing.
+    let members = if report_only {
+        previous_members.map(<[_]>::to_vec)
+    } else {
+        Some(inventory::with_applied(previous_members, &report.visited))
+    };
     status.inventory = Some(status::inventory(inventory, status::INVENTORY_LIMIT));
+    if let Some(inventory) = &mut status.inventory {
+        inventory.members = members.clone();
+    }
     status.drift = Some(DriftStatus {
         count: done.drifted.len() as u64,
         mode: format!("{:?}", applyset.spec.drift.mode),
@@ -308,23 +335,89 @@ async fn pipeline(
     }
     if !errors.is_empty() {
         let count = errors.len();
+        let conflicts: Vec<&str> =
+            report.objects.iter().filter_map(|o| o.result.as_ref().err()?.conflict_with.as_deref()).collect();
+        let stage = if conflicts.len() == count { Stage::OwnershipConflict } else { Stage::Apply };
         let mut message = format!("{count} object(s) failed to apply at {}; nothing was pruned:\n", artifact.revision);
         message.push_str(&errors.into_iter().take(5).collect::<Vec<_>>().join("\n"));
-        return Err(Failure::new(Stage::Apply, message));
+        if !conflicts.is_empty() {
+            message.push_str(&format!("\nowned by: {}", name_applysets(ctx, &conflicts).await));
+        }
+        return Err(Failure::new(stage, message));
     }
 
     // prune: only after every object applied
     if !report_only && applyset.spec.prune {
-        let summary = parent.prune(cluster.client(), &report.visited, &DeleteOptions::new(DryRun::None)).await;
-        ctx.metrics.pruned(summary.pruned.len() as u64);
-        done.pruned = summary.pruned.iter().map(|line| line.trim_end_matches(" pruned").to_owned()).collect();
-        if !summary.errors.is_empty() {
-            return Err(Failure::new(Stage::Prune, summary.errors.join("\n")));
+        let scope = prune::Scope {
+            members: members.as_deref().unwrap_or_default(),
+            had_record: previous_members.is_some(),
+            own_namespace: &namespace,
+            prune_non_empty_namespaces: applyset.spec.prune_non_empty_namespaces,
+        };
+        let pruned = prune::prune(cluster.client(), &parent, &index, &report.visited, scope, &DeleteOptions::new(DryRun::None)).await;
+        ctx.metrics.pruned(pruned.deleted.len() as u64);
+        if let Some(inventory) = &mut status.inventory {
+            inventory.members = Some(pruned.members.clone());
+        }
+        status.prune_skipped = pruned.skipped.clone();
+        for warning in &pruned.warnings {
+            tracing::warn!(applyset = %applyset.key(), "{warning}");
+        }
+        done.pruned = pruned.deleted.clone();
+        done.prune_skipped = pruned.skipped.iter().map(describe_skipped).chain(pruned.warnings.iter().cloned()).collect();
+        if let Some(error) = pruned.error {
+            return Err(Failure::new(Stage::Prune, error));
+        }
+        if !pruned.terminating.is_empty() {
+            return Err(Failure::new(
+                Stage::Prune,
+                format!(
+                    "{} object(s) removed from the source are still being deleted, held by finalizers (not deleted again): {}",
+                    pruned.terminating.len(),
+                    pruned.terminating.join(", ")
+                ),
+            ));
         }
         let body = parent.latest_body();
         update_parent(ctx, &mut parent, body, &labels, &mut annotations).await?;
     }
     Ok(done)
+}
+
+/// The secrets of one ApplySet are registered in parts, each replaced on its own.
+const REDACT_PARTS: [&str; 2] = ["source", "manifests"];
+
+fn redact_owner(applyset: &ApplySet, part: &str) -> String {
+    format!("{}#{part}", applyset.key())
+}
+
+/// `configmap/x in ns: NotInInventory (…)`.
+fn describe_skipped(entry: &super::api::InventoryObject) -> String {
+    let place = entry.namespace.as_ref().map(|ns| format!(" in {ns}")).unwrap_or_default();
+    format!("{} {}{place}: {} ({})", entry.kind, entry.name, entry.state, entry.message.as_deref().unwrap_or_default())
+}
+
+/// `namespace/name` of the ApplySets with these IDs (the parent ID label), or the ID itself
+/// when no ApplySet of this controller has it (a kubectl ApplySet, or one the controller
+/// cannot read).
+async fn name_applysets(ctx: &Context, ids: &[&str]) -> String {
+    let api: Api<ApplySet> = Api::all(ctx.client.clone());
+    let mut names = std::collections::BTreeSet::new();
+    for id in ids.iter().collect::<std::collections::BTreeSet<_>>() {
+        let selector = format!("{}={id}", crate::apply::applyset_parent::PARENT_ID_LABEL);
+        let found = api.list_metadata(&kube::api::ListParams::default().labels(&selector)).await.ok();
+        let named: Vec<String> = found
+            .into_iter()
+            .flat_map(|list| list.items)
+            .map(|item| format!("ApplySet {}/{}", item.metadata.namespace.unwrap_or_default(), item.metadata.name.unwrap_or_default()))
+            .collect();
+        if named.is_empty() {
+            names.insert(format!("the ApplySet with id {id}"));
+        } else {
+            names.extend(named);
+        }
+    }
+    names.into_iter().collect::<Vec<_>>().join(", ")
 }
 
 /// Reads the source `auth` Secret (same namespace) into credentials; never logs its data.
@@ -447,6 +540,9 @@ async fn publish_success_events(ctx: &Context, applyset: &ApplySet, done: &Done,
     if !done.pruned.is_empty() {
         ctx.event(applyset, false, "Pruned", "Prune", format!("pruned: {}", list(&done.pruned))).await;
     }
+    if !done.prune_skipped.is_empty() {
+        ctx.event(applyset, true, "PruneSkipped", "Prune", format!("not pruned: {}", done.prune_skipped.join("; "))).await;
+    }
     if !done.drifted.is_empty() {
         let (why, action) = if done.corrected { (reason::DRIFT_CORRECTED, "CorrectDrift") } else { (reason::DRIFT_DETECTED, "DetectDrift") };
         ctx.event(applyset, !done.corrected, why, action, describe_drift(&done.drifted)).await;
@@ -487,15 +583,28 @@ async fn cleanup(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Action, Recon
         let labels = applyset.metadata.labels.clone().unwrap_or_default();
         let annotations = applyset.metadata.annotations.clone().unwrap_or_default();
         let parent = parent_for(&applyset, &index, &labels, &annotations).map_err(|f| ReconcileError::Cleanup(f.message))?;
-        let summary = parent.prune(cluster.client(), &[], &DeleteOptions::new(DryRun::None)).await;
-        ctx.metrics.pruned(summary.pruned.len() as u64);
-        if !summary.errors.is_empty() {
-            let message = summary.errors.join("\n");
+        let members = applyset.status.as_ref().and_then(|s| s.inventory.as_ref()).and_then(|i| i.members.clone());
+        let scope = prune::Scope {
+            members: members.as_deref().unwrap_or_default(),
+            had_record: members.is_some(),
+            own_namespace: &namespace,
+            prune_non_empty_namespaces: applyset.spec.prune_non_empty_namespaces,
+        };
+        let pruned = prune::prune(cluster.client(), &parent, &index, &[], scope, &DeleteOptions::new(DryRun::None)).await;
+        ctx.metrics.pruned(pruned.deleted.len() as u64);
+        let not_yet = pruned.error.clone().or_else(|| {
+            (!pruned.terminating.is_empty()).then(|| format!("still being deleted, held by finalizers: {}", pruned.terminating.join(", ")))
+        });
+        if let Some(message) = not_yet {
             ctx.event(&applyset, true, reason::DELETE_FAILED, "Delete", message.clone()).await;
             return Err(ReconcileError::Cleanup(format!("deleting the objects of {key}: {message}")));
         }
-        if !summary.pruned.is_empty() {
-            ctx.event(&applyset, false, "Pruned", "Delete", format!("deleted with the ApplySet: {}", summary.pruned.join(", "))).await;
+        if !pruned.deleted.is_empty() {
+            ctx.event(&applyset, false, "Pruned", "Delete", format!("deleted with the ApplySet: {}", pruned.deleted.join(", "))).await;
+        }
+        let skipped: Vec<String> = pruned.skipped.iter().map(describe_skipped).collect();
+        if !skipped.is_empty() {
+            ctx.event(&applyset, true, "PruneSkipped", "Delete", format!("left in place: {}", skipped.join("; "))).await;
         }
     }
     if let Err(error) = ctx.git.purge(&CacheKey::new(&namespace, &applyset.name())).await {
@@ -503,6 +612,9 @@ async fn cleanup(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Action, Recon
     }
     ctx.metrics.forget(&key);
     ctx.forget(&key);
+    for part in REDACT_PARTS {
+        redact::forget(&redact_owner(&applyset, part));
+    }
     Ok(Action::await_change())
 }
 

@@ -15,13 +15,22 @@ pub struct Intervals {
 }
 
 impl Intervals {
-    pub fn of(applyset: &ApplySet) -> Result<Intervals, String> {
+    /// The spec's durations; `interval` and `retryInterval` must be at least `min_interval`
+    /// (the CRD's own floor is lower, so that a controller can be run with a lower one).
+    pub fn of(applyset: &ApplySet, min_interval: Duration) -> Result<Intervals, String> {
         let field = |name: &str, text: &str| duration::parse(text).map_err(|e| format!("spec.{name}: {e}"));
         let interval = field("interval", &applyset.spec.interval)?;
         let retry = applyset.spec.retry_interval.as_deref().map(|t| field("retryInterval", t)).transpose()?.unwrap_or(interval);
         let timeout = applyset.spec.timeout.as_deref().map(|t| field("timeout", t)).transpose()?.unwrap_or(Duration::from_secs(120));
-        if interval.is_zero() || retry.is_zero() || timeout.is_zero() {
-            return Err("spec.interval, spec.retryInterval and spec.timeout must be greater than zero".into());
+        if timeout.is_zero() {
+            return Err("spec.timeout must be greater than zero".into());
+        }
+        for (name, value) in [("interval", interval), ("retryInterval", retry)] {
+            if value < min_interval {
+                return Err(format!(
+                    "spec.{name} {value:?} is shorter than this controller's minimum of {min_interval:?} (--min-interval)"
+                ));
+            }
         }
         Ok(Intervals { interval, retry, timeout })
     }

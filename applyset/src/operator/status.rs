@@ -26,6 +26,7 @@ pub mod reason {
     pub const DRIFT_DETECTED: &str = "DriftDetected";
     pub const DRIFT_CORRECTED: &str = "DriftCorrected";
     pub const NO_DRIFT: &str = "NoDrift";
+    pub const OWNERSHIP_CONFLICT: &str = "OwnershipConflict";
 }
 
 /// Where a reconcile failed: one condition reason and one metric label each.
@@ -36,6 +37,8 @@ pub enum Stage {
     Fetch,
     Load,
     Apply,
+    /// Objects of the source belong to another ApplySet (and nothing else failed).
+    OwnershipConflict,
     Prune,
     Delete,
 }
@@ -47,6 +50,7 @@ impl Stage {
             Stage::Fetch => reason::FETCH_FAILED,
             Stage::Load => reason::LOAD_FAILED,
             Stage::Apply => reason::APPLY_FAILED,
+            Stage::OwnershipConflict => reason::OWNERSHIP_CONFLICT,
             Stage::Prune => reason::PRUNE_FAILED,
             Stage::Delete => reason::DELETE_FAILED,
         }
@@ -59,6 +63,7 @@ impl Stage {
             Stage::Fetch => "fetch_failed",
             Stage::Load => "load_failed",
             Stage::Apply => "apply_failed",
+            Stage::OwnershipConflict => "ownership_conflict",
             Stage::Prune => "prune_failed",
             Stage::Delete => "delete_failed",
         }
@@ -253,6 +258,7 @@ pub fn inventory(mut objects: Vec<InventoryObject>, limit: usize) -> InventorySt
         namespaces: namespaces.into_iter().collect(),
         objects,
         omitted,
+        members: None,
     }
 }
 

@@ -88,6 +88,8 @@ impl ControllerProcess {
             .args(["--health-probe-bind-address", &format!("127.0.0.1:{health_port}")])
             .args(&options.extra_args)
             .env("RUST_LOG", "info,applyset=debug")
+            // The tests use intervals of a few seconds (a user's controller refuses less than 10s).
+            .env("APPLYSET_MIN_INTERVAL", "1s")
             .env_remove("POD_NAME")
             .env_remove("POD_NAMESPACE")
             .stdin(Stdio::null())

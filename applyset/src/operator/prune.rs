@@ -1,0 +1,202 @@
+//! The controller's prune step. It starts from kubectl's ApplySet prune (labelled members of
+//! the recorded kinds that this run did not apply) and then refuses what kubectl would delete
+//! but a controller acting for many users must not:
+//! * objects that are not in the ApplySet's own record ([`super::inventory`]);
+//! * the ApplySet's own Namespace, and (unless `spec.pruneNonEmptyNamespaces`) a Namespace
+//!   holding objects the ApplySet does not manage;
+//! * a second DELETE of an object that is already terminating (held by finalizers), which is
+//!   reported instead;
+//! * lists the apply identity may not make fail nothing: they are skipped with a warning.
+
+use kube::api::{ListParams, ObjectMeta};
+use kube::core::DynamicObject;
+use kube::{Api, Client};
+
+use super::api::{InventoryMember, InventoryObject};
+use super::inventory::{self, skipped};
+use crate::apply::Visited;
+use crate::apply::applyset_parent::{
+    ApiIndex, Candidate, DeleteOptions, ForbiddenLists, GroupKind, LIST_PAGE_SIZE, Parent, delete_candidates, error_text,
+};
+
+/// What the prune step did.
+#[derive(Debug, Default)]
+pub struct Pruned {
+    /// `configmap/x`: deleted.
+    pub deleted: Vec<String>,
+    /// `configmap/x (finalizers: example.com/hold)`: being deleted, held by finalizers.
+    pub terminating: Vec<String>,
+    /// Left in place on purpose (`status.pruneSkipped`).
+    pub skipped: Vec<InventoryObject>,
+    /// For the log and a Warning Event (lists the identity may not make).
+    pub warnings: Vec<String>,
+    /// The first failure; the run fails with `PruneFailed`.
+    pub error: Option<String>,
+    /// The record of members after this prune.
+    pub members: Vec<InventoryMember>,
+}
+
+/// What the step needs to know of the ApplySet.
+pub struct Scope<'a> {
+    /// The record after this run's apply; `had_record` is false for an ApplySet whose status
+    /// predates the record (nothing of it is pruned until it has one).
+    pub members: &'a [InventoryMember],
+    pub had_record: bool,
+    pub own_namespace: &'a str,
+    pub prune_non_empty_namespaces: bool,
+}
+
+pub async fn prune(
+    client: &Client,
+    parent: &Parent,
+    index: &ApiIndex,
+    visited: &[Visited],
+    scope: Scope<'_>,
+    options: &DeleteOptions,
+) -> Pruned {
+    let mut pruned = Pruned { members: scope.members.to_vec(), ..Pruned::default() };
+    let candidates = match parent.prune_candidates(client, visited, ForbiddenLists::Skip).await {
+        Ok(candidates) => candidates,
+        Err(error) => {
+            pruned.error = Some(error);
+            return pruned;
+        }
+    };
+    pruned.warnings = candidates.warnings();
+    let (recorded, strangers) = inventory::recorded_or_strangers(candidates.objects, scope.had_record.then_some(scope.members));
+    for stranger in &strangers {
+        pruned.skipped.push(inventory::skipped_entry(
+            stranger,
+            skipped::NOT_IN_INVENTORY,
+            "carries this ApplySet's part-of label but was not applied by it: not deleted".into(),
+        ));
+    }
+
+    // Recorded members that are not candidates any more are gone (or no longer labelled):
+    // they leave the record, except those in lists this identity may not make.
+    let mut kept: Vec<InventoryMember> = scope
+        .members
+        .iter()
+        .filter(|m| candidates.forbidden.iter().any(|(gk, ns)| gk.to_string() == m.kind && ns.as_deref().is_none_or(|ns| m.namespace.as_deref() == Some(ns))))
+        .cloned()
+        .collect();
+    let mut to_delete = Vec::new();
+    for candidate in recorded {
+        if candidate.listed.deleting {
+            pruned.terminating.push(terminating_text(&candidate));
+            kept.push(inventory::member_of_candidate(&candidate));
+        } else if let Some(entry) = namespace_guard(client, index, &candidate, &scope).await {
+            pruned.skipped.push(entry);
+            kept.push(inventory::member_of_candidate(&candidate));
+        } else {
+            to_delete.push(candidate);
+        }
+    }
+
+    let deleted = delete_candidates(client, &to_delete, options).await;
+    pruned.deleted = deleted.deleted.iter().map(Candidate::printed_name).collect();
+    pruned.terminating.extend(deleted.terminating.iter().map(terminating_text));
+    let gone: Vec<InventoryMember> = deleted.deleted.iter().map(inventory::member_of_candidate).collect();
+    kept.extend(to_delete.iter().map(inventory::member_of_candidate).filter(|m| !gone.contains(m)));
+    pruned.error = deleted.error;
+    pruned.members = inventory::after_prune(visited, kept);
+    pruned
+}
+
+fn terminating_text(candidate: &Candidate) -> String {
+    format!("{} (finalizers: {})", candidate.printed_name(), candidate.listed.finalizers.join(", "))
+}
+
+/// `Some(entry)` when a Namespace candidate must be kept.
+async fn namespace_guard(client: &Client, index: &ApiIndex, candidate: &Candidate, scope: &Scope<'_>) -> Option<InventoryObject> {
+    let api_resource = &candidate.kind.api_resource;
+    if !(api_resource.group.is_empty() && api_resource.kind == "Namespace") {
+        return None;
+    }
+    let name = &candidate.listed.name;
+    if name == scope.own_namespace {
+        return Some(inventory::skipped_entry(
+            candidate,
+            skipped::OWN_NAMESPACE,
+            "the ApplySet itself lives in this Namespace: never pruned".into(),
+        ));
+    }
+    if scope.prune_non_empty_namespaces {
+        return None;
+    }
+    let message = match unmanaged_objects(client, index, name, scope.members).await {
+        Ok(found) if found.is_empty() => return None,
+        Ok(found) => format!(
+            "holds objects this ApplySet does not manage ({}): not pruned (spec.pruneNonEmptyNamespaces allows it)",
+            found.join(", ")
+        ),
+        Err(error) => format!("cannot tell whether it holds objects this ApplySet does not manage ({error}): not pruned"),
+    };
+    Some(inventory::skipped_entry(candidate, skipped::NAMESPACE_NOT_EMPTY, message))
+}
+
+/// How many unmanaged objects a message names at most.
+const UNMANAGED_SHOWN: usize = 5;
+
+/// Objects in `namespace` that the ApplySet does not manage, leaving out what the cluster makes
+/// by itself (objects with an owner, Events, Endpoints, the `default` ServiceAccount and the
+/// `kube-root-ca.crt` ConfigMap).
+async fn unmanaged_objects(client: &Client, index: &ApiIndex, namespace: &str, members: &[InventoryMember]) -> Result<Vec<String>, String> {
+    let mut found = Vec::new();
+    for entry in index.namespaced_listable() {
+        let resource = &entry.api_resource;
+        if is_made_by_the_cluster(&resource.group, &resource.kind) {
+            continue;
+        }
+        let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, resource);
+        let mut params = ListParams::default().limit(LIST_PAGE_SIZE);
+        loop {
+            let page = api.list_metadata(&params).await.map_err(|e| format!("listing {}: {}", resource.plural, error_text(&e)))?;
+            let kind = GroupKind::of(resource).to_string();
+            for meta in page.items.into_iter().map(|item| item.metadata) {
+                if !is_default_object(&resource.kind, &meta) && !inventory::is_member(members, &kind, Some(namespace), meta.name.as_deref().unwrap_or_default()) {
+                    found.push(format!("{}/{}", resource.kind.to_lowercase(), meta.name.unwrap_or_default()));
+                    if found.len() >= UNMANAGED_SHOWN {
+                        return Ok(found);
+                    }
+                }
+            }
+            match page.metadata.continue_.filter(|token| !token.is_empty()) {
+                Some(token) => params = params.continue_token(&token),
+                None => break,
+            }
+        }
+    }
+    Ok(found)
+}
+
+fn is_made_by_the_cluster(group: &str, kind: &str) -> bool {
+    matches!((group, kind), ("", "Event") | ("events.k8s.io", "Event") | ("", "Endpoints"))
+}
+
+fn is_default_object(kind: &str, meta: &ObjectMeta) -> bool {
+    let owned = meta.owner_references.as_ref().is_some_and(|refs| !refs.is_empty());
+    let name = meta.name.as_deref().unwrap_or_default();
+    owned || (kind == "ServiceAccount" && name == "default") || (kind == "ConfigMap" && name == "kube-root-ca.crt")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_the_cluster_makes_is_not_unmanaged() {
+        let meta = |name: &str, owned: bool| ObjectMeta {
+            name: Some(name.into()),
+            owner_references: owned.then(|| vec![Default::default()]),
+            ..ObjectMeta::default()
+        };
+        assert!(is_default_object("ServiceAccount", &meta("default", false)));
+        assert!(is_default_object("ConfigMap", &meta("kube-root-ca.crt", false)));
+        assert!(is_default_object("Pod", &meta("web-abc", true)));
+        assert!(!is_default_object("ConfigMap", &meta("data", false)));
+        assert!(!is_default_object("ServiceAccount", &meta("builder", false)));
+        assert!(is_made_by_the_cluster("events.k8s.io", "Event"));
+        assert!(!is_made_by_the_cluster("", "PersistentVolumeClaim"));
+    }
+}

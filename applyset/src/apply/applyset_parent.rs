@@ -1773,18 +1773,21 @@ mod tests {
                 namespace: Some("ns".into()),
                 uid: "2".into(),
                 has_last_applied: false,
+                ..Listed::default()
             },
             Listed {
                 name: "a".into(),
                 namespace: Some("ns".into()),
                 uid: "1".into(),
                 has_last_applied: true,
+                ..Listed::default()
             },
             Listed {
                 name: "c".into(),
                 namespace: Some("ns".into()),
                 uid: "3".into(),
                 has_last_applied: true,
+                ..Listed::default()
             },
         ];
         let visited: HashSet<&str> = ["3"].into();

@@ -368,6 +368,7 @@ mod tests {
                 singular: "configmap".into(),
                 short_names: vec![],
                 preferred: true,
+                verbs: vec!["list".into()],
             },
             ApiEntry {
                 api_resource: ar("", "v1", "Namespace", "namespaces"),
@@ -375,6 +376,7 @@ mod tests {
                 singular: "namespace".into(),
                 short_names: vec![],
                 preferred: true,
+                verbs: vec!["list".into()],
             },
         ]);
         let types = map_allowlist(
@@ -403,6 +405,7 @@ mod tests {
             namespace: Some("ns".into()),
             uid: uid.into(),
             has_last_applied: annotated,
+            ..Listed::default()
         };
         let items = vec![
             item("z", "1", true),

@@ -1,0 +1,396 @@
+//! Regression tests for the holes an adversarial probe found in the controller (issue 15),
+//! each end to end: the real controller binary, real git repositories, the local control
+//! plane, kubectl as the user's (and the attacker's) tool.
+
+mod git;
+mod operator;
+mod support;
+
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use applyset::operator::api::ApplySet;
+use git::Fixture;
+use operator::{ControllerOptions, ControllerProcess, condition, create_applyset, failed_with, is_ready, wait_for_applyset};
+use support::TestNamespace;
+
+const T: Duration = Duration::from_secs(90);
+
+fn config_map(name: &str, namespace: &str, value: &str) -> String {
+    format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {namespace}\ndata:\n  value: \"{value}\"\n")
+}
+
+fn namespace_manifest(name: &str) -> String {
+    format!("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {name}\n")
+}
+
+fn start(ns: &TestNamespace) -> Result<ControllerProcess> {
+    ControllerProcess::start(ControllerOptions::new(&ns.kubeconfig, &ns.name).arg("--allow-local-sources"))
+}
+
+fn applied_revision(applyset: &ApplySet) -> Option<String> {
+    applyset.status.as_ref()?.last_applied_revision.clone()
+}
+
+fn ready_at(commit: &str) -> impl Fn(&ApplySet) -> bool + '_ {
+    move |a| is_ready(a) && applied_revision(a).as_deref() == Some(format!("main@sha1:{commit}").as_str())
+}
+
+fn exists(ns: &TestNamespace, kind_name: &str) -> Result<bool> {
+    let out = ns.kubectl_ok(&["get", kind_name, "--ignore-not-found", "-o", "name"], None)?;
+    Ok(!out.trim().is_empty())
+}
+
+fn jsonpath(ns: &TestNamespace, kind_name: &str, path: &str) -> Result<String> {
+    ns.kubectl_ok(&["get", kind_name, "-o", &format!("jsonpath={path}")], None)
+}
+
+/// Everything a user (or anyone who may read the ApplySet) sees: its status, its Events, the
+/// controller's log and metrics.
+async fn published_text(ns: &TestNamespace, name: &str, controller: &ControllerProcess) -> Result<String> {
+    let status = ns.kubectl_ok(&["get", "applyset", name, "-o", "json"], None)?;
+    let events = operator::events_for(ns, name).await?;
+    let metrics = controller.metrics()?;
+    Ok(format!("{status}\n{events:?}\n{}\n{metrics}", controller.log()))
+}
+
+fn id_of(applyset: &ApplySet) -> String {
+    applyset.metadata.labels.as_ref().and_then(|l| l.get("applyset.kubernetes.io/id")).cloned().expect("parent id label")
+}
+
+// 1. A Secret patch the apiserver refuses: kubectl's error quotes the whole patch (stringData
+//    and the last-applied annotation with the old values); none of it may be published.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_secret_patches_publish_no_values() -> Result<()> {
+    let ns = TestNamespace::create("secretleak").await?;
+    operator::install_crd(&ns.kubeconfig)?;
+    ns.kubectl_ok(&["create", "serviceaccount", "deployer"], None)?;
+    // May create Secrets, not patch them.
+    ns.kubectl_ok(&["create", "role", "deployer", "--verb=get,list,watch,create", "--resource=secrets,configmaps"], None)?;
+    ns.kubectl_ok(&["create", "rolebinding", "deployer", "--role=deployer", &format!("--serviceaccount={}:deployer", ns.name)], None)?;
+    let old_password = "first-Pa55/word#?x";
+    let new_password = "second \"Pa55\" <word>";
+    let token = "tok-en-VALUE-0001";
+    let secret = |password: &str| {
+        let escaped = password.replace('\\', "\\\\").replace('"', "\\\"");
+        let encoded = base64_encode(token);
+        format!(
+            "apiVersion: v1\nkind: Secret\nmetadata:\n  name: creds\n  namespace: {}\nstringData:\n  password: \"{escaped}\"\ndata:\n  token: {encoded}\n",
+            ns.name
+        )
+    };
+    let repo = Fixture::new(&format!("secretleak-{}", ns.name));
+    repo.write("creds.yaml", secret(old_password));
+    let first = repo.commit("a secret");
+    let controller = start(&ns)?;
+    create_applyset(&ns, "app", serde_json::json!({ "source": { "url": repo.url() }, "interval": "2s", "serviceAccountName": "deployer" })).await?;
+    wait_for_applyset(&ns, "app", &controller, "Ready", T, ready_at(&first)).await?;
+
+    repo.write("creds.yaml", secret(new_password));
+    repo.commit("a new password");
+    let failed = wait_for_applyset(&ns, "app", &controller, "ApplyFailed", T, failed_with("ApplyFailed")).await?;
+    let (_, _, message) = condition(&failed, "Ready").unwrap();
+    assert!(message.contains("forbidden") && message.contains("creds"), "the failure is still explained: {message}");
+    // Let the Warning Event and the log line land.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let published = published_text(&ns, "app", &controller).await?;
+    for value in [old_password, new_password, token, "Pa55", &base64_encode(token), &base64_encode(old_password)] {
+        assert!(!published.contains(value), "{value:?} was published:\n{}", operator::tail(&published, 80));
+    }
+    Ok(())
+}
+
+fn base64_encode(text: &str) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(text)
+}
+
+// 3 and 10. A label is not a delete permission: an object someone labelled as a member is
+//    reported, not pruned; the ApplySet's own Namespace and a Namespace holding objects the set
+//    does not manage are kept and reported; an empty Namespace that left git is pruned.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prune_deletes_only_what_the_applyset_applied() -> Result<()> {
+    let ns = TestNamespace::create("strangers").await?;
+    operator::install_crd(&ns.kubeconfig)?;
+    let (busy, empty) = (format!("{}-busy", ns.name), format!("{}-empty", ns.name));
+    let repo = Fixture::new(&format!("strangers-{}", ns.name));
+    repo.write("a.yaml", config_map("a", &ns.name, "1"));
+    repo.write("b.yaml", config_map("b", &ns.name, "1"));
+    repo.write("ns-own.yaml", namespace_manifest(&ns.name));
+    repo.write("ns-busy.yaml", namespace_manifest(&busy));
+    repo.write("ns-empty.yaml", namespace_manifest(&empty));
+    let first = repo.commit("first");
+    let controller = start(&ns)?;
+    create_applyset(&ns, "app", serde_json::json!({ "source": { "url": repo.url() }, "interval": "2s" })).await?;
+    let ready = wait_for_applyset(&ns, "app", &controller, "Ready", T, ready_at(&first)).await?;
+    let id = id_of(&ready);
+    let members = ready.status.as_ref().and_then(|s| s.inventory.as_ref()).and_then(|i| i.members.clone()).unwrap_or_default();
+    assert_eq!(members.len(), 5, "{members:?}");
+
+    // Someone who may only patch ConfigMaps labels one of theirs as a member.
+    ns.kubectl_ok(&["create", "configmap", "stranger", "--from-literal=keep=me"], None)?;
+    ns.kubectl_ok(&["label", "configmap", "stranger", &format!("applyset.kubernetes.io/part-of={id}")], None)?;
+    ns.kubectl_ok(&["-n", &busy, "create", "configmap", "data", "--from-literal=k=v"], None)?;
+
+    repo.remove("b.yaml");
+    repo.remove("ns-own.yaml");
+    repo.remove("ns-busy.yaml");
+    repo.remove("ns-empty.yaml");
+    let second = repo.commit("b and the namespaces leave");
+    let done = wait_for_applyset(&ns, "app", &controller, "Ready at the second commit", T, ready_at(&second)).await?;
+    let status = done.status.clone().unwrap();
+    let skipped: Vec<(String, String)> = status.prune_skipped.iter().map(|o| (o.name.clone(), o.state.clone())).collect();
+    assert!(skipped.contains(&("stranger".into(), "NotInInventory".into())), "{skipped:?}");
+    assert!(skipped.contains(&(ns.name.clone(), "OwnNamespace".into())), "{skipped:?}");
+    assert!(skipped.contains(&(busy.clone(), "NamespaceNotEmpty".into())), "{skipped:?}");
+    assert!(!exists(&ns, "configmap/b")?, "b left git: pruned");
+    assert!(exists(&ns, "configmap/stranger")?, "a labelled stranger is never pruned");
+    assert!(exists(&ns, &format!("namespace/{busy}"))?, "a namespace with unmanaged objects is kept");
+    let empty_phase = ns.kubectl_ok(&["get", "namespace", &empty, "--ignore-not-found", "-o", "jsonpath={.status.phase}"], None)?;
+    assert!(empty_phase.is_empty() || empty_phase == "Terminating", "the empty namespace is pruned: {empty_phase}");
+    let events = operator::events_for(&ns, "app").await?;
+    assert!(
+        events.iter().any(|(kind, reason, note)| kind == "Warning" && reason == "PruneSkipped" && note.contains("stranger")),
+        "{events:?}"
+    );
+    ns.kubectl_ok(&["delete", "namespace", &busy, "--wait=false"], None)?;
+    Ok(())
+}
+
+// 4. Two ApplySets that list the same object: the second does not take it (OwnershipConflict
+//    naming the first, its other objects applied), and a deliberate move with
+//    `applyset.dev/take-ownership` keeps the object (same UID) instead of delete-and-recreate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_applyset_does_not_take_an_object() -> Result<()> {
+    let ns = TestNamespace::create("owners").await?;
+    operator::install_crd(&ns.kubeconfig)?;
+    let repo = Fixture::new(&format!("owners-{}", ns.name));
+    repo.write("a/shared.yaml", config_map("shared", &ns.name, "from-a"));
+    repo.write("a/only-a.yaml", config_map("only-a", &ns.name, "1"));
+    repo.write("b/shared.yaml", config_map("shared", &ns.name, "from-b"));
+    repo.write("b/only-b.yaml", config_map("only-b", &ns.name, "1"));
+    let first = repo.commit("two sets, one shared object");
+    let controller = start(&ns)?;
+    create_applyset(&ns, "alpha", serde_json::json!({ "source": { "url": repo.url(), "path": "a" }, "interval": "2s" })).await?;
+    let alpha = wait_for_applyset(&ns, "alpha", &controller, "alpha Ready", T, ready_at(&first)).await?;
+    let uid = jsonpath(&ns, "configmap/shared", "{.metadata.uid}")?;
+
+    create_applyset(&ns, "beta", serde_json::json!({ "source": { "url": repo.url(), "path": "b" }, "interval": "2s" })).await?;
+    let beta = wait_for_applyset(&ns, "beta", &controller, "beta OwnershipConflict", T, failed_with("OwnershipConflict")).await?;
+    let (_, _, message) = condition(&beta, "Ready").unwrap();
+    assert!(message.contains(&format!("ApplySet {}/alpha", ns.name)), "names the owner: {message}");
+    assert!(message.contains("configmap/shared"), "{message}");
+    assert!(exists(&ns, "configmap/only-b")?, "the rest of the set applies");
+    // Give both a few intervals: nobody fights over the object.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    assert_eq!(jsonpath(&ns, "configmap/shared", "{.data.value}")?, "from-a");
+    assert_eq!(jsonpath(&ns, "configmap/shared", "{.metadata.labels.applyset\\.kubernetes\\.io/part-of}")?, id_of(&alpha));
+    let alpha_now = operator::get_applyset(&ns, "alpha").await?;
+    assert!(is_ready(&alpha_now), "alpha is untouched");
+
+    // The move: beta takes it deliberately, then alpha lets go.
+    repo.write(
+        "b/shared.yaml",
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: shared\n  namespace: {}\n  annotations:\n    applyset.dev/take-ownership: \"true\"\ndata:\n  value: from-b\n",
+            ns.name
+        ),
+    );
+    let second = repo.commit("beta takes shared");
+    wait_for_applyset(&ns, "beta", &controller, "beta Ready", T, ready_at(&second)).await?;
+    wait_for_applyset(&ns, "alpha", &controller, "alpha refuses to take it back", T, failed_with("OwnershipConflict")).await?;
+    repo.remove("a/shared.yaml");
+    let third = repo.commit("alpha lets go");
+    wait_for_applyset(&ns, "alpha", &controller, "alpha Ready", T, ready_at(&third)).await?;
+    assert_eq!(jsonpath(&ns, "configmap/shared", "{.metadata.uid}")?, uid, "moved, never deleted");
+    assert_eq!(jsonpath(&ns, "configmap/shared", "{.data.value}")?, "from-b");
+    Ok(())
+}
+
+// 8a. allowEmpty: a source with no objects applies nothing and prunes everything.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn allow_empty_prunes_everything() -> Result<()> {
+    let ns = TestNamespace::create("empty").await?;
+    operator::install_crd(&ns.kubeconfig)?;
+    let repo = Fixture::new(&format!("empty-{}", ns.name));
+    repo.write("app/a.yaml", config_map("a", &ns.name, "1"));
+    repo.write("app/README.md", "docs only\n");
+    let first = repo.commit("one object");
+    let controller = start(&ns)?;
+    create_applyset(&ns, "app", serde_json::json!({ "source": { "url": repo.url(), "path": "app" }, "interval": "2s", "allowEmpty": true })).await?;
+    wait_for_applyset(&ns, "app", &controller, "Ready", T, ready_at(&first)).await?;
+    repo.remove("app/a.yaml");
+    let second = repo.commit("nothing left");
+    let done = wait_for_applyset(&ns, "app", &controller, "Ready with an empty source", T, ready_at(&second)).await?;
+    assert!(!exists(&ns, "configmap/a")?, "everything is pruned");
+    assert_eq!(done.status.and_then(|s| s.inventory).map(|i| i.count), Some(0));
+    Ok(())
+}
+
+// 8b. Intervals: the CRD refuses sub-second ones, the controller anything under --min-interval.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn intervals_have_a_floor() -> Result<()> {
+    let ns = TestNamespace::create("floor").await?;
+    operator::install_crd(&ns.kubeconfig)?;
+    let refused = create_applyset(&ns, "tiny", serde_json::json!({ "source": { "url": "https://example.com/r.git" }, "interval": "1ms" })).await;
+    let error = format!("{:#}", refused.expect_err("the apiserver refuses a 1ms interval"));
+    assert!(error.contains("interval must be at least 1s"), "{error}");
+
+    let repo = Fixture::new(&format!("floor-{}", ns.name));
+    repo.write("a.yaml", config_map("a", &ns.name, "1"));
+    repo.commit("one");
+    let controller = ControllerProcess::start(
+        ControllerOptions::new(&ns.kubeconfig, &ns.name).arg("--allow-local-sources").arg("--min-interval").arg("10s"),
+    )?;
+    create_applyset(&ns, "fast", serde_json::json!({ "source": { "url": repo.url() }, "interval": "2s" })).await?;
+    let stalled = wait_for_applyset(&ns, "fast", &controller, "InvalidSpec", T, failed_with("InvalidSpec")).await?;
+    let (_, _, message) = condition(&stalled, "Ready").unwrap();
+    assert!(message.contains("--min-interval"), "{message}");
+    assert_eq!(condition(&stalled, "Stalled").map(|c| c.0), Some("True".into()));
+    assert!(!exists(&ns, "configmap/a")?, "nothing is applied");
+    Ok(())
+}
+
+/// `apiserver_request_total` for DELETEs of one resource, summed over response codes.
+fn deletes_of(ns: &TestNamespace, resource: &str) -> Result<f64> {
+    let metrics = ns.kubectl_ok(&["get", "--raw", "/metrics"], None)?;
+    let needle = format!("resource=\"{resource}\"");
+    Ok(metrics
+        .lines()
+        .filter(|l| l.starts_with("apiserver_request_total{") && l.contains(&needle) && l.contains("verb=\"DELETE\""))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum())
+}
+
+// 8c. An object held by a finalizer: PruneFailed names it and the finalizer, it is not DELETEd
+//    again at every interval, and the set becomes Ready once it is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_terminating_object_is_reported_not_deleted_again() -> Result<()> {
+    let ns = TestNamespace::create("finalizer").await?;
+    operator::install_crd(&ns.kubeconfig)?;
+    // PodTemplates: a kind no other test deletes, so the apiserver's DELETE count is ours.
+    let held = format!(
+        "apiVersion: v1\nkind: PodTemplate\nmetadata:\n  name: held\n  namespace: {}\n  finalizers: [example.com/hold]\ntemplate:\n  spec:\n    containers: [{{name: c, image: busybox}}]\n",
+        ns.name
+    );
+    let repo = Fixture::new(&format!("finalizer-{}", ns.name));
+    repo.write("held.yaml", held);
+    repo.write("a.yaml", config_map("a", &ns.name, "1"));
+    let first = repo.commit("first");
+    let controller = start(&ns)?;
+    create_applyset(&ns, "app", serde_json::json!({ "source": { "url": repo.url() }, "interval": "2s" })).await?;
+    wait_for_applyset(&ns, "app", &controller, "Ready", T, ready_at(&first)).await?;
+
+    let before = deletes_of(&ns, "podtemplates")?;
+    repo.remove("held.yaml");
+    repo.commit("held leaves");
+    let failed = wait_for_applyset(&ns, "app", &controller, "PruneFailed", T, failed_with("PruneFailed")).await?;
+    let (_, _, message) = condition(&failed, "Ready").unwrap();
+    assert!(message.contains("podtemplate/held") && message.contains("example.com/hold"), "{message}");
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    let after = deletes_of(&ns, "podtemplates")?;
+    assert!(after - before <= 1.0, "one DELETE, not one per interval: {before} → {after}");
+    let still = operator::get_applyset(&ns, "app").await?;
+    assert!(failed_with("PruneFailed")(&still), "{:?}", condition(&still, "Ready"));
+
+    ns.kubectl_ok(&["patch", "podtemplate", "held", "--type=merge", "-p", r#"{"metadata":{"finalizers":null}}"#], None)?;
+    wait_for_applyset(&ns, "app", &controller, "Ready once it is gone", T, is_ready).await?;
+    assert!(!exists(&ns, "podtemplate/held")?);
+    Ok(())
+}
+
+// 7. After a failure heals, the status holds no trace of it and a no-op interval writes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_healed_failure_leaves_a_clean_status_that_is_not_rewritten() -> Result<()> {
+    let ns = TestNamespace::create("heal").await?;
+    operator::install_crd(&ns.kubeconfig)?;
+    let invalid = format!("apiVersion: v1\nkind: Service\nmetadata:\n  name: web\n  namespace: {}\nspec:\n  ports: []\n", ns.name);
+    let valid = format!(
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\n  namespace: {}\nspec:\n  ports: [{{port: 80}}]\n",
+        ns.name
+    );
+    let repo = Fixture::new(&format!("heal-{}", ns.name));
+    repo.write("a.yaml", config_map("a", &ns.name, "1"));
+    repo.write("web.yaml", invalid);
+    repo.commit("an invalid Service");
+    let controller = start(&ns)?;
+    create_applyset(&ns, "app", serde_json::json!({ "source": { "url": repo.url() }, "interval": "2s" })).await?;
+    let failed = wait_for_applyset(&ns, "app", &controller, "ApplyFailed", T, failed_with("ApplyFailed")).await?;
+    let states = failed.status.and_then(|s| s.inventory).map(|i| i.states).unwrap_or_default();
+    assert_eq!(states.get("Failed"), Some(&1), "{states:?}");
+
+    repo.write("web.yaml", valid);
+    let fixed = repo.commit("fixed");
+    let healed = wait_for_applyset(&ns, "app", &controller, "Ready", T, ready_at(&fixed)).await?;
+    let inventory = healed.status.clone().and_then(|s| s.inventory).context("inventory")?;
+    assert!(!inventory.states.contains_key("Failed"), "stale state left behind: {:?}", inventory.states);
+    assert!(inventory.objects.iter().all(|o| o.message.is_none()), "{:?}", inventory.objects);
+
+    // Let one interval settle (the Ready write itself), then three no-op intervals.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let version = operator::get_applyset(&ns, "app").await?.metadata.resource_version;
+    tokio::time::sleep(Duration::from_secs(7)).await;
+    let later = operator::get_applyset(&ns, "app").await?;
+    assert_eq!(later.metadata.resource_version, version, "a no-op interval wrote the ApplySet");
+    Ok(())
+}
+
+// 12. Each distinct failure is visible as an Event: a series keeps repeats, not new messages.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_distinct_failure_is_its_own_event() -> Result<()> {
+    let ns = TestNamespace::create("events").await?;
+    operator::install_crd(&ns.kubeconfig)?;
+    let repo = Fixture::new(&format!("events-{}", ns.name));
+    repo.write("a.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n data: [\n");
+    repo.write("b.yaml", config_map("b", &ns.name, "1"));
+    repo.commit("a is broken");
+    let controller = start(&ns)?;
+    create_applyset(&ns, "app", serde_json::json!({ "source": { "url": repo.url() }, "interval": "2s" })).await?;
+    wait_for_applyset(&ns, "app", &controller, "LoadFailed on a.yaml", T, |a| {
+        failed_with("LoadFailed")(a) && condition(a, "Ready").is_some_and(|c| c.2.contains("a.yaml"))
+    })
+    .await?;
+    repo.write("a.yaml", config_map("a", &ns.name, "1"));
+    repo.write("b.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n data: [\n");
+    repo.commit("b is broken");
+    wait_for_applyset(&ns, "app", &controller, "LoadFailed on b.yaml", T, |a| {
+        failed_with("LoadFailed")(a) && condition(a, "Ready").is_some_and(|c| c.2.contains("b.yaml"))
+    })
+    .await?;
+    let notes = support::eventually("both failures as Events", T, || async {
+        let events = operator::events_for(&ns, "app").await?;
+        let notes: Vec<String> = events.into_iter().filter(|(_, reason, _)| reason == "LoadFailed").map(|(_, _, note)| note).collect();
+        let both = notes.iter().any(|n| n.contains("a.yaml")) && notes.iter().any(|n| n.contains("b.yaml"));
+        Ok(both.then_some(notes))
+    })
+    .await?;
+    assert!(notes.len() >= 2, "{notes:?}");
+    Ok(())
+}
+
+// 11. A tenant's refused namespace does not poison the parent: once it leaves git, the set heals.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_namespace_does_not_poison_later_runs() -> Result<()> {
+    let ns = TestNamespace::create("poison").await?;
+    operator::install_crd(&ns.kubeconfig)?;
+    let other = format!("{}-other", ns.name);
+    ns.kubectl_ok(&["create", "namespace", &other], None)?;
+    ns.kubectl_ok(&["create", "serviceaccount", "deployer"], None)?;
+    ns.kubectl_ok(&["create", "role", "deployer", "--verb=get,list,watch,create,update,patch,delete", "--resource=configmaps"], None)?;
+    ns.kubectl_ok(&["create", "rolebinding", "deployer", "--role=deployer", &format!("--serviceaccount={}:deployer", ns.name)], None)?;
+    let repo = Fixture::new(&format!("poison-{}", ns.name));
+    repo.write("a.yaml", config_map("a", &ns.name, "1"));
+    repo.write("x.yaml", config_map("x", &other, "1"));
+    repo.commit("one object out of bounds");
+    let controller = start(&ns)?;
+    create_applyset(&ns, "app", serde_json::json!({ "source": { "url": repo.url() }, "interval": "2s", "serviceAccountName": "deployer" })).await?;
+    let failed = wait_for_applyset(&ns, "app", &controller, "ApplyFailed", T, failed_with("ApplyFailed")).await?;
+    assert!(condition(&failed, "Ready").unwrap().2.contains("forbidden"));
+    repo.remove("x.yaml");
+    let fixed = repo.commit("back in bounds");
+    wait_for_applyset(&ns, "app", &controller, "Ready after the refused object left", T, ready_at(&fixed)).await?;
+    let namespaces = jsonpath(&ns, "applyset/app", "{.metadata.annotations.applyset\\.kubernetes\\.io/additional-namespaces}")?;
+    assert!(!namespaces.contains(&other), "the parent no longer records {other}: {namespaces}");
+    ns.kubectl_ok(&["delete", "namespace", &other, "--wait=false"], None)?;
+    Ok(())
+}

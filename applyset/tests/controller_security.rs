@@ -251,13 +251,15 @@ async fn intervals_have_a_floor() -> Result<()> {
     Ok(())
 }
 
-/// `apiserver_request_total` for DELETEs of one resource, summed over response codes.
+/// `apiserver_request_total` for DELETEs of single objects of one resource, summed over
+/// response codes (the namespace controller's DELETECOLLECTIONs of deleted test namespaces
+/// have another scope).
 fn deletes_of(ns: &TestNamespace, resource: &str) -> Result<f64> {
     let metrics = ns.kubectl_ok(&["get", "--raw", "/metrics"], None)?;
     let needle = format!("resource=\"{resource}\"");
     Ok(metrics
         .lines()
-        .filter(|l| l.starts_with("apiserver_request_total{") && l.contains(&needle) && l.contains("verb=\"DELETE\""))
+        .filter(|l| l.starts_with("apiserver_request_total{") && l.contains(&needle) && l.contains("verb=\"DELETE\"") && l.contains("scope=\"resource\""))
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .sum())
 }

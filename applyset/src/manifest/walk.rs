@@ -120,6 +120,14 @@ fn walk_dir(dir: &Path, recursive: bool, inputs: &mut Vec<Input>) -> io::Result<
     Ok(())
 }
 
+/// Whether walking `dir` as kubectl would finds any manifest file (for the controller's
+/// `allowEmpty`: kubectl treats a directory without one as an error).
+pub fn holds_manifests(dir: &Path, recursive: bool) -> io::Result<bool> {
+    let mut inputs = Vec::new();
+    walk(dir, recursive, &mut inputs)?;
+    Ok(!inputs.is_empty())
+}
+
 /// Go's `filepath.Ext` on a file name: from the last `.` on (so `.yaml` has extension `.yaml`).
 fn go_ext(name: &str) -> &str {
     name.rfind('.').map_or("", |i| &name[i..])

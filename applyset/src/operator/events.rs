@@ -97,7 +97,8 @@ impl EventPublisher {
         let object_name = regarding.name.clone().unwrap_or_default();
         let body = Event {
             metadata: ObjectMeta {
-                generate_name: Some(format!("{object_name}.")),
+                // Unique per Event, as kubectl's and client-go's names are.
+                name: Some(format!("{object_name}.{:x}", now.as_nanosecond())),
                 namespace: Some(namespace),
                 ..ObjectMeta::default()
             },

@@ -209,7 +209,9 @@ async fn pipeline(
     status.last_attempted_revision = Some(artifact.revision.clone());
 
     // load
-    let loaded = load(&artifact.dir, &artifact.checkout)?;
+    // kubectl refuses a directory without manifests; with allowEmpty it is an empty source.
+    let empty_source = applyset.spec.allow_empty && !manifest::walk::holds_manifests(&artifact.dir, true).unwrap_or(true);
+    let loaded = if empty_source { Vec::new() } else { load(&artifact.dir, &artifact.checkout)? };
     // Before anything can fail with a message that quotes them: the values of the Secrets
     // this revision applies are redacted from every status, Event and log line.
     let mut secrets = redact::Secrets::new();

@@ -396,3 +396,37 @@ async fn a_refused_namespace_does_not_poison_later_runs() -> Result<()> {
     ns.kubectl_ok(&["delete", "namespace", &other, "--wait=false"], None)?;
     Ok(())
 }
+
+// 8d. An unusable last-applied annotation fails that object as kubectl does, but says so and
+//    how to fix it (the run's message explains that prune waits for it); once the annotation is
+//    removed, the next run applies it and prunes what left git meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unusable_annotation_is_explained_and_heals() -> Result<()> {
+    let ns = TestNamespace::create("annotation").await?;
+    operator::install_crd(&ns.kubeconfig)?;
+    let repo = Fixture::new(&format!("annotation-{}", ns.name));
+    repo.write("a.yaml", config_map("a", &ns.name, "1"));
+    repo.write("b.yaml", config_map("b", &ns.name, "1"));
+    let first = repo.commit("first");
+    let controller = start(&ns)?;
+    create_applyset(&ns, "app", serde_json::json!({ "source": { "url": repo.url() }, "interval": "2s" })).await?;
+    wait_for_applyset(&ns, "app", &controller, "Ready", T, ready_at(&first)).await?;
+
+    let annotation = "kubectl.kubernetes.io/last-applied-configuration";
+    ns.kubectl_ok(&["annotate", "configmap", "a", "--overwrite", &format!("{annotation}=[1,2,3]")], None)?;
+    repo.write("a.yaml", config_map("a", &ns.name, "2"));
+    repo.remove("b.yaml");
+    let second = repo.commit("a changes, b leaves");
+    let failed = wait_for_applyset(&ns, "app", &controller, "ApplyFailed", T, failed_with("ApplyFailed")).await?;
+    let (_, _, message) = condition(&failed, "Ready").unwrap();
+    assert!(message.contains("configmap/a") && message.contains("is not a JSON object"), "{message}");
+    assert!(message.contains(&format!("kubectl annotate configmap/a {annotation}-")), "{message}");
+    assert!(message.contains("nothing was pruned"), "{message}");
+    assert!(exists(&ns, "configmap/b")?, "nothing is pruned while a fails");
+
+    ns.kubectl_ok(&["annotate", "configmap", "a", &format!("{annotation}-")], None)?;
+    wait_for_applyset(&ns, "app", &controller, "Ready once the annotation is gone", T, ready_at(&second)).await?;
+    assert_eq!(jsonpath(&ns, "configmap/a", "{.data.value}")?, "2");
+    assert!(!exists(&ns, "configmap/b")?, "b is pruned");
+    Ok(())
+}

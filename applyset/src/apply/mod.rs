@@ -175,6 +175,9 @@ pub struct ObjectError {
     /// Set when the object belongs to another ApplySet ([`Ownership::RefuseOtherSets`]): that
     /// set's ID.
     pub conflict_with: Option<String>,
+    /// The live object's last-applied annotation is not a JSON object, so no patch can be
+    /// computed (kubectl fails the same way, for good, until the annotation is fixed).
+    pub unusable_last_applied: bool,
 }
 
 /// What replaces a quoted object body in [`ObjectError::render_without_bodies`].
@@ -1029,17 +1032,20 @@ async fn compute(
             Ok(value) => value,
             Err(_) => {
                 let (modified, current) = (modified.to_json_string(), current.to_json_string());
-                return Err(ObjectError::plain(format!(
+                let error = ObjectError::plain(format!(
                     "error when creating patch with:\noriginal:\n{text}\nmodified:\n{modified}\ncurrent:\n{current}\nfor: {}: invalid JSON document",
                     go_quote(&source)
                 ))
-                .quoting([text.to_owned(), modified, current]));
+                .quoting([text.to_owned(), modified, current]);
+                return Err(ObjectError { unusable_last_applied: true, ..error });
             }
         },
     };
-    metadata::compute_patch(cluster, &item.gvk, &original, modified, current, warnings)
-        .await
-        .map_err(|e| ObjectError::plain(format!("error when {} {}: {}", e.context, go_quote(&source), e.error)).quoting(e.bodies))
+    let unusable_last_applied = original.as_object().is_none();
+    metadata::compute_patch(cluster, &item.gvk, &original, modified, current, warnings).await.map_err(|e| {
+        let error = ObjectError::plain(format!("error when {} {}: {}", e.context, go_quote(&source), e.error)).quoting(e.bodies);
+        ObjectError { unusable_last_applied, ..error }
+    })
 }
 
 /// `--force`: delete (background propagation), wait until gone, create `modified` (nulls kept);

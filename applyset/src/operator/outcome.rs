@@ -4,6 +4,7 @@
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
+use crate::apply::applyset_parent::LAST_APPLIED_ANNOTATION as LAST_APPLIED;
 use super::api::{ApplySetStatus, DriftedField, DriftedObject, InventoryObject};
 use super::drift;
 use super::status::{self, reason, DRIFTED};
@@ -53,7 +54,13 @@ pub fn classify(report: &ApplyReport, revision: &str, steady: bool, report_only:
             Err(error) => {
                 entry.state = status::STATE_FAILED.into();
                 // Without the quoted bodies: a refused Secret's patch holds its values.
-                let rendered = error.render_without_bodies();
+                let mut rendered = error.render_without_bodies();
+                if error.unusable_last_applied {
+                    rendered = format!(
+                        "the {LAST_APPLIED} annotation of {} is not a JSON object, so no patch can be computed (kubectl fails the same way); remove it (kubectl annotate {} {LAST_APPLIED}-) and the next run writes it anew. {rendered}",
+                        object.name, object.name
+                    );
+                }
                 entry.message = Some(status::truncate(&rendered, status::MAX_OBJECT_MESSAGE));
                 errors.push(format!("{}: {}", object.source, rendered.trim_start_matches("error: ")));
             }

@@ -35,7 +35,7 @@ pub fn run(args: ControllerArgs) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             tracing::error!("{error:#}");
-            eprintln!("error: {error:#}");
+            eprintln!("error: {}", crate::redact::redact(&format!("{error:#}")));
             ExitCode::from(1)
         }
     }

@@ -140,17 +140,24 @@ pub struct RateLimiter {
     qps: f64,
     burst: f64,
     state: Mutex<(f64, Instant)>,
+    granted: std::sync::atomic::AtomicU64,
 }
 
 impl RateLimiter {
     pub fn new(qps: f64, burst: u32) -> RateLimiter {
         let burst = f64::from(burst.max(1));
-        RateLimiter { qps, burst, state: Mutex::new((burst, Instant::now())) }
+        RateLimiter { qps, burst, state: Mutex::new((burst, Instant::now())), granted: Default::default() }
+    }
+
+    /// How many requests [`RateLimiter::acquire`] let through.
+    pub fn granted(&self) -> u64 {
+        self.granted.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Waits for a token. Tokens are reserved under the lock (the count may go negative), so
     /// concurrent callers queue fairly without holding the lock while sleeping.
     pub async fn acquire(&self) {
+        self.granted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         if self.qps <= 0.0 {
             return;
         }
@@ -190,7 +197,8 @@ pub struct Cluster {
     client: kube::Client,
     server: String,
     default_namespace: String,
-    limiter: RateLimiter,
+    /// Shared with the client's [`Door`]: every request waits for it.
+    limiter: Arc<RateLimiter>,
     discovery: RwLock<Option<Arc<DiscoveryMap>>>,
     openapi_v3_index: OnceCell<Option<HashMap<String, String>>>,
     openapi_v3_docs: Mutex<HashMap<String, Arc<OnceCell<Option<OpenApi>>>>>,
@@ -250,12 +258,14 @@ impl Cluster {
     /// so that the server's `Warning` headers reach the user for every request made through
     /// [`Cluster::client`] too (prune, ApplySet parent).
     pub fn from_client(client: kube::Client, server: String, default_namespace: String, qps: f64, burst: u32) -> Cluster {
-        let client = kube::Client::new(WarningRecorder { inner: client }, default_namespace.clone());
+        let limiter = Arc::new(RateLimiter::new(qps, burst));
+        let door = Door { inner: client, limiter: limiter.clone() };
+        let client = kube::Client::new(door, default_namespace.clone());
         Cluster {
             client,
             server,
             default_namespace,
-            limiter: RateLimiter::new(qps, burst),
+            limiter,
             discovery: RwLock::new(None),
             openapi_v3_index: OnceCell::new(),
             openapi_v3_docs: Mutex::new(HashMap::new()),
@@ -280,10 +290,9 @@ impl Cluster {
     // ----------------------------------------------------------------------------------------
     // Raw requests
 
-    /// Sends one rate-limited request; a failure status becomes [`Error::Api`], a transport
-    /// failure [`Error::Unreachable`].
+    /// Sends one request (rate-limited by the client's [`Door`]); a failure status becomes
+    /// [`Error::Api`], a transport failure [`Error::Unreachable`].
     pub async fn send(&self, request: http::Request<Vec<u8>>) -> Result<Vec<u8>> {
-        self.limiter.acquire().await;
         let response = self.client.send(request.map(kube::client::Body::from)).await.map_err(|e| self.transport(e))?;
         let status = response.status();
         let body = response.into_body().collect_bytes().await.map_err(|e| self.transport(e))?;
@@ -534,13 +543,23 @@ impl Cluster {
     }
 }
 
-/// A client layer that hands each `Warning` response header to [`record_warning`].
+/// The layer every request of a [`Cluster`]'s client passes, whoever makes it (the apply
+/// path's raw requests, `kube::Api` calls for prune and the ApplySet parent, discovery): it
+/// waits for the rate limiter, and hands each `Warning` response header to [`record_warning`].
 #[derive(Clone)]
-struct WarningRecorder {
+struct Door {
     inner: kube::Client,
+    limiter: Arc<RateLimiter>,
 }
 
-impl tower_service::Service<http::Request<kube::client::Body>> for WarningRecorder {
+impl Cluster {
+    /// Requests sent through this cluster's client so far (all of them pass the limiter).
+    pub fn requests_sent(&self) -> u64 {
+        self.limiter.granted()
+    }
+}
+
+impl tower_service::Service<http::Request<kube::client::Body>> for Door {
     type Response = http::Response<kube::client::Body>;
     type Error = kube::Error;
     type Future = std::pin::Pin<Box<dyn std::future::Future<Output = Result<Self::Response, Self::Error>> + Send>>;
@@ -551,7 +570,9 @@ impl tower_service::Service<http::Request<kube::client::Body>> for WarningRecord
 
     fn call(&mut self, request: http::Request<kube::client::Body>) -> Self::Future {
         let inner = self.inner.clone();
+        let limiter = self.limiter.clone();
         Box::pin(async move {
+            limiter.acquire().await;
             let response = inner.send(request).await?;
             for header in response.headers().get_all("warning") {
                 if let Some(text) = header.to_str().ok().and_then(warning_text) {

@@ -78,7 +78,8 @@ async fn serve(args: ControllerArgs) -> anyhow::Result<()> {
         burst: args.cluster.burst,
     };
     let config = Cluster::load_config(&connect).await?;
-    let client = kube::Client::try_from(config.clone())?;
+    // The controller's own requests (watches, status, Events, parents) pass a rate limiter too.
+    let client = Cluster::from_config(config.clone(), args.cluster.qps, args.cluster.burst)?.client().clone();
     let metrics = Arc::new(Metrics::new());
     let health = Health::new();
 

@@ -27,6 +27,8 @@ pub struct Settings {
     pub allow_local_sources: bool,
     /// The field manager of the controller's writes to managed objects.
     pub field_manager: String,
+    /// Size caps on each revision's manifests.
+    pub manifest_limits: crate::manifest::Limits,
 }
 
 /// Apply clusters are kept this long, then rebuilt, so that discovery and OpenAPI caches

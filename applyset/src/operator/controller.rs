@@ -137,6 +137,11 @@ async fn serve(args: ControllerArgs) -> anyhow::Result<()> {
         default_service_account: args.scope.default_service_account.clone(),
         allow_local_sources: args.scope.allow_local_sources,
         field_manager: "applyset-controller".into(),
+        manifest_limits: crate::manifest::Limits {
+            file: Some(args.manifests.max_manifest_file_size),
+            document: Some(args.manifests.max_manifest_document_size),
+            total: Some(args.manifests.max_manifest_revision_size),
+        },
     };
     let git = GitSource::new(&args.scope.cache_dir);
     let context = Arc::new(Context::new(client.clone(), config, git, metrics.clone(), settings, identity));

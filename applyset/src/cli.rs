@@ -100,24 +100,25 @@ pub struct ScopeArgs {
 
 /// Caps on the manifests of one revision, checked before they are read or parsed, so that one
 /// commit cannot exhaust the controller's memory (a 100 MB YAML file is 1 MB in git). Loaded,
-/// manifests cost about 17 times their size in memory (measured: 64 MiB of Deployments and
-/// Services held 1.1 GiB of values), and a reconcile holds them about three times over while it
-/// applies (the plan's copy, the live objects). The defaults keep one reconcile under ~200 MiB,
-/// so a 512 MiB controller survives two worst cases at once among its concurrent reconciles.
-/// Sizes are bytes, or with Ki, Mi, Gi (or k, M, G).
+/// manifests take about 17 times their size in memory (measured: 64 MiB of Deployments and
+/// Services became 1.1 GiB of values), and a reconcile holds them more than once while it
+/// applies (the plan keeps a copy for its retry; the live objects are as large again). With the
+/// defaults, a worst-case revision costs a reconcile in the order of 200 MiB, so a 512 MiB
+/// controller survives two at once beside ordinary ones. Sizes are bytes, or with Ki, Mi, Gi
+/// (or k, M, G).
 #[derive(Debug, Args)]
 pub struct ManifestLimitArgs {
-    /// Largest manifest file. 2 MiB holds the largest single-file bundles that client-side apply
-    /// can apply (cert-manager's is about 1 MiB).
+    /// Largest manifest file (checked on its size before it is read).
     #[arg(long, env = "APPLYSET_MAX_MANIFEST_FILE_SIZE", default_value = "2Mi", value_name = "SIZE", value_parser = crate::manifest::limits::parse_size)]
     pub max_manifest_file_size: u64,
-    /// Largest document (one object or list) in a file. Client-side apply cannot apply an
-    /// object over 256 KiB (its last-applied annotation must fit the apiserver's limit on
-    /// annotations); 1 MiB leaves room for comments and YAML's indentation.
+    /// Largest document of a file (one object, or a `kind: List`), checked before it is parsed.
+    /// Client-side apply cannot apply an object over 256 KiB (its last-applied annotation must
+    /// fit the apiserver's limit on annotations); 1 MiB leaves room for comments and YAML's
+    /// indentation. Aliases may expand a document by as much again.
     #[arg(long, env = "APPLYSET_MAX_MANIFEST_DOCUMENT_SIZE", default_value = "1Mi", value_name = "SIZE", value_parser = crate::manifest::limits::parse_size)]
     pub max_manifest_document_size: u64,
-    /// All manifest files of one revision together (the ApplySet's directory). 4 MiB is about
-    /// 5,000 typical objects.
+    /// All manifest files of one revision together (the ApplySet's directory), summed before
+    /// any is read: several thousand typical objects.
     #[arg(long, env = "APPLYSET_MAX_MANIFEST_REVISION_SIZE", default_value = "4Mi", value_name = "SIZE", value_parser = crate::manifest::limits::parse_size)]
     pub max_manifest_revision_size: u64,
 }

@@ -48,6 +48,8 @@ pub struct ControllerArgs {
     #[command(flatten)]
     pub scope: ScopeArgs,
     #[command(flatten)]
+    pub manifests: ManifestLimitArgs,
+    #[command(flatten)]
     pub serving: ServingArgs,
     #[command(flatten)]
     pub leader: LeaderArgs,
@@ -98,6 +100,31 @@ pub struct ScopeArgs {
     /// asking for less fails with InvalidSpec instead of hammering git and the apiserver.
     #[arg(long, env = "APPLYSET_MIN_INTERVAL", default_value = "10s", value_name = "DURATION")]
     pub min_interval: String,
+}
+
+/// Caps on the manifests of one revision, checked before they are read or parsed, so that one
+/// commit cannot exhaust the controller's memory (a 100 MB YAML file is 1 MB in git). Loaded,
+/// manifests take about 17 times their size in memory (measured: 64 MiB of Deployments and
+/// Services became 1.1 GiB of values), and a reconcile holds them more than once while it
+/// applies (the plan keeps a copy for its retry; the live objects are as large again). With the
+/// defaults, a worst-case revision costs a reconcile in the order of 200 MiB, so a 512 MiB
+/// controller survives two at once beside ordinary ones. Sizes are bytes, or with Ki, Mi, Gi
+/// (or k, M, G).
+#[derive(Debug, Args)]
+pub struct ManifestLimitArgs {
+    /// Largest manifest file (checked on its size before it is read).
+    #[arg(long, env = "APPLYSET_MAX_MANIFEST_FILE_SIZE", default_value = "2Mi", value_name = "SIZE", value_parser = crate::manifest::limits::parse_size)]
+    pub max_manifest_file_size: u64,
+    /// Largest document of a file (one object, or a `kind: List`), checked before it is parsed.
+    /// Client-side apply cannot apply an object over 256 KiB (its last-applied annotation must
+    /// fit the apiserver's limit on annotations); 1 MiB leaves room for comments and YAML's
+    /// indentation. Aliases may expand a document by as much again.
+    #[arg(long, env = "APPLYSET_MAX_MANIFEST_DOCUMENT_SIZE", default_value = "1Mi", value_name = "SIZE", value_parser = crate::manifest::limits::parse_size)]
+    pub max_manifest_document_size: u64,
+    /// All manifest files of one revision together (the ApplySet's directory), summed before
+    /// any is read: several thousand typical objects.
+    #[arg(long, env = "APPLYSET_MAX_MANIFEST_REVISION_SIZE", default_value = "4Mi", value_name = "SIZE", value_parser = crate::manifest::limits::parse_size)]
+    pub max_manifest_revision_size: u64,
 }
 
 /// Metrics and health endpoints.

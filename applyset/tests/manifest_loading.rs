@@ -4,7 +4,9 @@ use std::fs;
 use std::io::Cursor;
 use std::path::{Path, PathBuf};
 
-use applyset::manifest::{LoadError, LoadedObject, find_duplicates, load};
+use applyset::manifest::{
+    ErrorKind, LimitExceeded, Limits, LoadError, LoadOptions, LoadedObject, find_duplicates, load, load_with,
+};
 use applyset_merge::Value;
 
 fn fixtures() -> PathBuf {
@@ -294,4 +296,117 @@ fn duplicates_are_found_across_files() {
             dir.join("b.yaml").display()
         )
     );
+}
+
+fn with_limits(file: Option<u64>, document: Option<u64>, total: Option<u64>) -> LoadOptions {
+    LoadOptions { limits: Limits { file, document, total }, reject_patch_directives: false }
+}
+
+fn load_with_err(paths: &[PathBuf], options: &LoadOptions) -> LoadError {
+    match load_with(paths, true, no_stdin(), options) {
+        Ok(objects) => panic!("expected an error, loaded {} objects", objects.len()),
+        Err(e) => e,
+    }
+}
+
+const MI: u64 = 1 << 20;
+
+#[test]
+fn a_file_over_the_cap_is_refused_from_its_size_without_being_read() {
+    let dir = temp_dir("file-cap");
+    fs::write(dir.join("a.yaml"), "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n").unwrap();
+    // Sparse: 200 MiB on paper, nothing on disk. Read, it would be 200 MiB of NULs (a syntax
+    // error); only its metadata can give its exact size.
+    fs::File::create(dir.join("huge.yaml")).unwrap().set_len(200 * MI).unwrap();
+    // A broken file is not reported either: no file is read when one is over a cap.
+    fs::write(dir.join("z-broken.yaml"), "kind: [\n").unwrap();
+    let e = load_with_err(std::slice::from_ref(&dir), &with_limits(Some(8 * MI), None, None));
+    assert_eq!(e.errors.len(), 1, "{e}");
+    let error = &e.errors[0];
+    assert_eq!(error.kind, ErrorKind::TooLarge(LimitExceeded::File { size: 200 * MI, limit: 8 * MI }));
+    assert_eq!(error.path.as_deref(), Some(dir.join("huge.yaml").as_path()));
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "{}: the file is 209715200 bytes (200 MiB), over the limit of 8388608 bytes (8 MiB) per manifest file; it was not read",
+            dir.join("huge.yaml").display()
+        )
+    );
+    // kubectl has no cap: without one the file is read (and is not YAML).
+    fs::remove_file(dir.join("huge.yaml")).unwrap();
+    fs::File::create(dir.join("huge.yaml")).unwrap().set_len(MI).unwrap();
+    let e = load_err(std::slice::from_ref(&dir), true);
+    assert!(e.errors.iter().all(|e| e.kind == ErrorKind::Syntax), "{e}");
+    assert!(e.to_string().contains("huge.yaml"), "{e}");
+}
+
+#[test]
+fn the_revision_cap_sums_files_in_walk_order() {
+    let dir = temp_dir("total-cap");
+    let config_map = |name: &str| format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}}}\ndata: {{v: \"{}\"}}\n", "x".repeat(500));
+    fs::create_dir(dir.join("sub")).unwrap();
+    fs::write(dir.join("a.yaml"), config_map("a")).unwrap();
+    fs::write(dir.join("sub/b.yaml"), config_map("b")).unwrap();
+    fs::write(dir.join("z.yaml"), config_map("z")).unwrap();
+    fs::write(dir.join("notes.txt"), "x".repeat(10_000)).unwrap(); // not a manifest: not counted
+    let one = config_map("a").len() as u64;
+    let e = load_with_err(std::slice::from_ref(&dir), &with_limits(None, None, Some(2 * one + 1)));
+    assert_eq!(e.errors.len(), 1, "{e}");
+    // a.yaml, then sub/b.yaml, then z.yaml: the third crosses the cap.
+    assert_eq!(e.errors[0].path.as_deref(), Some(dir.join("z.yaml").as_path()));
+    assert_eq!(e.errors[0].kind, ErrorKind::TooLarge(LimitExceeded::Total { size: 3 * one, limit: 2 * one + 1 }));
+    assert!(e.to_string().contains("over the limit of"), "{e}");
+    // At the cap exactly, everything loads.
+    let loaded = load_with(std::slice::from_ref(&dir), true, no_stdin(), &with_limits(Some(one), Some(one), Some(3 * one))).unwrap();
+    assert_eq!(names(&loaded), ["a", "b", "z"]);
+}
+
+#[test]
+fn a_document_over_the_cap_is_refused_with_file_and_document() {
+    let dir = temp_dir("document-cap");
+    let big = format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: big}}\ndata: {{v: \"{}\"}}\n", "x".repeat(5000));
+    fs::write(dir.join("app.yaml"), format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: a}}\n---\n{big}")).unwrap();
+    let e = load_with_err(std::slice::from_ref(&dir), &with_limits(Some(MI), Some(4096), Some(MI)));
+    assert_eq!(e.errors.len(), 1, "{e}");
+    let error = &e.errors[0];
+    assert_eq!(error.kind, ErrorKind::TooLarge(LimitExceeded::Document { size: big.len() as u64, limit: 4096 }));
+    assert_eq!((error.document, error.line), (Some(2), Some(5)));
+    assert!(
+        e.to_string().starts_with(&format!("{}: document 2: line 5: the document is {} bytes", dir.join("app.yaml").display(), big.len())),
+        "{e}"
+    );
+}
+
+#[test]
+fn standard_input_is_read_up_to_the_cap() {
+    let input = format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: a}}\ndata: {{v: \"{}\"}}\n", "x".repeat(5000));
+    let options = with_limits(Some(1000), None, None);
+    let e = load_with(&[PathBuf::from("-")], false, Cursor::new(input.clone().into_bytes()), &options).unwrap_err();
+    assert_eq!(e.errors[0].kind, ErrorKind::TooLarge(LimitExceeded::File { size: 1001, limit: 1000 }));
+    assert_eq!(e.errors[0].path.as_deref(), Some(Path::new("-")));
+    assert_eq!(load(&[PathBuf::from("-")], false, Cursor::new(input.into_bytes())).unwrap().len(), 1);
+}
+
+#[test]
+fn patch_directives_are_refused_only_when_asked() {
+    let dir = temp_dir("directives");
+    let deployment = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: prod}\nspec:\n  template:\n    spec:\n      containers:\n      - name: a\n        image: a\n        $patch: delete\n";
+    fs::write(dir.join("a.yaml"), format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: ok}}\n---\n{deployment}")).unwrap();
+    fs::write(
+        dir.join("b.yaml"),
+        "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Service\n  metadata: {name: s}\n  spec:\n    $retainKeys: [ports]\n",
+    )
+    .unwrap();
+    // kubectl reads them as any other key.
+    assert_eq!(load_ok(std::slice::from_ref(&dir), false).len(), 3);
+    let options = LoadOptions { reject_patch_directives: true, ..LoadOptions::default() };
+    let e = load_with_err(std::slice::from_ref(&dir), &options);
+    assert!(e.errors.iter().all(|e| e.kind == ErrorKind::PatchDirective), "{e}");
+    let lines: Vec<String> = e.errors.iter().map(ToString::to_string).collect();
+    assert_eq!(lines.len(), 2, "{e}");
+    let prefix = format!("{}: document 2: line 5: Deployment.apps prod/web: field spec.template.spec.containers[0].$patch: ", dir.join("a.yaml").display());
+    assert!(lines[0].starts_with(&prefix), "{}", lines[0]);
+    assert!(lines[0].contains("patch directive"), "{}", lines[0]);
+    let prefix = format!("{}: document 1: line 1: Service s: field spec.$retainKeys: ", dir.join("b.yaml").display());
+    assert!(lines[1].starts_with(&prefix), "{}", lines[1]);
 }

@@ -18,7 +18,12 @@
 //! Every error found is collected (so a user sees each broken file at once), but [`load`]
 //! returns either all objects or the errors, never a partial result: nothing may be applied
 //! or pruned on a partial load.
+//!
+//! The controller loads with [`load_with`]: size caps ([`Limits`]) and the refusal of patch
+//! directives written in manifests ([`directives`]), neither of which kubectl has.
 
+pub mod directives;
+pub mod limits;
 pub mod resolve;
 pub mod stream;
 pub mod walk;
@@ -31,7 +36,8 @@ use std::path::{Path, PathBuf};
 
 use applyset_merge::{Map, Value};
 
-pub use stream::{Document, DocumentError, decode_text, parse_stream};
+pub use limits::{LimitExceeded, Limits};
+pub use stream::{Document, DocumentError, decode_text, decode_text_owned, parse_stream};
 pub use walk::{FILE_EXTENSIONS, Input};
 
 /// Where an object came from.
@@ -60,9 +66,25 @@ pub struct LoadedObject {
     pub object: Value,
 }
 
+/// What kind of problem a [`FileError`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// A `-f` value that cannot be expanded, or a file that cannot be read.
+    Input,
+    /// Text that is not JSON or YAML.
+    Syntax,
+    /// A document that does not make objects (not an object, no kind, a bad list).
+    Object,
+    /// Over a cap of [`Limits`].
+    TooLarge(LimitExceeded),
+    /// An object carries a strategic-merge-patch directive key ([`directives`]).
+    PatchDirective,
+}
+
 /// One problem found while loading.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FileError {
+    pub kind: ErrorKind,
     /// The file, when the problem is in a file (argument-level errors name their path in the
     /// message, as kubectl's do).
     pub path: Option<PathBuf>,
@@ -74,7 +96,15 @@ pub struct FileError {
 
 impl FileError {
     fn argument(message: String) -> Self {
-        FileError { path: None, document: None, line: None, column: None, message }
+        FileError { kind: ErrorKind::Input, path: None, document: None, line: None, column: None, message }
+    }
+
+    fn file(kind: ErrorKind, path: &Path, message: String) -> Self {
+        FileError { kind, path: Some(path.to_path_buf()), document: None, line: None, column: None, message }
+    }
+
+    fn too_large(path: &Path, exceeded: LimitExceeded) -> Self {
+        FileError::file(ErrorKind::TooLarge(exceeded), path, exceeded.to_string())
     }
 }
 
@@ -115,49 +145,123 @@ impl fmt::Display for LoadError {
 
 impl std::error::Error for LoadError {}
 
+/// How to load (the controller's checks; the default is kubectl's behaviour).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LoadOptions {
+    pub limits: Limits,
+    /// Refuse objects carrying strategic-merge-patch directive keys ([`directives`]).
+    pub reject_patch_directives: bool,
+}
+
 /// Reads the objects `kubectl apply -f paths… [-R]` would apply, in order. `stdin` is read only
 /// if a path is `-`. Either every input loaded cleanly, or all problems are returned.
-pub fn load(paths: &[PathBuf], recursive: bool, mut stdin: impl Read) -> Result<Vec<LoadedObject>, LoadError> {
+pub fn load(paths: &[PathBuf], recursive: bool, stdin: impl Read) -> Result<Vec<LoadedObject>, LoadError> {
+    load_with(paths, recursive, stdin, &LoadOptions::default())
+}
+
+/// [`load`] with the controller's checks. With size caps, every file's size is checked before
+/// any file is read, and nothing is read when one is over a cap.
+pub fn load_with(
+    paths: &[PathBuf],
+    recursive: bool,
+    mut stdin: impl Read,
+    options: &LoadOptions,
+) -> Result<Vec<LoadedObject>, LoadError> {
+    let limits = options.limits;
     let (inputs, argument_errors) = walk::expand(paths, recursive);
     let mut errors: Vec<FileError> = argument_errors.into_iter().map(FileError::argument).collect();
-    let mut objects = Vec::new();
-    for input in inputs {
-        let (path, bytes) = match &input {
-            Input::Stdin => {
-                let mut bytes = Vec::new();
-                let read = stdin.read_to_end(&mut bytes).map(|_| bytes);
-                (PathBuf::from("-"), read)
-            }
-            Input::File(path) => (path.clone(), std::fs::read(path)),
-        };
-        match bytes {
-            Ok(bytes) => load_bytes_into(&path, &bytes, &mut objects, &mut errors),
-            Err(e) => errors.push(FileError {
-                path: Some(path),
-                document: None,
-                line: None,
-                column: None,
-                message: format!("error reading file: {e}"),
-            }),
+    if limits.file.is_some() || limits.total.is_some() {
+        check_sizes(&inputs, &limits, &mut errors);
+        if errors.iter().any(|e| matches!(e.kind, ErrorKind::TooLarge(_))) {
+            return Err(LoadError { errors });
         }
     }
+    let mut objects = Vec::new();
+    let mut total: u64 = 0;
+    for input in inputs {
+        let (path, bytes) = match &input {
+            Input::Stdin => (PathBuf::from("-"), read_bounded(&mut stdin, limits.file)),
+            Input::File(path) => (path.clone(), std::fs::File::open(path).and_then(|mut f| read_bounded(&mut f, limits.file))),
+        };
+        let bytes = match bytes {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                errors.push(FileError::file(ErrorKind::Input, &path, format!("error reading file: {e}")));
+                continue;
+            }
+        };
+        // Checked again on what was read: standard input has no size beforehand, and a file
+        // may have grown since.
+        total += bytes.len() as u64;
+        let exceeded = match (limits.file, limits.total) {
+            (Some(limit), _) if bytes.len() as u64 > limit => Some(LimitExceeded::File { size: bytes.len() as u64, limit }),
+            (_, Some(limit)) if total > limit => Some(LimitExceeded::Total { size: total, limit }),
+            _ => None,
+        };
+        if let Some(exceeded) = exceeded {
+            errors.push(FileError::too_large(&path, exceeded));
+            return Err(LoadError { errors });
+        }
+        load_text_into(&path, decode_text_owned(bytes), options, &mut objects, &mut errors);
+    }
     if errors.is_empty() { Ok(objects) } else { Err(LoadError { errors }) }
+}
+
+/// The size caps on the files' metadata, in walk order: every file over the per-file cap, and
+/// the file with which the sum of the others goes over the total cap.
+fn check_sizes(inputs: &[Input], limits: &Limits, errors: &mut Vec<FileError>) {
+    let mut total: u64 = 0;
+    for input in inputs {
+        let Input::File(path) = input else { continue };
+        // A file that cannot be inspected is reported when it is read.
+        let Ok(meta) = std::fs::metadata(path) else { continue };
+        let size = meta.len();
+        if let Some(limit) = limits.file
+            && size > limit
+        {
+            errors.push(FileError::too_large(path, LimitExceeded::File { size, limit }));
+            continue;
+        }
+        total += size;
+        if let Some(limit) = limits.total
+            && total > limit
+        {
+            errors.push(FileError::too_large(path, LimitExceeded::Total { size: total, limit }));
+            return;
+        }
+    }
+}
+
+/// Reads to the end, or to one byte past `limit` (enough to tell it is over).
+fn read_bounded(reader: &mut impl Read, limit: Option<u64>) -> std::io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    match limit {
+        Some(limit) => reader.take(limit.saturating_add(1)).read_to_end(&mut bytes)?,
+        None => reader.read_to_end(&mut bytes)?,
+    };
+    Ok(bytes)
 }
 
 /// Loads one file's content (e.g. a blob from a git checkout) as if read from `path`.
 pub fn load_bytes(path: &Path, bytes: &[u8]) -> Result<Vec<LoadedObject>, LoadError> {
     let mut objects = Vec::new();
     let mut errors = Vec::new();
-    load_bytes_into(path, bytes, &mut objects, &mut errors);
+    load_text_into(path, decode_text(bytes), &LoadOptions::default(), &mut objects, &mut errors);
     if errors.is_empty() { Ok(objects) } else { Err(LoadError { errors }) }
 }
 
-fn load_bytes_into(path: &Path, bytes: &[u8], objects: &mut Vec<LoadedObject>, errors: &mut Vec<FileError>) {
-    let text = decode_text(bytes);
-    let documents = match parse_stream(&text) {
+fn load_text_into(
+    path: &Path,
+    text: String,
+    options: &LoadOptions,
+    objects: &mut Vec<LoadedObject>,
+    errors: &mut Vec<FileError>,
+) {
+    let documents = match stream::parse_stream_limited(&text, options.limits.document) {
         Ok(docs) => docs,
         Err(e) => {
             errors.push(FileError {
+                kind: e.too_large.map_or(ErrorKind::Syntax, ErrorKind::TooLarge),
                 path: Some(path.to_path_buf()),
                 document: Some(e.document),
                 line: e.line,
@@ -167,21 +271,42 @@ fn load_bytes_into(path: &Path, bytes: &[u8], objects: &mut Vec<LoadedObject>, e
             return;
         }
     };
+    drop(text);
     for doc in documents {
         let source = Source { path: path.to_path_buf(), document: doc.number, line: doc.line };
+        let at = |kind: ErrorKind, message: String| FileError {
+            kind,
+            path: Some(path.to_path_buf()),
+            document: Some(doc.number),
+            line: Some(doc.line),
+            column: None,
+            message,
+        };
         match document_objects(&doc) {
             Ok(found) => {
-                objects.extend(found.into_iter().map(|object| LoadedObject { source: source.clone(), object }))
+                for object in found {
+                    if options.reject_patch_directives
+                        && let Some(field) = directives::find_patch_directive(&object)
+                    {
+                        errors.push(at(ErrorKind::PatchDirective, directive_message(&object, &field)));
+                        continue;
+                    }
+                    objects.push(LoadedObject { source: source.clone(), object });
+                }
             }
-            Err(message) => errors.push(FileError {
-                path: Some(path.to_path_buf()),
-                document: Some(doc.number),
-                line: Some(doc.line),
-                column: None,
-                message,
-            }),
+            Err(message) => errors.push(at(ErrorKind::Object, message)),
         }
     }
+}
+
+fn directive_message(object: &Value, field: &directives::FieldPath) -> String {
+    let name = match ObjectKey::of(object) {
+        Some(key) => key.to_string(),
+        None => format!("{} (without a name)", object.as_object().map_or("", kind_of)),
+    };
+    format!(
+        "{name}: field {field}: a strategic merge patch directive in a manifest is refused (the apiserver would act on it, and kubectl would keep it in the last-applied annotation, breaking every later apply); remove the key"
+    )
 }
 
 fn kind_of(map: &Map) -> &str {

@@ -13,6 +13,7 @@
 
 use applyset_merge::Value;
 
+use super::limits::LimitExceeded;
 use super::yaml;
 
 /// How far kubectl looks for the `{` that makes a stream JSON.
@@ -39,6 +40,14 @@ pub struct DocumentError {
     pub line: Option<usize>,
     pub column: Option<usize>,
     pub message: String,
+    /// Set when the document is over the per-document cap (not a syntax error).
+    pub too_large: Option<LimitExceeded>,
+}
+
+impl DocumentError {
+    fn too_large(document: usize, line: usize, limit: LimitExceeded) -> Self {
+        DocumentError { document, line: Some(line), column: None, message: limit.to_string(), too_large: Some(limit) }
+    }
 }
 
 /// Decodes a file's bytes to text the way kubectl's reader does (BOM-aware, lossy UTF-8).
@@ -66,13 +75,27 @@ pub fn decode_text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
+/// [`decode_text`] without a copy of the common case: UTF-8 without a BOM, valid.
+pub fn decode_text_owned(bytes: Vec<u8>) -> String {
+    if bytes.starts_with(&[0xEF, 0xBB, 0xBF]) || bytes.starts_with(&[0xFF, 0xFE]) || bytes.starts_with(&[0xFE, 0xFF]) {
+        return decode_text(&bytes);
+    }
+    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
 /// The non-empty, non-null documents of one stream (already decoded text).
 pub fn parse_stream(text: &str) -> Result<Vec<Document>, DocumentError> {
+    parse_stream_limited(text, None)
+}
+
+/// [`parse_stream`], refusing a document whose text is over `max_document` bytes before it
+/// is parsed, and one whose aliases expand to more than that.
+pub fn parse_stream_limited(text: &str, max_document: Option<u64>) -> Result<Vec<Document>, DocumentError> {
     let mut docs = Vec::new();
     if looks_like_json(text) {
-        json_stream(text, &mut docs)?;
+        json_stream(text, max_document, &mut docs)?;
     } else {
-        yaml_stream(text, 0, 0, None, &mut docs)?;
+        yaml_stream(text, 0, 0, None, max_document, &mut docs)?;
     }
     Ok(docs)
 }
@@ -89,7 +112,7 @@ fn line_of(text: &str, offset: usize) -> usize {
     text.as_bytes()[..offset].iter().filter(|&&b| b == b'\n').count() + 1
 }
 
-fn json_stream(text: &str, docs: &mut Vec<Document>) -> Result<(), DocumentError> {
+fn json_stream(text: &str, max_document: Option<u64>, docs: &mut Vec<Document>) -> Result<(), DocumentError> {
     let mut values = serde_json::Deserializer::from_str(text).into_iter::<&serde_json::value::RawValue>();
     let mut number = 0;
     let mut last_end = 0;
@@ -105,11 +128,20 @@ fn json_stream(text: &str, docs: &mut Vec<Document>) -> Result<(), DocumentError
                 if raw == "null" {
                     continue;
                 }
+                // The value's text was only scanned so far (a borrowed slice): converting it
+                // is what costs memory.
+                if let Some(limit) = max_document
+                    && raw.len() as u64 > limit
+                {
+                    let exceeded = LimitExceeded::Document { size: raw.len() as u64, limit };
+                    return Err(DocumentError::too_large(number, line_of(text, start), exceeded));
+                }
                 let value = Value::from_json_str(raw).map_err(|e| DocumentError {
                     document: number,
                     line: Some(line_of(text, start)),
                     column: None,
                     message: e.0,
+                    too_large: None,
                 })?;
                 docs.push(Document { number, line: line_of(text, start), value, raw: raw.to_owned() });
             }
@@ -120,6 +152,7 @@ fn json_stream(text: &str, docs: &mut Vec<Document>) -> Result<(), DocumentError
                     // serde_json says column 0 at the start of a line (e.g. at EOF).
                     column: Some(e.column()).filter(|&c| c > 0),
                     message: if e.is_eof() { "unexpected EOF".to_owned() } else { strip_position(&e.to_string()) },
+                    too_large: None,
                 };
                 // kubectl's fallback: eat blanks up to and including the first newline, then
                 // read the rest as YAML; a failure of its first document reports the JSON error.
@@ -141,7 +174,7 @@ fn json_stream(text: &str, docs: &mut Vec<Document>) -> Result<(), DocumentError
                     return Err(json_error);
                 }
                 let line_offset = line_of(text, start) - 1;
-                return yaml_stream(&text[start..], line_offset, number, Some(json_error), docs);
+                return yaml_stream(&text[start..], line_offset, number, Some(json_error), max_document, docs);
             }
         }
     }
@@ -163,21 +196,29 @@ fn yaml_stream(
     line_offset: usize,
     mut number: usize,
     mut first_error: Option<DocumentError>,
+    max_document: Option<u64>,
     docs: &mut Vec<Document>,
 ) -> Result<(), DocumentError> {
     let mut piece = String::new();
     let mut piece_start = 0;
     let mut handle = |piece: &str, start: usize, number: usize, first: Option<DocumentError>| {
         let fail = |line: Option<usize>, column: Option<usize>, message: String| {
-            Err(first.clone().unwrap_or(DocumentError { document: number, line, column, message }))
+            Err(first.clone().unwrap_or(DocumentError { document: number, line, column, message, too_large: None }))
         };
-        match yaml::parse_document(piece) {
+        match yaml::parse_document_limited(piece, max_document) {
             Ok(Value::Null) => Ok(()),
             Ok(value) => {
                 let raw = value.to_json_string();
                 docs.push(Document { number, line: line_offset + start + 1, value, raw });
                 Ok(())
             }
+            Err(e) if e.too_large.is_some() => Err(DocumentError {
+                document: number,
+                line: e.line.map(|l| l + line_offset + start),
+                column: e.column,
+                message: e.message,
+                too_large: e.too_large,
+            }),
             Err(e) => fail(e.line.map(|l| l + line_offset + start), e.column, e.message),
         }
     };
@@ -198,6 +239,7 @@ fn yaml_stream(
                     line: Some(line_offset + index + 1),
                     column: None,
                     message: format!("invalid Yaml document separator: {rest}"),
+                    too_large: None,
                 };
                 return Err(first_error.unwrap_or(error));
             }
@@ -214,6 +256,17 @@ fn yaml_stream(
         }
         piece.push_str(line);
         piece.push('\n');
+        if let Some(limit) = max_document
+            && piece.len() as u64 > limit
+        {
+            // The rest of the document is only measured, to report its size.
+            let mut size = piece.len() as u64;
+            while let Some((_, next)) = lines.next_if(|(_, next)| !next.starts_with("---")) {
+                size += next.len() as u64 + u64::from(lines.peek().is_some());
+            }
+            let exceeded = LimitExceeded::Document { size, limit };
+            return Err(DocumentError::too_large(number + 1, line_offset + piece_start + 1, exceeded));
+        }
     }
     if !piece.is_empty() {
         number += 1;
@@ -307,5 +360,37 @@ mod tests {
     fn deep_json_is_an_error() {
         let deep = "{\"a\":".repeat(10_000) + "1" + &"}".repeat(10_000);
         assert!(parse_stream(&deep).is_err());
+    }
+
+    #[test]
+    fn documents_over_the_cap_are_refused_before_parsing() {
+        let small = "a: 1\n";
+        let big = format!("b: \"{}\"\n# trailing comment\n", "x".repeat(200));
+        let text = format!("{small}---\n{big}---\nc: [\n");
+        // Without a cap, the broken third document is the error.
+        assert_eq!(parse_stream(&text).unwrap_err().document, 3);
+        let e = parse_stream_limited(&text, Some(100)).unwrap_err();
+        assert_eq!((e.document, e.line), (2, Some(3)));
+        // The whole document is measured (its lines and their newlines), the separator not.
+        let size = big.len() as u64;
+        assert_eq!(e.too_large, Some(LimitExceeded::Document { size, limit: 100 }));
+        assert!(e.message.starts_with(&format!("the document is {size} bytes, over the limit of 100 bytes")), "{}", e.message);
+        // At the cap is fine.
+        assert_eq!(values(&format!("{small}---\n{big}")).len(), 2);
+        assert!(parse_stream_limited(&format!("{small}---\n{big}"), Some(size)).is_ok());
+        // JSON values are measured on their text.
+        let json = format!("{{\"a\": 1}}\n{{\"b\": \"{}\"}}", "y".repeat(200));
+        let e = parse_stream_limited(&json, Some(100)).unwrap_err();
+        assert_eq!((e.document, e.line), (2, Some(2)));
+        assert_eq!(e.too_large, Some(LimitExceeded::Document { size: 209, limit: 100 }));
+        // A syntax error is not a size error.
+        assert_eq!(parse_stream_limited("a: [\n", Some(100)).unwrap_err().too_large, None);
+    }
+
+    #[test]
+    fn owned_decoding_matches_decode_text() {
+        for bytes in [&b"a: 1"[..], b"\xEF\xBB\xBFa: 1", b"\xFF\xFEa\x00", b"\xFE\xFF\x00a", b"a: \xFF", b""] {
+            assert_eq!(decode_text_owned(bytes.to_vec()), decode_text(bytes));
+        }
     }
 }

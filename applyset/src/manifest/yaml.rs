@@ -19,6 +19,7 @@ use std::mem::MaybeUninit;
 use applyset_merge::value::{MAX_DEPTH, go_json_float};
 use applyset_merge::{Map, Value};
 
+use super::limits::LimitExceeded;
 use super::resolve::{self, BINARY_TAG, MERGE_TAG, Scalar};
 
 /// A problem in one YAML document; `line`/`column` are 1-based and relative to the text given
@@ -28,11 +29,13 @@ pub(crate) struct YamlError {
     pub line: Option<usize>,
     pub column: Option<usize>,
     pub message: String,
+    /// Set when aliases expand past the budget (not a syntax error).
+    pub too_large: Option<LimitExceeded>,
 }
 
 impl YamlError {
     fn at(mark: Mark, message: impl Into<String>) -> Self {
-        YamlError { line: Some(mark.line + 1), column: Some(mark.column + 1), message: message.into() }
+        YamlError { line: Some(mark.line + 1), column: Some(mark.column + 1), message: message.into(), too_large: None }
     }
 }
 
@@ -190,7 +193,16 @@ struct Node {
 
 /// Parses the first YAML document of `text` (go-yaml's `Unmarshal` reads only the first; the
 /// caller has already split the stream on `---` lines). An empty stream is `Null`.
+#[cfg(test)]
 pub(crate) fn parse_document(text: &str) -> Result<Value, YamlError> {
+    parse_document_limited(text, None)
+}
+
+/// [`parse_document`] where what aliases add (string bytes, plus one per node) may not exceed
+/// `alias_budget`. go-yaml's ratio check only stops deep "billion laughs" trees, and only once
+/// a document has 1,000 nodes: a long string aliased a few hundred times passes it, and each
+/// alias is a copy here.
+pub(crate) fn parse_document_limited(text: &str, alias_budget: Option<u64>) -> Result<Value, YamlError> {
     let mut parser = Parser::new(text.as_bytes());
     let (first, mark) = parser.next()?;
     if !matches!(first, Event::StreamStart) {
@@ -253,7 +265,7 @@ pub(crate) fn parse_document(text: &str) -> Result<Value, YamlError> {
         (Event::DocumentEnd, _) => {}
         (_, mark) => return Err(YamlError::at(mark, "expected the end of the YAML document")),
     }
-    Decoder::new(&nodes).value(root, 1)
+    Decoder::new(&nodes, alias_budget).value(root, 1)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -280,18 +292,43 @@ struct Decoder<'a> {
     alias_depth: usize,
     /// Alias nodes being expanded (go-yaml's `d.aliases`), to report self-references.
     expanding: HashSet<usize>,
+    /// What aliases added so far, and how much they may add.
+    alias_bytes: u64,
+    alias_budget: Option<u64>,
 }
 
 impl<'a> Decoder<'a> {
-    fn new(nodes: &'a [Node]) -> Self {
-        Decoder { nodes, decode_count: 0, alias_count: 0, alias_depth: 0, expanding: HashSet::new() }
+    fn new(nodes: &'a [Node], alias_budget: Option<u64>) -> Self {
+        Decoder {
+            nodes,
+            decode_count: 0,
+            alias_count: 0,
+            alias_depth: 0,
+            expanding: HashSet::new(),
+            alias_bytes: 0,
+            alias_budget,
+        }
     }
 
-    /// go-yaml's per-node accounting that stops "billion laughs" documents.
+    /// go-yaml's per-node accounting that stops "billion laughs" documents, and the alias
+    /// budget.
     fn count(&mut self, id: usize) -> Result<(), YamlError> {
         self.decode_count += 1;
         if self.alias_depth > 0 {
             self.alias_count += 1;
+            if let Some(limit) = self.alias_budget {
+                let text = match &self.nodes[id].kind {
+                    Kind::Scalar { value, .. } => value.len() as u64,
+                    _ => 0,
+                };
+                self.alias_bytes += 1 + text;
+                if self.alias_bytes > limit {
+                    let exceeded = LimitExceeded::Aliases { limit };
+                    let mut error = YamlError::at(self.nodes[id].mark, exceeded.to_string());
+                    error.too_large = Some(exceeded);
+                    return Err(error);
+                }
+            }
         }
         if self.alias_count > 100
             && self.decode_count > 1000
@@ -653,5 +690,23 @@ mod tests {
             chain.push_str(&format!("m{i}: &m{i} {{<<: *m{}}}\n", i - 1));
         }
         assert!(parse_document(&chain).is_err());
+    }
+
+    #[test]
+    fn long_strings_through_aliases_are_bounded_by_the_budget() {
+        // go-yaml's ratio check stops nothing under 1,000 nodes: 500 aliases of a 10 KB string
+        // make 5 MB from 13 KB of text.
+        let doc = format!("a: &a \"{}\"\nb: [{}]\n", "x".repeat(10_000), vec!["*a"; 500].join(","));
+        let value = parse_document(&doc).unwrap();
+        assert_eq!(value.as_object().unwrap()["b"].as_array().unwrap().len(), 500);
+        let e = parse_document_limited(&doc, Some(1 << 20)).unwrap_err();
+        assert_eq!(e.too_large, Some(LimitExceeded::Aliases { limit: 1 << 20 }));
+        assert_eq!(e.message, "the document's aliases expand to more than 1048576 bytes (1 MiB) (the limit per document)");
+        // Merges count too; a few aliases within the budget are fine.
+        let merges = format!("a: &a {{k: \"{}\"}}\nb: {{<<: *a}}\nc: {{<<: *a}}\n", "x".repeat(1000));
+        assert!(parse_document_limited(&merges, Some(1500)).is_err());
+        assert!(parse_document_limited(&merges, Some(3000)).is_ok());
+        // Without aliases the budget is not used, however large the document.
+        assert!(parse_document_limited(&format!("a: \"{}\"\n", "x".repeat(10_000)), Some(1)).is_ok());
     }
 }

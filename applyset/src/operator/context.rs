@@ -29,6 +29,8 @@ pub struct Settings {
     pub field_manager: String,
     /// The shortest interval and retry interval accepted.
     pub min_interval: Duration,
+    /// Size caps on each revision's manifests.
+    pub manifest_limits: crate::manifest::Limits,
 }
 
 /// Apply clusters are kept this long, then rebuilt, so that discovery and OpenAPI caches

@@ -140,6 +140,11 @@ async fn serve(args: ControllerArgs) -> anyhow::Result<()> {
         field_manager: "applyset-controller".into(),
         min_interval: super::duration::parse(&args.scope.min_interval)
             .map_err(|e| anyhow::anyhow!("--min-interval {:?}: {e}", args.scope.min_interval))?,
+        manifest_limits: crate::manifest::Limits {
+            file: Some(args.manifests.max_manifest_file_size),
+            document: Some(args.manifests.max_manifest_document_size),
+            total: Some(args.manifests.max_manifest_revision_size),
+        },
     };
     let git = GitSource::new(&args.scope.cache_dir);
     let context = Arc::new(Context::new(client.clone(), config, git, metrics.clone(), settings, identity));

@@ -211,7 +211,7 @@ async fn pipeline(
     // load
     // kubectl refuses a directory without manifests; with allowEmpty it is an empty source.
     let empty_source = applyset.spec.allow_empty && !manifest::walk::holds_manifests(&artifact.dir, true).unwrap_or(true);
-    let loaded = if empty_source { Vec::new() } else { load(&artifact.dir, &artifact.checkout)? };
+    let loaded = if empty_source { Vec::new() } else { load(&artifact.dir, &artifact.checkout, ctx.settings.manifest_limits)? };
     // Before anything can fail with a message that quotes them: the values of the Secrets
     // this revision applies are redacted from every status, Event and log line.
     let mut secrets = redact::Secrets::new();
@@ -441,10 +441,12 @@ async fn credentials(applyset: &ApplySet, ctx: &Context) -> Result<Option<Creden
 }
 
 /// Loads every manifest under `dir`; file names in errors and sources are relative to the
-/// repository root.
-fn load(dir: &Path, checkout: &Path) -> Result<Vec<LoadedObject>, Failure> {
+/// repository root. Beyond kubectl: size caps, and patch directives written in a manifest are
+/// refused here, before anything is applied (the check needs nothing from the cluster).
+fn load(dir: &Path, checkout: &Path, limits: manifest::Limits) -> Result<Vec<LoadedObject>, Failure> {
     let relative = |path: &Path| path.strip_prefix(checkout).map(Path::to_path_buf).unwrap_or_else(|_| path.to_path_buf());
-    match manifest::load(&[dir.to_path_buf()], true, std::io::empty()) {
+    let options = manifest::LoadOptions { limits, reject_patch_directives: true };
+    match manifest::load_with(&[dir.to_path_buf()], true, std::io::empty(), &options) {
         Ok(mut loaded) => {
             for object in &mut loaded {
                 object.source.path = relative(&object.source.path);

@@ -270,6 +270,28 @@ mod tests {
         forget("ns/b");
     }
 
+    /// The shapes git credentials take: a token as the user name, a password with URL-reserved
+    /// characters (raw, percent-encoded, decoded in a libgit2 message).
+    #[test]
+    fn source_secrets_are_redacted_in_every_shape() {
+        let url = "https://user:p%40ss%2Fw%23rd%3F%20x@git.example.com/org/repo.git";
+        let mut secrets = Secrets::new();
+        for value in crate::source::url_secrets(url).into_iter().chain(crate::source::url_secrets("https://ghp_TokenAsUser123@h/r")) {
+            secrets.add(&value);
+        }
+        for message in [
+            format!("failed to fetch {url}: refused"),
+            "authentication with password 'p@ss/w#rd? x' refused".to_owned(),
+            "token \"ghp_TokenAsUser123\" in \"https://ghp_TokenAsUser123@h/r\"".to_owned(),
+        ] {
+            let redacted = secrets.redact(&message);
+            for leaked in ["p%40ss", "p@ss/w#rd? x", "ghp_TokenAsUser123"] {
+                assert!(!redacted.contains(leaked), "{leaked:?} leaked in {redacted}");
+            }
+        }
+        assert!(secrets.redact(&format!("failed to fetch {url}")).contains("git.example.com/org/repo.git"));
+    }
+
     #[test]
     fn urls_are_scrubbed_whatever_the_registry_holds() {
         assert!(!redact("fetching https://user:s3cr3t@example.com/r.git failed").contains("s3cr3t"));

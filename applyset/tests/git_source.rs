@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use applyset::source::{
-    CacheKey, Credentials, ErrorCategory, GitRef, GitSource, Limits, SourceError, SourceSpec,
+    Ancestry, CacheKey, Credentials, ErrorCategory, GitRef, GitSource, Limits, SourceError,
+    SourceSpec,
 };
 use git::{Fixture, GitHttpServer, HttpAuth, SilentServer, Sshd};
 
@@ -600,7 +601,9 @@ async fn http_basic_auth() {
     );
     let shown = format!("{e} {e:?}");
     assert!(!shown.contains(wrong_password), "{shown}");
-    assert!(shown.contains("deployer:***@"), "{shown}");
+    // The whole userinfo goes (a user name may be a token).
+    assert!(shown.contains("http://***@127.0.0.1"), "{shown}");
+    assert!(!shown.contains("deployer:"), "{shown}");
     let ok_url = url.replacen("http://", &format!("http://deployer:{password}@"), 1);
     src.sync(&key("h4"), &spec(&ok_url, branch("main"), None), None, T)
         .await
@@ -801,4 +804,218 @@ async fn concurrent_syncs_of_one_key() {
         1,
         "the lock serialises syncs; later ones find the commit cached"
     );
+}
+
+/// Two repositories with different content behind two servers (two ports of
+/// one host); `a` is asked for `repo.git`.
+struct TwoServers {
+    a: Fixture,
+    b: Fixture,
+    server_a: GitHttpServer,
+    server_b: GitHttpServer,
+}
+
+fn two_servers(name: &str, tls: Option<git::TlsAcceptor>) -> TwoServers {
+    let a = Fixture::new(&format!("{name}-a"));
+    a.write("cm.yaml", "from: a\n");
+    a.commit("a");
+    let b = Fixture::new(&format!("{name}-b"));
+    b.write("cm.yaml", "from: b\n");
+    b.commit("b");
+    let server_a = GitHttpServer::start(a.bare.parent().unwrap(), HttpAuth::None, tls.clone());
+    let server_b = GitHttpServer::start(b.bare.parent().unwrap(), HttpAuth::None, tls);
+    TwoServers {
+        a,
+        b,
+        server_a,
+        server_b,
+    }
+}
+
+#[tokio::test]
+async fn redirect_to_another_port_is_refused() {
+    let pki = git::test_pki();
+    for (scheme, tls) in [("http", None), ("https", Some(pki.acceptor.clone()))] {
+        let t = two_servers(&format!("redirect-port-{scheme}"), tls);
+        let url_a = format!("{scheme}://127.0.0.1:{}/repo.git", t.server_a.port);
+        let url_b = format!("{scheme}://127.0.0.1:{}/repo.git", t.server_b.port);
+        t.server_a.redirect("repo.git", &url_b);
+        let mut creds = Credentials::basic("deployer", "redirect-S3cret");
+        creds.ca_cert = Some(pki.ca_pem.clone());
+        let src = source(&format!("redirect-port-{scheme}"));
+        let e = expect_err(
+            src.sync(
+                &key("r"),
+                &spec(&url_a, branch("main"), None),
+                Some(creds),
+                T,
+            )
+            .await,
+            ErrorCategory::RedirectRefused,
+        );
+        let shown = e.to_string();
+        assert!(shown.contains(&url_a) && shown.contains(&url_b), "{shown}");
+        assert!(shown.contains("refused"), "{shown}");
+        assert!(!shown.contains("redirect-S3cret"), "{shown}");
+        assert!(
+            t.server_a
+                .redirected
+                .load(std::sync::atomic::Ordering::SeqCst)
+                >= 1
+        );
+        // Nothing, credentials included, ever reached the other server.
+        for counter in [
+            &t.server_b.ref_listings,
+            &t.server_b.upload_packs,
+            &t.server_b.unauthorized,
+        ] {
+            assert_eq!(
+                counter.load(std::sync::atomic::Ordering::SeqCst),
+                0,
+                "{scheme}"
+            );
+        }
+        drop((t.a, t.b));
+    }
+}
+
+#[tokio::test]
+async fn same_origin_redirect_is_followed() {
+    let pki = git::test_pki();
+    for (scheme, tls) in [("http", None), ("https", Some(pki.acceptor.clone()))] {
+        let t = two_servers(&format!("redirect-same-{scheme}"), tls);
+        let expected = git::git(&t.a.work, &["rev-parse", "HEAD"]);
+        // `/old.git` moved to `/repo.git` on the same server: once as a path,
+        // once as an absolute URL.
+        t.server_a.redirect("old.git", "/repo.git");
+        let absolute = format!("{scheme}://127.0.0.1:{}/repo.git", t.server_a.port);
+        t.server_a.redirect("older.git", &absolute);
+        let creds = Credentials {
+            ca_cert: Some(pki.ca_pem.clone()),
+            ..Default::default()
+        };
+        let src = source(&format!("redirect-same-{scheme}"));
+        for (k, old) in [("old", "old.git"), ("older", "older.git")] {
+            let url = format!("{scheme}://127.0.0.1:{}/{old}", t.server_a.port);
+            let a = src
+                .sync(
+                    &key(k),
+                    &spec(&url, branch("main"), None),
+                    Some(creds.clone()),
+                    T,
+                )
+                .await
+                .unwrap_or_else(|e| panic!("{url}: {e}"));
+            assert_eq!(a.commit, expected);
+            assert_eq!(read(&a, "cm.yaml"), "from: a\n");
+        }
+        assert!(
+            t.server_a
+                .redirected
+                .load(std::sync::atomic::Ordering::SeqCst)
+                >= 2
+        );
+        assert_eq!(
+            t.server_b
+                .ref_listings
+                .load(std::sync::atomic::Ordering::SeqCst),
+            0
+        );
+        drop(t.b);
+    }
+}
+
+#[tokio::test]
+async fn a_hanging_fetch_reports_the_real_limit() {
+    let server = SilentServer::start();
+    let src = source("hanging");
+    let url = format!("http://127.0.0.1:{}/repo.git", server.port);
+    let limit = Duration::from_millis(1500);
+    // The second sync of the key comes while the first may still hold its
+    // cache: both name the limit that expired, never "0ns".
+    for attempt in 0..2 {
+        let e = expect_err(
+            src.sync(&key("t"), &spec(&url, branch("main"), None), None, limit)
+                .await,
+            ErrorCategory::Timeout,
+        );
+        let shown = e.to_string();
+        assert!(
+            shown.contains("timed out after 1.5s"),
+            "attempt {attempt}: {shown}"
+        );
+        assert!(!shown.contains("0ns"), "attempt {attempt}: {shown}");
+    }
+}
+
+#[tokio::test]
+async fn history_rewrites_are_told_from_fast_forwards() {
+    let f = Fixture::new("ancestry");
+    f.write("a.yaml", "a");
+    let a = f.commit("a");
+    f.write("b.yaml", "b");
+    let b = f.commit("b");
+    // Over HTTP, so that the cache is shallow as in production.
+    let http = GitHttpServer::start(f.bare.parent().unwrap(), HttpAuth::None, None);
+    let s = spec(&http.url("repo.git"), branch("main"), None);
+    let src = source("ancestry");
+    let first = src.sync_since(&key("k"), &s, None, T, None).await.unwrap();
+    assert_eq!(first.revision, format!("main@sha1:{b}"));
+    assert_eq!(first.change, None);
+
+    // Same commit: no change.
+    let same = src
+        .sync_since(&key("k"), &s, None, T, Some(&first.revision))
+        .await
+        .unwrap();
+    assert_eq!(same.change, None);
+
+    // A fast-forward.
+    f.write("c.yaml", "c");
+    let c = f.commit("c");
+    let forward = src
+        .sync_since(&key("k"), &s, None, T, Some(&first.revision))
+        .await
+        .unwrap();
+    assert_eq!(forward.commit, c);
+    let change = forward.change.clone().unwrap();
+    assert_eq!(change.previous, first.revision);
+    assert_eq!(change.ancestry, Ancestry::Descendant);
+
+    // Force-push backwards: main reset to a, then d on top of it.
+    git::git(&f.work, &["reset", "-q", "--hard", &a]);
+    f.write("d.yaml", "d");
+    let d = f.commit("d");
+    let rewritten = src
+        .sync_since(&key("k"), &s, None, T, Some(&forward.revision))
+        .await
+        .unwrap();
+    assert_eq!(rewritten.commit, d);
+    assert_eq!(
+        rewritten.change.clone().unwrap().ancestry,
+        Ancestry::Rewritten,
+        "{rewritten:?}"
+    );
+
+    // Another branch: not compared.
+    f.checkout_new_branch("other");
+    f.commit("other");
+    let other = src
+        .sync_since(
+            &key("k"),
+            &spec(&http.url("repo.git"), branch("other"), None),
+            None,
+            T,
+            Some(&rewritten.revision),
+        )
+        .await
+        .unwrap();
+    assert_eq!(other.change.unwrap().ancestry, Ancestry::NotCompared);
+
+    // A cache that never held the previous commit cannot tell.
+    let fresh = src
+        .sync_since(&key("fresh"), &s, None, T, Some(&format!("main@sha1:{b}")))
+        .await
+        .unwrap();
+    assert_eq!(fresh.change.unwrap().ancestry, Ancestry::Unknown);
 }

@@ -24,6 +24,8 @@ pub struct Done {
     /// Drift was corrected (Correct mode) rather than only reported.
     pub corrected: bool,
     pub counts: (u64, u64, u64),
+    /// The revision moved since the last applied one: from what, and how.
+    pub history: Option<crate::source::RevisionChange>,
 }
 
 /// [`classify`]'s result.

@@ -27,7 +27,7 @@ use crate::apply::applyset_parent::{ApiIndex, DeleteOptions, Parent};
 use crate::apply::{self, ApplyOptions, ApplyReport, Cluster, DryRun, Fatal, Ownership, PatchFilter};
 use crate::manifest::{self, LoadedObject};
 use crate::redact;
-use crate::source::{CacheKey, Credentials, GitUrl, Transport};
+use crate::source::{Ancestry, CacheKey, Credentials, GitUrl, Transport};
 
 /// Errors the controller retries on its own schedule (the reconcile's outcome is in the status).
 #[derive(Debug, thiserror::Error)]
@@ -121,6 +121,9 @@ async fn sync(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Action, Reconcil
             if !done.drifted.is_empty() && !done.corrected {
                 message.push_str(&format!(" ({} object(s) drifted)", done.drifted.len()));
             }
+            if let Some(note) = history_note(&done) {
+                message.push_str(&format!(" ({note})"));
+            }
             status::mark_ready(&mut status, &message, generation, &now);
             set_drift_condition(&mut status, &done, generation, &now);
             status.last_applied_revision = Some(done.revision.clone());
@@ -181,6 +184,14 @@ async fn pipeline(
 
     // fetch
     let credentials = credentials(applyset, ctx).await?;
+    // The source's secrets (URL user info, the auth Secret's values) are redacted from
+    // everything published from here on.
+    let mut source_secrets = redact::Secrets::new();
+    let values = crate::source::url_secrets(&applyset.spec.source.url).into_iter();
+    for value in values.chain(credentials.iter().flat_map(Credentials::secret_values)) {
+        source_secrets.add(&value);
+    }
+    redact::register(&redact_owner(applyset, "source"), source_secrets);
     if !ctx.settings.allow_local_sources
         && GitUrl::parse(&applyset.spec.source.url).is_ok_and(|url| url.transport() == Transport::Local)
     {
@@ -192,7 +203,13 @@ async fn pipeline(
     let fetch_started = Instant::now();
     let artifact = ctx
         .git
-        .sync(&CacheKey::new(&namespace, &name), &applyset.spec.source, credentials, intervals.timeout)
+        .sync_since(
+            &CacheKey::new(&namespace, &name),
+            &applyset.spec.source,
+            credentials,
+            intervals.timeout,
+            previous.last_applied_revision.as_deref(),
+        )
         .await;
     let artifact = match artifact {
         Ok(artifact) => {
@@ -315,6 +332,7 @@ async fn pipeline(
 
     // drift and inventory, from what apply did (or, in Report mode, would do)
     let Classified { mut done, inventory, errors } = classify(&report, &artifact.revision, steady, report_only);
+    done.history = artifact.change.clone();
     let previous_members = previous.inventory.as_ref().and_then(|i| i.members.as_deref());
     // The record grows with every object applied, even by a failed run, so that a later run
     // can prune it; a Report-mode dry run applies nothing.
@@ -523,7 +541,32 @@ async fn update_parent(
     Ok(())
 }
 
+/// For the Ready message: a rewritten history, said in the run that applied it.
+fn history_note(done: &Done) -> Option<String> {
+    let change = done.history.as_ref().filter(|c| c.ancestry == Ancestry::Rewritten)?;
+    Some(format!("history rewritten: was {}, not an ancestor", change.previous))
+}
+
+/// `old → new`, as Flux says it: a Warning when the new commit does not descend from the one
+/// applied before (a force-push backwards, a rebase), whose removed objects this run pruned.
+async fn publish_revision_event(ctx: &Context, applyset: &ApplySet, done: &Done) {
+    let Some(change) = &done.history else { return };
+    let moved = format!("{} → {}", change.previous, done.revision);
+    match change.ancestry {
+        Ancestry::Rewritten => {
+            let note = format!("{moved}: history rewritten, {} is not an ancestor of the new revision", change.previous);
+            ctx.event(applyset, true, "HistoryRewritten", "Fetch", note).await;
+        }
+        Ancestry::Unknown => {
+            let note = format!("{moved} (whether it descends from the previous revision is unknown: not in the shallow cache)");
+            ctx.event(applyset, false, "NewRevision", "Fetch", note).await;
+        }
+        Ancestry::Descendant | Ancestry::NotCompared => ctx.event(applyset, false, "NewRevision", "Fetch", moved).await,
+    }
+}
+
 async fn publish_success_events(ctx: &Context, applyset: &ApplySet, done: &Done, was_ready: bool) {
+    publish_revision_event(ctx, applyset, done).await;
     let list = |names: &[String]| {
         let shown: Vec<&str> = names.iter().take(20).map(String::as_str).collect();
         let more = names.len().saturating_sub(shown.len());

@@ -153,15 +153,49 @@ impl Credentials {
         Ok(creds)
     }
 
-    /// Every secret value as text, to be removed from messages coming from
-    /// libgit2 or servers.
+    /// Every secret value as text, for a redaction layer: the password (or
+    /// the SSH key's passphrase), the bearer token, the Basic
+    /// `Authorization` value (base64 of `username:password`), and the SSH
+    /// private key: its whole text and each line of its body. Values may be
+    /// short; a redactor decides what is too short to replace.
+    pub fn secret_values(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        let mut push = |s: &str| {
+            let s = s.trim_end_matches(['\n', '\r']);
+            if !s.is_empty() && !out.iter().any(|o| o == s) {
+                out.push(s.to_string());
+            }
+        };
+        for secret in [&self.password, &self.bearer_token].into_iter().flatten() {
+            if let Some(s) = secret.expose_str() {
+                push(s);
+            }
+        }
+        if let (Some(user), Some(password)) = (&self.username, &self.password)
+            && self.identity.is_none()
+        {
+            let mut pair = format!("{user}:").into_bytes();
+            pair.extend_from_slice(password.expose());
+            push(&openssl::base64::encode_block(&pair));
+        }
+        if let Some(key) = self.identity.as_ref().and_then(|k| k.expose_str()) {
+            push(key);
+            // A partial dump (one line of a log) must not show the key either.
+            for line in key.lines().map(str::trim) {
+                if !line.starts_with("-----") && !line.contains(':') && line.len() >= 16 {
+                    push(line);
+                }
+            }
+        }
+        out
+    }
+
+    /// The values to remove from messages coming from libgit2 or servers
+    /// (long enough that replacing them does not mangle the message).
     pub(crate) fn secret_strings(&self) -> Vec<String> {
-        [&self.password, &self.bearer_token]
+        self.secret_values()
             .into_iter()
-            .flatten()
-            .filter_map(|s| s.expose_str())
             .filter(|s| s.len() >= 3)
-            .map(str::to_string)
             .collect()
     }
 }
@@ -191,6 +225,52 @@ mod tests {
             "h ssh-ed25519 AAAA",
         );
         assert!(!format!("{s:?}").contains("PRIVATE"));
+    }
+
+    #[test]
+    fn secret_values_cover_every_secret() {
+        let basic = Credentials::basic("deployer", "hunter2-very-secret");
+        let values = basic.secret_values();
+        assert!(
+            values.contains(&"hunter2-very-secret".to_string()),
+            "{values:?}"
+        );
+        let header = openssl::base64::encode_block(b"deployer:hunter2-very-secret");
+        assert!(
+            values.contains(&header),
+            "the Basic header value: {values:?}"
+        );
+        assert!(
+            !values.contains(&"deployer".to_string()),
+            "a user name is no secret"
+        );
+
+        assert_eq!(
+            Credentials::bearer("tok-123456").secret_values(),
+            ["tok-123456"]
+        );
+
+        let key = "-----BEGIN OPENSSH PRIVATE KEY-----\n\
+                   b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n\
+                   QyNTUxOQAAACBZ\n\
+                   -----END OPENSSH PRIVATE KEY-----\n";
+        let mut ssh = Credentials::ssh(key.as_bytes().to_vec(), "h ssh-ed25519 AAAA");
+        ssh.password = Some(Secret::new(b"key-passphrase".to_vec()));
+        ssh.username = Some("git".into());
+        let values = ssh.secret_values();
+        assert!(values.contains(&key.trim_end().to_string()), "{values:?}");
+        assert!(values.contains(
+            &"b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW".to_string()
+        ));
+        assert!(values.contains(&"key-passphrase".to_string()));
+        assert!(
+            !values
+                .iter()
+                .any(|v| v.starts_with("-----BEGIN") && !v.contains('\n')),
+            "{values:?}"
+        );
+        assert!(!values.contains(&"git".to_string()));
+        assert!(Credentials::default().secret_values().is_empty());
     }
 
     #[test]

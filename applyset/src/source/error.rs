@@ -25,6 +25,10 @@ pub enum ErrorCategory {
     RefNotFound,
     /// The whole operation took longer than the timeout.
     Timeout,
+    /// An HTTP(S) server redirected to another scheme, host or port (or
+    /// libgit2 was sent there): refused, so that another repository is never
+    /// applied and credentials never leave the configured server.
+    RedirectRefused,
     /// The fetch or the checkout exceeded a size limit.
     TooLarge,
     /// `path` (or a symlink under it) points outside the checkout.
@@ -37,13 +41,14 @@ pub enum ErrorCategory {
 
 impl ErrorCategory {
     /// Every category, in declaration order (for pre-registering metrics).
-    pub const ALL: [ErrorCategory; 10] = [
+    pub const ALL: [ErrorCategory; 11] = [
         ErrorCategory::InvalidSpec,
         ErrorCategory::Unreachable,
         ErrorCategory::AuthFailed,
         ErrorCategory::UntrustedHost,
         ErrorCategory::RefNotFound,
         ErrorCategory::Timeout,
+        ErrorCategory::RedirectRefused,
         ErrorCategory::TooLarge,
         ErrorCategory::PathEscapes,
         ErrorCategory::PathNotFound,
@@ -59,6 +64,7 @@ impl ErrorCategory {
             ErrorCategory::UntrustedHost => "UntrustedHost",
             ErrorCategory::RefNotFound => "RefNotFound",
             ErrorCategory::Timeout => "Timeout",
+            ErrorCategory::RedirectRefused => "RedirectRefused",
             ErrorCategory::TooLarge => "TooLarge",
             ErrorCategory::PathEscapes => "PathEscapes",
             ErrorCategory::PathNotFound => "PathNotFound",
@@ -112,8 +118,16 @@ pub enum SourceError {
     UntrustedHost { ctx: ErrorContext, cause: String },
     #[error("{ctx}: ref not found: {cause}")]
     RefNotFound { ctx: ErrorContext, cause: String },
-    #[error("{ctx}: timed out after {after:?}")]
-    Timeout { ctx: ErrorContext, after: Duration },
+    /// `after` is the limit that expired (the spec's timeout); `cause` says
+    /// more when there is more to say (an earlier fetch still running).
+    #[error("{ctx}: timed out{}", timeout_detail(*after, cause))]
+    Timeout {
+        ctx: ErrorContext,
+        after: Duration,
+        cause: String,
+    },
+    #[error("{ctx}: redirect refused: {cause}")]
+    RedirectRefused { ctx: ErrorContext, cause: String },
     #[error("{ctx}: too large: {cause}")]
     TooLarge { ctx: ErrorContext, cause: String },
     #[error("{ctx}: path {path:?} escapes the checkout: {cause}")]
@@ -142,6 +156,7 @@ impl SourceError {
             SourceError::UntrustedHost { .. } => ErrorCategory::UntrustedHost,
             SourceError::RefNotFound { .. } => ErrorCategory::RefNotFound,
             SourceError::Timeout { .. } => ErrorCategory::Timeout,
+            SourceError::RedirectRefused { .. } => ErrorCategory::RedirectRefused,
             SourceError::TooLarge { .. } => ErrorCategory::TooLarge,
             SourceError::PathEscapes { .. } => ErrorCategory::PathEscapes,
             SourceError::PathNotFound { .. } => ErrorCategory::PathNotFound,
@@ -155,8 +170,18 @@ impl SourceError {
         }
     }
 
-    /// Build an error of `category` (other than `InvalidSpec`, `Timeout`,
-    /// and the path categories, which carry more fields).
+    /// An operation stopped by the limit `after`.
+    pub(crate) fn timeout(ctx: &ErrorContext, after: Duration, cause: impl Into<String>) -> Self {
+        SourceError::Timeout {
+            ctx: ctx.clone(),
+            after,
+            cause: cause.into(),
+        }
+    }
+
+    /// Build an error of `category` (other than `InvalidSpec`, and the path
+    /// categories, which carry more fields; a `Timeout` built here names no
+    /// limit: use [`SourceError::timeout`]).
     pub(crate) fn new(
         category: ErrorCategory,
         ctx: &ErrorContext,
@@ -175,7 +200,9 @@ impl SourceError {
             ErrorCategory::Timeout => SourceError::Timeout {
                 ctx,
                 after: Duration::ZERO,
+                cause,
             },
+            ErrorCategory::RedirectRefused => SourceError::RedirectRefused { ctx, cause },
             ErrorCategory::TooLarge => SourceError::TooLarge { ctx, cause },
             ErrorCategory::PathEscapes => SourceError::PathEscapes {
                 ctx,
@@ -190,4 +217,17 @@ impl SourceError {
             ErrorCategory::Io => SourceError::Io { ctx, cause },
         }
     }
+}
+
+/// `" after 3s: cause"`; a zero limit (none known) is not shown as "after 0ns".
+fn timeout_detail(after: Duration, cause: &str) -> String {
+    let mut out = String::new();
+    if !after.is_zero() {
+        out.push_str(&format!(" after {after:?}"));
+    }
+    if !cause.is_empty() {
+        out.push_str(": ");
+        out.push_str(cause);
+    }
+    out
 }

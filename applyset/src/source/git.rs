@@ -6,23 +6,33 @@ use std::fs;
 use std::os::raw::c_char;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use git2::{
     AutotagOption, Binding, CertificateCheckStatus, Cred, CredentialType, ErrorClass, ErrorCode,
-    FetchOptions, Oid, ProxyOptions, Remote, RemoteCallbacks, Repository,
+    FetchOptions, Oid, ProxyOptions, Remote, RemoteCallbacks, RemoteRedirect, Repository,
 };
 
 use super::checkout::{self, Budget, CheckoutError, PathError};
 use super::credentials::Credentials;
 use super::error::{ErrorCategory, ErrorContext, SourceError};
 use super::known_hosts::{HostKeyCheck, KnownHosts};
+use super::redirect::{self, HttpUrl, Origin};
 use super::spec::{RefRequest, SourceSpec};
 use super::tls::CaBundle;
-use super::url::{GitUrl, Transport, scrub_url};
-use super::{Artifact, Counters, Limits};
+use super::url::{GitUrl, Transport, percent_decode, scrub_url, url_secrets};
+use super::{Ancestry, Artifact, Counters, Limits, RevisionChange};
 
 /// libgit2's "fetch everything, undoing a shallow clone" depth.
 const DEPTH_UNSHALLOW: i32 = i32::MAX;
+
+/// Depth of a fetch when the ref moved from a previous commit: enough
+/// history to tell a fast-forward from a rewrite in the usual case, bounded
+/// so that a rewrite of a long history does not download all of it.
+const DEPTH_FOR_ANCESTRY: i32 = 64;
+
+/// Commits walked at most to decide ancestry.
+const MAX_ANCESTRY_WALK: usize = 20_000;
 
 pub(crate) fn set_global_timeouts(connect_ms: i32, io_ms: i32) {
     // SAFETY: these only set libgit2 globals; they are not tied to any
@@ -45,6 +55,31 @@ pub(crate) struct Job {
     known_hosts: Option<KnownHosts>,
     ca: Option<CaBundle>,
     limits: Limits,
+    /// The limit of the whole sync (for messages; the caller enforces it).
+    timeout: Duration,
+    /// The revision applied before, to relate the new one to.
+    previous: Option<Previous>,
+}
+
+/// A previous revision: `<name>@sha1:<hex>` or `sha1:<hex>`.
+struct Previous {
+    revision: String,
+    name: Option<String>,
+    oid: Oid,
+}
+
+impl Previous {
+    fn parse(revision: &str) -> Option<Previous> {
+        let (name, hex) = match revision.rsplit_once("@sha1:") {
+            Some((name, hex)) => (Some(name.to_string()), hex),
+            None => (None, revision.strip_prefix("sha1:")?),
+        };
+        Some(Previous {
+            revision: revision.to_string(),
+            name,
+            oid: Oid::from_str(hex).ok().filter(|_| hex.len() == 40)?,
+        })
+    }
 }
 
 /// State shared by the libgit2 callbacks of one sync; inspected afterwards to
@@ -56,6 +91,10 @@ struct CallbackState<'a> {
     auth_failure: RefCell<Option<String>>,
     untrusted: RefCell<Option<String>>,
     secret_attempts: Cell<u32>,
+    /// Where an http(s) remote must stay (after same-origin redirects).
+    origin: RefCell<Option<Origin>>,
+    /// libgit2 was sent to another origin: what happened.
+    redirected: RefCell<Option<String>>,
 }
 
 impl CallbackState<'_> {
@@ -96,6 +135,8 @@ impl Job {
         spec: &SourceSpec,
         creds: Option<Credentials>,
         limits: Limits,
+        timeout: Duration,
+        previous: Option<&str>,
     ) -> Result<Job, SourceError> {
         let url = GitUrl::parse(&spec.url)?;
         let reference = RefRequest::from_spec(spec.reference.as_ref())?;
@@ -157,6 +198,8 @@ impl Job {
             known_hosts,
             ca,
             limits,
+            timeout,
+            previous: previous.and_then(Previous::parse),
         })
     }
 
@@ -168,10 +211,16 @@ impl Job {
     /// server.
     fn clean(&self, message: &str) -> String {
         let mut m = scrub_url(message);
+        // The URL's own userinfo too, however a message quotes it.
+        let mut secrets = url_secrets(self.url.raw());
+        secrets.retain(|s| s.len() >= 3);
         if let Some(c) = &self.creds {
-            for s in c.secret_strings() {
-                m = m.replace(&s, "***");
-            }
+            secrets.extend(c.secret_strings());
+        }
+        // Longest first, so that no part of a longer secret is left behind.
+        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        for s in secrets {
+            m = m.replace(&s, "***");
         }
         m
     }
@@ -183,6 +232,12 @@ impl Job {
     /// Turn a libgit2 error from talking to the remote into a categorised
     /// error, using what the callbacks recorded.
     fn remote_error(&self, st: &CallbackState<'_>, e: &git2::Error) -> SourceError {
+        if st.cancelled() {
+            return self.timed_out();
+        }
+        if let Some(why) = st.redirected.borrow().as_ref() {
+            return self.err(ErrorCategory::RedirectRefused, why);
+        }
         if let Some(bytes) = st.too_large.get() {
             return self.err(
                 ErrorCategory::TooLarge,
@@ -207,15 +262,30 @@ impl Job {
             (_, ErrorClass::Ssl) if e.message().to_ascii_lowercase().contains("certificate") => {
                 ErrorCategory::UntrustedHost
             }
-            _ if st.cancelled() => ErrorCategory::Timeout,
             _ => ErrorCategory::Unreachable,
         };
         self.err(category, e.message())
     }
 
+    fn timed_out(&self) -> SourceError {
+        SourceError::timeout(&self.ctx, self.timeout, "")
+    }
+
     fn callbacks<'a>(&'a self, st: &'a CallbackState<'a>) -> RemoteCallbacks<'a> {
         let mut cbs = RemoteCallbacks::new();
-        cbs.credentials(move |_url, user_from_url, allowed| {
+        cbs.credentials(move |url, user_from_url, allowed| {
+            // libgit2 still follows a redirect to the same host on another
+            // port: never hand the credentials to another origin.
+            if let (Some(expected), Some(asked)) = (st.origin.borrow().as_ref(), HttpUrl::parse(url))
+                && asked.origin != *expected
+            {
+                let why = format!(
+                    "the server sent the git client from {expected} to {}; credentials are only sent to the configured server and redirects to another scheme, host or port are refused",
+                    asked.origin
+                );
+                *st.redirected.borrow_mut() = Some(why.clone());
+                return Err(git2::Error::new(ErrorCode::Auth, ErrorClass::Http, why));
+            }
             self.credentials(st, user_from_url, allowed)
         });
         cbs.certificate_check(move |cert, host| {
@@ -381,14 +451,28 @@ impl Job {
             auth_failure: RefCell::new(None),
             untrusted: RefCell::new(None),
             secret_attempts: Cell::new(0),
+            origin: RefCell::new(None),
+            redirected: RefCell::new(None),
         };
         let (commit, revision_name, fetched) = self.resolve_and_fetch(&repo, &st, counters)?;
         if st.cancelled() {
-            return Err(SourceError::Timeout {
-                ctx: self.ctx.clone(),
-                after: std::time::Duration::ZERO,
-            });
+            return Err(self.timed_out());
         }
+        let change = self
+            .previous
+            .as_ref()
+            .filter(|p| p.oid != commit)
+            .map(|p| RevisionChange {
+                previous: p.revision.clone(),
+                ancestry: if p.name.is_none()
+                    || p.name != revision_name
+                    || matches!(self.reference, RefRequest::Commit { .. })
+                {
+                    Ancestry::NotCompared
+                } else {
+                    ancestry(&repo, commit, p.oid)
+                },
+            });
         let hex = commit.to_string();
         let checkout_dir = self.materialise(&repo, commit, &st, counters)?;
         let dir = checkout::resolve_dir(&checkout_dir, &self.path).map_err(|e| match e {
@@ -414,6 +498,7 @@ impl Job {
             dir,
             checkout: checkout_dir,
             fetched,
+            change,
         })
     }
 
@@ -434,8 +519,9 @@ impl Job {
             }
         }
 
+        let url = self.follow_redirects(st)?;
         let mut remote = repo
-            .remote_anonymous(self.url.raw())
+            .remote_anonymous(&url)
             .map_err(|e| self.err(ErrorCategory::InvalidSpec, e.message()))?;
         let headers = self.headers();
         // The connect callbacks must outlive the connection: declared before
@@ -448,6 +534,83 @@ impl Job {
         drop(remote);
         drop(connect_cbs);
         result
+    }
+
+    /// For http(s): the repository URL after same-origin redirects of the
+    /// ref listing; a redirect elsewhere is refused (see [`redirect`]).
+    fn follow_redirects(&self, st: &CallbackState<'_>) -> Result<String, SourceError> {
+        let raw = self.url.raw();
+        if !matches!(self.url.transport(), Transport::Http | Transport::Https) {
+            return Ok(raw.to_string());
+        }
+        let request = redirect::Request {
+            ca: self.ca.as_ref(),
+            authorization: self.authorization(),
+            timeout: self
+                .timeout
+                .min(Duration::from_millis(super::SERVER_IO_TIMEOUT_MS as u64)),
+            cancel: st.cancel,
+        };
+        let url = match redirect::check(raw, &request) {
+            redirect::Outcome::Use(url) => url,
+            redirect::Outcome::Refused { from, to } => {
+                return Err(self.err(
+                    ErrorCategory::RedirectRefused,
+                    format!(
+                        "{from} redirects to {to}; redirects to another scheme, host or port are refused (set spec.source.url to the new location if the move is intended)"
+                    ),
+                ));
+            }
+            redirect::Outcome::TooMany { from } => {
+                return Err(self.err(
+                    ErrorCategory::Unreachable,
+                    format!("{from}: too many redirects"),
+                ));
+            }
+        };
+        if st.cancelled() {
+            return Err(self.timed_out());
+        }
+        *st.origin.borrow_mut() = HttpUrl::parse(&url).map(|u| u.origin);
+        if url != raw {
+            tracing::debug!(from = %self.ctx.url, to = %scrub_url(&url), "git source follows a same-origin redirect");
+        }
+        Ok(url)
+    }
+
+    /// The `Authorization` the git transport would send: the bearer token,
+    /// else Basic with the secret's or the URL's user and password.
+    fn authorization(&self) -> Option<String> {
+        let creds = self.creds.as_ref();
+        if let Some(token) = creds
+            .and_then(|c| c.bearer_token.as_ref())
+            .and_then(|t| t.expose_str())
+        {
+            return Some(format!("Bearer {token}"));
+        }
+        let pair = match creds.and_then(|c| c.password.as_ref()) {
+            Some(password) => {
+                let mut pair = format!(
+                    "{}:",
+                    creds
+                        .and_then(|c| c.username.as_deref())
+                        .or(self.url.username())
+                        .unwrap_or_default()
+                )
+                .into_bytes();
+                pair.extend_from_slice(password.expose());
+                pair
+            }
+            None => {
+                // Credentials in the URL: libgit2 sends them (decoded) first.
+                let url = HttpUrl::parse(self.url.raw())?;
+                let authority = url.prefix.split_once("://")?.1;
+                let (userinfo, _) = authority.rsplit_once('@')?;
+                let (user, password) = userinfo.split_once(':').unwrap_or((userinfo, ""));
+                format!("{}:{}", percent_decode(user), percent_decode(password)).into_bytes()
+            }
+        };
+        Some(format!("Basic {}", openssl::base64::encode_block(&pair)))
     }
 
     fn plan_and_fetch(
@@ -610,9 +773,16 @@ impl Job {
         headers: &[CString],
         target: &Target,
     ) -> Result<(), SourceError> {
+        // The ref moved from the commit applied before: fetch enough history
+        // to tell a fast-forward from a rewrite (see `ancestry`).
+        let moved = self.previous.as_ref().is_some_and(|p| {
+            p.name.is_some() && p.name == target.revision_name && Some(p.oid) != target.commit
+        });
         let depth = if self.url.transport() == Transport::Local {
             // libgit2's local transport cannot fetch shallow.
             0
+        } else if target.shallow_ok && moved {
+            DEPTH_FOR_ANCESTRY
         } else if target.shallow_ok {
             1
         } else if repo.is_shallow() {
@@ -627,6 +797,7 @@ impl Job {
             .download_tags(AutotagOption::None)
             .update_fetchhead(false)
             .depth(depth)
+            .follow_redirects(RemoteRedirect::None)
             .custom_headers(&header_strs);
         counters.fetches.fetch_add(1, Ordering::Relaxed);
         remote
@@ -677,10 +848,7 @@ impl Job {
                     CheckoutError::TooLarge(m) => self.err(ErrorCategory::TooLarge, m),
                     CheckoutError::Invalid(m) => self.err(ErrorCategory::PathEscapes, m),
                     CheckoutError::Io(m) => self.err(ErrorCategory::Io, m),
-                    CheckoutError::Cancelled => SourceError::Timeout {
-                        ctx: self.ctx.clone(),
-                        after: std::time::Duration::ZERO,
-                    },
+                    CheckoutError::Cancelled => self.timed_out(),
                 });
             }
             fs::rename(&tmp, &final_dir).map_err(|e| {
@@ -719,6 +887,48 @@ fn pack_count(repo_dir: &Path) -> usize {
         .unwrap_or(0)
 }
 
+/// How `new` relates to `old` by what the cache holds: a walk of `new`'s
+/// history. Finding `old` proves a fast-forward; a walk that ends at root
+/// commits without meeting it proves a rewrite; a walk cut by a shallow
+/// boundary, a missing commit or the walk limit, or an `old` the cache never
+/// held (a restart, another URL), proves nothing: `Unknown`.
+/// (`graph_descendant_of` cannot be used: on a shallow cache its "no" may
+/// only mean "history cut here".)
+fn ancestry(repo: &Repository, new: Oid, old: Oid) -> Ancestry {
+    if repo.find_commit(old).is_err() {
+        return Ancestry::Unknown;
+    }
+    let shallow: std::collections::HashSet<Oid> = fs::read_to_string(repo.path().join("shallow"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| Oid::from_str(l.trim()).ok())
+        .collect();
+    let mut seen = std::collections::HashSet::new();
+    let mut queue = std::collections::VecDeque::from([new]);
+    let mut cut = false;
+    while let Some(oid) = queue.pop_front() {
+        if oid == old {
+            return Ancestry::Descendant;
+        }
+        if !seen.insert(oid) {
+            continue;
+        }
+        if seen.len() > MAX_ANCESTRY_WALK || shallow.contains(&oid) {
+            cut = true;
+            continue;
+        }
+        match repo.find_commit(oid) {
+            Ok(c) => queue.extend(c.parent_ids()),
+            Err(_) => cut = true,
+        }
+    }
+    if cut {
+        Ancestry::Unknown
+    } else {
+        Ancestry::Rewritten
+    }
+}
+
 fn is_ancestor(repo: &Repository, ancestor: Oid, tip: Oid) -> bool {
     repo.graph_descendant_of(tip, ancestor).unwrap_or(false)
 }
@@ -727,9 +937,22 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// `git_remote_connect` with custom HTTP headers (git2's `connect_auth` has
-/// no way to pass them, and a bearer token must be sent on the ref listing
-/// too). `cbs` must stay alive, unmoved, until the remote is disconnected.
+// Not bound by libgit2-sys 0.18; part of libgit2's public API since 1.7 and
+// linked in with it.
+unsafe extern "C" {
+    fn git_remote_connect_ext(
+        remote: *mut libgit2_sys::git_remote,
+        direction: libgit2_sys::git_direction,
+        opts: *const libgit2_sys::git_remote_connect_options,
+    ) -> std::os::raw::c_int;
+}
+
+/// `git_remote_connect_ext` with custom HTTP headers (git2's `connect_auth`
+/// has no way to pass them, and a bearer token must be sent on the ref
+/// listing too) and without following redirects to another host
+/// (`git_remote_connect` would read `http.followRedirects`, default
+/// "initial": anywhere). `cbs` must stay alive, unmoved, until the remote is
+/// disconnected.
 fn connect(
     remote: &mut Remote<'_>,
     cbs: &RemoteCallbacks<'_>,
@@ -741,20 +964,20 @@ fn connect(
         count: ptrs.len(),
     };
     let proxy = ProxyOptions::new();
-    let raw_cbs = cbs.raw();
-    let raw_proxy = proxy.raw();
-    // SAFETY: every pointer is valid for the call; libgit2 copies the
-    // options (headers included) into the connection. The callbacks'
-    // payload points at `cbs`, which the caller keeps alive until it
-    // disconnects.
+    // SAFETY: `raw()` copies plain structs; the pointers inside them (the
+    // callbacks' payload, the header strings) stay valid for the call, and
+    // libgit2 copies the options (headers included) into the connection.
+    // The callbacks' payload points at `cbs`, which the caller keeps alive
+    // until it disconnects.
     let rc = unsafe {
-        libgit2_sys::git_remote_connect(
-            remote.raw(),
-            libgit2_sys::GIT_DIRECTION_FETCH,
-            &raw_cbs,
-            &raw_proxy,
-            &strarray,
-        )
+        let opts = libgit2_sys::git_remote_connect_options {
+            version: 1, // GIT_REMOTE_CONNECT_OPTIONS_VERSION
+            callbacks: cbs.raw(),
+            proxy_opts: proxy.raw(),
+            follow_redirects: libgit2_sys::GIT_REMOTE_REDIRECT_NONE,
+            custom_headers: strarray,
+        };
+        git_remote_connect_ext(remote.raw(), libgit2_sys::GIT_DIRECTION_FETCH, &opts)
     };
     if rc < 0 {
         Err(git2::Error::last_error(rc))

@@ -12,10 +12,18 @@
 //!    `<cache_root>/<key>/repo`, connect to the remote and list its refs
 //!    (`git ls-remote`), resolve the ref to a commit. A pinned `commit`
 //!    (without `branch`) that is already cached needs no connection at all.
+//!    For http(s), the ref listing is first requested here to see
+//!    redirects: one to the same scheme, host and port is followed, any
+//!    other refused ([`ErrorCategory::RedirectRefused`]); libgit2 itself
+//!    follows none to another host.
 //! 4. Fetch **only if that commit is not in the cache yet**, with depth 1
 //!    where the ref allows it (branch, tag, semver, a commit that is its
-//!    branch's tip; not over `file://`, whose transport cannot do shallow).
-//!    [`GitSource::stats`] counts connections and fetches.
+//!    branch's tip; not over `file://`, whose transport cannot do shallow);
+//!    when the same ref moved from the previous commit given to
+//!    [`GitSource::sync_since`], with depth 64, so that the cache holds
+//!    enough history to tell a fast-forward from a rewrite
+//!    ([`Artifact::change`]). [`GitSource::stats`] counts connections and
+//!    fetches.
 //! 5. Materialise the commit's tree straight from the object database into
 //!    `<cache_root>/<key>/checkouts/<sha>` (written to a temporary name and
 //!    renamed, so a directory that exists is complete); older checkouts of
@@ -40,6 +48,7 @@ mod credentials;
 mod error;
 mod git;
 mod known_hosts;
+mod redirect;
 mod semver_ref;
 mod spec;
 mod tls;
@@ -54,7 +63,7 @@ use std::time::Duration;
 pub use credentials::{Credentials, Secret};
 pub use error::{ErrorCategory, ErrorContext, SourceError};
 pub use spec::{GitRef, SecretRef, SourceSpec};
-pub use url::{GitUrl, Transport, scrub_url};
+pub use url::{GitUrl, Transport, scrub_url, url_secrets};
 
 /// Identifies one ApplySet's cache: its namespace and name.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -108,6 +117,36 @@ pub struct Artifact {
     /// Whether this sync fetched from the remote (false when the commit was
     /// already cached).
     pub fetched: bool,
+    /// How this revision relates to the previous one given to
+    /// [`GitSource::sync_since`]; `None` without one, or when the commit is
+    /// the same.
+    pub change: Option<RevisionChange>,
+}
+
+/// The revision moved: from what, and how.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RevisionChange {
+    /// The previous revision, as given (`main@sha1:…`).
+    pub previous: String,
+    pub ancestry: Ancestry,
+}
+
+/// How a new commit relates to the previous commit of the same ref, by what
+/// the cache holds (see the fetch depth in the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ancestry {
+    /// The new commit descends from the previous one: a fast-forward.
+    Descendant,
+    /// It does not: the ref was force-pushed backwards or its history
+    /// rewritten.
+    Rewritten,
+    /// The cache cannot tell: the previous commit is not in it (a new cache,
+    /// another URL) or the history between them is cut (shallow fetch,
+    /// more than the fetched depth).
+    Unknown,
+    /// Not compared: the ref itself changed (another branch, tag or semver
+    /// pick) or the spec pins a commit.
+    NotCompared,
 }
 
 /// Size limits, enforced during the fetch (bytes received) and the checkout.
@@ -229,8 +268,30 @@ impl GitSource {
         auth: Option<Credentials>,
         timeout: Duration,
     ) -> Result<Artifact, SourceError> {
+        self.sync_since(key, spec, auth, timeout, None).await
+    }
+
+    /// [`GitSource::sync`], relating the result to `previous`, the revision
+    /// applied before (`<ref>@sha1:<hex>` as in [`Artifact::revision`]):
+    /// [`Artifact::change`] says whether the ref moved forward or its
+    /// history was rewritten.
+    pub async fn sync_since(
+        &self,
+        key: &CacheKey,
+        spec: &SourceSpec,
+        auth: Option<Credentials>,
+        timeout: Duration,
+        previous: Option<&str>,
+    ) -> Result<Artifact, SourceError> {
         self.counters.syncs.fetch_add(1, Ordering::Relaxed);
-        let job = git::Job::prepare(self.cache_dir(key), spec, auth, self.limits)?;
+        let job = git::Job::prepare(
+            self.cache_dir(key),
+            spec,
+            auth,
+            self.limits,
+            timeout,
+            previous,
+        )?;
         let ctx = job.ctx.clone();
         let cancel = Arc::new(AtomicBool::new(false));
         let lock = self.lock_for(key);
@@ -268,11 +329,11 @@ impl GitSource {
                 // An earlier sync of this key (timed out, but stuck in a socket read that no
                 // cancel flag reaches) still holds the cache: say so, not "timed out".
                 tracing::debug!(key = ?key, ?timeout, "git source busy with an earlier sync");
-                Err(SourceError::new(
-                    ErrorCategory::Timeout,
+                Err(SourceError::timeout(
                     &ctx,
+                    timeout,
                     format!(
-                        "an earlier fetch of this source is still running (it stops at the server I/O timeout of {} s); not started within {timeout:?}",
+                        "an earlier fetch of this source is still running (it stops at the server I/O timeout of {} s at the latest); this one could not start",
                         SERVER_IO_TIMEOUT_MS / 1000
                     ),
                 ))
@@ -280,10 +341,7 @@ impl GitSource {
             Err(_) => {
                 cancel.store(true, Ordering::SeqCst);
                 tracing::debug!(key = ?key, ?timeout, "git source sync timed out");
-                Err(SourceError::Timeout {
-                    ctx,
-                    after: timeout,
-                })
+                Err(SourceError::timeout(&ctx, timeout, ""))
             }
         }
     }
@@ -334,7 +392,7 @@ mod tests {
     #[test]
     fn categories_are_bounded() {
         let names: Vec<&str> = ErrorCategory::ALL.iter().map(|c| c.as_str()).collect();
-        assert_eq!(names.len(), 10);
+        assert_eq!(names.len(), 11);
         assert!(
             names
                 .iter()

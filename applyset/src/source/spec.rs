@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::error::SourceError;
-use super::url::scrub_url;
+use super::url::scrub_one_url;
 
 /// `spec.source`: where the manifests come from.
 #[derive(Deserialize, Serialize, Clone, PartialEq, JsonSchema)]
@@ -32,7 +32,7 @@ pub struct SourceSpec {
 impl fmt::Debug for SourceSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SourceSpec")
-            .field("url", &scrub_url(&self.url))
+            .field("url", &scrub_one_url(&self.url))
             .field("reference", &self.reference)
             .field("path", &self.path)
             .field("secret_ref", &self.secret_ref)

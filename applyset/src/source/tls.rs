@@ -28,6 +28,12 @@ impl CaBundle {
         Ok(CaBundle { certs })
     }
 
+    /// The CAs, to trust them on a connection of our own (the redirect
+    /// check) on top of the system roots, as the git transport does.
+    pub(crate) fn certs(&self) -> &[X509] {
+        &self.certs
+    }
+
     /// Whether the DER leaf certificate `leaf` presented by `host` chains to
     /// one of our CAs and names `host`.
     pub(crate) fn verifies(&self, leaf: &[u8], host: &str) -> Result<(), String> {

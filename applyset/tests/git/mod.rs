@@ -1,7 +1,7 @@
 //! Test support for the git source: fixture repositories built with the real
 //! `git` CLI, a git smart-HTTP server (`git http-backend` behind a small
 //! std-only HTTP/1.1 CGI bridge that checks Basic/Bearer auth, optionally
-//! over TLS), an sshd on a loopback port with a deploy key, and a TCP server
+//! over TLS, and that answers configured redirects), an sshd on a loopback port with a deploy key, and a TCP server
 //! that accepts and never answers.
 
 #![allow(dead_code)]
@@ -11,8 +11,8 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -209,7 +209,14 @@ pub struct GitHttpServer {
     pub ref_listings: Arc<AtomicUsize>,
     pub upload_packs: Arc<AtomicUsize>,
     pub unauthorized: Arc<AtomicUsize>,
+    /// Redirects answered (every request whose path starts with a prefix).
+    pub redirected: Arc<AtomicUsize>,
+    redirects: Redirects,
 }
+
+/// `(path prefix, target)`: a request for `<prefix><rest>?<query>` is
+/// answered `301 Location: <target><rest>?<query>`.
+type Redirects = Arc<Mutex<Vec<(String, String)>>>;
 
 pub type TlsAcceptor = Arc<openssl::ssl::SslAcceptor>;
 
@@ -226,6 +233,8 @@ impl GitHttpServer {
             ref_listings: Arc::default(),
             upload_packs: Arc::default(),
             unauthorized: Arc::default(),
+            redirected: Arc::default(),
+            redirects: Arc::default(),
         };
         let root = project_root.to_path_buf();
         let (refs, packs, unauth) = (
@@ -233,6 +242,7 @@ impl GitHttpServer {
             server.upload_packs.clone(),
             server.unauthorized.clone(),
         );
+        let (redirects, redirected) = (server.redirects.clone(), server.redirected.clone());
         thread::spawn(move || {
             for conn in listener.incoming() {
                 if stop.load(Ordering::SeqCst) {
@@ -242,13 +252,15 @@ impl GitHttpServer {
                 let _ = conn.set_read_timeout(Some(Duration::from_secs(30)));
                 let (root, auth, tls) = (root.clone(), auth.clone(), tls.clone());
                 let counters = (refs.clone(), packs.clone(), unauth.clone());
+                let redirects = (redirects.clone(), redirected.clone());
                 thread::spawn(move || {
+                    let redirects = (&redirects.0, &*redirects.1);
                     let result = match tls {
                         Some(acceptor) => match acceptor.accept(conn) {
-                            Ok(s) => serve_one(s, &root, &auth, &counters),
+                            Ok(s) => serve_one(s, &root, &auth, &counters, redirects),
                             Err(_) => Ok(()), // handshake refused by the client
                         },
-                        None => serve_one(conn, &root, &auth, &counters),
+                        None => serve_one(conn, &root, &auth, &counters, redirects),
                     };
                     if let Err(e) = result {
                         eprintln!("test http server: {e}");
@@ -261,6 +273,15 @@ impl GitHttpServer {
 
     pub fn url(&self, repo: &str) -> String {
         format!("http://127.0.0.1:{}/{repo}", self.port)
+    }
+
+    /// From now on, answer every request under `/<from>` with a redirect
+    /// to `to` (an absolute URL or a path) plus the rest of the request.
+    pub fn redirect(&self, from: &str, to: &str) {
+        self.redirects
+            .lock()
+            .unwrap()
+            .push((format!("/{from}"), to.to_string()));
     }
 }
 
@@ -279,6 +300,7 @@ fn serve_one<S: Read + Write>(
     root: &Path,
     auth: &HttpAuth,
     counters: &Counters,
+    (redirects, redirected): (&Redirects, &AtomicUsize),
 ) -> std::io::Result<()> {
     let mut reader = BufReader::new(stream);
     let mut line = String::new();
@@ -325,6 +347,22 @@ fn serve_one<S: Read + Write>(
         reader.read_exact(&mut body)?;
     }
     let mut stream = reader.into_inner();
+
+    // Redirects come first, as a moved repository's do on real servers.
+    let redirect = redirects.lock().unwrap().iter().find_map(|(prefix, to)| {
+        target
+            .strip_prefix(prefix.as_str())
+            .filter(|rest| rest.is_empty() || rest.starts_with(['/', '?']))
+            .map(|rest| format!("{to}{rest}"))
+    });
+    if let Some(location) = redirect {
+        redirected.fetch_add(1, Ordering::SeqCst);
+        write!(
+            stream,
+            "HTTP/1.1 301 Moved Permanently\r\nLocation: {location}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        )?;
+        return stream.flush();
+    }
 
     let authorized = match auth {
         HttpAuth::None => true,

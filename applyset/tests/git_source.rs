@@ -523,6 +523,23 @@ async fn size_limits() {
             .await,
         ErrorCategory::TooLarge,
     );
+
+    // One file over the per-file limit is refused on its header, before it is inflated: 64 MiB
+    // of zeros are a few hundred KB in git.
+    let zeros = Fixture::new("size-zeros");
+    zeros.write("small.yaml", "x");
+    zeros.write("zeros.yaml", vec![0u8; 64 * 1024 * 1024]);
+    zeros.commit("zeros");
+    let src = source("size-file-bytes").with_limits(Limits {
+        max_checkout_file_bytes: 1024 * 1024,
+        ..Limits::default()
+    });
+    let e = expect_err(
+        src.sync(&key("s"), &spec(&zeros.url(), branch("main"), None), None, T)
+            .await,
+        ErrorCategory::TooLarge,
+    );
+    assert!(e.to_string().contains("zeros.yaml") && e.to_string().contains("67108864"), "{e}");
 }
 
 #[tokio::test]

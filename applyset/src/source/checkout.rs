@@ -28,6 +28,7 @@ pub(crate) enum CheckoutError {
 pub(crate) struct Budget<'a> {
     pub(crate) max_bytes: u64,
     pub(crate) max_files: u64,
+    pub(crate) max_file_bytes: u64,
     pub(crate) used_bytes: u64,
     pub(crate) used_files: u64,
     pub(crate) cancelled: &'a dyn Fn() -> bool,
@@ -81,6 +82,14 @@ pub(crate) fn write_tree(
                 write_tree(repo, &sub, &path, budget)?;
             }
             (Some(ObjectType::Blob), mode) => {
+                let (size, _) = repo.odb().and_then(|odb| odb.read_header(entry.id())).map_err(git)?;
+                if size as u64 > budget.max_file_bytes {
+                    return Err(CheckoutError::TooLarge(format!(
+                        "{} is {size} bytes, more than the {} bytes a file of a checkout may have",
+                        path.display(),
+                        budget.max_file_bytes
+                    )));
+                }
                 let blob = repo.find_blob(entry.id()).map_err(git)?;
                 let content = blob.content();
                 budget.used_bytes += content.len() as u64;

@@ -837,6 +837,7 @@ impl Job {
             let mut budget = Budget {
                 max_bytes: self.limits.max_checkout_bytes,
                 max_files: self.limits.max_checkout_files,
+                max_file_bytes: self.limits.max_checkout_file_bytes,
                 used_bytes: 0,
                 used_files: 0,
                 cancelled: &cancelled,

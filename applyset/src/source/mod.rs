@@ -158,6 +158,10 @@ pub struct Limits {
     pub max_checkout_bytes: u64,
     /// Maximum number of entries (files, directories, links) of one checkout.
     pub max_checkout_files: u64,
+    /// Maximum size of one file of a checkout, checked on the object's header before it is
+    /// inflated: libgit2 holds a blob whole in memory, and a file of zeros hundreds of MB
+    /// large is well under a megabyte in git.
+    pub max_checkout_file_bytes: u64,
 }
 
 impl Default for Limits {
@@ -166,6 +170,7 @@ impl Default for Limits {
             max_fetch_bytes: 512 * 1024 * 1024,
             max_checkout_bytes: 1024 * 1024 * 1024,
             max_checkout_files: 200_000,
+            max_checkout_file_bytes: 64 * 1024 * 1024,
         }
     }
 }

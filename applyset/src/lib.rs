@@ -1,9 +1,9 @@
 //! The `applyset` operator and its command-line tools.
 
+pub mod apply;
 pub mod cli;
 pub mod commands;
 pub mod document;
-pub mod apply;
 pub mod manifest;
 pub mod operator;
 pub mod redact;

@@ -134,7 +134,9 @@ struct Registry {
 
 fn registry() -> &'static RwLock<Registry> {
     static REGISTRY: OnceLock<RwLock<Registry>> = OnceLock::new();
-    REGISTRY.get_or_init(|| RwLock::new(Registry { by_owner: BTreeMap::new(), matcher: Arc::new(Matcher { automaton: None }) }))
+    REGISTRY.get_or_init(|| {
+        RwLock::new(Registry { by_owner: BTreeMap::new(), matcher: Arc::new(Matcher { automaton: None }) })
+    })
 }
 
 fn rebuild(registry: &mut Registry) {
@@ -230,7 +232,10 @@ mod tests {
     #[test]
     fn every_form_of_a_secret_value_is_redacted() {
         let mut secrets = Secrets::new();
-        secrets.add_manifest(&secret_manifest(&[("token", "ghp_T0ken/with+chars")], &[("password", "hunter2 \"quoted\" <&>")]));
+        secrets.add_manifest(&secret_manifest(
+            &[("token", "ghp_T0ken/with+chars")],
+            &[("password", "hunter2 \"quoted\" <&>")],
+        ));
         let plain = "hunter2 \"quoted\" <&>";
         let once = json_escaped(plain);
         let twice = json_escaped(&once);
@@ -250,7 +255,8 @@ mod tests {
     fn short_values_and_other_kinds_are_left_alone() {
         let mut secrets = Secrets::new();
         secrets.add("abc");
-        let config_map = Value::from_json_str(r#"{"apiVersion":"v1","kind":"ConfigMap","data":{"k":"visible-value"}}"#).unwrap();
+        let config_map =
+            Value::from_json_str(r#"{"apiVersion":"v1","kind":"ConfigMap","data":{"k":"visible-value"}}"#).unwrap();
         secrets.add_manifest(&config_map);
         assert!(secrets.is_empty());
         assert_eq!(secrets.redact("abc visible-value"), "abc visible-value");
@@ -276,7 +282,10 @@ mod tests {
     fn source_secrets_are_redacted_in_every_shape() {
         let url = "https://user:p%40ss%2Fw%23rd%3F%20x@git.example.com/org/repo.git";
         let mut secrets = Secrets::new();
-        for value in crate::source::url_secrets(url).into_iter().chain(crate::source::url_secrets("https://ghp_TokenAsUser123@h/r")) {
+        for value in crate::source::url_secrets(url)
+            .into_iter()
+            .chain(crate::source::url_secrets("https://ghp_TokenAsUser123@h/r"))
+        {
             secrets.add(&value);
         }
         for message in [

@@ -149,7 +149,13 @@ async fn create_then_unchanged_then_configured_with_kubectls_annotation() -> Res
     assert!(annotation(&our_cm.metadata.annotations).ends_with("}\n"));
     let deployment_annotation = |ns: &TestNamespace| -> Result<String> {
         ns.kubectl_ok(
-            &["get", "deployment", "web", "-o", r#"jsonpath={.metadata.annotations.kubectl\.kubernetes\.io/last-applied-configuration}"#],
+            &[
+                "get",
+                "deployment",
+                "web",
+                "-o",
+                r#"jsonpath={.metadata.annotations.kubectl\.kubernetes\.io/last-applied-configuration}"#,
+            ],
             None,
         )
     };
@@ -171,20 +177,28 @@ async fn create_then_unchanged_then_configured_with_kubectls_annotation() -> Res
     // Where kubectl patches on every run, so do we, with the same annotation.
     let quirky = Dir::new(&[("quirky.yaml", QUIRKY)])?;
     for _ in 0..2 {
-        let ours_out = applyset_cmd(&ours.kubeconfig, "apply", &["-f", quirky.path(), "-n", &ours.name])?.success_stdout()?;
+        let ours_out =
+            applyset_cmd(&ours.kubeconfig, "apply", &["-f", quirky.path(), "-n", &ours.name])?.success_stdout()?;
         let theirs_out = theirs.kubectl_ok(&["apply", "-f", quirky.path()], None)?;
         assert_eq!(ours_out, theirs_out);
     }
     let quirky_annotation = |ns: &TestNamespace| -> Result<String> {
         ns.kubectl_ok(
-            &["get", "deployment", "quirky", "-o", r#"jsonpath={.metadata.annotations.kubectl\.kubernetes\.io/last-applied-configuration}"#],
+            &[
+                "get",
+                "deployment",
+                "quirky",
+                "-o",
+                r#"jsonpath={.metadata.annotations.kubectl\.kubernetes\.io/last-applied-configuration}"#,
+            ],
             None,
         )
     };
     assert_eq!(quirky_annotation(&ours)?, swap(quirky_annotation(&theirs)?));
 
     // `-o name` prints only the names.
-    let named = applyset_cmd(&ours.kubeconfig, "apply", &["-f", dir.path(), "-n", &ours.name, "-o", "name"])?.success_stdout()?;
+    let named = applyset_cmd(&ours.kubeconfig, "apply", &["-f", dir.path(), "-n", &ours.name, "-o", "name"])?
+        .success_stdout()?;
     assert_eq!(lines(&named), ["configmap/settings", "deployment.apps/web"]);
     Ok(())
 }
@@ -223,7 +237,10 @@ spec:
     let out = applyset_cmd(&ns.kubeconfig, "apply", &["-f", dir.path(), "-n", &ns.name])?.success_stdout()?;
     assert_eq!(
         lines(&out),
-        [format!("widget.{group}/w1 created").as_str(), format!("customresourcedefinition.apiextensions.k8s.io/widgets.{group} created").as_str()]
+        [
+            format!("widget.{group}/w1 created").as_str(),
+            format!("customresourcedefinition.apiextensions.k8s.io/widgets.{group} created").as_str()
+        ]
     );
     let again = applyset_cmd(&ns.kubeconfig, "apply", &["-f", dir.path(), "-n", &ns.name])?.success_stdout()?;
     assert!(again.contains(&format!("widget.{group}/w1 unchanged")), "{again}");
@@ -231,7 +248,8 @@ spec:
 
     // Custom resources take the JSON merge patch: the list is replaced whole.
     dir.write("a-widget.yaml", &cr.replace("tags: [a, b]", "tags: [c]"))?;
-    let changed = applyset_cmd(&ns.kubeconfig, "apply", &["-f", &dir.file("a-widget.yaml"), "-n", &ns.name])?.success_stdout()?;
+    let changed =
+        applyset_cmd(&ns.kubeconfig, "apply", &["-f", &dir.file("a-widget.yaml"), "-n", &ns.name])?.success_stdout()?;
     assert_eq!(lines(&changed), [format!("widget.{group}/w1 configured").as_str()]);
     let tags = ns.kubectl_ok(&["get", &format!("widgets.{group}"), "w1", "-o", "jsonpath={.spec.tags}"], None)?;
     assert_eq!(tags, r#"["c"]"#);
@@ -271,7 +289,10 @@ async fn unknown_kind_fails_only_that_object() -> Result<()> {
         out.stderr
     );
     assert!(
-        out.stderr.starts_with(&format!("error: {}: document 1 (line 1): resource mapping not found", dir.file("mixed.yaml"))),
+        out.stderr.starts_with(&format!(
+            "error: {}: document 1 (line 1): resource mapping not found",
+            dir.file("mixed.yaml")
+        )),
         "{}",
         out.stderr
     );
@@ -289,7 +310,8 @@ async fn invalid_objects_show_the_apiservers_message_like_kubectl() -> Result<()
     let out = applyset_cmd(&ns.kubeconfig, "apply", &["-f", dir.path(), "-n", &ns.name])?;
     assert!(!out.success);
     assert!(out.stdout.is_empty(), "{}", out.stdout);
-    let kubectl_form = "The Deployment \"web\" is invalid: spec.replicas: Invalid value: -1: must be greater than or equal to 0\n";
+    let kubectl_form =
+        "The Deployment \"web\" is invalid: spec.replicas: Invalid value: -1: must be greater than or equal to 0\n";
     assert_eq!(out.stderr, format!("{}: document 1 (line 1): {kubectl_form}", dir.file("bad.yaml")));
     let kubectl = ns.kubectl()?.args(["apply", "-f", dir.path()]).output()?;
     assert_eq!(String::from_utf8_lossy(&kubectl.stderr), kubectl_form);
@@ -335,10 +357,8 @@ async fn server_warnings_are_printed_once() -> Result<()> {
 #[tokio::test]
 async fn namespace_rules() -> Result<()> {
     let ns = TestNamespace::create("apply-ns").await?;
-    let dir = Dir::new(&[(
-        "cm.yaml",
-        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: elsewhere, namespace: other}\n",
-    )])?;
+    let dir =
+        Dir::new(&[("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: elsewhere, namespace: other}\n")])?;
     let out = applyset_cmd(&ns.kubeconfig, "apply", &["-f", dir.path(), "-n", &ns.name])?;
     assert!(!out.success);
     assert!(
@@ -368,8 +388,9 @@ async fn dry_runs_change_nothing() -> Result<()> {
     let ns = TestNamespace::create("apply-dry").await?;
     let dir = Dir::new(&[("app.yaml", APP)])?;
     for (mode, suffix) in [("client", "(dry run)"), ("server", "(server dry run)")] {
-        let out = applyset_cmd(&ns.kubeconfig, "apply", &["-f", dir.path(), "-n", &ns.name, &format!("--dry-run={mode}")])?
-            .success_stdout()?;
+        let out =
+            applyset_cmd(&ns.kubeconfig, "apply", &["-f", dir.path(), "-n", &ns.name, &format!("--dry-run={mode}")])?
+                .success_stdout()?;
         assert_eq!(
             lines(&out),
             [format!("configmap/settings created {suffix}"), format!("deployment.apps/web created {suffix}")]
@@ -379,8 +400,9 @@ async fn dry_runs_change_nothing() -> Result<()> {
     applyset_cmd(&ns.kubeconfig, "apply", &["-f", dir.path(), "-n", &ns.name])?.success_stdout()?;
     dir.write("app.yaml", &APP.replace("mode: \"fast\"", "mode: \"slow\""))?;
     for (mode, suffix) in [("client", "(dry run)"), ("server", "(server dry run)")] {
-        let out = applyset_cmd(&ns.kubeconfig, "apply", &["-f", dir.path(), "-n", &ns.name, &format!("--dry-run={mode}")])?
-            .success_stdout()?;
+        let out =
+            applyset_cmd(&ns.kubeconfig, "apply", &["-f", dir.path(), "-n", &ns.name, &format!("--dry-run={mode}")])?
+                .success_stdout()?;
         assert_eq!(
             lines(&out),
             [format!("configmap/settings configured {suffix}"), format!("deployment.apps/web unchanged {suffix}")]
@@ -403,7 +425,8 @@ async fn force_recreates_on_an_immutable_change() -> Result<()> {
     assert!(!refused.success);
     assert!(refused.stderr.contains(r#"The ConfigMap "frozen" is invalid"#), "{}", refused.stderr);
 
-    let forced = applyset_cmd(&ns.kubeconfig, "apply", &["-f", dir.path(), "-n", &ns.name, "--force"])?.success_stdout()?;
+    let forced =
+        applyset_cmd(&ns.kubeconfig, "apply", &["-f", dir.path(), "-n", &ns.name, "--force"])?.success_stdout()?;
     assert_eq!(lines(&forced), ["configmap/frozen configured"]);
     let after = configmap(&ns, "frozen").await?;
     assert_eq!(after.data.unwrap()["a"], "2");
@@ -431,13 +454,20 @@ async fn missing_annotation_is_warned_about_and_added() -> Result<()> {
 #[tokio::test]
 async fn unreachable_apiserver_is_one_clear_error() -> Result<()> {
     let dir = Dir::new(&[
-        ("kubeconfig", "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: \"https://127.0.0.1:1\", insecure-skip-tls-verify: true}\nusers:\n- name: u\n  user: {token: t}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n"),
+        (
+            "kubeconfig",
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: \"https://127.0.0.1:1\", insecure-skip-tls-verify: true}\nusers:\n- name: u\n  user: {token: t}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n",
+        ),
         ("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"),
     ])?;
     let out = applyset_cmd(Path::new(&dir.file("kubeconfig")), "apply", &["-f", &dir.file("cm.yaml")])?;
     assert!(!out.success);
     assert!(out.stdout.is_empty());
-    assert!(out.stderr.starts_with("error: cannot reach the Kubernetes API server at https://127.0.0.1:1"), "{}", out.stderr);
+    assert!(
+        out.stderr.starts_with("error: cannot reach the Kubernetes API server at https://127.0.0.1:1"),
+        "{}",
+        out.stderr
+    );
     assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
     Ok(())
 }
@@ -461,7 +491,11 @@ async fn diff_shows_patch_and_exit_codes() -> Result<()> {
     assert!(changed.stdout.contains("diff deployment.apps/web"), "{}", changed.stdout);
     assert!(changed.stdout.contains("patch (application/strategic-merge-patch+json):"), "{}", changed.stdout);
     assert!(changed.stdout.contains(r#"},"spec":{"replicas":5}}"#), "{}", changed.stdout);
-    assert!(changed.stdout.contains("-  replicas: 2") && changed.stdout.contains("+  replicas: 5"), "{}", changed.stdout);
+    assert!(
+        changed.stdout.contains("-  replicas: 2") && changed.stdout.contains("+  replicas: 5"),
+        "{}",
+        changed.stdout
+    );
     assert!(!changed.stdout.contains("configmap/settings"), "{}", changed.stdout);
     let live = ns.kubectl_ok(&["get", "deployment", "web", "-o", "jsonpath={.spec.replicas}"], None)?;
     assert_eq!(live, "2");
@@ -528,7 +562,10 @@ mod proxy {
                     if *left > 0 {
                         *left -= 1;
                         let body = r#"{"kind":"Status","apiVersion":"v1","status":"Failure","message":"Operation cannot be fulfilled: the object has been modified","reason":"Conflict","code":409}"#;
-                        return Ok(http::Response::builder().status(409).body(Body::from(body.as_bytes().to_vec())).unwrap());
+                        return Ok(http::Response::builder()
+                            .status(409)
+                            .body(Body::from(body.as_bytes().to_vec()))
+                            .unwrap());
                     }
                 }
                 this.inner.send(request).await
@@ -591,7 +628,8 @@ async fn conflicts_are_retried_with_a_fresh_get() -> Result<()> {
     let (cluster, log) = proxy::cluster(&ns.kubeconfig).await?;
     *log.conflicts_to_inject.lock().unwrap() = 2;
     let started = std::time::Instant::now();
-    let report = applyset::apply::apply(&cluster, load(&cm.replace("\"1\"", "\"2\"")), &proxy::options(&ns.name)).await?;
+    let report =
+        applyset::apply::apply(&cluster, load(&cm.replace("\"1\"", "\"2\"")), &proxy::options(&ns.name)).await?;
     assert!(matches!(report.objects[0].result, Ok(applyset::apply::Verb::Configured)), "{:?}", report.objects[0]);
     // kubectl: first retry immediately, the second after 1 s; one GET per retry.
     assert_eq!(log.count("PATCH"), 3);
@@ -602,10 +640,15 @@ async fn conflicts_are_retried_with_a_fresh_get() -> Result<()> {
     // Six conflicts in a row exhaust the retries.
     let (cluster, log) = proxy::cluster(&ns.kubeconfig).await?;
     *log.conflicts_to_inject.lock().unwrap() = 6;
-    let report = applyset::apply::apply(&cluster, load(&cm.replace("\"1\"", "\"3\"")), &proxy::options(&ns.name)).await?;
+    let report =
+        applyset::apply::apply(&cluster, load(&cm.replace("\"1\"", "\"3\"")), &proxy::options(&ns.name)).await?;
     let error = report.objects[0].result.as_ref().unwrap_err();
     assert_eq!(log.count("PATCH"), 6);
-    assert!(error.render().starts_with("Error from server (Conflict): error when applying patch:"), "{}", error.render());
+    assert!(
+        error.render().starts_with("Error from server (Conflict): error when applying patch:"),
+        "{}",
+        error.render()
+    );
     if report.objects.len() != 1 {
         bail!("one object expected");
     }

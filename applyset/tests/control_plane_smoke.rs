@@ -37,10 +37,7 @@ spec:
 "#;
 
 fn owned_by(object: &impl ResourceExt, kind: &str, name: &str) -> bool {
-    object
-        .owner_references()
-        .iter()
-        .any(|owner| owner.kind == kind && owner.name == name)
+    object.owner_references().iter().any(|owner| owner.kind == kind && owner.name == name)
 }
 
 #[tokio::test]
@@ -48,56 +45,33 @@ async fn deployment_gets_replicaset_and_pods_which_are_garbage_collected() -> Re
     let namespace = TestNamespace::create("deployment").await?;
     namespace.kubectl_ok(&["apply", "-f", "-"], Some(DEPLOYMENT))?;
     let listed = namespace.kubectl_ok(&["get", "deployments", "-o", "name"], None)?;
-    ensure!(
-        listed.trim() == "deployment.apps/web",
-        "kubectl get deployments said {listed:?}"
-    );
+    ensure!(listed.trim() == "deployment.apps/web", "kubectl get deployments said {listed:?}");
 
     let replica_sets = Api::<ReplicaSet>::namespaced(namespace.client.clone(), &namespace.name);
     let pods = Api::<Pod>::namespaced(namespace.client.clone(), &namespace.name);
-    let replica_set = eventually(
-        "the deployment controller to create a ReplicaSet",
-        CONTROLLER_TIMEOUT,
-        || async {
-            let list = replica_sets.list(&ListParams::default()).await?;
-            Ok(list
-                .items
-                .into_iter()
-                .find(|rs| owned_by(rs, "Deployment", "web"))
-                .map(|rs| rs.name_any()))
-        },
-    )
+    let replica_set = eventually("the deployment controller to create a ReplicaSet", CONTROLLER_TIMEOUT, || async {
+        let list = replica_sets.list(&ListParams::default()).await?;
+        Ok(list.items.into_iter().find(|rs| owned_by(rs, "Deployment", "web")).map(|rs| rs.name_any()))
+    })
     .await?;
     // No scheduler or kubelet runs, so the Pods stay Pending; that the
     // replicaset controller creates them (admitted with the namespace's
     // default ServiceAccount) is what matters.
-    eventually(
-        "the replicaset controller to create 2 Pods",
-        CONTROLLER_TIMEOUT,
-        || async {
-            let list = pods.list(&ListParams::default()).await?;
-            let owned = list
-                .items
-                .iter()
-                .filter(|pod| owned_by(*pod, "ReplicaSet", &replica_set))
-                .count();
-            Ok((owned == 2).then_some(()))
-        },
-    )
+    eventually("the replicaset controller to create 2 Pods", CONTROLLER_TIMEOUT, || async {
+        let list = pods.list(&ListParams::default()).await?;
+        let owned = list.items.iter().filter(|pod| owned_by(*pod, "ReplicaSet", &replica_set)).count();
+        Ok((owned == 2).then_some(()))
+    })
     .await?;
 
     // kubectl deletes with background propagation: the garbage collector
     // must remove the ReplicaSet and, through it, the Pods.
     namespace.kubectl_ok(&["delete", "deployment", "web", "--wait=false"], None)?;
-    eventually(
-        "garbage collection of the ReplicaSet and its Pods",
-        CONTROLLER_TIMEOUT,
-        || async {
-            let replica_sets_left = replica_sets.list(&ListParams::default()).await?.items.len();
-            let pods_left = pods.list(&ListParams::default()).await?.items.len();
-            Ok((replica_sets_left == 0 && pods_left == 0).then_some(()))
-        },
-    )
+    eventually("garbage collection of the ReplicaSet and its Pods", CONTROLLER_TIMEOUT, || async {
+        let replica_sets_left = replica_sets.list(&ListParams::default()).await?.items.len();
+        let pods_left = pods.list(&ListParams::default()).await?.items.len();
+        Ok((replica_sets_left == 0 && pods_left == 0).then_some(()))
+    })
     .await?;
     Ok(())
 }
@@ -110,16 +84,8 @@ struct CrdGuard<'a> {
 
 impl Drop for CrdGuard<'_> {
     fn drop(&mut self) {
-        let deleted = self.namespace.kubectl_ok(
-            &[
-                "delete",
-                "crd",
-                &self.name,
-                "--wait=false",
-                "--ignore-not-found",
-            ],
-            None,
-        );
+        let deleted =
+            self.namespace.kubectl_ok(&["delete", "crd", &self.name, "--wait=false", "--ignore-not-found"], None);
         if let Err(error) = deleted {
             eprintln!("warning: could not delete CRD {}: {error:#}", self.name);
         }
@@ -157,32 +123,15 @@ spec:
               size: {{type: integer}}
 "#
     );
-    let _crd_guard = CrdGuard {
-        namespace: &namespace,
-        name: crd_name.clone(),
-    };
+    let _crd_guard = CrdGuard { namespace: &namespace, name: crd_name.clone() };
     namespace.kubectl_ok(&["apply", "-f", "-"], Some(&crd))?;
-    namespace.kubectl_ok(
-        &[
-            "wait",
-            "--for=condition=Established",
-            &format!("crd/{crd_name}"),
-            "--timeout=60s",
-        ],
-        None,
-    )?;
+    namespace
+        .kubectl_ok(&["wait", "--for=condition=Established", &format!("crd/{crd_name}"), "--timeout=60s"], None)?;
 
-    let widget = format!(
-        "apiVersion: {group}/v1\nkind: Widget\nmetadata:\n  name: small\nspec:\n  size: 3\n"
-    );
+    let widget = format!("apiVersion: {group}/v1\nkind: Widget\nmetadata:\n  name: small\nspec:\n  size: 3\n");
     namespace.kubectl_ok(&["apply", "-f", "-"], Some(&widget))?;
     let sizes = namespace.kubectl_ok(
-        &[
-            "get",
-            &format!("widgets.{group}"),
-            "-o",
-            "jsonpath={range .items[*]}{.metadata.name}={.spec.size}{end}",
-        ],
+        &["get", &format!("widgets.{group}"), "-o", "jsonpath={range .items[*]}{.metadata.name}={.spec.size}{end}"],
         None,
     )?;
     ensure!(sizes == "small=3", "kubectl get widgets said {sizes:?}");
@@ -192,60 +141,28 @@ spec:
 #[tokio::test]
 async fn namespace_deletion_completes() -> Result<()> {
     let namespace = TestNamespace::create("doomed").await?;
-    namespace.kubectl_ok(
-        &[
-            "create",
-            "configmap",
-            "settings",
-            "--from-literal=colour=blue",
-        ],
-        None,
-    )?;
+    namespace.kubectl_ok(&["create", "configmap", "settings", "--from-literal=colour=blue"], None)?;
     namespace.kubectl_ok(&["apply", "-f", "-"], Some(DEPLOYMENT))?;
 
     // Completes only when the namespace controller has deleted the contents
     // and removed the kubernetes finalizer.
-    namespace.kubectl_ok(
-        &[
-            "delete",
-            "namespace",
-            &namespace.name,
-            "--wait=true",
-            "--timeout=120s",
-        ],
-        None,
-    )?;
-    let remaining = Api::<Namespace>::all(namespace.client.clone())
-        .get_opt(&namespace.name)
-        .await?;
-    ensure!(
-        remaining.is_none(),
-        "namespace still exists: {:?}",
-        remaining.map(|ns| ns.status)
-    );
+    namespace.kubectl_ok(&["delete", "namespace", &namespace.name, "--wait=true", "--timeout=120s"], None)?;
+    let remaining = Api::<Namespace>::all(namespace.client.clone()).get_opt(&namespace.name).await?;
+    ensure!(remaining.is_none(), "namespace still exists: {:?}", remaining.map(|ns| ns.status));
     Ok(())
 }
 
 #[tokio::test]
 async fn service_account_token_is_authenticated_and_authorized_by_rbac() -> Result<()> {
     let namespace = TestNamespace::create("rbac").await?;
-    let service_accounts =
-        Api::<ServiceAccount>::namespaced(namespace.client.clone(), &namespace.name);
+    let service_accounts = Api::<ServiceAccount>::namespaced(namespace.client.clone(), &namespace.name);
     let reader = ServiceAccount {
-        metadata: ObjectMeta {
-            name: Some("reader".into()),
-            ..ObjectMeta::default()
-        },
+        metadata: ObjectMeta { name: Some("reader".into()), ..ObjectMeta::default() },
         ..ServiceAccount::default()
     };
-    service_accounts
-        .create(&PostParams::default(), &reader)
-        .await?;
+    service_accounts.create(&PostParams::default(), &reader).await?;
     let request = TokenRequest {
-        spec: TokenRequestSpec {
-            expiration_seconds: Some(600),
-            ..TokenRequestSpec::default()
-        },
+        spec: TokenRequestSpec { expiration_seconds: Some(600), ..TokenRequestSpec::default() },
         ..TokenRequest::default()
     };
     let token = service_accounts
@@ -260,20 +177,9 @@ async fn service_account_token_is_authenticated_and_authorized_by_rbac() -> Resu
     // The apiserver authenticates the token.
     let reader_kubeconfig = namespace.token_kubeconfig(&token, "reader")?;
     let reader_kubectl = || kubectl(&reader_kubeconfig.path, &namespace.name);
-    let whoami = run(
-        reader_kubectl()?.args([
-            "auth",
-            "whoami",
-            "-o",
-            "jsonpath={.status.userInfo.username}",
-        ]),
-        None,
-    )?
-    .success_stdout()?;
-    ensure!(
-        whoami == reader_user,
-        "auth whoami with the token said {whoami:?}"
-    );
+    let whoami = run(reader_kubectl()?.args(["auth", "whoami", "-o", "jsonpath={.status.userInfo.username}"]), None)?
+        .success_stdout()?;
+    ensure!(whoami == reader_user, "auth whoami with the token said {whoami:?}");
 
     // RBAC denies what was not granted...
     let config_maps_as_reader =
@@ -285,22 +191,10 @@ async fn service_account_token_is_authenticated_and_authorized_by_rbac() -> Resu
         }
     }
     let denied = run(reader_kubectl()?.args(["get", "configmaps"]), None)?;
-    ensure!(
-        !denied.success && denied.stderr.contains("Forbidden"),
-        "kubectl get as reader: {denied:?}"
-    );
+    ensure!(!denied.success && denied.stderr.contains("Forbidden"), "kubectl get as reader: {denied:?}");
 
     // ...and allows it once a Role grants it.
-    namespace.kubectl_ok(
-        &[
-            "create",
-            "role",
-            "configmap-reader",
-            "--verb=get,list",
-            "--resource=configmaps",
-        ],
-        None,
-    )?;
+    namespace.kubectl_ok(&["create", "role", "configmap-reader", "--verb=get,list", "--resource=configmaps"], None)?;
     namespace.kubectl_ok(
         &[
             "create",
@@ -311,49 +205,22 @@ async fn service_account_token_is_authenticated_and_authorized_by_rbac() -> Resu
         ],
         None,
     )?;
-    eventually(
-        "RBAC to allow the reader to list ConfigMaps",
-        CONTROLLER_TIMEOUT,
-        || async {
-            Ok(config_maps_as_reader
-                .list(&ListParams::default())
-                .await
-                .ok()
-                .map(|_| ()))
-        },
-    )
+    eventually("RBAC to allow the reader to list ConfigMaps", CONTROLLER_TIMEOUT, || async {
+        Ok(config_maps_as_reader.list(&ListParams::default()).await.ok().map(|_| ()))
+    })
     .await?;
     run(reader_kubectl()?.args(["get", "configmaps"]), None)?.success_stdout()?;
 
     // Impersonation by the admin sees the same permissions.
     let impersonating = format!("--as={reader_user}");
     let can_i = |verb: &str, resource: &str| -> Result<String> {
-        let output = run(
-            namespace
-                .kubectl()?
-                .args([impersonating.as_str(), "auth", "can-i", verb, resource]),
-            None,
-        )?;
+        let output = run(namespace.kubectl()?.args([impersonating.as_str(), "auth", "can-i", verb, resource]), None)?;
         Ok(output.stdout.trim().to_owned())
     };
-    ensure!(
-        can_i("list", "configmaps")? == "yes",
-        "impersonated reader should list configmaps"
-    );
-    ensure!(
-        can_i("delete", "configmaps")? == "no",
-        "impersonated reader should not delete configmaps"
-    );
-    ensure!(
-        can_i("list", "secrets")? == "no",
-        "impersonated reader should not list secrets"
-    );
-    let impersonated_get = run(
-        namespace
-            .kubectl()?
-            .args([impersonating.as_str(), "get", "secrets"]),
-        None,
-    )?;
+    ensure!(can_i("list", "configmaps")? == "yes", "impersonated reader should list configmaps");
+    ensure!(can_i("delete", "configmaps")? == "no", "impersonated reader should not delete configmaps");
+    ensure!(can_i("list", "secrets")? == "no", "impersonated reader should not list secrets");
+    let impersonated_get = run(namespace.kubectl()?.args([impersonating.as_str(), "get", "secrets"]), None)?;
     ensure!(
         !impersonated_get.success && impersonated_get.stderr.contains(&reader_user),
         "kubectl get secrets impersonating the reader: {impersonated_get:?}"

@@ -26,7 +26,9 @@ const T: Duration = Duration::from_secs(90);
 const NEVER: &str = "1h";
 
 fn config_map(name: &str, namespace: &str, value: &str) -> String {
-    format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {namespace}\ndata:\n  value: {value}\n")
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {namespace}\ndata:\n  value: {value}\n"
+    )
 }
 
 /// A Deployment with one container `app`; `env` adds environment variables to it.
@@ -201,7 +203,11 @@ async fn report_mode_reports_a_kubectl_edit_and_leaves_it() -> Result<()> {
     assert_eq!(condition(&ready, "Drifted").map(|c| c.1), Some("NoDrift".to_owned()), "{:?}", ready.status);
     assert_eq!(jsonpath(&ns, "deployment/web", "{.spec.template.spec.containers[0].resources.limits.cpu}")?, "1");
 
-    kubectl_edit(&ns, "deployment/web", r"s|^\( *\)- image: registry.example/app:1$|\1- image: registry.example/app:2|")?;
+    kubectl_edit(
+        &ns,
+        "deployment/web",
+        r"s|^\( *\)- image: registry.example/app:1$|\1- image: registry.example/app:2|",
+    )?;
     assert_eq!(jsonpath(&ns, "deployment/web", "{.spec.template.spec.containers[0].image}")?, "registry.example/app:2");
 
     let after = reconcile_now(&ns, "app", &controller).await?;
@@ -217,11 +223,15 @@ async fn report_mode_reports_a_kubectl_edit_and_leaves_it() -> Result<()> {
     assert_eq!((drift.count, drift.mode.as_str()), (1, "Report"), "{drift:?}");
     let web = drifted_object(&after, "Deployment.apps", "web").with_context(|| format!("web not in {drift:?}"))?;
     assert_eq!(web.namespace.as_deref(), Some(ns.name.as_str()));
-    let fields: Vec<(&str, Option<&str>)> = web.fields.iter().map(|f| (f.path.as_str(), f.manager.as_deref())).collect();
+    let fields: Vec<(&str, Option<&str>)> =
+        web.fields.iter().map(|f| (f.path.as_str(), f.manager.as_deref())).collect();
     assert_eq!(fields, [("spec.template.spec.containers[name=app].image", Some("kubectl-edit"))]);
     let inventory = status.inventory.as_ref().context("no inventory")?;
     assert_eq!(inventory.states.get("Drifted"), Some(&1), "{inventory:?}");
-    assert!(drifted_object(&after, "ConfigMap", "settings").is_none(), "the untouched ConfigMap is not drifted: {drift:?}");
+    assert!(
+        drifted_object(&after, "ConfigMap", "settings").is_none(),
+        "the untouched ConfigMap is not drifted: {drift:?}"
+    );
     let metrics = controller.metrics()?;
     assert_eq!(sample(&metrics, r#"applyset_objects{state="drifted"}"#), Some(1.0), "{metrics}");
     assert_eq!(sample(&metrics, r#"applyset_objects{state="applied"}"#), Some(1.0), "{metrics}");
@@ -295,7 +305,11 @@ async fn correct_mode_reverts_a_kubectl_edit() -> Result<()> {
     wait_for_applyset(&ns, "app", &controller, "Ready", T, is_ready).await?;
 
     kubectl_edit(&ns, "configmap/settings", "s/^  value: blue$/  value: red/")?;
-    kubectl_edit(&ns, "deployment/web", r"s|^\( *\)- image: registry.example/app:1$|\1- image: registry.example/app:2|")?;
+    kubectl_edit(
+        &ns,
+        "deployment/web",
+        r"s|^\( *\)- image: registry.example/app:1$|\1- image: registry.example/app:2|",
+    )?;
     assert_eq!(jsonpath(&ns, "configmap/settings", "{.data.value}")?, "red");
 
     let after = reconcile_now(&ns, "app", &controller).await?;
@@ -308,10 +322,12 @@ async fn correct_mode_reverts_a_kubectl_edit() -> Result<()> {
     let drift = status.drift.as_ref().context("no status.drift")?;
     assert_eq!((drift.count, drift.mode.as_str()), (2, "Correct"), "{drift:?}");
     let settings = drifted_object(&after, "ConfigMap", "settings").with_context(|| format!("{drift:?}"))?;
-    let fields: Vec<(&str, Option<&str>)> = settings.fields.iter().map(|f| (f.path.as_str(), f.manager.as_deref())).collect();
+    let fields: Vec<(&str, Option<&str>)> =
+        settings.fields.iter().map(|f| (f.path.as_str(), f.manager.as_deref())).collect();
     assert_eq!(fields, [("data.value", Some("kubectl-edit"))]);
     let web = drifted_object(&after, "Deployment.apps", "web").with_context(|| format!("{drift:?}"))?;
-    let fields: Vec<(&str, Option<&str>)> = web.fields.iter().map(|f| (f.path.as_str(), f.manager.as_deref())).collect();
+    let fields: Vec<(&str, Option<&str>)> =
+        web.fields.iter().map(|f| (f.path.as_str(), f.manager.as_deref())).collect();
     assert_eq!(fields, [("spec.template.spec.containers[name=app].image", Some("kubectl-edit"))]);
     // Corrected objects are applied, not left drifted.
     assert_eq!(status.inventory.as_ref().and_then(|i| i.states.get("Drifted")), None, "{:?}", status.inventory);
@@ -360,7 +376,8 @@ async fn ignored_replicas_survive_reconciles_and_git_changes() -> Result<()> {
         }),
     )
     .await?;
-    create_applyset(&ns, "plain", serde_json::json!({ "source": { "url": plain_repo.url() }, "interval": NEVER })).await?;
+    create_applyset(&ns, "plain", serde_json::json!({ "source": { "url": plain_repo.url() }, "interval": NEVER }))
+        .await?;
     wait_for_applyset(&ns, "scaled", &controller, "scaled Ready", T, is_ready).await?;
     wait_for_applyset(&ns, "plain", &controller, "plain Ready", T, is_ready).await?;
     assert_eq!(jsonpath(&ns, "deployment/web", "{.spec.replicas}")?, "2");
@@ -371,7 +388,12 @@ async fn ignored_replicas_survive_reconciles_and_git_changes() -> Result<()> {
     for round in 0..3 {
         let after = reconcile_now(&ns, "scaled", &controller).await?;
         assert_eq!(jsonpath(&ns, "deployment/web", "{.spec.replicas}")?, "5", "round {round}: the scale is kept");
-        assert_eq!(condition(&after, "Drifted").map(|c| c.1), Some("NoDrift".to_owned()), "round {round}: {:?}", after.status);
+        assert_eq!(
+            condition(&after, "Drifted").map(|c| c.1),
+            Some("NoDrift".to_owned()),
+            "round {round}: {:?}",
+            after.status
+        );
         assert_eq!(status_of(&after).drift.map(|d| d.count), Some(0), "round {round}");
         assert_eq!(condition(&after, "Ready").map(|c| c.0), Some("True".to_owned()));
     }
@@ -393,7 +415,11 @@ async fn ignored_replicas_survive_reconciles_and_git_changes() -> Result<()> {
 
     // Contrast: without the rule the scale is drift, corrected back to git's 2.
     let plain = reconcile_now(&ns, "plain", &controller).await?;
-    assert_eq!(jsonpath(&ns, "deployment/plain", "{.spec.replicas}")?, "2", "without an ignore rule the scale is reverted");
+    assert_eq!(
+        jsonpath(&ns, "deployment/plain", "{.spec.replicas}")?,
+        "2",
+        "without an ignore rule the scale is reverted"
+    );
     assert_eq!(condition(&plain, "Drifted").map(|c| c.1), Some("DriftCorrected".to_owned()), "{:?}", plain.status);
     let object = drifted_object(&plain, "Deployment.apps", "plain").with_context(|| format!("{:?}", plain.status))?;
     assert_eq!(object.fields.iter().map(|f| f.path.as_str()).collect::<Vec<_>>(), ["spec.replicas"]);
@@ -419,7 +445,8 @@ async fn deleted_objects_are_recreated_or_reported() -> Result<()> {
     report_repo.write("b.yaml", config_map("report-b", &ns.name, "one"));
     report_repo.commit("first");
     let controller = start_controller(&ns)?;
-    create_applyset(&ns, "correct", serde_json::json!({ "source": { "url": correct_repo.url() }, "interval": NEVER })).await?;
+    create_applyset(&ns, "correct", serde_json::json!({ "source": { "url": correct_repo.url() }, "interval": NEVER }))
+        .await?;
     create_applyset(
         &ns,
         "report",
@@ -441,7 +468,10 @@ async fn deleted_objects_are_recreated_or_reported() -> Result<()> {
     assert_eq!(object.fields.iter().map(|f| f.path.as_str()).collect::<Vec<_>>(), ["(object deleted)"]);
     assert!(drifted_object(&correct, "ConfigMap", "correct-b").is_none());
     let events = operator::events_for(&ns, "correct").await?;
-    assert!(events.iter().any(|(_, reason, note)| reason == "DriftCorrected" && note.contains("correct-a")), "{events:?}");
+    assert!(
+        events.iter().any(|(_, reason, note)| reason == "DriftCorrected" && note.contains("correct-a")),
+        "{events:?}"
+    );
 
     let report = reconcile_now(&ns, "report", &controller).await?;
     let (drifted, reason, message) = condition(&report, "Drifted").context("no Drifted condition")?;
@@ -454,7 +484,9 @@ async fn deleted_objects_are_recreated_or_reported() -> Result<()> {
     assert_eq!(jsonpath(&ns, "configmap/report-b", "{.data.value}")?, "one");
     let events = operator::events_for(&ns, "report").await?;
     assert!(
-        events.iter().any(|(kind, reason, note)| kind == "Warning" && reason == "DriftDetected" && note.contains("report-a")),
+        events
+            .iter()
+            .any(|(kind, reason, note)| kind == "Warning" && reason == "DriftDetected" && note.contains("report-a")),
         "{events:?}"
     );
     Ok(())
@@ -523,7 +555,11 @@ async fn standby_takes_over_from_a_killed_leader() -> Result<()> {
         0.0,
         "the standby reconciled:\n{beta_metrics}"
     );
-    assert_eq!(sample(&beta_metrics, "applyset_git_fetch_duration_seconds_count"), Some(0.0), "the standby fetched:\n{beta_metrics}");
+    assert_eq!(
+        sample(&beta_metrics, "applyset_git_fetch_duration_seconds_count"),
+        Some(0.0),
+        "the standby fetched:\n{beta_metrics}"
+    );
     assert_eq!(http_get(alpha.health_port, "/readyz")?.0, 200);
     assert_eq!(http_get(beta.health_port, "/readyz")?.0, 200, "a standby is ready too");
     assert_eq!(http_get(beta.health_port, "/healthz")?.0, 200);
@@ -549,7 +585,10 @@ async fn standby_takes_over_from_a_killed_leader() -> Result<()> {
     assert!(transitions.unwrap_or(0) >= 1, "leaseTransitions: {transitions:?}");
     let beta_metrics = beta.metrics()?;
     assert_eq!(sample(&beta_metrics, "applyset_leader"), Some(1.0), "{beta_metrics}");
-    assert!(sample(&beta_metrics, r#"applyset_reconcile_total{result="success"}"#).unwrap_or(0.0) >= 1.0, "{beta_metrics}");
+    assert!(
+        sample(&beta_metrics, r#"applyset_reconcile_total{result="success"}"#).unwrap_or(0.0) >= 1.0,
+        "{beta_metrics}"
+    );
     assert_eq!(http_get(beta.health_port, "/readyz")?.0, 200);
     let instances = event_instances(&ns, "app").await?;
     assert!(instances.contains(&beta_identity), "{instances:?}");
@@ -607,9 +646,17 @@ async fn service_account_rights_bound_what_is_applied() -> Result<()> {
     assert!(!secret.status.success(), "the Secret must not exist: the controller itself is admin");
     assert_eq!(jsonpath(&ns, "configmap/b", "{.data.value}")?, "one", "nothing pruned after a failed apply");
     let events = operator::events_for(&ns, "app").await?;
-    assert!(events.iter().any(|(kind, reason, note)| kind == "Warning" && reason == "ApplyFailed" && note.contains("creds")), "{events:?}");
+    assert!(
+        events
+            .iter()
+            .any(|(kind, reason, note)| kind == "Warning" && reason == "ApplyFailed" && note.contains("creds")),
+        "{events:?}"
+    );
 
-    ns.kubectl_ok(&["create", "role", "secrets", "--verb=get,list,watch,create,update,patch,delete", "--resource=secrets"], None)?;
+    ns.kubectl_ok(
+        &["create", "role", "secrets", "--verb=get,list,watch,create,update,patch,delete", "--resource=secrets"],
+        None,
+    )?;
     ns.kubectl_ok(&["create", "rolebinding", "deployer-secrets", "--role=secrets", &subject], None)?;
     wait_for_applyset(&ns, "app", &controller, "Ready once the right is granted", T, |a| {
         is_ready(a) && applied_revision(a) == Some(revision(&second))
@@ -653,11 +700,17 @@ async fn metrics_count_outcomes_with_bounded_labels() -> Result<()> {
     .await?;
     assert!(sample(&text, r#"applyset_reconcile_total{result="success"}"#).unwrap() >= 1.0, "{text}");
     assert!(sample(&text, r#"applyset_reconcile_total{result="fetch_failed"}"#).unwrap() >= 1.0, "{text}");
-    assert!(sample(&text, r#"applyset_reconcile_duration_seconds_count{result="success"}"#).unwrap_or(0.0) >= 1.0, "{text}");
+    assert!(
+        sample(&text, r#"applyset_reconcile_duration_seconds_count{result="success"}"#).unwrap_or(0.0) >= 1.0,
+        "{text}"
+    );
     assert_eq!(sample(&text, r#"applyset_objects{state="applied"}"#), Some(3.0), "{text}");
     assert_eq!(sample(&text, r#"applyset_objects{state="failed"}"#), Some(0.0), "{text}");
     assert_eq!(sample(&text, r#"applyset_objects{state="drifted"}"#), Some(0.0), "{text}");
-    assert!(sample(&text, "applyset_git_fetch_duration_seconds_count").unwrap_or(0.0) >= 2.0, "both fetches count: {text}");
+    assert!(
+        sample(&text, "applyset_git_fetch_duration_seconds_count").unwrap_or(0.0) >= 2.0,
+        "both fetches count: {text}"
+    );
     let failures: f64 = text
         .lines()
         .filter(|l| l.starts_with("applyset_git_fetch_failures_total{"))
@@ -670,7 +723,8 @@ async fn metrics_count_outcomes_with_bounded_labels() -> Result<()> {
     let values = label_values(&text);
     assert!(!values.is_empty());
     for value in &values {
-        for forbidden in [good_name, bad_name, "metrics-probe", ns.name.as_str(), "file://", "repo.git", "no-such-repo"] {
+        for forbidden in [good_name, bad_name, "metrics-probe", ns.name.as_str(), "file://", "repo.git", "no-such-repo"]
+        {
             assert!(!value.contains(forbidden), "label value {value:?} contains {forbidden:?}:\n{text}");
         }
     }

@@ -11,13 +11,17 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use applyset::operator::api::ApplySet;
 use git::Fixture;
-use operator::{ControllerOptions, ControllerProcess, condition, create_applyset, failed_with, is_ready, wait_for_applyset};
+use operator::{
+    ControllerOptions, ControllerProcess, condition, create_applyset, failed_with, is_ready, wait_for_applyset,
+};
 use support::TestNamespace;
 
 const T: Duration = Duration::from_secs(90);
 
 fn config_map(name: &str, namespace: &str, value: &str) -> String {
-    format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {namespace}\ndata:\n  value: \"{value}\"\n")
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {namespace}\ndata:\n  value: \"{value}\"\n"
+    )
 }
 
 fn namespace_manifest(name: &str) -> String {
@@ -55,7 +59,13 @@ async fn published_text(ns: &TestNamespace, name: &str, controller: &ControllerP
 }
 
 fn id_of(applyset: &ApplySet) -> String {
-    applyset.metadata.labels.as_ref().and_then(|l| l.get("applyset.kubernetes.io/id")).cloned().expect("parent id label")
+    applyset
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get("applyset.kubernetes.io/id"))
+        .cloned()
+        .expect("parent id label")
 }
 
 // 1. A Secret patch the apiserver refuses: kubectl's error quotes the whole patch (stringData
@@ -66,8 +76,14 @@ async fn refused_secret_patches_publish_no_values() -> Result<()> {
     operator::install_crd(&ns.kubeconfig)?;
     ns.kubectl_ok(&["create", "serviceaccount", "deployer"], None)?;
     // May create Secrets, not patch them.
-    ns.kubectl_ok(&["create", "role", "deployer", "--verb=get,list,watch,create", "--resource=secrets,configmaps"], None)?;
-    ns.kubectl_ok(&["create", "rolebinding", "deployer", "--role=deployer", &format!("--serviceaccount={}:deployer", ns.name)], None)?;
+    ns.kubectl_ok(
+        &["create", "role", "deployer", "--verb=get,list,watch,create", "--resource=secrets,configmaps"],
+        None,
+    )?;
+    ns.kubectl_ok(
+        &["create", "rolebinding", "deployer", "--role=deployer", &format!("--serviceaccount={}:deployer", ns.name)],
+        None,
+    )?;
     let old_password = "first-Pa55/word#?x";
     let new_password = "second \"Pa55\" <word>";
     let token = "tok-en-VALUE-0001";
@@ -83,7 +99,12 @@ async fn refused_secret_patches_publish_no_values() -> Result<()> {
     repo.write("creds.yaml", secret(old_password));
     let first = repo.commit("a secret");
     let controller = start(&ns)?;
-    create_applyset(&ns, "app", serde_json::json!({ "source": { "url": repo.url() }, "interval": "2s", "serviceAccountName": "deployer" })).await?;
+    create_applyset(
+        &ns,
+        "app",
+        serde_json::json!({ "source": { "url": repo.url() }, "interval": "2s", "serviceAccountName": "deployer" }),
+    )
+    .await?;
     wait_for_applyset(&ns, "app", &controller, "Ready", T, ready_at(&first)).await?;
 
     repo.write("creds.yaml", secret(new_password));
@@ -124,7 +145,8 @@ async fn prune_deletes_only_what_the_applyset_applied() -> Result<()> {
     create_applyset(&ns, "app", serde_json::json!({ "source": { "url": repo.url() }, "interval": "2s" })).await?;
     let ready = wait_for_applyset(&ns, "app", &controller, "Ready", T, ready_at(&first)).await?;
     let id = id_of(&ready);
-    let members = ready.status.as_ref().and_then(|s| s.inventory.as_ref()).and_then(|i| i.members.clone()).unwrap_or_default();
+    let members =
+        ready.status.as_ref().and_then(|s| s.inventory.as_ref()).and_then(|i| i.members.clone()).unwrap_or_default();
     assert_eq!(members.len(), 5, "{members:?}");
 
     // Someone who may only patch ConfigMaps labels one of theirs as a member.
@@ -139,18 +161,22 @@ async fn prune_deletes_only_what_the_applyset_applied() -> Result<()> {
     let second = repo.commit("b and the namespaces leave");
     let done = wait_for_applyset(&ns, "app", &controller, "Ready at the second commit", T, ready_at(&second)).await?;
     let status = done.status.clone().unwrap();
-    let skipped: Vec<(String, String)> = status.prune_skipped.iter().map(|o| (o.name.clone(), o.state.clone())).collect();
+    let skipped: Vec<(String, String)> =
+        status.prune_skipped.iter().map(|o| (o.name.clone(), o.state.clone())).collect();
     assert!(skipped.contains(&("stranger".into(), "NotInInventory".into())), "{skipped:?}");
     assert!(skipped.contains(&(ns.name.clone(), "OwnNamespace".into())), "{skipped:?}");
     assert!(skipped.contains(&(busy.clone(), "NamespaceNotEmpty".into())), "{skipped:?}");
     assert!(!exists(&ns, "configmap/b")?, "b left git: pruned");
     assert!(exists(&ns, "configmap/stranger")?, "a labelled stranger is never pruned");
     assert!(exists(&ns, &format!("namespace/{busy}"))?, "a namespace with unmanaged objects is kept");
-    let empty_phase = ns.kubectl_ok(&["get", "namespace", &empty, "--ignore-not-found", "-o", "jsonpath={.status.phase}"], None)?;
+    let empty_phase =
+        ns.kubectl_ok(&["get", "namespace", &empty, "--ignore-not-found", "-o", "jsonpath={.status.phase}"], None)?;
     assert!(empty_phase.is_empty() || empty_phase == "Terminating", "the empty namespace is pruned: {empty_phase}");
     let events = operator::events_for(&ns, "app").await?;
     assert!(
-        events.iter().any(|(kind, reason, note)| kind == "Warning" && reason == "PruneSkipped" && note.contains("stranger")),
+        events
+            .iter()
+            .any(|(kind, reason, note)| kind == "Warning" && reason == "PruneSkipped" && note.contains("stranger")),
         "{events:?}"
     );
     ns.kubectl_ok(&["delete", "namespace", &busy, "--wait=false"], None)?;
@@ -171,12 +197,20 @@ async fn a_second_applyset_does_not_take_an_object() -> Result<()> {
     repo.write("b/only-b.yaml", config_map("only-b", &ns.name, "1"));
     let first = repo.commit("two sets, one shared object");
     let controller = start(&ns)?;
-    create_applyset(&ns, "alpha", serde_json::json!({ "source": { "url": repo.url(), "path": "a" }, "interval": "2s" })).await?;
+    create_applyset(
+        &ns,
+        "alpha",
+        serde_json::json!({ "source": { "url": repo.url(), "path": "a" }, "interval": "2s" }),
+    )
+    .await?;
     let alpha = wait_for_applyset(&ns, "alpha", &controller, "alpha Ready", T, ready_at(&first)).await?;
     let uid = jsonpath(&ns, "configmap/shared", "{.metadata.uid}")?;
 
-    create_applyset(&ns, "beta", serde_json::json!({ "source": { "url": repo.url(), "path": "b" }, "interval": "2s" })).await?;
-    let beta = wait_for_applyset(&ns, "beta", &controller, "beta OwnershipConflict", T, failed_with("OwnershipConflict")).await?;
+    create_applyset(&ns, "beta", serde_json::json!({ "source": { "url": repo.url(), "path": "b" }, "interval": "2s" }))
+        .await?;
+    let beta =
+        wait_for_applyset(&ns, "beta", &controller, "beta OwnershipConflict", T, failed_with("OwnershipConflict"))
+            .await?;
     let (_, _, message) = condition(&beta, "Ready").unwrap();
     assert!(message.contains(&format!("ApplySet {}/alpha", ns.name)), "names the owner: {message}");
     assert!(message.contains("configmap/shared"), "{message}");
@@ -184,7 +218,10 @@ async fn a_second_applyset_does_not_take_an_object() -> Result<()> {
     // Give both a few intervals: nobody fights over the object.
     tokio::time::sleep(Duration::from_secs(6)).await;
     assert_eq!(jsonpath(&ns, "configmap/shared", "{.data.value}")?, "from-a");
-    assert_eq!(jsonpath(&ns, "configmap/shared", "{.metadata.labels.applyset\\.kubernetes\\.io/part-of}")?, id_of(&alpha));
+    assert_eq!(
+        jsonpath(&ns, "configmap/shared", "{.metadata.labels.applyset\\.kubernetes\\.io/part-of}")?,
+        id_of(&alpha)
+    );
     let alpha_now = operator::get_applyset(&ns, "alpha").await?;
     assert!(is_ready(&alpha_now), "alpha is untouched");
 
@@ -198,7 +235,8 @@ async fn a_second_applyset_does_not_take_an_object() -> Result<()> {
     );
     let second = repo.commit("beta takes shared");
     wait_for_applyset(&ns, "beta", &controller, "beta Ready", T, ready_at(&second)).await?;
-    wait_for_applyset(&ns, "alpha", &controller, "alpha refuses to take it back", T, failed_with("OwnershipConflict")).await?;
+    wait_for_applyset(&ns, "alpha", &controller, "alpha refuses to take it back", T, failed_with("OwnershipConflict"))
+        .await?;
     repo.remove("a/shared.yaml");
     let third = repo.commit("alpha lets go");
     wait_for_applyset(&ns, "alpha", &controller, "alpha Ready", T, ready_at(&third)).await?;
@@ -217,7 +255,12 @@ async fn allow_empty_prunes_everything() -> Result<()> {
     repo.write("app/README.md", "docs only\n");
     let first = repo.commit("one object");
     let controller = start(&ns)?;
-    create_applyset(&ns, "app", serde_json::json!({ "source": { "url": repo.url(), "path": "app" }, "interval": "2s", "allowEmpty": true })).await?;
+    create_applyset(
+        &ns,
+        "app",
+        serde_json::json!({ "source": { "url": repo.url(), "path": "app" }, "interval": "2s", "allowEmpty": true }),
+    )
+    .await?;
     wait_for_applyset(&ns, "app", &controller, "Ready", T, ready_at(&first)).await?;
     repo.remove("app/a.yaml");
     let second = repo.commit("nothing left");
@@ -232,7 +275,12 @@ async fn allow_empty_prunes_everything() -> Result<()> {
 async fn intervals_have_a_floor() -> Result<()> {
     let ns = TestNamespace::create("floor").await?;
     operator::install_crd(&ns.kubeconfig)?;
-    let refused = create_applyset(&ns, "tiny", serde_json::json!({ "source": { "url": "https://example.com/r.git" }, "interval": "1ms" })).await;
+    let refused = create_applyset(
+        &ns,
+        "tiny",
+        serde_json::json!({ "source": { "url": "https://example.com/r.git" }, "interval": "1ms" }),
+    )
+    .await;
     let error = format!("{:#}", refused.expect_err("the apiserver refuses a 1ms interval"));
     assert!(error.contains("interval must be at least 1s"), "{error}");
 
@@ -259,7 +307,12 @@ fn deletes_of(ns: &TestNamespace, resource: &str) -> Result<f64> {
     let needle = format!("resource=\"{resource}\"");
     Ok(metrics
         .lines()
-        .filter(|l| l.starts_with("apiserver_request_total{") && l.contains(&needle) && l.contains("verb=\"DELETE\"") && l.contains("scope=\"resource\""))
+        .filter(|l| {
+            l.starts_with("apiserver_request_total{")
+                && l.contains(&needle)
+                && l.contains("verb=\"DELETE\"")
+                && l.contains("scope=\"resource\"")
+        })
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .sum())
 }
@@ -295,7 +348,10 @@ async fn a_terminating_object_is_reported_not_deleted_again() -> Result<()> {
     let still = operator::get_applyset(&ns, "app").await?;
     assert!(failed_with("PruneFailed")(&still), "{:?}", condition(&still, "Ready"));
 
-    ns.kubectl_ok(&["patch", "podtemplate", "held", "--type=merge", "-p", r#"{"metadata":{"finalizers":null}}"#], None)?;
+    ns.kubectl_ok(
+        &["patch", "podtemplate", "held", "--type=merge", "-p", r#"{"metadata":{"finalizers":null}}"#],
+        None,
+    )?;
     wait_for_applyset(&ns, "app", &controller, "Ready once it is gone", T, is_ready).await?;
     assert!(!exists(&ns, "podtemplate/held")?);
     Ok(())
@@ -306,7 +362,10 @@ async fn a_terminating_object_is_reported_not_deleted_again() -> Result<()> {
 async fn a_healed_failure_leaves_a_clean_status_that_is_not_rewritten() -> Result<()> {
     let ns = TestNamespace::create("heal").await?;
     operator::install_crd(&ns.kubeconfig)?;
-    let invalid = format!("apiVersion: v1\nkind: Service\nmetadata:\n  name: web\n  namespace: {}\nspec:\n  ports: []\n", ns.name);
+    let invalid = format!(
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\n  namespace: {}\nspec:\n  ports: []\n",
+        ns.name
+    );
     let valid = format!(
         "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\n  namespace: {}\nspec:\n  ports: [{{port: 80}}]\n",
         ns.name
@@ -361,7 +420,8 @@ async fn each_distinct_failure_is_its_own_event() -> Result<()> {
     .await?;
     let notes = support::eventually("both failures as Events", T, || async {
         let events = operator::events_for(&ns, "app").await?;
-        let notes: Vec<String> = events.into_iter().filter(|(_, reason, _)| reason == "LoadFailed").map(|(_, _, note)| note).collect();
+        let notes: Vec<String> =
+            events.into_iter().filter(|(_, reason, _)| reason == "LoadFailed").map(|(_, _, note)| note).collect();
         let both = notes.iter().any(|n| n.contains("a.yaml")) && notes.iter().any(|n| n.contains("b.yaml"));
         Ok(both.then_some(notes))
     })
@@ -378,20 +438,32 @@ async fn a_refused_namespace_does_not_poison_later_runs() -> Result<()> {
     let other = format!("{}-other", ns.name);
     ns.kubectl_ok(&["create", "namespace", &other], None)?;
     ns.kubectl_ok(&["create", "serviceaccount", "deployer"], None)?;
-    ns.kubectl_ok(&["create", "role", "deployer", "--verb=get,list,watch,create,update,patch,delete", "--resource=configmaps"], None)?;
-    ns.kubectl_ok(&["create", "rolebinding", "deployer", "--role=deployer", &format!("--serviceaccount={}:deployer", ns.name)], None)?;
+    ns.kubectl_ok(
+        &["create", "role", "deployer", "--verb=get,list,watch,create,update,patch,delete", "--resource=configmaps"],
+        None,
+    )?;
+    ns.kubectl_ok(
+        &["create", "rolebinding", "deployer", "--role=deployer", &format!("--serviceaccount={}:deployer", ns.name)],
+        None,
+    )?;
     let repo = Fixture::new(&format!("poison-{}", ns.name));
     repo.write("a.yaml", config_map("a", &ns.name, "1"));
     repo.write("x.yaml", config_map("x", &other, "1"));
     repo.commit("one object out of bounds");
     let controller = start(&ns)?;
-    create_applyset(&ns, "app", serde_json::json!({ "source": { "url": repo.url() }, "interval": "2s", "serviceAccountName": "deployer" })).await?;
+    create_applyset(
+        &ns,
+        "app",
+        serde_json::json!({ "source": { "url": repo.url() }, "interval": "2s", "serviceAccountName": "deployer" }),
+    )
+    .await?;
     let failed = wait_for_applyset(&ns, "app", &controller, "ApplyFailed", T, failed_with("ApplyFailed")).await?;
     assert!(condition(&failed, "Ready").unwrap().2.contains("forbidden"));
     repo.remove("x.yaml");
     let fixed = repo.commit("back in bounds");
     wait_for_applyset(&ns, "app", &controller, "Ready after the refused object left", T, ready_at(&fixed)).await?;
-    let namespaces = jsonpath(&ns, "applyset/app", "{.metadata.annotations.applyset\\.kubernetes\\.io/additional-namespaces}")?;
+    let namespaces =
+        jsonpath(&ns, "applyset/app", "{.metadata.annotations.applyset\\.kubernetes\\.io/additional-namespaces}")?;
     assert!(!namespaces.contains(&other), "the parent no longer records {other}: {namespaces}");
     ns.kubectl_ok(&["delete", "namespace", &other, "--wait=false"], None)?;
     Ok(())

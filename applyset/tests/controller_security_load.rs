@@ -12,8 +12,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use git::Fixture;
 use operator::{
-    ControllerOptions, ControllerProcess, condition, create_applyset, failed_with, is_ready,
-    wait_for_applyset,
+    ControllerOptions, ControllerProcess, condition, create_applyset, failed_with, is_ready, wait_for_applyset,
 };
 use support::TestNamespace;
 
@@ -26,10 +25,7 @@ fn config_map(name: &str, namespace: &str, value: &str) -> String {
 }
 
 fn revision_is(applyset: &applyset::operator::api::ApplySet, commit: &str) -> bool {
-    applyset
-        .status
-        .as_ref()
-        .and_then(|s| s.last_applied_revision.as_deref())
+    applyset.status.as_ref().and_then(|s| s.last_applied_revision.as_deref())
         == Some(format!("main@sha1:{commit}").as_str())
 }
 
@@ -37,15 +33,8 @@ fn revision_is(applyset: &applyset::operator::api::ApplySet, commit: &str) -> bo
 fn peak_rss(controller: &ControllerProcess) -> Result<u64> {
     let pid = controller.pid().context("the controller is not running")?;
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    let line = status
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))
-        .context("no VmHWM")?;
-    let kib: u64 = line
-        .split_whitespace()
-        .nth(1)
-        .context("VmHWM has no value")?
-        .parse()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).context("no VmHWM")?;
+    let kib: u64 = line.split_whitespace().nth(1).context("VmHWM has no value")?.parse()?;
     Ok(kib * 1024)
 }
 
@@ -59,9 +48,8 @@ async fn a_100_mb_manifest_fails_the_load_without_being_read() -> Result<()> {
     repo.write("app/a.yaml", config_map("a", &ns.name, "1"));
     repo.write("app/b.yaml", config_map("b", &ns.name, "1"));
     let good = repo.commit("good");
-    let mut controller = ControllerProcess::start(
-        ControllerOptions::new(&ns.kubeconfig, &ns.name).arg("--allow-local-sources"),
-    )?;
+    let mut controller =
+        ControllerProcess::start(ControllerOptions::new(&ns.kubeconfig, &ns.name).arg("--allow-local-sources"))?;
     create_applyset(
         &ns,
         "app",
@@ -90,60 +78,26 @@ async fn a_100_mb_manifest_fails_the_load_without_being_read() -> Result<()> {
     repo.remove("app/b.yaml");
     let bad = repo.commit("a 100 MB file");
 
-    let failed = wait_for_applyset(
-        &ns,
-        "app",
-        &controller,
-        "LoadFailed",
-        T,
-        failed_with("LoadFailed"),
-    )
-    .await?;
+    let failed = wait_for_applyset(&ns, "app", &controller, "LoadFailed", T, failed_with("LoadFailed")).await?;
     let (_, _, message) = condition(&failed, "Ready").unwrap();
     // The file relative to the repository, its size and the limit.
-    assert!(
-        message.contains(&format!("app/big.yaml: the file is {size} bytes")),
-        "{message}"
-    );
-    assert!(
-        message.contains("over the limit of 2097152 bytes (2 MiB) per manifest file"),
-        "{message}"
-    );
-    assert!(
-        !message.contains(&repo.root.display().to_string()),
-        "{message}"
-    );
+    assert!(message.contains(&format!("app/big.yaml: the file is {size} bytes")), "{message}");
+    assert!(message.contains("over the limit of 2097152 bytes (2 MiB) per manifest file"), "{message}");
+    assert!(!message.contains(&repo.root.display().to_string()), "{message}");
     let status = failed.status.clone().unwrap();
-    assert_eq!(
-        status.last_attempted_revision.as_deref(),
-        Some(format!("main@sha1:{bad}").as_str())
-    );
+    assert_eq!(status.last_attempted_revision.as_deref(), Some(format!("main@sha1:{bad}").as_str()));
     assert!(revision_is(&failed, &good));
     // Nothing applied, nothing pruned.
     for name in ["a", "b"] {
-        assert_eq!(
-            ns.kubectl_ok(
-                &["get", "configmap", name, "-o", "jsonpath={.data.value}"],
-                None
-            )?,
-            "1"
-        );
+        assert_eq!(ns.kubectl_ok(&["get", "configmap", name, "-o", "jsonpath={.data.value}"], None)?, "1");
     }
     // A few more runs of the failing revision, then the peak: fetching and checking out the
     // blob (libgit2 holds it whole) is the controller's only cost for it.
     tokio::time::sleep(Duration::from_secs(5)).await;
     let peak = peak_rss(&controller)?;
     eprintln!("controller peak RSS (VmHWM): {} MiB", peak / MI);
-    assert!(
-        peak < 256 * MI,
-        "the controller's peak RSS is {} MiB",
-        peak / MI
-    );
-    assert!(
-        controller.exited().is_none(),
-        "the controller exited:\n{}",
-        controller.log()
-    );
+    assert!(peak < 256 * MI, "the controller's peak RSS is {} MiB", peak / MI);
+    assert!(controller.exited().is_none(), "the controller exited:\n{}", controller.log());
 
     controller.stop();
     let _ = std::fs::remove_dir_all(&controller.cache_dir);
@@ -175,8 +129,7 @@ spec:
     )
 }
 
-const LAST_APPLIED: &str =
-    "jsonpath={.metadata.annotations.kubectl\\.kubernetes\\.io/last-applied-configuration}";
+const LAST_APPLIED: &str = "jsonpath={.metadata.annotations.kubectl\\.kubernetes\\.io/last-applied-configuration}";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_patch_directive_in_git_is_refused_and_a_revert_recovers() -> Result<()> {
@@ -186,19 +139,10 @@ async fn a_patch_directive_in_git_is_refused_and_a_revert_recovers() -> Result<(
     repo.write("web.yaml", deployment(&ns.name, ""));
     repo.write("extra.yaml", config_map("extra", &ns.name, "1"));
     let first = repo.commit("web");
-    let controller = ControllerProcess::start(
-        ControllerOptions::new(&ns.kubeconfig, &ns.name).arg("--allow-local-sources"),
-    )?;
-    create_applyset(
-        &ns,
-        "app",
-        serde_json::json!({ "source": { "url": repo.url() }, "interval": "2s" }),
-    )
-    .await?;
-    wait_for_applyset(&ns, "app", &controller, "Ready", T, |s| {
-        is_ready(s) && revision_is(s, &first)
-    })
-    .await?;
+    let controller =
+        ControllerProcess::start(ControllerOptions::new(&ns.kubeconfig, &ns.name).arg("--allow-local-sources"))?;
+    create_applyset(&ns, "app", serde_json::json!({ "source": { "url": repo.url() }, "interval": "2s" })).await?;
+    wait_for_applyset(&ns, "app", &controller, "Ready", T, |s| is_ready(s) && revision_is(s, &first)).await?;
     let live = |what: &str| ns.kubectl_ok(&["get", "deployment", "web", "-o", what], None);
     let containers = "jsonpath={.spec.template.spec.containers[*].name}";
     let annotation = live(LAST_APPLIED)?;
@@ -211,15 +155,7 @@ async fn a_patch_directive_in_git_is_refused_and_a_revert_recovers() -> Result<(
     repo.write("web.yaml", deployment(&ns.name, "        $patch: delete\n"));
     repo.remove("extra.yaml");
     let second = repo.commit("delete b with a directive");
-    let failed = wait_for_applyset(
-        &ns,
-        "app",
-        &controller,
-        "LoadFailed",
-        T,
-        failed_with("LoadFailed"),
-    )
-    .await?;
+    let failed = wait_for_applyset(&ns, "app", &controller, "LoadFailed", T, failed_with("LoadFailed")).await?;
     let (_, _, message) = condition(&failed, "Ready").unwrap();
     assert!(
         message.contains(&format!(
@@ -229,10 +165,7 @@ async fn a_patch_directive_in_git_is_refused_and_a_revert_recovers() -> Result<(
         "{message}"
     );
     assert_eq!(
-        failed
-            .status
-            .as_ref()
-            .and_then(|s| s.last_attempted_revision.as_deref()),
+        failed.status.as_ref().and_then(|s| s.last_attempted_revision.as_deref()),
         Some(format!("main@sha1:{second}").as_str())
     );
     assert!(revision_is(&failed, &first));
@@ -242,22 +175,14 @@ async fn a_patch_directive_in_git_is_refused_and_a_revert_recovers() -> Result<(
     assert_eq!(live(containers)?, "a b");
     assert_eq!(live(LAST_APPLIED)?, annotation);
     assert_eq!(live("jsonpath={.metadata.generation}")?, generation);
-    assert_eq!(
-        ns.kubectl_ok(
-            &["get", "configmap", "extra", "-o", "jsonpath={.data.value}"],
-            None
-        )?,
-        "1"
-    );
+    assert_eq!(ns.kubectl_ok(&["get", "configmap", "extra", "-o", "jsonpath={.data.value}"], None)?, "1");
 
     // The revert applies.
     repo.write("web.yaml", deployment(&ns.name, ""));
     repo.write("extra.yaml", config_map("extra", &ns.name, "1"));
     let third = repo.commit("revert");
-    wait_for_applyset(&ns, "app", &controller, "Ready after the revert", T, |s| {
-        is_ready(s) && revision_is(s, &third)
-    })
-    .await?;
+    wait_for_applyset(&ns, "app", &controller, "Ready after the revert", T, |s| is_ready(s) && revision_is(s, &third))
+        .await?;
     assert_eq!(live(containers)?, "a b");
     assert_eq!(live(LAST_APPLIED)?, annotation);
     Ok(())

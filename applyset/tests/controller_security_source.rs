@@ -14,8 +14,8 @@ use anyhow::{Result, ensure};
 use applyset::operator::api::ApplySet;
 use git::{Fixture, GitHttpServer, HttpAuth, SilentServer};
 use operator::{
-    ControllerOptions, ControllerProcess, condition, create_applyset, events_for, failed_with,
-    is_ready, request_reconcile, wait_for_applyset,
+    ControllerOptions, ControllerProcess, condition, create_applyset, events_for, failed_with, is_ready,
+    request_reconcile, wait_for_applyset,
 };
 use support::TestNamespace;
 
@@ -29,17 +29,8 @@ fn config_map(name: &str, namespace: &str, value: &str) -> String {
 
 /// `data.value` of a ConfigMap, or `None` when it does not exist.
 fn value(ns: &TestNamespace, name: &str) -> Result<Option<String>> {
-    let out = ns.kubectl_ok(
-        &[
-            "get",
-            "configmap",
-            name,
-            "--ignore-not-found",
-            "-o",
-            "jsonpath={.data.value}|",
-        ],
-        None,
-    )?;
+    let out =
+        ns.kubectl_ok(&["get", "configmap", name, "--ignore-not-found", "-o", "jsonpath={.data.value}|"], None)?;
     Ok(out.strip_suffix('|').map(str::to_owned))
 }
 
@@ -52,9 +43,7 @@ fn applied(revision: String) -> impl Fn(&ApplySet) -> bool {
 }
 
 fn ready_message(applyset: &ApplySet) -> String {
-    condition(applyset, "Ready")
-        .map(|(_, _, message)| message)
-        .unwrap_or_default()
+    condition(applyset, "Ready").map(|(_, _, message)| message).unwrap_or_default()
 }
 
 /// Removes the finalizer from ApplySets left behind (no controller will run it), so that the
@@ -68,9 +57,7 @@ impl Drop for ReleaseFinalizers<'_> {
         };
         for name in names.lines().filter(|line| !line.is_empty()) {
             let patch = r#"{"metadata":{"finalizers":null}}"#;
-            let _ = self
-                .0
-                .kubectl_ok(&["patch", name, "--type=merge", "-p", patch], None);
+            let _ = self.0.kubectl_ok(&["patch", name, "--type=merge", "-p", patch], None);
         }
     }
 }
@@ -93,73 +80,30 @@ async fn a_redirect_to_another_server_is_refused_and_nothing_is_pruned() -> Resu
     let url_a = server_a.url("repo.git");
     let url_b = server_b.url("repo.git");
     let controller = ControllerProcess::start(ControllerOptions::new(&ns.kubeconfig, &ns.name))?;
-    create_applyset(
-        &ns,
-        "app",
-        serde_json::json!({ "source": { "url": url_a }, "interval": "1h" }),
-    )
-    .await?;
-    let ready =
-        wait_for_applyset(&ns, "app", &controller, "Ready on server A", T, is_ready).await?;
-    assert_eq!(
-        last_applied(&ready),
-        Some(format!("main@sha1:{first}").as_str())
-    );
+    create_applyset(&ns, "app", serde_json::json!({ "source": { "url": url_a }, "interval": "1h" })).await?;
+    let ready = wait_for_applyset(&ns, "app", &controller, "Ready on server A", T, is_ready).await?;
+    assert_eq!(last_applied(&ready), Some(format!("main@sha1:{first}").as_str()));
     assert_eq!(value(&ns, "keep")?.as_deref(), Some("from-a"));
 
     // Server A now answers every request for the repository with a redirect to server B
     // (another port, another repository).
     server_a.redirect("repo.git", &url_b);
     request_reconcile(&ns, "app").await?;
-    let failed = wait_for_applyset(
-        &ns,
-        "app",
-        &controller,
-        "FetchFailed (redirect)",
-        T,
-        failed_with("FetchFailed"),
-    )
-    .await?;
+    let failed =
+        wait_for_applyset(&ns, "app", &controller, "FetchFailed (redirect)", T, failed_with("FetchFailed")).await?;
     let message = ready_message(&failed);
-    ensure!(
-        message.contains("redirect") && message.contains("refused"),
-        "{message}"
-    );
-    ensure!(
-        message.contains(&url_a) && message.contains(&url_b),
-        "the message names both servers: {message}"
-    );
+    ensure!(message.contains("redirect") && message.contains("refused"), "{message}");
+    ensure!(message.contains(&url_a) && message.contains(&url_b), "the message names both servers: {message}");
     assert!(server_a.redirected.load(Ordering::SeqCst) >= 1);
-    assert_eq!(
-        server_b.ref_listings.load(Ordering::SeqCst),
-        0,
-        "nothing was asked of server B"
-    );
-    assert_eq!(
-        server_b.upload_packs.load(Ordering::SeqCst),
-        0,
-        "nothing was fetched from server B"
-    );
-    assert_eq!(
-        last_applied(&failed),
-        Some(format!("main@sha1:{first}").as_str())
-    );
-    assert_eq!(
-        value(&ns, "keep")?.as_deref(),
-        Some("from-a"),
-        "nothing is pruned"
-    );
-    assert_eq!(
-        value(&ns, "a")?.as_deref(),
-        Some("from-a"),
-        "nothing of B is applied"
-    );
+    assert_eq!(server_b.ref_listings.load(Ordering::SeqCst), 0, "nothing was asked of server B");
+    assert_eq!(server_b.upload_packs.load(Ordering::SeqCst), 0, "nothing was fetched from server B");
+    assert_eq!(last_applied(&failed), Some(format!("main@sha1:{first}").as_str()));
+    assert_eq!(value(&ns, "keep")?.as_deref(), Some("from-a"), "nothing is pruned");
+    assert_eq!(value(&ns, "a")?.as_deref(), Some("from-a"), "nothing of B is applied");
     assert_eq!(value(&ns, "b")?, None, "nothing of B is applied");
     let events = events_for(&ns, "app").await?;
     ensure!(
-        events.iter().any(|(kind, reason, note)| kind == "Warning"
-            && reason == "FetchFailed"
-            && note.contains(&url_b)),
+        events.iter().any(|(kind, reason, note)| kind == "Warning" && reason == "FetchFailed" && note.contains(&url_b)),
         "{events:?}"
     );
     Ok(())
@@ -173,52 +117,25 @@ async fn a_hanging_fetch_reports_the_real_limit() -> Result<()> {
     let silent = SilentServer::start();
     let url = format!("http://127.0.0.1:{}/repo.git", silent.port);
     let controller = ControllerProcess::start(ControllerOptions::new(&ns.kubeconfig, &ns.name))?;
-    create_applyset(
-        &ns,
-        "app",
-        serde_json::json!({ "source": { "url": url }, "interval": "1h", "timeout": "3s" }),
-    )
-    .await?;
-    let failed = wait_for_applyset(
-        &ns,
-        "app",
-        &controller,
-        "FetchFailed (timeout)",
-        T,
-        failed_with("FetchFailed"),
-    )
-    .await?;
+    create_applyset(&ns, "app", serde_json::json!({ "source": { "url": url }, "interval": "1h", "timeout": "3s" }))
+        .await?;
+    let failed =
+        wait_for_applyset(&ns, "app", &controller, "FetchFailed (timeout)", T, failed_with("FetchFailed")).await?;
     let message = ready_message(&failed);
     ensure!(message.contains("timed out after 3s"), "{message}");
 
     // A second run while the server still holds the first connection: it too names the limit.
     let requested = request_reconcile(&ns, "app").await?;
     let retried = wait_for_applyset(&ns, "app", &controller, "the second run", T, |a| {
-        a.status
-            .as_ref()
-            .and_then(|s| s.last_handled_reconcile_at.as_deref())
-            == Some(requested.as_str())
+        a.status.as_ref().and_then(|s| s.last_handled_reconcile_at.as_deref()) == Some(requested.as_str())
             && failed_with("FetchFailed")(a)
     })
     .await?;
     let message = ready_message(&retried);
-    ensure!(
-        message.contains("timed out after 3s") && !message.contains("0ns"),
-        "{message}"
-    );
+    ensure!(message.contains("timed out after 3s") && !message.contains("0ns"), "{message}");
     let events = events_for(&ns, "app").await?;
-    ensure!(
-        events
-            .iter()
-            .all(|(_, _, note)| !note.contains("after 0ns")),
-        "{events:?}"
-    );
-    ensure!(
-        events
-            .iter()
-            .any(|(_, _, note)| note.contains("timed out after 3s")),
-        "{events:?}"
-    );
+    ensure!(events.iter().all(|(_, _, note)| !note.contains("after 0ns")), "{events:?}");
+    ensure!(events.iter().any(|(_, _, note)| note.contains("timed out after 3s")), "{events:?}");
     Ok(())
 }
 
@@ -234,53 +151,26 @@ async fn a_force_push_backwards_is_reported() -> Result<()> {
     // Over HTTP: the controller's cache is shallow, as with any real server.
     let server = GitHttpServer::start(repo.bare.parent().unwrap(), HttpAuth::None, None);
     let controller = ControllerProcess::start(ControllerOptions::new(&ns.kubeconfig, &ns.name))?;
-    create_applyset(
-        &ns,
-        "app",
-        serde_json::json!({ "source": { "url": server.url("repo.git") }, "interval": "1h" }),
-    )
-    .await?;
+    create_applyset(&ns, "app", serde_json::json!({ "source": { "url": server.url("repo.git") }, "interval": "1h" }))
+        .await?;
     let rev_a = format!("main@sha1:{a}");
-    wait_for_applyset(
-        &ns,
-        "app",
-        &controller,
-        "Ready at A",
-        T,
-        applied(rev_a.clone()),
-    )
-    .await?;
+    wait_for_applyset(&ns, "app", &controller, "Ready at A", T, applied(rev_a.clone())).await?;
 
     // A fast-forward to B: a Normal NewRevision event says old → new.
     repo.write("three.yaml", config_map("three", &ns.name, "1"));
     let b = repo.commit("b");
     let rev_b = format!("main@sha1:{b}");
     request_reconcile(&ns, "app").await?;
-    let at_b = wait_for_applyset(
-        &ns,
-        "app",
-        &controller,
-        "Ready at B",
-        T,
-        applied(rev_b.clone()),
-    )
-    .await?;
+    let at_b = wait_for_applyset(&ns, "app", &controller, "Ready at B", T, applied(rev_b.clone())).await?;
     assert_eq!(ready_message(&at_b), format!("Applied revision: {rev_b}"));
     assert_eq!(value(&ns, "three")?.as_deref(), Some("1"));
     let events = events_for(&ns, "app").await?;
     let forward = format!("{rev_a} → {rev_b}");
     ensure!(
-        events.iter().any(|(kind, reason, note)| kind == "Normal"
-            && reason == "NewRevision"
-            && note == &forward),
+        events.iter().any(|(kind, reason, note)| kind == "Normal" && reason == "NewRevision" && note == &forward),
         "{events:?}"
     );
-    ensure!(
-        !events
-            .iter()
-            .any(|(_, reason, _)| reason == "HistoryRewritten"),
-        "{events:?}"
-    );
+    ensure!(!events.iter().any(|(_, reason, _)| reason == "HistoryRewritten"), "{events:?}");
 
     // main is force-reset to A and C, which drops two.yaml, is pushed on top of it.
     git::git(&repo.work, &["reset", "-q", "--hard", &a]);
@@ -288,35 +178,15 @@ async fn a_force_push_backwards_is_reported() -> Result<()> {
     let c = repo.commit("c");
     let rev_c = format!("main@sha1:{c}");
     request_reconcile(&ns, "app").await?;
-    let at_c = wait_for_applyset(
-        &ns,
-        "app",
-        &controller,
-        "Ready at C",
-        T,
-        applied(rev_c.clone()),
-    )
-    .await?;
+    let at_c = wait_for_applyset(&ns, "app", &controller, "Ready at C", T, applied(rev_c.clone())).await?;
     let message = ready_message(&at_c);
-    assert_eq!(
-        message,
-        format!("Applied revision: {rev_c} (history rewritten: was {rev_b}, not an ancestor)")
-    );
+    assert_eq!(message, format!("Applied revision: {rev_c} (history rewritten: was {rev_b}, not an ancestor)"));
     let events = events_for(&ns, "app").await?;
-    let rewritten: Vec<_> = events
-        .iter()
-        .filter(|(_, reason, _)| reason == "HistoryRewritten")
-        .collect();
-    ensure!(
-        rewritten.len() == 1,
-        "one HistoryRewritten event: {events:?}"
-    );
+    let rewritten: Vec<_> = events.iter().filter(|(_, reason, _)| reason == "HistoryRewritten").collect();
+    ensure!(rewritten.len() == 1, "one HistoryRewritten event: {events:?}");
     let (kind, _, note) = rewritten[0];
     assert_eq!(kind, "Warning");
-    ensure!(
-        note.contains(&format!("{rev_b} → {rev_c}")) && note.contains("not an ancestor"),
-        "{note}"
-    );
+    ensure!(note.contains(&format!("{rev_b} → {rev_c}")) && note.contains("not an ancestor"), "{note}");
     // The rewrite was applied: what left git is pruned (now with a notice).
     assert_eq!(value(&ns, "two")?, None);
     assert_eq!(value(&ns, "three")?, None);

@@ -24,12 +24,15 @@ use support::TestNamespace;
 const T: Duration = Duration::from_secs(60);
 
 fn config_map(name: &str, namespace: &str, value: &str) -> String {
-    format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {namespace}\ndata:\n  value: \"{value}\"\n")
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {namespace}\ndata:\n  value: \"{value}\"\n"
+    )
 }
 
 /// `data.value` of a ConfigMap, or `None` when it does not exist.
 fn value(ns: &TestNamespace, name: &str) -> Result<Option<String>> {
-    let out = ns.kubectl_ok(&["get", "configmap", name, "--ignore-not-found", "-o", "jsonpath={.data.value}|"], None)?;
+    let out =
+        ns.kubectl_ok(&["get", "configmap", name, "--ignore-not-found", "-o", "jsonpath={.data.value}|"], None)?;
     Ok(out.strip_suffix('|').map(str::to_owned))
 }
 
@@ -118,14 +121,19 @@ async fn https_basic_auth_with_a_private_ca() -> Result<()> {
     let controller = ControllerProcess::start(ControllerOptions::new(&ns.kubeconfig, &ns.name))?;
 
     // Without the CA the server's certificate is not trusted.
-    apply_secret(&ns, "git-auth", &["--from-literal=username=deployer".into(), format!("--from-literal=password={password}")])?;
+    apply_secret(
+        &ns,
+        "git-auth",
+        &["--from-literal=username=deployer".into(), format!("--from-literal=password={password}")],
+    )?;
     create_applyset(
         &ns,
         "app",
         serde_json::json!({ "source": { "url": url, "path": "deploy", "secretRef": { "name": "git-auth" } }, "interval": "1h" }),
     )
     .await?;
-    let untrusted = wait_for_applyset(&ns, "app", &controller, "FetchFailed (untrusted)", T, failed_with("FetchFailed")).await?;
+    let untrusted =
+        wait_for_applyset(&ns, "app", &controller, "FetchFailed (untrusted)", T, failed_with("FetchFailed")).await?;
     let (_, _, message) = condition(&untrusted, "Ready").unwrap();
     assert!(message.contains("untrusted host") && message.contains(&url), "{message}");
     assert_eq!(value(&ns, "a")?, None);
@@ -134,7 +142,11 @@ async fn https_basic_auth_with_a_private_ca() -> Result<()> {
     apply_secret(
         &ns,
         "git-auth",
-        &["--from-literal=username=deployer".into(), format!("--from-literal=password={password}"), format!("--from-file=ca.crt={ca}")],
+        &[
+            "--from-literal=username=deployer".into(),
+            format!("--from-literal=password={password}"),
+            format!("--from-file=ca.crt={ca}"),
+        ],
     )?;
     request_reconcile(&ns, "app").await?;
     let ready = wait_for_applyset(&ns, "app", &controller, "Ready over HTTPS", T, is_ready).await?;
@@ -159,19 +171,34 @@ async fn wrong_password_fails_the_fetch_and_prunes_nothing() -> Result<()> {
     let good = repo.commit("good");
     let password = "right-Horse-7781";
     let wrong = "wrong-Battery-4410";
-    let server =
-        GitHttpServer::start(repo.bare.parent().unwrap(), HttpAuth::Basic { user: "deployer".into(), password: password.into() }, None);
+    let server = GitHttpServer::start(
+        repo.bare.parent().unwrap(),
+        HttpAuth::Basic { user: "deployer".into(), password: password.into() },
+        None,
+    );
     let url = server.url("repo.git");
     let controller = ControllerProcess::start(ControllerOptions::new(&ns.kubeconfig, &ns.name))?;
-    apply_secret(&ns, "git-auth", &["--from-literal=username=deployer".into(), format!("--from-literal=password={password}")])?;
-    create_applyset(&ns, "app", serde_json::json!({ "source": { "url": url, "secretRef": { "name": "git-auth" } }, "interval": "1h" }))
-        .await?;
+    apply_secret(
+        &ns,
+        "git-auth",
+        &["--from-literal=username=deployer".into(), format!("--from-literal=password={password}")],
+    )?;
+    create_applyset(
+        &ns,
+        "app",
+        serde_json::json!({ "source": { "url": url, "secretRef": { "name": "git-auth" } }, "interval": "1h" }),
+    )
+    .await?;
     wait_for_applyset(&ns, "app", &controller, "Ready", T, is_ready).await?;
     assert_eq!(value(&ns, "b")?.as_deref(), Some("1"));
 
     // The Secret gets a wrong password and b.yaml is removed upstream: the fetch must fail,
     // and b must survive.
-    apply_secret(&ns, "git-auth", &["--from-literal=username=deployer".into(), format!("--from-literal=password={wrong}")])?;
+    apply_secret(
+        &ns,
+        "git-auth",
+        &["--from-literal=username=deployer".into(), format!("--from-literal=password={wrong}")],
+    )?;
     repo.remove("b.yaml");
     repo.write("a.yaml", config_map("a", &ns.name, "2"));
     let removed = repo.commit("remove b");
@@ -187,16 +214,23 @@ async fn wrong_password_fails_the_fetch_and_prunes_nothing() -> Result<()> {
     assert_eq!(value(&ns, "a")?.as_deref(), Some("1"), "nothing is applied when the fetch fails");
     let events = operator::events_for(&ns, "app").await?;
     assert!(
-        events.iter().any(|(kind, reason, note)| kind == "Warning" && reason == "FetchFailed" && note.contains("authentication failed")),
+        events.iter().any(|(kind, reason, note)| kind == "Warning"
+            && reason == "FetchFailed"
+            && note.contains("authentication failed")),
         "{events:?}"
     );
     assert_not_leaked(&ns, "app", &controller, wrong).await?;
     assert_not_leaked(&ns, "app", &controller, password).await?;
 
     // Fixing the Secret recovers: the new commit is applied and b is pruned.
-    apply_secret(&ns, "git-auth", &["--from-literal=username=deployer".into(), format!("--from-literal=password={password}")])?;
+    apply_secret(
+        &ns,
+        "git-auth",
+        &["--from-literal=username=deployer".into(), format!("--from-literal=password={password}")],
+    )?;
     request_reconcile(&ns, "app").await?;
-    wait_for_applyset(&ns, "app", &controller, "the fixed Secret used", T, applied(format!("main@sha1:{removed}"))).await?;
+    wait_for_applyset(&ns, "app", &controller, "the fixed Secret used", T, applied(format!("main@sha1:{removed}")))
+        .await?;
     assert_eq!(value(&ns, "b")?, None);
     assert_eq!(value(&ns, "a")?.as_deref(), Some("2"));
     Ok(())
@@ -212,17 +246,22 @@ async fn unreachable_repository_times_out_and_prunes_nothing() -> Result<()> {
     let good = repo.commit("good");
     let server = GitHttpServer::start(repo.bare.parent().unwrap(), HttpAuth::None, None);
     let controller = ControllerProcess::start(ControllerOptions::new(&ns.kubeconfig, &ns.name))?;
-    create_applyset(&ns, "app", serde_json::json!({ "source": { "url": server.url("repo.git") }, "interval": "1h", "timeout": "2s" }))
-        .await?;
+    create_applyset(
+        &ns,
+        "app",
+        serde_json::json!({ "source": { "url": server.url("repo.git") }, "interval": "1h", "timeout": "2s" }),
+    )
+    .await?;
     wait_for_applyset(&ns, "app", &controller, "Ready", T, is_ready).await?;
 
     // A closed port (the git host is down): refused at once.
     let closed_url = format!("http://127.0.0.1:{}/repo.git", git::free_port());
     patch_spec(&ns, "app", serde_json::json!({ "source": { "url": closed_url } })).await?;
-    let failed = wait_for_applyset(&ns, "app", &controller, "FetchFailed (closed port)", Duration::from_secs(30), |a| {
-        failed_with("FetchFailed")(a) && condition(a, "Ready").is_some_and(|(_, _, m)| m.contains(&closed_url))
-    })
-    .await?;
+    let failed =
+        wait_for_applyset(&ns, "app", &controller, "FetchFailed (closed port)", Duration::from_secs(30), |a| {
+            failed_with("FetchFailed")(a) && condition(a, "Ready").is_some_and(|(_, _, m)| m.contains(&closed_url))
+        })
+        .await?;
     let (_, _, message) = condition(&failed, "Ready").unwrap();
     assert!(message.contains("unreachable"), "{message}");
     assert_eq!(value(&ns, "a")?.as_deref(), Some("1"), "nothing is pruned when the fetch fails");
@@ -260,7 +299,11 @@ async fn ssh_with_a_deploy_key() -> Result<()> {
     let identity = repo.root.join("sshd/client_key").display().to_string();
     let known_hosts = write_file(&repo.root, "known_hosts", &sshd.known_hosts)?;
     let controller = ControllerProcess::start(ControllerOptions::new(&ns.kubeconfig, &ns.name))?;
-    apply_secret(&ns, "deploy-key", &[format!("--from-file=identity={identity}"), format!("--from-file=known_hosts={known_hosts}")])?;
+    apply_secret(
+        &ns,
+        "deploy-key",
+        &[format!("--from-file=identity={identity}"), format!("--from-file=known_hosts={known_hosts}")],
+    )?;
     create_applyset(
         &ns,
         "app",
@@ -280,7 +323,8 @@ async fn ssh_with_a_deploy_key() -> Result<()> {
     // It keeps following the branch over SSH.
     repo.write("deploy/a.yaml", config_map("a", &ns.name, "second"));
     let second = repo.commit("second");
-    wait_for_applyset(&ns, "app", &controller, "the second commit over SSH", T, applied(format!("main@sha1:{second}"))).await?;
+    wait_for_applyset(&ns, "app", &controller, "the second commit over SSH", T, applied(format!("main@sha1:{second}")))
+        .await?;
     assert_eq!(value(&ns, "a")?.as_deref(), Some("second"));
     let key = std::fs::read_to_string(&identity)?;
     let key_body = key.lines().nth(1).expect("an OpenSSH private key has a body");
@@ -297,13 +341,15 @@ async fn suspend_stops_applying_until_resumed() -> Result<()> {
     repo.write("a.yaml", config_map("a", &ns.name, "1"));
     repo.write("b.yaml", config_map("b", &ns.name, "1"));
     let first = repo.commit("first");
-    let controller = ControllerProcess::start(ControllerOptions::new(&ns.kubeconfig, &ns.name).arg("--allow-local-sources"))?;
+    let controller =
+        ControllerProcess::start(ControllerOptions::new(&ns.kubeconfig, &ns.name).arg("--allow-local-sources"))?;
     create_applyset(&ns, "app", serde_json::json!({ "source": { "url": repo.url() }, "interval": "2s" })).await?;
     wait_for_applyset(&ns, "app", &controller, "Ready", T, is_ready).await?;
 
     ns.kubectl_ok(&["patch", "applyset", "app", "--type=merge", "-p", r#"{"spec":{"suspend":true}}"#], None)?;
     let suspended = wait_for_applyset(&ns, "app", &controller, "Suspended", T, |a| {
-        ready_reason(a).as_deref() == Some("Suspended") && a.status.as_ref().unwrap().observed_generation == a.metadata.generation
+        ready_reason(a).as_deref() == Some("Suspended")
+            && a.status.as_ref().unwrap().observed_generation == a.metadata.generation
     })
     .await?;
     let (status, _, message) = condition(&suspended, "Ready").unwrap();
@@ -345,10 +391,21 @@ async fn reconcile_request_applies_a_new_commit_before_the_interval() -> Result<
     repo.write("slow/a.yaml", config_map("slow", &ns.name, "1"));
     repo.write("fast/a.yaml", config_map("fast", &ns.name, "1"));
     let first = repo.commit("first");
-    let controller = ControllerProcess::start(ControllerOptions::new(&ns.kubeconfig, &ns.name).arg("--allow-local-sources"))?;
-    create_applyset(&ns, "slow", serde_json::json!({ "source": { "url": repo.url(), "path": "slow" }, "interval": "1h" })).await?;
+    let controller =
+        ControllerProcess::start(ControllerOptions::new(&ns.kubeconfig, &ns.name).arg("--allow-local-sources"))?;
+    create_applyset(
+        &ns,
+        "slow",
+        serde_json::json!({ "source": { "url": repo.url(), "path": "slow" }, "interval": "1h" }),
+    )
+    .await?;
     // A witness on the same repository polling every 2s.
-    create_applyset(&ns, "fast", serde_json::json!({ "source": { "url": repo.url(), "path": "fast" }, "interval": "2s" })).await?;
+    create_applyset(
+        &ns,
+        "fast",
+        serde_json::json!({ "source": { "url": repo.url(), "path": "fast" }, "interval": "2s" }),
+    )
+    .await?;
     wait_for_applyset(&ns, "slow", &controller, "slow Ready", T, is_ready).await?;
     wait_for_applyset(&ns, "fast", &controller, "fast Ready", T, is_ready).await?;
 
@@ -357,14 +414,30 @@ async fn reconcile_request_applies_a_new_commit_before_the_interval() -> Result<
     let second = repo.commit("second");
     // The witness has fetched and applied the commit: the controller is polling, and the
     // hourly ApplySet has not applied it.
-    wait_for_applyset(&ns, "fast", &controller, "the witness applied the commit", T, applied(format!("main@sha1:{second}"))).await?;
+    wait_for_applyset(
+        &ns,
+        "fast",
+        &controller,
+        "the witness applied the commit",
+        T,
+        applied(format!("main@sha1:{second}")),
+    )
+    .await?;
     let slow = get_applyset(&ns, "slow").await?;
     assert_eq!(last_applied(&slow), Some(format!("main@sha1:{first}").as_str()));
     assert_eq!(value(&ns, "slow")?.as_deref(), Some("1"));
     assert_eq!(slow.status.as_ref().unwrap().last_handled_reconcile_at, None);
 
     let requested = request_reconcile(&ns, "slow").await?;
-    let done = wait_for_applyset(&ns, "slow", &controller, "the requested reconcile", T, applied(format!("main@sha1:{second}"))).await?;
+    let done = wait_for_applyset(
+        &ns,
+        "slow",
+        &controller,
+        "the requested reconcile",
+        T,
+        applied(format!("main@sha1:{second}")),
+    )
+    .await?;
     assert_eq!(done.status.as_ref().unwrap().last_handled_reconcile_at.as_deref(), Some(requested.as_str()));
     assert_eq!(value(&ns, "slow")?.as_deref(), Some("2"));
     Ok(())
@@ -423,8 +496,14 @@ async fn deleting_an_applyset_deletes_or_orphans_its_objects() -> Result<()> {
     repo.write("owned/b.yaml", config_map("owned-b", &ns.name, "1"));
     repo.write("kept/a.yaml", config_map("kept-a", &ns.name, "1"));
     repo.commit("first");
-    let controller = ControllerProcess::start(ControllerOptions::new(&ns.kubeconfig, &ns.name).arg("--allow-local-sources"))?;
-    create_applyset(&ns, "owned", serde_json::json!({ "source": { "url": repo.url(), "path": "owned" }, "interval": "1h" })).await?;
+    let controller =
+        ControllerProcess::start(ControllerOptions::new(&ns.kubeconfig, &ns.name).arg("--allow-local-sources"))?;
+    create_applyset(
+        &ns,
+        "owned",
+        serde_json::json!({ "source": { "url": repo.url(), "path": "owned" }, "interval": "1h" }),
+    )
+    .await?;
     create_applyset(
         &ns,
         "kept",
@@ -443,7 +522,9 @@ async fn deleting_an_applyset_deletes_or_orphans_its_objects() -> Result<()> {
     assert_eq!(value(&ns, "kept-a")?.as_deref(), Some("1"), "another ApplySet's objects are not touched");
     let events = operator::events_for(&ns, "owned").await?;
     assert!(
-        events.iter().any(|(_, reason, note)| reason == "Pruned" && note.contains("owned-a") && note.contains("owned-b")),
+        events
+            .iter()
+            .any(|(_, reason, note)| reason == "Pruned" && note.contains("owned-a") && note.contains("owned-b")),
         "{events:?}"
     );
 
@@ -462,7 +543,8 @@ async fn kubectl_recognises_the_applyset_as_a_parent_it_does_not_manage() -> Res
     let repo = Fixture::new(&format!("kubectl-{}", ns.name));
     repo.write("a.yaml", config_map("a", &ns.name, "1"));
     repo.commit("first");
-    let controller = ControllerProcess::start(ControllerOptions::new(&ns.kubeconfig, &ns.name).arg("--allow-local-sources"))?;
+    let controller =
+        ControllerProcess::start(ControllerOptions::new(&ns.kubeconfig, &ns.name).arg("--allow-local-sources"))?;
     create_applyset(&ns, "app", serde_json::json!({ "source": { "url": repo.url() }, "interval": "1h" })).await?;
     let ready = wait_for_applyset(&ns, "app", &controller, "Ready", T, is_ready).await?;
     let tooling = ready.metadata.annotations.as_ref().and_then(|a| a.get("applyset.kubernetes.io/tooling")).cloned();
@@ -471,7 +553,13 @@ async fn kubectl_recognises_the_applyset_as_a_parent_it_does_not_manage() -> Res
     let manifest = write_file(&repo.root, "other.yaml", config_map("other", &ns.name, "x"))?;
     let parent = "applysets.applyset.dev/app";
     let mut command = ns.kubectl()?;
-    command.env("KUBECTL_APPLYSET", "true").args(["apply", "--prune", &format!("--applyset={parent}"), "-f", &manifest]);
+    command.env("KUBECTL_APPLYSET", "true").args([
+        "apply",
+        "--prune",
+        &format!("--applyset={parent}"),
+        "-f",
+        &manifest,
+    ]);
     let out = support::run(&mut command, None)?;
     assert!(!out.success, "kubectl took over the ApplySet:\n{}{}", out.stdout, out.stderr);
     assert!(out.stderr.contains(r#"is managed by tooling "applyset" instead of "kubectl""#), "{}", out.stderr);
@@ -503,7 +591,8 @@ async fn tags_and_semver_ranges_pick_the_right_commit() -> Result<()> {
     release("2.0.0");
     repo.tag("v2.0.0", true);
     release("unreleased"); // main moves on, untagged
-    let controller = ControllerProcess::start(ControllerOptions::new(&ns.kubeconfig, &ns.name).arg("--allow-local-sources"))?;
+    let controller =
+        ControllerProcess::start(ControllerOptions::new(&ns.kubeconfig, &ns.name).arg("--allow-local-sources"))?;
     create_applyset(
         &ns,
         "pinned",

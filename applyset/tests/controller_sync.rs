@@ -10,13 +10,17 @@ use std::time::Duration;
 
 use anyhow::Result;
 use git::Fixture;
-use operator::{ControllerOptions, ControllerProcess, condition, create_applyset, failed_with, is_ready, wait_for_applyset};
+use operator::{
+    ControllerOptions, ControllerProcess, condition, create_applyset, failed_with, is_ready, wait_for_applyset,
+};
 use support::TestNamespace;
 
 const T: Duration = Duration::from_secs(90);
 
 fn config_map(name: &str, namespace: &str, value: &str) -> String {
-    format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {namespace}\ndata:\n  value: \"{value}\"\n")
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {namespace}\ndata:\n  value: \"{value}\"\n"
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -27,9 +31,15 @@ async fn follows_commits_and_prunes_removed_files() -> Result<()> {
     repo.write("app/a.yaml", config_map("a", &ns.name, "1"));
     repo.write("app/b.yaml", config_map("b", &ns.name, "1"));
     let first = repo.commit("first");
-    let controller = ControllerProcess::start(ControllerOptions::new(&ns.kubeconfig, &ns.name).arg("--allow-local-sources"))?;
+    let controller =
+        ControllerProcess::start(ControllerOptions::new(&ns.kubeconfig, &ns.name).arg("--allow-local-sources"))?;
 
-    create_applyset(&ns, "app", serde_json::json!({ "source": { "url": repo.url(), "path": "app" }, "interval": "2s" })).await?;
+    create_applyset(
+        &ns,
+        "app",
+        serde_json::json!({ "source": { "url": repo.url(), "path": "app" }, "interval": "2s" }),
+    )
+    .await?;
     let ready = wait_for_applyset(&ns, "app", &controller, "Ready", T, is_ready).await?;
     let status = ready.status.clone().unwrap();
     assert_eq!(status.last_applied_revision.as_deref(), Some(format!("main@sha1:{first}").as_str()));
@@ -37,14 +47,24 @@ async fn follows_commits_and_prunes_removed_files() -> Result<()> {
     let a = ns.kubectl_ok(&["get", "configmap", "a", "-o", "jsonpath={.data.value}"], None)?;
     assert_eq!(a, "1");
     // The ApplySet is a KEP-3659 parent and its objects carry its ID.
-    let id = ready.metadata.labels.as_ref().and_then(|l| l.get("applyset.kubernetes.io/id")).cloned().expect("parent id label");
-    let part_of = ns.kubectl_ok(&["get", "configmap", "b", "-o", "jsonpath={.metadata.labels.applyset\\.kubernetes\\.io/part-of}"], None)?;
+    let id = ready
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get("applyset.kubernetes.io/id"))
+        .cloned()
+        .expect("parent id label");
+    let part_of = ns.kubectl_ok(
+        &["get", "configmap", "b", "-o", "jsonpath={.metadata.labels.applyset\\.kubernetes\\.io/part-of}"],
+        None,
+    )?;
     assert_eq!(part_of, id);
 
     repo.write("app/a.yaml", config_map("a", &ns.name, "2"));
     let second = repo.commit("second");
     wait_for_applyset(&ns, "app", &controller, "the second commit applied", T, |s| {
-        s.status.as_ref().and_then(|s| s.last_applied_revision.as_deref()) == Some(format!("main@sha1:{second}").as_str())
+        s.status.as_ref().and_then(|s| s.last_applied_revision.as_deref())
+            == Some(format!("main@sha1:{second}").as_str())
     })
     .await?;
     assert_eq!(ns.kubectl_ok(&["get", "configmap", "a", "-o", "jsonpath={.data.value}"], None)?, "2");
@@ -52,10 +72,14 @@ async fn follows_commits_and_prunes_removed_files() -> Result<()> {
     repo.remove("app/b.yaml");
     let third = repo.commit("third");
     wait_for_applyset(&ns, "app", &controller, "the third commit applied", T, |s| {
-        s.status.as_ref().and_then(|s| s.last_applied_revision.as_deref()) == Some(format!("main@sha1:{third}").as_str())
+        s.status.as_ref().and_then(|s| s.last_applied_revision.as_deref())
+            == Some(format!("main@sha1:{third}").as_str())
     })
     .await?;
-    let left = ns.kubectl_ok(&["get", "configmaps", "-l", &format!("applyset.kubernetes.io/part-of={id}"), "-o", "name"], None)?;
+    let left = ns.kubectl_ok(
+        &["get", "configmaps", "-l", &format!("applyset.kubernetes.io/part-of={id}"), "-o", "name"],
+        None,
+    )?;
     assert_eq!(left.trim(), "configmap/a");
 
     let events = operator::events_for(&ns, "app").await?;
@@ -72,7 +96,8 @@ async fn broken_yaml_fails_the_load_and_changes_nothing() -> Result<()> {
     repo.write("a.yaml", config_map("a", &ns.name, "1"));
     repo.write("b.yaml", config_map("b", &ns.name, "1"));
     let good = repo.commit("good");
-    let controller = ControllerProcess::start(ControllerOptions::new(&ns.kubeconfig, &ns.name).arg("--allow-local-sources"))?;
+    let controller =
+        ControllerProcess::start(ControllerOptions::new(&ns.kubeconfig, &ns.name).arg("--allow-local-sources"))?;
     create_applyset(&ns, "app", serde_json::json!({ "source": { "url": repo.url() }, "interval": "2s" })).await?;
     wait_for_applyset(&ns, "app", &controller, "Ready", T, is_ready).await?;
 
@@ -107,13 +132,23 @@ async fn custom_resources_with_their_crd_and_a_crd_deleted_by_hand() -> Result<(
     let group = format!("{}.example.test", support::random_suffix());
     let repo = Fixture::new(&format!("crd-{}", ns.name));
     repo.write("crd.yaml", widget_crd(&group));
-    repo.write("widget.yaml", format!("apiVersion: {group}/v1\nkind: Widget\nmetadata:\n  name: w\n  namespace: {}\nsize: 3\n", ns.name));
+    repo.write(
+        "widget.yaml",
+        format!("apiVersion: {group}/v1\nkind: Widget\nmetadata:\n  name: w\n  namespace: {}\nsize: 3\n", ns.name),
+    );
     repo.write("config.yaml", config_map("a", &ns.name, "1"));
     repo.commit("crd, widget, config");
-    let controller = ControllerProcess::start(ControllerOptions::new(&ns.kubeconfig, &ns.name).arg("--allow-local-sources"))?;
+    let controller =
+        ControllerProcess::start(ControllerOptions::new(&ns.kubeconfig, &ns.name).arg("--allow-local-sources"))?;
     create_applyset(&ns, "app", serde_json::json!({ "source": { "url": repo.url() }, "interval": "2s" })).await?;
     let ready = wait_for_applyset(&ns, "app", &controller, "Ready", T, is_ready).await?;
-    let kinds = ready.metadata.annotations.as_ref().and_then(|a| a.get("applyset.kubernetes.io/contains-group-kinds")).cloned().unwrap_or_default();
+    let kinds = ready
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get("applyset.kubernetes.io/contains-group-kinds"))
+        .cloned()
+        .unwrap_or_default();
     assert!(kinds.contains(&format!("Widget.{group}")), "{kinds}");
     assert_eq!(ns.kubectl_ok(&["get", &format!("widgets.{group}"), "w", "-o", "jsonpath={.size}"], None)?, "3");
 
@@ -122,7 +157,9 @@ async fn custom_resources_with_their_crd_and_a_crd_deleted_by_hand() -> Result<(
     repo.write("config.yaml", config_map("a", &ns.name, "2"));
     let second = repo.commit("config 2");
     wait_for_applyset(&ns, "app", &controller, "the second commit applied", T, |s| {
-        is_ready(s) && s.status.as_ref().and_then(|s| s.last_applied_revision.as_deref()) == Some(format!("main@sha1:{second}").as_str())
+        is_ready(s)
+            && s.status.as_ref().and_then(|s| s.last_applied_revision.as_deref())
+                == Some(format!("main@sha1:{second}").as_str())
     })
     .await?;
 
@@ -133,10 +170,18 @@ async fn custom_resources_with_their_crd_and_a_crd_deleted_by_hand() -> Result<(
     repo.remove("widget.yaml");
     let third = repo.commit("no more widgets");
     let done = wait_for_applyset(&ns, "app", &controller, "the third commit applied", T, |s| {
-        is_ready(s) && s.status.as_ref().and_then(|s| s.last_applied_revision.as_deref()) == Some(format!("main@sha1:{third}").as_str())
+        is_ready(s)
+            && s.status.as_ref().and_then(|s| s.last_applied_revision.as_deref())
+                == Some(format!("main@sha1:{third}").as_str())
     })
     .await?;
-    let kinds = done.metadata.annotations.as_ref().and_then(|a| a.get("applyset.kubernetes.io/contains-group-kinds")).cloned().unwrap_or_default();
+    let kinds = done
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get("applyset.kubernetes.io/contains-group-kinds"))
+        .cloned()
+        .unwrap_or_default();
     assert_eq!(kinds, "ConfigMap");
     assert_eq!(ns.kubectl_ok(&["get", "configmap", "a", "-o", "jsonpath={.data.value}"], None)?, "2");
     Ok(())

@@ -8,8 +8,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use applyset::source::{
-    Ancestry, CacheKey, Credentials, ErrorCategory, GitRef, GitSource, Limits, SourceError,
-    SourceSpec,
+    Ancestry, CacheKey, Credentials, ErrorCategory, GitRef, GitSource, Limits, SourceError, SourceSpec,
 };
 use git::{Fixture, GitHttpServer, HttpAuth, SilentServer, Sshd};
 
@@ -20,41 +19,23 @@ fn source(name: &str) -> GitSource {
 }
 
 fn spec(url: &str, r: GitRef, path: Option<&str>) -> SourceSpec {
-    SourceSpec {
-        url: url.to_string(),
-        reference: Some(r),
-        path: path.map(str::to_string),
-        secret_ref: None,
-    }
+    SourceSpec { url: url.to_string(), reference: Some(r), path: path.map(str::to_string), secret_ref: None }
 }
 
 fn branch(b: &str) -> GitRef {
-    GitRef {
-        branch: Some(b.into()),
-        ..Default::default()
-    }
+    GitRef { branch: Some(b.into()), ..Default::default() }
 }
 
 fn tag(t: &str) -> GitRef {
-    GitRef {
-        tag: Some(t.into()),
-        ..Default::default()
-    }
+    GitRef { tag: Some(t.into()), ..Default::default() }
 }
 
 fn semver(r: &str) -> GitRef {
-    GitRef {
-        semver: Some(r.into()),
-        ..Default::default()
-    }
+    GitRef { semver: Some(r.into()), ..Default::default() }
 }
 
 fn commit(c: &str, b: Option<&str>) -> GitRef {
-    GitRef {
-        commit: Some(c.into()),
-        branch: b.map(Into::into),
-        ..Default::default()
-    }
+    GitRef { commit: Some(c.into()), branch: b.map(Into::into), ..Default::default() }
 }
 
 fn key(name: &str) -> CacheKey {
@@ -62,14 +43,10 @@ fn key(name: &str) -> CacheKey {
 }
 
 fn read(a: &applyset::source::Artifact, file: &str) -> String {
-    std::fs::read_to_string(a.dir.join(file))
-        .unwrap_or_else(|e| panic!("read {file} in {}: {e}", a.dir.display()))
+    std::fs::read_to_string(a.dir.join(file)).unwrap_or_else(|e| panic!("read {file} in {}: {e}", a.dir.display()))
 }
 
-fn expect_err(
-    r: Result<applyset::source::Artifact, SourceError>,
-    category: ErrorCategory,
-) -> SourceError {
+fn expect_err(r: Result<applyset::source::Artifact, SourceError>, category: ErrorCategory) -> SourceError {
     match r {
         Ok(a) => panic!("expected {category}, got artifact {a:?}"),
         Err(e) => {
@@ -89,43 +66,18 @@ async fn branch_tag_and_default_branch() {
     let c2 = f.commit("two");
     let src = source("branch-tag");
 
-    let a = src
-        .sync(
-            &key("b"),
-            &spec(&f.url(), branch("main"), Some("deploy")),
-            None,
-            T,
-        )
-        .await
-        .unwrap();
+    let a = src.sync(&key("b"), &spec(&f.url(), branch("main"), Some("deploy")), None, T).await.unwrap();
     assert_eq!(a.revision, format!("main@sha1:{c2}"));
     assert_eq!(a.commit, c2);
     assert_eq!(read(&a, "cm.yaml"), "v: 2\n");
     assert!(a.fetched);
     assert!(a.dir.ends_with("deploy"));
 
-    let a = src
-        .sync(
-            &key("t"),
-            &spec(&f.url(), tag("v1"), Some("deploy")),
-            None,
-            T,
-        )
-        .await
-        .unwrap();
-    assert_eq!(
-        a.revision,
-        format!("v1@sha1:{c1}"),
-        "annotated tag peels to its commit"
-    );
+    let a = src.sync(&key("t"), &spec(&f.url(), tag("v1"), Some("deploy")), None, T).await.unwrap();
+    assert_eq!(a.revision, format!("v1@sha1:{c1}"), "annotated tag peels to its commit");
     assert_eq!(read(&a, "cm.yaml"), "v: 1\n");
 
-    let default = SourceSpec {
-        url: f.url(),
-        reference: None,
-        path: None,
-        secret_ref: None,
-    };
+    let default = SourceSpec { url: f.url(), reference: None, path: None, secret_ref: None };
     let a = src.sync(&key("d"), &default, None, T).await.unwrap();
     assert_eq!(a.revision, format!("main@sha1:{c2}"));
     assert_eq!(read(&a, "deploy/cm.yaml"), "v: 2\n");
@@ -153,42 +105,23 @@ async fn semver_picks_highest_matching_tag() {
         f.tag(t, annotated);
     }
     let src = source("semver");
-    let a = src
-        .sync(
-            &key("s"),
-            &spec(&f.url(), semver(">=1.2.0 <2"), None),
-            None,
-            T,
-        )
-        .await
-        .unwrap();
+    let a = src.sync(&key("s"), &spec(&f.url(), semver(">=1.2.0 <2"), None), None, T).await.unwrap();
     assert_eq!(a.revision, format!("1.5.3@sha1:{}", shas["1.5.3"]));
     assert_eq!(read(&a, "version.txt"), "1.5.3");
 
-    let a = src
-        .sync(&key("s"), &spec(&f.url(), semver(">=1.0.0"), None), None, T)
-        .await
-        .unwrap();
+    let a = src.sync(&key("s"), &spec(&f.url(), semver(">=1.0.0"), None), None, T).await.unwrap();
     assert_eq!(a.revision, format!("v2.0.0@sha1:{}", shas["v2.0.0"]));
 
-    let a = src
-        .sync(&key("s"), &spec(&f.url(), semver("~1.2"), None), None, T)
-        .await
-        .unwrap();
+    let a = src.sync(&key("s"), &spec(&f.url(), semver("~1.2"), None), None, T).await.unwrap();
     assert_eq!(a.revision, format!("v1.2.0@sha1:{}", shas["v1.2.0"]));
 
     let e = expect_err(
-        src.sync(&key("s"), &spec(&f.url(), semver(">=3"), None), None, T)
-            .await,
+        src.sync(&key("s"), &spec(&f.url(), semver(">=3"), None), None, T).await,
         ErrorCategory::RefNotFound,
     );
     assert!(e.to_string().contains(">=3"), "{e}");
 
-    expect_err(
-        src.sync(&key("s"), &spec(&f.url(), semver("bogus"), None), None, T)
-            .await,
-        ErrorCategory::InvalidSpec,
-    );
+    expect_err(src.sync(&key("s"), &spec(&f.url(), semver("bogus"), None), None, T).await, ErrorCategory::InvalidSpec);
 }
 
 #[tokio::test]
@@ -204,88 +137,38 @@ async fn commit_pins() {
     f.checkout("main");
     let src = source("commit");
 
-    let a = src
-        .sync(
-            &key("c"),
-            &spec(&f.url(), commit(&old, None), None),
-            None,
-            T,
-        )
-        .await
-        .unwrap();
+    let a = src.sync(&key("c"), &spec(&f.url(), commit(&old, None), None), None, T).await.unwrap();
     assert_eq!(a.revision, format!("sha1:{old}"));
     assert_eq!(read(&a, "a.txt"), "old");
 
     // A cached pinned commit needs no connection at all.
     let before = src.stats();
-    let a = src
-        .sync(
-            &key("c"),
-            &spec(&f.url(), commit(&old, None), None),
-            None,
-            T,
-        )
-        .await
-        .unwrap();
+    let a = src.sync(&key("c"), &spec(&f.url(), commit(&old, None), None), None, T).await.unwrap();
     assert!(!a.fetched);
     assert_eq!(src.stats().connects, before.connects);
     assert_eq!(src.stats().fetches, before.fetches);
 
-    let a = src
-        .sync(
-            &key("cb"),
-            &spec(&f.url(), commit(&old, Some("main")), None),
-            None,
-            T,
-        )
-        .await
-        .unwrap();
+    let a = src.sync(&key("cb"), &spec(&f.url(), commit(&old, Some("main")), None), None, T).await.unwrap();
     assert_eq!(a.revision, format!("main@sha1:{old}"));
-    let a = src
-        .sync(
-            &key("cb"),
-            &spec(&f.url(), commit(&new, Some("main")), None),
-            None,
-            T,
-        )
-        .await
-        .unwrap();
+    let a = src.sync(&key("cb"), &spec(&f.url(), commit(&new, Some("main")), None), None, T).await.unwrap();
     assert_eq!(a.revision, format!("main@sha1:{new}"));
     assert_eq!(read(&a, "a.txt"), "new");
 
     let e = expect_err(
-        src.sync(
-            &key("cb"),
-            &spec(&f.url(), commit(&other, Some("main")), None),
-            None,
-            T,
-        )
-        .await,
+        src.sync(&key("cb"), &spec(&f.url(), commit(&other, Some("main")), None), None, T).await,
         ErrorCategory::RefNotFound,
     );
     assert!(e.to_string().contains("not on branch main"), "{e}");
 
     let missing = "0123456789abcdef0123456789abcdef01234567";
     let e = expect_err(
-        src.sync(
-            &key("c2"),
-            &spec(&f.url(), commit(missing, None), None),
-            None,
-            T,
-        )
-        .await,
+        src.sync(&key("c2"), &spec(&f.url(), commit(missing, None), None), None, T).await,
         ErrorCategory::RefNotFound,
     );
     assert!(e.to_string().contains(missing), "{e}");
 
     expect_err(
-        src.sync(
-            &key("c2"),
-            &spec(&f.url(), commit("abc123", None), None),
-            None,
-            T,
-        )
-        .await,
+        src.sync(&key("c2"), &spec(&f.url(), commit("abc123", None), None), None, T).await,
         ErrorCategory::InvalidSpec,
     );
 }
@@ -308,13 +191,7 @@ async fn fetches_only_when_the_ref_moves() {
 
     // Unchanged: one more ls-remote, no fetch, no new checkout, no new pack.
     let a2 = src.sync(&k, &s, None, T).await.unwrap();
-    assert_eq!(
-        a2,
-        applyset::source::Artifact {
-            fetched: false,
-            ..a1.clone()
-        }
-    );
+    assert_eq!(a2, applyset::source::Artifact { fetched: false, ..a1.clone() });
     let st2 = src.stats();
     assert_eq!((st2.connects, st2.fetches, st2.checkouts), (2, 1, 1));
     assert_eq!(std::fs::read_dir(&pack_dir).unwrap().count(), packs);
@@ -351,46 +228,20 @@ async fn missing_refs() {
     f.tag("v1", false);
     let src = source("missing");
     let e = expect_err(
-        src.sync(&key("x"), &spec(&f.url(), branch("nope"), None), None, T)
-            .await,
+        src.sync(&key("x"), &spec(&f.url(), branch("nope"), None), None, T).await,
         ErrorCategory::RefNotFound,
     );
     let msg = e.to_string();
-    assert!(
-        msg.contains("branch nope") && msg.contains(&f.url()),
-        "{msg}"
-    );
-    expect_err(
-        src.sync(&key("x"), &spec(&f.url(), tag("v9"), None), None, T)
-            .await,
-        ErrorCategory::RefNotFound,
-    );
+    assert!(msg.contains("branch nope") && msg.contains(&f.url()), "{msg}");
+    expect_err(src.sync(&key("x"), &spec(&f.url(), tag("v9"), None), None, T).await, ErrorCategory::RefNotFound);
 
     let gone = format!("file://{}/does-not-exist.git", f.root.display());
-    expect_err(
-        src.sync(&key("x"), &spec(&gone, branch("main"), None), None, T)
-            .await,
-        ErrorCategory::Unreachable,
-    );
+    expect_err(src.sync(&key("x"), &spec(&gone, branch("main"), None), None, T).await, ErrorCategory::Unreachable);
 
-    let conflicting = GitRef {
-        branch: Some("main".into()),
-        tag: Some("v1".into()),
-        ..Default::default()
-    };
+    let conflicting = GitRef { branch: Some("main".into()), tag: Some("v1".into()), ..Default::default() };
+    expect_err(src.sync(&key("x"), &spec(&f.url(), conflicting, None), None, T).await, ErrorCategory::InvalidSpec);
     expect_err(
-        src.sync(&key("x"), &spec(&f.url(), conflicting, None), None, T)
-            .await,
-        ErrorCategory::InvalidSpec,
-    );
-    expect_err(
-        src.sync(
-            &key("x"),
-            &spec("ftp://example.com/r.git", branch("main"), None),
-            None,
-            T,
-        )
-        .await,
+        src.sync(&key("x"), &spec("ftp://example.com/r.git", branch("main"), None), None, T).await,
         ErrorCategory::InvalidSpec,
     );
 }
@@ -429,22 +280,11 @@ async fn paths_must_stay_inside_the_checkout() {
     expect_err(run("deep").await, ErrorCategory::PathEscapes);
 
     let e = expect_err(run("nope").await, ErrorCategory::PathNotFound);
-    assert!(
-        e.to_string().contains("nope") && e.to_string().contains(&c),
-        "{e}"
-    );
+    assert!(e.to_string().contains("nope") && e.to_string().contains(&c), "{e}");
     expect_err(run("file.txt").await, ErrorCategory::PathNotFound);
     // The root itself holds escaping links: rejected too.
-    let whole = SourceSpec {
-        url: f.url(),
-        reference: Some(branch("main")),
-        path: None,
-        secret_ref: None,
-    };
-    expect_err(
-        src.sync(&key("p"), &whole, None, T).await,
-        ErrorCategory::PathEscapes,
-    );
+    let whole = SourceSpec { url: f.url(), reference: Some(branch("main")), path: None, secret_ref: None };
+    expect_err(src.sync(&key("p"), &whole, None, T).await, ErrorCategory::PathEscapes);
 }
 
 #[tokio::test]
@@ -454,13 +294,7 @@ async fn timeout_on_a_silent_server() {
     let url = format!("http://127.0.0.1:{}/repo.git", server.port);
     let started = Instant::now();
     let e = expect_err(
-        src.sync(
-            &key("t"),
-            &spec(&url, branch("main"), None),
-            None,
-            Duration::from_millis(1500),
-        )
-        .await,
+        src.sync(&key("t"), &spec(&url, branch("main"), None), None, Duration::from_millis(1500)).await,
         ErrorCategory::Timeout,
     );
     let took = started.elapsed();
@@ -475,54 +309,28 @@ async fn size_limits() {
     f.write("small.yaml", "x");
     f.write("big.bin", git::noise(2 * 1024 * 1024, 42));
     f.commit("big");
-    let limits = Limits {
-        max_fetch_bytes: 256 * 1024,
-        ..Limits::default()
-    };
+    let limits = Limits { max_fetch_bytes: 256 * 1024, ..Limits::default() };
 
     // Fetch limit over the network path (smart HTTP).
     let http = GitHttpServer::start(f.bare.parent().unwrap(), HttpAuth::None, None);
     let src = source("size-http").with_limits(limits);
     let e = expect_err(
-        src.sync(
-            &key("s"),
-            &spec(&http.url("repo.git"), branch("main"), None),
-            None,
-            T,
-        )
-        .await,
+        src.sync(&key("s"), &spec(&http.url("repo.git"), branch("main"), None), None, T).await,
         ErrorCategory::TooLarge,
     );
     assert!(e.to_string().contains("262144"), "{e}");
 
     // ... and over file://.
     let src = source("size-file").with_limits(limits);
-    expect_err(
-        src.sync(&key("s"), &spec(&f.url(), branch("main"), None), None, T)
-            .await,
-        ErrorCategory::TooLarge,
-    );
+    expect_err(src.sync(&key("s"), &spec(&f.url(), branch("main"), None), None, T).await, ErrorCategory::TooLarge);
 
     // Checkout limits.
-    let src = source("size-checkout").with_limits(Limits {
-        max_checkout_bytes: 1024 * 1024,
-        ..Limits::default()
-    });
-    let e = expect_err(
-        src.sync(&key("s"), &spec(&f.url(), branch("main"), None), None, T)
-            .await,
-        ErrorCategory::TooLarge,
-    );
+    let src = source("size-checkout").with_limits(Limits { max_checkout_bytes: 1024 * 1024, ..Limits::default() });
+    let e =
+        expect_err(src.sync(&key("s"), &spec(&f.url(), branch("main"), None), None, T).await, ErrorCategory::TooLarge);
     assert!(e.to_string().contains("checkout"), "{e}");
-    let src = source("size-files").with_limits(Limits {
-        max_checkout_files: 1,
-        ..Limits::default()
-    });
-    expect_err(
-        src.sync(&key("s"), &spec(&f.url(), branch("main"), None), None, T)
-            .await,
-        ErrorCategory::TooLarge,
-    );
+    let src = source("size-files").with_limits(Limits { max_checkout_files: 1, ..Limits::default() });
+    expect_err(src.sync(&key("s"), &spec(&f.url(), branch("main"), None), None, T).await, ErrorCategory::TooLarge);
 
     // One file over the per-file limit is refused on its header, before it is inflated: 64 MiB
     // of zeros are a few hundred KB in git.
@@ -530,13 +338,10 @@ async fn size_limits() {
     zeros.write("small.yaml", "x");
     zeros.write("zeros.yaml", vec![0u8; 64 * 1024 * 1024]);
     zeros.commit("zeros");
-    let src = source("size-file-bytes").with_limits(Limits {
-        max_checkout_file_bytes: 1024 * 1024,
-        ..Limits::default()
-    });
+    let src =
+        source("size-file-bytes").with_limits(Limits { max_checkout_file_bytes: 1024 * 1024, ..Limits::default() });
     let e = expect_err(
-        src.sync(&key("s"), &spec(&zeros.url(), branch("main"), None), None, T)
-            .await,
+        src.sync(&key("s"), &spec(&zeros.url(), branch("main"), None), None, T).await,
         ErrorCategory::TooLarge,
     );
     assert!(e.to_string().contains("zeros.yaml") && e.to_string().contains("67108864"), "{e}");
@@ -550,10 +355,7 @@ async fn http_basic_auth() {
     let password = "correct-horse-battery-staple";
     let http = GitHttpServer::start(
         f.bare.parent().unwrap(),
-        HttpAuth::Basic {
-            user: "deployer".into(),
-            password: password.into(),
-        },
+        HttpAuth::Basic { user: "deployer".into(), password: password.into() },
         None,
     );
     let url = http.url("repo.git");
@@ -564,31 +366,19 @@ async fn http_basic_auth() {
     data.insert("username".to_string(), b"deployer".to_vec());
     data.insert("password".to_string(), password.as_bytes().to_vec());
     let good = Credentials::from_secret_data(&data).unwrap();
-    let a = src
-        .sync(&key("h"), &s, Some(good.clone()), T)
-        .await
-        .unwrap();
+    let a = src.sync(&key("h"), &s, Some(good.clone()), T).await.unwrap();
     assert_eq!(a.revision, format!("main@sha1:{c1}"));
     assert_eq!(read(&a, "cm.yaml"), "1");
     // A shallow clone over the network.
-    assert!(
-        src.cache_dir(&key("h")).join("repo/shallow").exists(),
-        "depth-1 fetch expected"
-    );
+    assert!(src.cache_dir(&key("h")).join("repo/shallow").exists(), "depth-1 fetch expected");
     let packs = http.upload_packs.load(std::sync::atomic::Ordering::SeqCst);
     assert!(packs >= 1);
 
     // Unchanged: the server sees a ref listing but no upload-pack.
     let listings = http.ref_listings.load(std::sync::atomic::Ordering::SeqCst);
-    let a = src
-        .sync(&key("h"), &s, Some(good.clone()), T)
-        .await
-        .unwrap();
+    let a = src.sync(&key("h"), &s, Some(good.clone()), T).await.unwrap();
     assert!(!a.fetched);
-    assert_eq!(
-        http.upload_packs.load(std::sync::atomic::Ordering::SeqCst),
-        packs
-    );
+    assert_eq!(http.upload_packs.load(std::sync::atomic::Ordering::SeqCst), packs);
     assert!(http.ref_listings.load(std::sync::atomic::Ordering::SeqCst) > listings);
 
     // Moved: shallow fetch of the new tip.
@@ -601,10 +391,7 @@ async fn http_basic_auth() {
     // Wrong password: AuthFailed, and the password is nowhere in the error.
     let wrong_password = "Tr0ub4dor&3-wrong";
     let bad = Credentials::basic("deployer", wrong_password);
-    let e = expect_err(
-        src.sync(&key("h2"), &s, Some(bad), T).await,
-        ErrorCategory::AuthFailed,
-    );
+    let e = expect_err(src.sync(&key("h2"), &s, Some(bad), T).await, ErrorCategory::AuthFailed);
     let shown = format!("{e} {e:?}");
     assert!(!shown.contains(wrong_password), "{shown}");
     assert!(shown.contains(&url), "{shown}");
@@ -612,8 +399,7 @@ async fn http_basic_auth() {
     // Password in the URL: used, and scrubbed from messages.
     let in_url = url.replacen("http://", &format!("http://deployer:{wrong_password}@"), 1);
     let e = expect_err(
-        src.sync(&key("h3"), &spec(&in_url, branch("main"), None), None, T)
-            .await,
+        src.sync(&key("h3"), &spec(&in_url, branch("main"), None), None, T).await,
         ErrorCategory::AuthFailed,
     );
     let shown = format!("{e} {e:?}");
@@ -622,15 +408,10 @@ async fn http_basic_auth() {
     assert!(shown.contains("http://***@127.0.0.1"), "{shown}");
     assert!(!shown.contains("deployer:"), "{shown}");
     let ok_url = url.replacen("http://", &format!("http://deployer:{password}@"), 1);
-    src.sync(&key("h4"), &spec(&ok_url, branch("main"), None), None, T)
-        .await
-        .unwrap();
+    src.sync(&key("h4"), &spec(&ok_url, branch("main"), None), None, T).await.unwrap();
 
     // No credentials at all.
-    expect_err(
-        src.sync(&key("h5"), &s, None, T).await,
-        ErrorCategory::AuthFailed,
-    );
+    expect_err(src.sync(&key("h5"), &s, None, T).await, ErrorCategory::AuthFailed);
 }
 
 #[tokio::test]
@@ -639,33 +420,15 @@ async fn http_bearer_token() {
     f.write("a.yaml", "1");
     let c = f.commit("one");
     let token = "ghp_exampleTokenValue123";
-    let http = GitHttpServer::start(
-        f.bare.parent().unwrap(),
-        HttpAuth::Bearer(token.into()),
-        None,
-    );
+    let http = GitHttpServer::start(f.bare.parent().unwrap(), HttpAuth::Bearer(token.into()), None);
     let s = spec(&http.url("repo.git"), branch("main"), None);
     let src = source("http-bearer");
     let mut data = BTreeMap::new();
     data.insert("bearerToken".to_string(), token.as_bytes().to_vec());
-    let a = src
-        .sync(
-            &key("b"),
-            &s,
-            Some(Credentials::from_secret_data(&data).unwrap()),
-            T,
-        )
-        .await
-        .unwrap();
+    let a = src.sync(&key("b"), &s, Some(Credentials::from_secret_data(&data).unwrap()), T).await.unwrap();
     assert_eq!(a.commit, c);
     let e = expect_err(
-        src.sync(
-            &key("b2"),
-            &s,
-            Some(Credentials::bearer("wrong-token-value")),
-            T,
-        )
-        .await,
+        src.sync(&key("b2"), &s, Some(Credentials::bearer("wrong-token-value")), T).await,
         ErrorCategory::AuthFailed,
     );
     assert!(!format!("{e} {e:?}").contains("wrong-token-value"), "{e}");
@@ -679,10 +442,7 @@ async fn https_with_private_ca() {
     let pki = git::test_pki();
     let https = GitHttpServer::start(
         f.bare.parent().unwrap(),
-        HttpAuth::Basic {
-            user: "u".into(),
-            password: "p4ss-word".into(),
-        },
+        HttpAuth::Basic { user: "u".into(), password: "p4ss-word".into() },
         Some(pki.acceptor.clone()),
     );
     let url = format!("https://127.0.0.1:{}/repo.git", https.port);
@@ -691,8 +451,7 @@ async fn https_with_private_ca() {
 
     // Without ca.crt the certificate is not trusted.
     let e = expect_err(
-        src.sync(&key("x"), &s, Some(Credentials::basic("u", "p4ss-word")), T)
-            .await,
+        src.sync(&key("x"), &s, Some(Credentials::basic("u", "p4ss-word")), T).await,
         ErrorCategory::UntrustedHost,
     );
     assert!(e.to_string().contains(&url), "{e}");
@@ -716,10 +475,7 @@ async fn ssh_deploy_key() {
 
     let mut data = BTreeMap::new();
     data.insert("identity".to_string(), sshd.client_key.clone());
-    data.insert(
-        "known_hosts".to_string(),
-        sshd.known_hosts.clone().into_bytes(),
-    );
+    data.insert("known_hosts".to_string(), sshd.known_hosts.clone().into_bytes());
     let good = Credentials::from_secret_data(&data).unwrap();
     let a = match src.sync(&key("s"), &s, Some(good.clone()), T).await {
         Ok(a) => a,
@@ -727,14 +483,8 @@ async fn ssh_deploy_key() {
     };
     assert_eq!(a.revision, format!("main@sha1:{c}"));
     assert_eq!(read(&a, "cm.yaml"), "ssh");
-    assert!(
-        src.cache_dir(&key("s")).join("repo/shallow").exists(),
-        "depth-1 fetch expected"
-    );
-    let a = src
-        .sync(&key("s"), &s, Some(good.clone()), T)
-        .await
-        .unwrap();
+    assert!(src.cache_dir(&key("s")).join("repo/shallow").exists(), "depth-1 fetch expected");
+    let a = src.sync(&key("s"), &s, Some(good.clone()), T).await.unwrap();
     assert!(!a.fetched);
 
     // scp-like syntax is accepted (port 22 is not ours, so only parse-check it).
@@ -742,58 +492,30 @@ async fn ssh_deploy_key() {
 
     // Unknown host key: rejected before authenticating.
     let wrong_host = Credentials::ssh(sshd.client_key.clone(), sshd.wrong_known_hosts.clone());
-    let e = expect_err(
-        src.sync(&key("s2"), &s, Some(wrong_host), T).await,
-        ErrorCategory::UntrustedHost,
-    );
+    let e = expect_err(src.sync(&key("s2"), &s, Some(wrong_host), T).await, ErrorCategory::UntrustedHost);
     assert!(e.to_string().contains("does not match known_hosts"), "{e}");
     let other_host = Credentials::ssh(
         sshd.client_key.clone(),
-        format!(
-            "example.com {}",
-            sshd.known_hosts.split_once(' ').unwrap().1
-        ),
+        format!("example.com {}", sshd.known_hosts.split_once(' ').unwrap().1),
     );
-    let e = expect_err(
-        src.sync(&key("s2"), &s, Some(other_host), T).await,
-        ErrorCategory::UntrustedHost,
-    );
+    let e = expect_err(src.sync(&key("s2"), &s, Some(other_host), T).await, ErrorCategory::UntrustedHost);
     assert!(e.to_string().contains("not in known_hosts"), "{e}");
 
     // A key the server does not know.
     let wrong_key = Credentials::ssh(sshd.other_key.clone(), sshd.known_hosts.clone());
-    expect_err(
-        src.sync(&key("s3"), &s, Some(wrong_key), T).await,
-        ErrorCategory::AuthFailed,
-    );
+    expect_err(src.sync(&key("s3"), &s, Some(wrong_key), T).await, ErrorCategory::AuthFailed);
 
     // known_hosts is mandatory.
     let mut no_kh = good.clone();
     no_kh.known_hosts = None;
-    expect_err(
-        src.sync(&key("s4"), &s, Some(no_kh), T).await,
-        ErrorCategory::InvalidSpec,
-    );
+    expect_err(src.sync(&key("s4"), &s, Some(no_kh), T).await, ErrorCategory::InvalidSpec);
 
     // The deploy key only runs git-upload-pack.
     let key_file = f.root.join("sshd/client_key");
     let out = std::process::Command::new("ssh")
-        .args([
-            "-o",
-            "BatchMode=yes",
-            "-o",
-            "StrictHostKeyChecking=no",
-            "-o",
-            "UserKnownHostsFile=/dev/null",
-            "-i",
-        ])
+        .args(["-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-i"])
         .arg(&key_file)
-        .args([
-            "-p",
-            &sshd.port.to_string(),
-            &format!("{}@127.0.0.1", sshd.user),
-            "id",
-        ])
+        .args(["-p", &sshd.port.to_string(), &format!("{}@127.0.0.1", sshd.user), "id"])
         .output()
         .unwrap();
     assert!(!out.status.success(), "a shell command must be refused");
@@ -809,18 +531,12 @@ async fn concurrent_syncs_of_one_key() {
     let mut tasks = Vec::new();
     for _ in 0..4 {
         let (src, s) = (src.clone(), s.clone());
-        tasks.push(tokio::spawn(async move {
-            src.sync(&key("k"), &s, None, T).await
-        }));
+        tasks.push(tokio::spawn(async move { src.sync(&key("k"), &s, None, T).await }));
     }
     for t in tasks {
         assert_eq!(t.await.unwrap().unwrap().commit, c);
     }
-    assert_eq!(
-        src.stats().fetches,
-        1,
-        "the lock serialises syncs; later ones find the commit cached"
-    );
+    assert_eq!(src.stats().fetches, 1, "the lock serialises syncs; later ones find the commit cached");
 }
 
 /// Two repositories with different content behind two servers (two ports of
@@ -841,12 +557,7 @@ fn two_servers(name: &str, tls: Option<git::TlsAcceptor>) -> TwoServers {
     b.commit("b");
     let server_a = GitHttpServer::start(a.bare.parent().unwrap(), HttpAuth::None, tls.clone());
     let server_b = GitHttpServer::start(b.bare.parent().unwrap(), HttpAuth::None, tls);
-    TwoServers {
-        a,
-        b,
-        server_a,
-        server_b,
-    }
+    TwoServers { a, b, server_a, server_b }
 }
 
 #[tokio::test]
@@ -861,36 +572,17 @@ async fn redirect_to_another_port_is_refused() {
         creds.ca_cert = Some(pki.ca_pem.clone());
         let src = source(&format!("redirect-port-{scheme}"));
         let e = expect_err(
-            src.sync(
-                &key("r"),
-                &spec(&url_a, branch("main"), None),
-                Some(creds),
-                T,
-            )
-            .await,
+            src.sync(&key("r"), &spec(&url_a, branch("main"), None), Some(creds), T).await,
             ErrorCategory::RedirectRefused,
         );
         let shown = e.to_string();
         assert!(shown.contains(&url_a) && shown.contains(&url_b), "{shown}");
         assert!(shown.contains("refused"), "{shown}");
         assert!(!shown.contains("redirect-S3cret"), "{shown}");
-        assert!(
-            t.server_a
-                .redirected
-                .load(std::sync::atomic::Ordering::SeqCst)
-                >= 1
-        );
+        assert!(t.server_a.redirected.load(std::sync::atomic::Ordering::SeqCst) >= 1);
         // Nothing, credentials included, ever reached the other server.
-        for counter in [
-            &t.server_b.ref_listings,
-            &t.server_b.upload_packs,
-            &t.server_b.unauthorized,
-        ] {
-            assert_eq!(
-                counter.load(std::sync::atomic::Ordering::SeqCst),
-                0,
-                "{scheme}"
-            );
+        for counter in [&t.server_b.ref_listings, &t.server_b.upload_packs, &t.server_b.unauthorized] {
+            assert_eq!(counter.load(std::sync::atomic::Ordering::SeqCst), 0, "{scheme}");
         }
         drop((t.a, t.b));
     }
@@ -907,37 +599,19 @@ async fn same_origin_redirect_is_followed() {
         t.server_a.redirect("old.git", "/repo.git");
         let absolute = format!("{scheme}://127.0.0.1:{}/repo.git", t.server_a.port);
         t.server_a.redirect("older.git", &absolute);
-        let creds = Credentials {
-            ca_cert: Some(pki.ca_pem.clone()),
-            ..Default::default()
-        };
+        let creds = Credentials { ca_cert: Some(pki.ca_pem.clone()), ..Default::default() };
         let src = source(&format!("redirect-same-{scheme}"));
         for (k, old) in [("old", "old.git"), ("older", "older.git")] {
             let url = format!("{scheme}://127.0.0.1:{}/{old}", t.server_a.port);
             let a = src
-                .sync(
-                    &key(k),
-                    &spec(&url, branch("main"), None),
-                    Some(creds.clone()),
-                    T,
-                )
+                .sync(&key(k), &spec(&url, branch("main"), None), Some(creds.clone()), T)
                 .await
                 .unwrap_or_else(|e| panic!("{url}: {e}"));
             assert_eq!(a.commit, expected);
             assert_eq!(read(&a, "cm.yaml"), "from: a\n");
         }
-        assert!(
-            t.server_a
-                .redirected
-                .load(std::sync::atomic::Ordering::SeqCst)
-                >= 2
-        );
-        assert_eq!(
-            t.server_b
-                .ref_listings
-                .load(std::sync::atomic::Ordering::SeqCst),
-            0
-        );
+        assert!(t.server_a.redirected.load(std::sync::atomic::Ordering::SeqCst) >= 2);
+        assert_eq!(t.server_b.ref_listings.load(std::sync::atomic::Ordering::SeqCst), 0);
         drop(t.b);
     }
 }
@@ -952,15 +626,11 @@ async fn a_hanging_fetch_reports_the_real_limit() {
     // cache: both name the limit that expired, never "0ns".
     for attempt in 0..2 {
         let e = expect_err(
-            src.sync(&key("t"), &spec(&url, branch("main"), None), None, limit)
-                .await,
+            src.sync(&key("t"), &spec(&url, branch("main"), None), None, limit).await,
             ErrorCategory::Timeout,
         );
         let shown = e.to_string();
-        assert!(
-            shown.contains("timed out after 1.5s"),
-            "attempt {attempt}: {shown}"
-        );
+        assert!(shown.contains("timed out after 1.5s"), "attempt {attempt}: {shown}");
         assert!(!shown.contains("0ns"), "attempt {attempt}: {shown}");
     }
 }
@@ -981,19 +651,13 @@ async fn history_rewrites_are_told_from_fast_forwards() {
     assert_eq!(first.change, None);
 
     // Same commit: no change.
-    let same = src
-        .sync_since(&key("k"), &s, None, T, Some(&first.revision))
-        .await
-        .unwrap();
+    let same = src.sync_since(&key("k"), &s, None, T, Some(&first.revision)).await.unwrap();
     assert_eq!(same.change, None);
 
     // A fast-forward.
     f.write("c.yaml", "c");
     let c = f.commit("c");
-    let forward = src
-        .sync_since(&key("k"), &s, None, T, Some(&first.revision))
-        .await
-        .unwrap();
+    let forward = src.sync_since(&key("k"), &s, None, T, Some(&first.revision)).await.unwrap();
     assert_eq!(forward.commit, c);
     let change = forward.change.clone().unwrap();
     assert_eq!(change.previous, first.revision);
@@ -1003,36 +667,20 @@ async fn history_rewrites_are_told_from_fast_forwards() {
     git::git(&f.work, &["reset", "-q", "--hard", &a]);
     f.write("d.yaml", "d");
     let d = f.commit("d");
-    let rewritten = src
-        .sync_since(&key("k"), &s, None, T, Some(&forward.revision))
-        .await
-        .unwrap();
+    let rewritten = src.sync_since(&key("k"), &s, None, T, Some(&forward.revision)).await.unwrap();
     assert_eq!(rewritten.commit, d);
-    assert_eq!(
-        rewritten.change.clone().unwrap().ancestry,
-        Ancestry::Rewritten,
-        "{rewritten:?}"
-    );
+    assert_eq!(rewritten.change.clone().unwrap().ancestry, Ancestry::Rewritten, "{rewritten:?}");
 
     // Another branch: not compared.
     f.checkout_new_branch("other");
     f.commit("other");
     let other = src
-        .sync_since(
-            &key("k"),
-            &spec(&http.url("repo.git"), branch("other"), None),
-            None,
-            T,
-            Some(&rewritten.revision),
-        )
+        .sync_since(&key("k"), &spec(&http.url("repo.git"), branch("other"), None), None, T, Some(&rewritten.revision))
         .await
         .unwrap();
     assert_eq!(other.change.unwrap().ancestry, Ancestry::NotCompared);
 
     // A cache that never held the previous commit cannot tell.
-    let fresh = src
-        .sync_since(&key("fresh"), &s, None, T, Some(&format!("main@sha1:{b}")))
-        .await
-        .unwrap();
+    let fresh = src.sync_since(&key("fresh"), &s, None, T, Some(&format!("main@sha1:{b}"))).await.unwrap();
     assert_eq!(fresh.change.unwrap().ancestry, Ancestry::Unknown);
 }

@@ -47,10 +47,7 @@ fn lease_config(namespace: &str, identity: &str) -> LeaseConfig {
 }
 
 fn elector(namespace: &TestNamespace, identity: &str) -> LeaderElector {
-    LeaderElector::new(
-        namespace.client.clone(),
-        lease_config(&namespace.name, identity),
-    )
+    LeaderElector::new(namespace.client.clone(), lease_config(&namespace.name, identity))
 }
 
 async fn read_lease(namespace: &TestNamespace) -> Result<LeaseSpec> {
@@ -62,9 +59,7 @@ async fn read_lease(namespace: &TestNamespace) -> Result<LeaseSpec> {
 }
 
 fn holder(spec: &LeaseSpec) -> Option<&str> {
-    spec.holder_identity
-        .as_deref()
-        .filter(|holder| !holder.is_empty())
+    spec.holder_identity.as_deref().filter(|holder| !holder.is_empty())
 }
 
 async fn acquire_promptly(elector: &mut LeaderElector) -> Result<()> {
@@ -91,9 +86,7 @@ fn renew_in_background(mut elector: LeaderElector) -> (oneshot::Sender<()>, Rene
 }
 
 /// Runs `elector.acquire()` in the background; the task returns when it acquired.
-fn acquire_in_background(
-    mut elector: LeaderElector,
-) -> tokio::task::JoinHandle<(LeaderElector, Instant)> {
+fn acquire_in_background(mut elector: LeaderElector) -> tokio::task::JoinHandle<(LeaderElector, Instant)> {
     tokio::spawn(async move {
         elector.acquire().await;
         (elector, Instant::now())
@@ -118,10 +111,7 @@ async fn standby_waits_while_the_leader_renews_and_takes_over_when_it_releases()
 
     // Twice the lease duration: the standby would have taken an unrenewed lease by then.
     let blocked = tokio::time::timeout(LEASE_DURATION * 2, second.acquire()).await;
-    assert!(
-        blocked.is_err(),
-        "the standby acquired a lease that is being renewed"
-    );
+    assert!(blocked.is_err(), "the standby acquired a lease that is being renewed");
     assert!(!second.is_leader());
     let renewed = read_lease(&namespace).await?;
     assert_eq!(holder(&renewed), Some("first"));
@@ -144,14 +134,10 @@ async fn standby_waits_while_the_leader_renews_and_takes_over_when_it_releases()
     let released_at = Instant::now();
     assert!(!first.is_leader());
 
-    let (mut second, acquired_at) = tokio::time::timeout(PROMPTLY, standby)
-        .await
-        .context("the standby did not take over a released lease")??;
+    let (mut second, acquired_at) =
+        tokio::time::timeout(PROMPTLY, standby).await.context("the standby did not take over a released lease")??;
     let takeover = acquired_at.duration_since(released_at);
-    assert!(
-        takeover < Duration::from_millis(2500),
-        "the standby took {takeover:?} to take over a released lease"
-    );
+    assert!(takeover < Duration::from_millis(2500), "the standby took {takeover:?} to take over a released lease");
     let lease = read_lease(&namespace).await?;
     assert_eq!(holder(&lease), Some("second"));
     assert_eq!(lease.lease_transitions, Some(1));
@@ -167,12 +153,7 @@ async fn release_clears_the_holder_and_shortens_the_lease() -> Result<()> {
     let mut leader = elector(&namespace, "leader");
     // Releasing before ever acquiring does nothing (and creates no lease).
     leader.release().await;
-    assert!(
-        Api::<Lease>::namespaced(namespace.client.clone(), &namespace.name)
-            .get_opt(LEASE_NAME)
-            .await?
-            .is_none()
-    );
+    assert!(Api::<Lease>::namespaced(namespace.client.clone(), &namespace.name).get_opt(LEASE_NAME).await?.is_none());
 
     acquire_promptly(&mut leader).await?;
     leader.release().await;
@@ -181,11 +162,7 @@ async fn release_clears_the_holder_and_shortens_the_lease() -> Result<()> {
     assert_eq!(lease.lease_duration_seconds, Some(1));
     assert_eq!(lease.lease_transitions, Some(0));
     assert!(!leader.is_leader());
-    assert_eq!(
-        leader.renew_until_lost().await,
-        LeadershipLost::NotHeld,
-        "renewing a released lease"
-    );
+    assert_eq!(leader.renew_until_lost().await, LeadershipLost::NotHeld, "renewing a released lease");
 
     // Taking a released lease back counts as a transition.
     acquire_promptly(&mut leader).await?;
@@ -213,14 +190,8 @@ async fn standby_takes_over_after_the_lease_duration_when_the_leader_vanishes() 
     let waited = started.elapsed();
     // Expiry is judged from when the standby first saw the record, so it waits at least the
     // whole duration however old the record is.
-    assert!(
-        waited >= LEASE_DURATION,
-        "the standby took an abandoned lease after {waited:?}, before it expired"
-    );
-    assert!(
-        waited < LEASE_DURATION + Duration::from_secs(3),
-        "the standby took {waited:?} to take an abandoned lease"
-    );
+    assert!(waited >= LEASE_DURATION, "the standby took an abandoned lease after {waited:?}, before it expired");
+    assert!(waited < LEASE_DURATION + Duration::from_secs(3), "the standby took {waited:?} to take an abandoned lease");
     let lease = read_lease(&namespace).await?;
     assert_eq!(holder(&lease), Some("second"));
     assert_eq!(lease.lease_transitions, Some(1));
@@ -248,19 +219,12 @@ async fn leader_notices_when_another_replica_took_the_lease() -> Result<()> {
     let spec = lease.spec.get_or_insert_with(LeaseSpec::default);
     spec.holder_identity = Some("intruder".to_owned());
     spec.lease_duration_seconds = Some(60);
-    leases
-        .replace(LEASE_NAME, &PostParams::default(), &lease)
-        .await?;
+    leases.replace(LEASE_NAME, &PostParams::default(), &lease).await?;
 
     let lost = tokio::time::timeout(PROMPTLY, leader.renew_until_lost())
         .await
         .context("the leader did not notice that it lost the lease")?;
-    assert_eq!(
-        lost,
-        LeadershipLost::TakenOver {
-            holder: "intruder".to_owned()
-        }
-    );
+    assert_eq!(lost, LeadershipLost::TakenOver { holder: "intruder".to_owned() });
     assert!(!leader.is_leader());
 
     // Releasing must not take the lease from its new holder.
@@ -273,10 +237,7 @@ async fn leader_notices_when_another_replica_took_the_lease() -> Result<()> {
 async fn leader_gives_up_before_a_standby_can_take_over_when_renewals_fail() -> Result<()> {
     let namespace = TestNamespace::create("leader-cut").await?;
     let proxy = CuttableProxy::start(&namespace.kubeconfig).await?;
-    let mut leader = LeaderElector::new(
-        proxy.client.clone(),
-        lease_config(&namespace.name, "leader"),
-    );
+    let mut leader = LeaderElector::new(proxy.client.clone(), lease_config(&namespace.name, "leader"));
     acquire_promptly(&mut leader).await?;
     let (_keep_renewing, renewing) = renew_in_background(leader);
     let standby = acquire_in_background(elector(&namespace, "standby"));
@@ -288,25 +249,20 @@ async fn leader_gives_up_before_a_standby_can_take_over_when_renewals_fail() -> 
     proxy.cut();
     let cut_at = Instant::now();
 
-    let (_leader, lost) = tokio::time::timeout(PROMPTLY, renewing)
-        .await
-        .context("the leader kept leading with renewals failing")??;
+    let (_leader, lost) =
+        tokio::time::timeout(PROMPTLY, renewing).await.context("the leader kept leading with renewals failing")??;
     let Some((reason, lost_at)) = lost else {
         bail!("the renewal task stopped without losing");
     };
-    assert!(
-        matches!(reason, LeadershipLost::RenewDeadlineExceeded { .. }),
-        "{reason:?}"
-    );
+    assert!(matches!(reason, LeadershipLost::RenewDeadlineExceeded { .. }), "{reason:?}");
     assert!(
         lost_at.duration_since(cut_at) <= RENEW_DEADLINE + Duration::from_millis(500),
         "the leader gave up {:?} after it was cut off",
         lost_at.duration_since(cut_at)
     );
 
-    let (mut standby, acquired_at) = tokio::time::timeout(PROMPTLY, standby)
-        .await
-        .context("the standby did not take over")??;
+    let (mut standby, acquired_at) =
+        tokio::time::timeout(PROMPTLY, standby).await.context("the standby did not take over")??;
     assert!(
         lost_at < acquired_at,
         "the standby led {:?} before the old leader stopped",
@@ -330,17 +286,12 @@ struct CuttableProxy {
 
 impl CuttableProxy {
     async fn start(kubeconfig: &std::path::Path) -> Result<CuttableProxy> {
-        let mut config = Config::from_custom_kubeconfig(
-            Kubeconfig::read_from(kubeconfig)?,
-            &KubeConfigOptions::default(),
-        )
-        .await?;
+        let mut config =
+            Config::from_custom_kubeconfig(Kubeconfig::read_from(kubeconfig)?, &KubeConfigOptions::default()).await?;
         let host = config.cluster_url.host().context("no apiserver host")?;
         let port = config.cluster_url.port_u16().unwrap_or(443);
-        let upstream: SocketAddr = tokio::net::lookup_host((host, port))
-            .await?
-            .next()
-            .context("the apiserver host does not resolve")?;
+        let upstream: SocketAddr =
+            tokio::net::lookup_host((host, port)).await?.next().context("the apiserver host does not resolve")?;
 
         let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
         let address = listener.local_addr()?;
@@ -385,10 +336,7 @@ async fn forward(downstream: TcpStream, upstream: SocketAddr, cut: Arc<AtomicBoo
     };
     let (downstream_read, downstream_write) = downstream.into_split();
     let (upstream_read, upstream_write) = upstream.into_split();
-    tokio::join!(
-        pump(downstream_read, upstream_write, &cut),
-        pump(upstream_read, downstream_write, &cut),
-    );
+    tokio::join!(pump(downstream_read, upstream_write, &cut), pump(upstream_read, downstream_write, &cut),);
 }
 
 async fn pump(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, cut: &AtomicBool) {

@@ -343,7 +343,9 @@ fn a_file_over_the_cap_is_refused_from_its_size_without_being_read() {
 #[test]
 fn the_revision_cap_sums_files_in_walk_order() {
     let dir = temp_dir("total-cap");
-    let config_map = |name: &str| format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}}}\ndata: {{v: \"{}\"}}\n", "x".repeat(500));
+    let config_map = |name: &str| {
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}}}\ndata: {{v: \"{}\"}}\n", "x".repeat(500))
+    };
     fs::create_dir(dir.join("sub")).unwrap();
     fs::write(dir.join("a.yaml"), config_map("a")).unwrap();
     fs::write(dir.join("sub/b.yaml"), config_map("b")).unwrap();
@@ -357,29 +359,38 @@ fn the_revision_cap_sums_files_in_walk_order() {
     assert_eq!(e.errors[0].kind, ErrorKind::TooLarge(LimitExceeded::Total { size: 3 * one, limit: 2 * one + 1 }));
     assert!(e.to_string().contains("over the limit of"), "{e}");
     // At the cap exactly, everything loads.
-    let loaded = load_with(std::slice::from_ref(&dir), true, no_stdin(), &with_limits(Some(one), Some(one), Some(3 * one))).unwrap();
+    let loaded =
+        load_with(std::slice::from_ref(&dir), true, no_stdin(), &with_limits(Some(one), Some(one), Some(3 * one)))
+            .unwrap();
     assert_eq!(names(&loaded), ["a", "b", "z"]);
 }
 
 #[test]
 fn a_document_over_the_cap_is_refused_with_file_and_document() {
     let dir = temp_dir("document-cap");
-    let big = format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: big}}\ndata: {{v: \"{}\"}}\n", "x".repeat(5000));
-    fs::write(dir.join("app.yaml"), format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: a}}\n---\n{big}")).unwrap();
+    let big =
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: big}}\ndata: {{v: \"{}\"}}\n", "x".repeat(5000));
+    fs::write(dir.join("app.yaml"), format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: a}}\n---\n{big}"))
+        .unwrap();
     let e = load_with_err(std::slice::from_ref(&dir), &with_limits(Some(MI), Some(4096), Some(MI)));
     assert_eq!(e.errors.len(), 1, "{e}");
     let error = &e.errors[0];
     assert_eq!(error.kind, ErrorKind::TooLarge(LimitExceeded::Document { size: big.len() as u64, limit: 4096 }));
     assert_eq!((error.document, error.line), (Some(2), Some(5)));
     assert!(
-        e.to_string().starts_with(&format!("{}: document 2: line 5: the document is {} bytes", dir.join("app.yaml").display(), big.len())),
+        e.to_string().starts_with(&format!(
+            "{}: document 2: line 5: the document is {} bytes",
+            dir.join("app.yaml").display(),
+            big.len()
+        )),
         "{e}"
     );
 }
 
 #[test]
 fn standard_input_is_read_up_to_the_cap() {
-    let input = format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: a}}\ndata: {{v: \"{}\"}}\n", "x".repeat(5000));
+    let input =
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: a}}\ndata: {{v: \"{}\"}}\n", "x".repeat(5000));
     let options = with_limits(Some(1000), None, None);
     let e = load_with(&[PathBuf::from("-")], false, Cursor::new(input.clone().into_bytes()), &options).unwrap_err();
     assert_eq!(e.errors[0].kind, ErrorKind::TooLarge(LimitExceeded::File { size: 1001, limit: 1000 }));
@@ -391,7 +402,11 @@ fn standard_input_is_read_up_to_the_cap() {
 fn patch_directives_are_refused_only_when_asked() {
     let dir = temp_dir("directives");
     let deployment = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: prod}\nspec:\n  template:\n    spec:\n      containers:\n      - name: a\n        image: a\n        $patch: delete\n";
-    fs::write(dir.join("a.yaml"), format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: ok}}\n---\n{deployment}")).unwrap();
+    fs::write(
+        dir.join("a.yaml"),
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: ok}}\n---\n{deployment}"),
+    )
+    .unwrap();
     fs::write(
         dir.join("b.yaml"),
         "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Service\n  metadata: {name: s}\n  spec:\n    $retainKeys: [ports]\n",
@@ -404,7 +419,10 @@ fn patch_directives_are_refused_only_when_asked() {
     assert!(e.errors.iter().all(|e| e.kind == ErrorKind::PatchDirective), "{e}");
     let lines: Vec<String> = e.errors.iter().map(ToString::to_string).collect();
     assert_eq!(lines.len(), 2, "{e}");
-    let prefix = format!("{}: document 2: line 5: Deployment.apps prod/web: field spec.template.spec.containers[0].$patch: ", dir.join("a.yaml").display());
+    let prefix = format!(
+        "{}: document 2: line 5: Deployment.apps prod/web: field spec.template.spec.containers[0].$patch: ",
+        dir.join("a.yaml").display()
+    );
     assert!(lines[0].starts_with(&prefix), "{}", lines[0]);
     assert!(lines[0].contains("patch directive"), "{}", lines[0]);
     let prefix = format!("{}: document 1: line 1: Service s: field spec.$retainKeys: ", dir.join("b.yaml").display());

@@ -357,7 +357,8 @@ impl Side {
         let Some(object) = item.as_object_mut() else { return };
         object.remove("status");
         if let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) {
-            for field in ["uid", "resourceVersion", "creationTimestamp", "managedFields", "generation", "namespace", "selfLink"]
+            for field in
+                ["uid", "resourceVersion", "creationTimestamp", "managedFields", "generation", "namespace", "selfLink"]
             {
                 metadata.remove(field);
             }
@@ -366,9 +367,8 @@ impl Side {
                     owner.remove("uid");
                 }
             }
-            if let Some(tooling) = metadata
-                .get_mut("annotations")
-                .and_then(|annotations| annotations.get_mut(APPLYSET_TOOLING))
+            if let Some(tooling) =
+                metadata.get_mut("annotations").and_then(|annotations| annotations.get_mut(APPLYSET_TOOLING))
             {
                 // The parent names its tool by design (kubectl/v1.33.1 vs applyset/…).
                 let expected = format!("{}/", self.tool.name());
@@ -467,8 +467,7 @@ fn short(scenario: &str) -> String {
 }
 
 fn substitute(text: &str, namespace: &str, scenario: &str) -> String {
-    text.replace("${NAMESPACE}", namespace)
-        .replace("${DIR}", &scenarios_root().join(scenario).display().to_string())
+    text.replace("${NAMESPACE}", namespace).replace("${DIR}", &scenarios_root().join(scenario).display().to_string())
 }
 
 fn copy_substituted(from: &Path, to: &Path, namespace: &str) -> Result<()> {
@@ -624,7 +623,8 @@ fn check_expectations(
                 for (pointer, want) in pointers {
                     let got = object.pointer(pointer).cloned().unwrap_or(Value::Null);
                     if &got != want {
-                        problems.push(format!("{}: {key} {pointer} is {got}, the scenario expects {want}", tool.name()));
+                        problems
+                            .push(format!("{}: {key} {pointer} is {got}, the scenario expects {want}", tool.name()));
                     }
                 }
             }
@@ -677,9 +677,8 @@ async fn run_scenario(name: &str) -> Result<()> {
         }
         Ok(())
     })();
-    let outcome = setup.and_then(|()| {
-        play(name, &scenario, &kinds, &mut kubectl_side, applyset_side.as_mut(), &mut report)
-    });
+    let outcome =
+        setup.and_then(|()| play(name, &scenario, &kinds, &mut kubectl_side, applyset_side.as_mut(), &mut report));
     let mut sides: Vec<&Side> = vec![&kubectl_side];
     sides.extend(applyset_side.as_ref());
     clean_up(name, &scenario, &kinds, &sides);
@@ -732,7 +731,12 @@ fn play(
                 _ => unreachable!(),
             };
             if step.kubectl.is_some() && !output.success {
-                bail!("step {number} ({title}) failed on the {} side:\n{}{}", side.tool.name(), output.stderr, output.stdout);
+                bail!(
+                    "step {number} ({title}) failed on the {} side:\n{}{}",
+                    side.tool.name(),
+                    output.stderr,
+                    output.stdout
+                );
             }
             outputs.push((
                 output.success,
@@ -796,11 +800,8 @@ fn play(
         let (_, stdout, stderr, _) = &outputs[0];
         let mut summary: Vec<String> = stdout.clone();
         summary.extend(stderr.iter().map(|line| format!("stderr: {line}")));
-        let status = if problems.is_empty() {
-            if outputs.len() == 2 { "same" } else { "kubectl only" }
-        } else {
-            "MISMATCH"
-        };
+        let status =
+            if problems.is_empty() { if outputs.len() == 2 { "same" } else { "kubectl only" } } else { "MISMATCH" };
         let _ = writeln!(
             report,
             "  step {number} {}: {status} ({} objects) {}",

@@ -51,7 +51,20 @@ const LIVE: &str = r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"n
 fn three_way_prints_kubectls_patch_and_the_result() {
     let dir = scratch("three_way");
     let (o, m, c) = (write(&dir, "o.yaml", LAST_APPLIED), write(&dir, "m.yml", MANIFEST), write(&dir, "c.json", LIVE));
-    let out = applyset(&["patch", "three-way", "--original", &o, "--modified", &m, "--current", &c, "--openapi", APPS_V1, "--definition", DEPLOYMENT]);
+    let out = applyset(&[
+        "patch",
+        "three-way",
+        "--original",
+        &o,
+        "--modified",
+        &m,
+        "--current",
+        &c,
+        "--openapi",
+        APPS_V1,
+        "--definition",
+        DEPLOYMENT,
+    ]);
     let out = stdout_json(&out);
     let obj = out.as_object().unwrap();
     assert_eq!(
@@ -73,13 +86,35 @@ fn three_way_prints_kubectls_patch_and_the_result() {
 fn two_way_and_apply_round_trip() {
     let dir = scratch("two_way");
     let (o, m) = (write(&dir, "o.yaml", LAST_APPLIED), write(&dir, "m.yaml", MANIFEST));
-    let out = stdout_json(&applyset(&["patch", "two-way", "--original", &o, "--modified", &m, "--openapi", APPS_V1, "--definition", DEPLOYMENT]));
+    let out = stdout_json(&applyset(&[
+        "patch",
+        "two-way",
+        "--original",
+        &o,
+        "--modified",
+        &m,
+        "--openapi",
+        APPS_V1,
+        "--definition",
+        DEPLOYMENT,
+    ]));
     let obj = out.as_object().unwrap();
     let expected_result = applyset::document::parse_documents(MANIFEST).unwrap().remove(0);
     assert_eq!(obj["result"], expected_result);
 
     let patch = write(&dir, "p.json", &obj["patch"].to_json_string());
-    let applied = stdout_json(&applyset(&["patch", "apply", "--current", &o, "--patch", &patch, "--openapi", APPS_V1, "--definition", DEPLOYMENT]));
+    let applied = stdout_json(&applyset(&[
+        "patch",
+        "apply",
+        "--current",
+        &o,
+        "--patch",
+        &patch,
+        "--openapi",
+        APPS_V1,
+        "--definition",
+        DEPLOYMENT,
+    ]));
     assert_eq!(applied.as_object().unwrap().keys().collect::<Vec<_>>(), ["result"]);
     assert_eq!(applied.as_object().unwrap()["result"], expected_result);
 }
@@ -89,10 +124,28 @@ fn json_merge_path_replaces_lists_and_has_no_conflicts() {
     let dir = scratch("json_merge");
     let o = write(&dir, "o.yaml", "spec:\n  list: [{name: a, v: 1}]\n  map: {k1: 1, k2: 2}\n  keep: k\n");
     let m = write(&dir, "m.yaml", "spec:\n  list: [{name: a, v: 2}]\n  map: {k1: 1}\n");
-    let c = write(&dir, "c.yaml", "spec:\n  list: [{name: a, v: 1}, {name: b}]\n  map: {k1: 1, k2: 2, k3: 3}\n  keep: k\n  serverField: s\nstatus: {ok: true}\n");
-    let out = stdout_json(&applyset(&["patch", "three-way", "--original", &o, "--modified", &m, "--current", &c, "--json-merge", "--no-overwrite"]));
+    let c = write(
+        &dir,
+        "c.yaml",
+        "spec:\n  list: [{name: a, v: 1}, {name: b}]\n  map: {k1: 1, k2: 2, k3: 3}\n  keep: k\n  serverField: s\nstatus: {ok: true}\n",
+    );
+    let out = stdout_json(&applyset(&[
+        "patch",
+        "three-way",
+        "--original",
+        &o,
+        "--modified",
+        &m,
+        "--current",
+        &c,
+        "--json-merge",
+        "--no-overwrite",
+    ]));
     let obj = out.as_object().unwrap();
-    assert_eq!(obj["patch"].to_json_string(), r#"{"spec":{"keep":null,"list":[{"name":"a","v":2}],"map":{"k2":null}}}"#);
+    assert_eq!(
+        obj["patch"].to_json_string(),
+        r#"{"spec":{"keep":null,"list":[{"name":"a","v":2}],"map":{"k2":null}}}"#
+    );
     assert_eq!(
         obj["result"].to_json_string(),
         r#"{"spec":{"list":[{"name":"a","v":2}],"map":{"k1":1,"k3":3},"serverField":"s"},"status":{"ok":true}}"#
@@ -105,7 +158,20 @@ fn conflict_under_no_overwrite_exits_3() {
     let o = write(&dir, "o.yaml", "spec: {replicas: 2}\n");
     let m = write(&dir, "m.yaml", "spec: {replicas: 3}\n");
     let c = write(&dir, "c.yaml", "spec: {replicas: 5}\n");
-    let args = ["patch", "three-way", "--original", &o, "--modified", &m, "--current", &c, "--openapi", APPS_V1, "--definition", DEPLOYMENT];
+    let args = [
+        "patch",
+        "three-way",
+        "--original",
+        &o,
+        "--modified",
+        &m,
+        "--current",
+        &c,
+        "--openapi",
+        APPS_V1,
+        "--definition",
+        DEPLOYMENT,
+    ];
     let out = applyset(&[&args[..], &["--no-overwrite"]].concat());
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     assert!(stderr(&out).contains("conflict"), "{}", stderr(&out));
@@ -131,10 +197,24 @@ fn engine_errors_name_the_files_and_the_field() {
     let dir = scratch("engine_error");
     let o = write(&dir, "o.yaml", "spec:\n  foo: {a: 1}\n");
     let m = write(&dir, "m.yaml", "spec:\n  foo: {a: 2}\n");
-    let out = applyset(&["patch", "two-way", "--original", &o, "--modified", &m, "--openapi", APPS_V1, "--definition", DEPLOYMENT]);
+    let out = applyset(&[
+        "patch",
+        "two-way",
+        "--original",
+        &o,
+        "--modified",
+        &m,
+        "--openapi",
+        APPS_V1,
+        "--definition",
+        DEPLOYMENT,
+    ]);
     assert_eq!(out.status.code(), Some(1));
     let err = stderr(&out);
-    assert!(err.contains("o.yaml") && err.contains("m.yaml") && err.contains(r#"spec.foo: unable to find api field "foo""#), "{err}");
+    assert!(
+        err.contains("o.yaml") && err.contains("m.yaml") && err.contains(r#"spec.foo: unable to find api field "foo""#),
+        "{err}"
+    );
 }
 
 #[test]
@@ -146,7 +226,18 @@ fn bad_schema_arguments_are_explained() {
     assert_eq!(out.status.code(), Some(2), "clap usage error");
     assert!(stderr(&out).contains("--openapi") || stderr(&out).contains("--json-merge"), "{}", stderr(&out));
     // Unknown definition.
-    let out = applyset(&["patch", "two-way", "--original", &o, "--modified", &o, "--openapi", APPS_V1, "--definition", "NoSuchKind"]);
+    let out = applyset(&[
+        "patch",
+        "two-way",
+        "--original",
+        &o,
+        "--modified",
+        &o,
+        "--openapi",
+        APPS_V1,
+        "--definition",
+        "NoSuchKind",
+    ]);
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("NoSuchKind"), "{}", stderr(&out));
     // A document that is not an object.
@@ -164,7 +255,9 @@ fn bad_schema_arguments_are_explained() {
 fn bad_input_gives_a_clear_error_never_a_crash() {
     let dir = scratch("bad_input");
     let schema = ["--openapi", APPS_V1, "--definition", DEPLOYMENT];
-    let pod = |env: &str| format!("spec:\n  template:\n    spec:\n      containers:\n      - name: app\n        env: {env}\n");
+    let pod = |env: &str| {
+        format!("spec:\n  template:\n    spec:\n      containers:\n      - name: app\n        env: {env}\n")
+    };
     let run_two_way = |o: &str, m: &str| {
         let (o, m) = (write(&dir, "o.yaml", o), write(&dir, "m.yaml", m));
         applyset(&[&["patch", "two-way", "--original", o.as_str(), "--modified", m.as_str()][..], &schema].concat())
@@ -174,15 +267,40 @@ fn bad_input_gives_a_clear_error_never_a_crash() {
         applyset(&[&["patch", "apply", "--current", c.as_str(), "--patch", p.as_str()][..], &schema].concat())
     };
     let cases: Vec<(&str, Output, &str)> = vec![
-        ("missing merge key", run_two_way(&pod("[{name: A, value: '1'}]"), &pod("[{value: '1'}]")), "does not contain declared merge key: name"),
-        ("mixed list element types", run_two_way("metadata: {finalizers: [a, 1]}\n", "metadata: {finalizers: [a]}\n"), "list element types are not identical"),
+        (
+            "missing merge key",
+            run_two_way(&pod("[{name: A, value: '1'}]"), &pod("[{value: '1'}]")),
+            "does not contain declared merge key: name",
+        ),
+        (
+            "mixed list element types",
+            run_two_way("metadata: {finalizers: [a, 1]}\n", "metadata: {finalizers: [a]}\n"),
+            "list element types are not identical",
+        ),
         (
             "duplicate merge keys applied",
-            run_apply(&pod("[{name: C, value: '0'}]"), "spec:\n  template:\n    spec:\n      containers:\n      - name: app\n        $setElementOrder/env: [{name: B}, {name: C}, {name: B}]\n        env: [{name: B, value: '3'}, {name: B, value: '1'}, {name: C, value: '2'}]\n"),
+            run_apply(
+                &pod("[{name: C, value: '0'}]"),
+                "spec:\n  template:\n    spec:\n      containers:\n      - name: app\n        $setElementOrder/env: [{name: B}, {name: C}, {name: B}]\n        env: [{name: B, value: '3'}, {name: B, value: '1'}, {name: C, value: '2'}]\n",
+            ),
             "doesn't match $setElementOrder list",
         ),
-        ("unknown directive", run_apply("spec: {selector: {matchLabels: {a: b}}}\n", "spec: {selector: {matchLabels: {$patch: merge, c: d}}}\n"), "unknown patch type: merge"),
-        ("bad retainKeys", run_apply("spec: {strategy: {type: RollingUpdate}}\n", "spec: {strategy: {$retainKeys: [type], rollingUpdate: {maxSurge: 1}}}\n"), "invalid patch format of retainKeys"),
+        (
+            "unknown directive",
+            run_apply(
+                "spec: {selector: {matchLabels: {a: b}}}\n",
+                "spec: {selector: {matchLabels: {$patch: merge, c: d}}}\n",
+            ),
+            "unknown patch type: merge",
+        ),
+        (
+            "bad retainKeys",
+            run_apply(
+                "spec: {strategy: {type: RollingUpdate}}\n",
+                "spec: {strategy: {$retainKeys: [type], rollingUpdate: {maxSurge: 1}}}\n",
+            ),
+            "invalid patch format of retainKeys",
+        ),
     ];
     for (what, out, message) in cases {
         assert_eq!(out.status.code(), Some(1), "{what}: {}", stderr(&out));

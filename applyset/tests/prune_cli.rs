@@ -10,8 +10,8 @@ use std::process::Command;
 
 use anyhow::{Context, Result, ensure};
 use applyset::apply::applyset_parent::{
-    ADDITIONAL_NAMESPACES_ANNOTATION, FIELD_MANAGER, GROUP_KINDS_ANNOTATION, PARENT_ID_LABEL,
-    PART_OF_LABEL, TOOLING_ANNOTATION, applyset_id, tooling,
+    ADDITIONAL_NAMESPACES_ANNOTATION, FIELD_MANAGER, GROUP_KINDS_ANNOTATION, PARENT_ID_LABEL, PART_OF_LABEL,
+    TOOLING_ANNOTATION, applyset_id, tooling,
 };
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::Api;
@@ -28,18 +28,9 @@ const SEL_ANY: &str = "prune-test.applyset.io/sel!=none";
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 fn config_map(name: &str, labels: &[(&str, &str)]) -> String {
-    let labels: String = labels
-        .iter()
-        .map(|(k, v)| format!("    {k}: {v}\n"))
-        .collect();
-    let labels = if labels.is_empty() {
-        String::new()
-    } else {
-        format!("  labels:\n{labels}")
-    };
-    format!(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n{labels}data:\n  key: {name}\n"
-    )
+    let labels: String = labels.iter().map(|(k, v)| format!("    {k}: {v}\n")).collect();
+    let labels = if labels.is_empty() { String::new() } else { format!("  labels:\n{labels}") };
+    format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n{labels}data:\n  key: {name}\n")
 }
 
 fn deployment(name: &str) -> String {
@@ -61,24 +52,14 @@ fn manifest_dir(tag: &str, files: &[(&str, String)]) -> Result<PathBuf> {
 /// `applyset apply --kubeconfig … -n NS <args>`.
 fn applyset(ns: &TestNamespace, args: &[&str]) -> Result<CommandOutput> {
     let mut command = Command::new(env!("CARGO_BIN_EXE_applyset"));
-    command
-        .arg("apply")
-        .arg("--kubeconfig")
-        .arg(&ns.kubeconfig)
-        .arg("-n")
-        .arg(&ns.name)
-        .args(args);
+    command.arg("apply").arg("--kubeconfig").arg(&ns.kubeconfig).arg("-n").arg(&ns.name).args(args);
     run(&mut command, None)
 }
 
 /// `applyset apply` without `-n`.
 fn applyset_no_namespace(ns: &TestNamespace, args: &[&str]) -> Result<CommandOutput> {
     let mut command = Command::new(env!("CARGO_BIN_EXE_applyset"));
-    command
-        .arg("apply")
-        .arg("--kubeconfig")
-        .arg(&ns.kubeconfig)
-        .args(args);
+    command.arg("apply").arg("--kubeconfig").arg(&ns.kubeconfig).args(args);
     run(&mut command, None)
 }
 
@@ -114,26 +95,11 @@ async fn config_map_names(ns: &TestNamespace) -> Result<Vec<String>> {
 async fn secret_meta(
     ns: &TestNamespace,
     name: &str,
-) -> Result<(
-    BTreeMap<String, String>,
-    BTreeMap<String, String>,
-    Vec<String>,
-)> {
-    let secret = Api::<Secret>::namespaced(ns.client.clone(), &ns.name)
-        .get(name)
-        .await?;
-    let managers = secret
-        .metadata
-        .managed_fields
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|entry| entry.manager)
-        .collect();
-    Ok((
-        secret.metadata.labels.unwrap_or_default(),
-        secret.metadata.annotations.unwrap_or_default(),
-        managers,
-    ))
+) -> Result<(BTreeMap<String, String>, BTreeMap<String, String>, Vec<String>)> {
+    let secret = Api::<Secret>::namespaced(ns.client.clone(), &ns.name).get(name).await?;
+    let managers =
+        secret.metadata.managed_fields.unwrap_or_default().into_iter().filter_map(|entry| entry.manager).collect();
+    Ok((secret.metadata.labels.unwrap_or_default(), secret.metadata.annotations.unwrap_or_default(), managers))
 }
 
 // ------------------------------------------------------------------------------------------
@@ -144,62 +110,29 @@ async fn secret_meta(
 async fn label_selector_prune_removes_only_departed_applied_objects() -> Result<()> {
     let ns = TestNamespace::create("prune-selector").await?;
     // Not created by apply (no last-applied annotation), but matching the selector: kept.
-    ns.kubectl_ok(
-        &["create", "-f", "-"],
-        Some(&config_map("manual", &[(SEL_KEY, "one")])),
-    )?;
+    ns.kubectl_ok(&["create", "-f", "-"], Some(&config_map("manual", &[(SEL_KEY, "one")])))?;
     // Applied, but with another label: kept.
-    ns.kubectl_ok(
-        &["apply", "-f", "-"],
-        Some(&config_map("other", &[(SEL_KEY, "two")])),
-    )?;
+    ns.kubectl_ok(&["apply", "-f", "-"], Some(&config_map("other", &[(SEL_KEY, "two")])))?;
 
     let dir = manifest_dir(
         "selector",
-        &[
-            ("a.yaml", config_map("a", &[(SEL_KEY, "one")])),
-            ("b.yaml", config_map("b", &[(SEL_KEY, "one")])),
-        ],
+        &[("a.yaml", config_map("a", &[(SEL_KEY, "one")])), ("b.yaml", config_map("b", &[(SEL_KEY, "one")]))],
     )?;
     let first = applyset(&ns, &["-f", path(&dir), "-l", SEL_X, "--prune"])?.success_stdout()?;
-    assert_eq!(
-        lines(&first),
-        ["configmap/a created", "configmap/b created"]
-    );
+    assert_eq!(lines(&first), ["configmap/a created", "configmap/b created"]);
 
     std::fs::remove_file(dir.join("b.yaml"))?;
-    let client_dry = applyset(
-        &ns,
-        &["-f", path(&dir), "-l", SEL_X, "--prune", "--dry-run=client"],
-    )?
-    .success_stdout()?;
-    assert_eq!(
-        lines(&client_dry),
-        [
-            "configmap/a unchanged (dry run)",
-            "configmap/b pruned (dry run)"
-        ]
-    );
-    let server_dry = applyset(
-        &ns,
-        &["-f", path(&dir), "-l", SEL_X, "--prune", "--dry-run=server"],
-    )?
-    .success_stdout()?;
-    assert_eq!(
-        lines(&server_dry),
-        [
-            "configmap/a unchanged (server dry run)",
-            "configmap/b pruned (server dry run)"
-        ]
-    );
+    let client_dry =
+        applyset(&ns, &["-f", path(&dir), "-l", SEL_X, "--prune", "--dry-run=client"])?.success_stdout()?;
+    assert_eq!(lines(&client_dry), ["configmap/a unchanged (dry run)", "configmap/b pruned (dry run)"]);
+    let server_dry =
+        applyset(&ns, &["-f", path(&dir), "-l", SEL_X, "--prune", "--dry-run=server"])?.success_stdout()?;
+    assert_eq!(lines(&server_dry), ["configmap/a unchanged (server dry run)", "configmap/b pruned (server dry run)"]);
     assert_eq!(config_map_names(&ns).await?, ["a", "b", "manual", "other"]);
 
     let output = applyset(&ns, &["-f", path(&dir), "-l", SEL_X, "--prune"])?;
     let pruned = output.success_stdout()?;
-    assert_eq!(
-        lines(&pruned),
-        ["configmap/a unchanged", "configmap/b pruned"]
-    );
+    assert_eq!(lines(&pruned), ["configmap/a unchanged", "configmap/b pruned"]);
     assert_eq!(config_map_names(&ns).await?, ["a", "manual", "other"]);
 
     // kubectl, given the same directory and flags, finds nothing more to prune.
@@ -213,27 +146,12 @@ async fn label_selector_prune_removes_only_departed_applied_objects() -> Result<
 async fn prune_all_with_allowlist_prunes_what_kubectl_applied() -> Result<()> {
     let ns = TestNamespace::create("prune-all").await?;
     // Applied by kubectl: carries the last-applied annotation, so `--all` prunes it.
-    ns.kubectl_ok(
-        &["apply", "-f", "-"],
-        Some(&config_map("from-kubectl", &[])),
-    )?;
+    ns.kubectl_ok(&["apply", "-f", "-"], Some(&config_map("from-kubectl", &[])))?;
     ns.kubectl_ok(&["apply", "-f", "-"], Some(&deployment("web")))?;
     let dir = manifest_dir("all", &[("keep.yaml", config_map("keep", &[]))])?;
 
-    let output = applyset(
-        &ns,
-        &[
-            "-f",
-            path(&dir),
-            "--prune",
-            "--all",
-            "--prune-allowlist=core/v1/ConfigMap",
-        ],
-    )?;
-    assert_eq!(
-        lines(&output.success_stdout()?),
-        ["configmap/keep created", "configmap/from-kubectl pruned"]
-    );
+    let output = applyset(&ns, &["-f", path(&dir), "--prune", "--all", "--prune-allowlist=core/v1/ConfigMap"])?;
+    assert_eq!(lines(&output.success_stdout()?), ["configmap/keep created", "configmap/from-kubectl pruned"]);
     assert_eq!(config_map_names(&ns).await?, ["keep"]);
     // Deployments were not allow-listed.
     ns.kubectl_ok(&["get", "deployment", "web"], None)?;
@@ -251,26 +169,11 @@ async fn prune_all_with_allowlist_prunes_what_kubectl_applied() -> Result<()> {
         (vec!["--prune"], vec!["--prune"]),
     ] {
         let ours = applyset(&ns, &[&["-f", path(&dir)][..], &args].concat())?;
-        let theirs = run(
-            ns.kubectl()?
-                .args([&["apply", "-f", path(&dir)][..], &kubectl_args].concat()),
-            None,
-        )?;
-        ensure!(
-            !ours.success && !theirs.success,
-            "both must fail: {ours:?} {theirs:?}"
-        );
-        let theirs_error = theirs
-            .stderr
-            .lines()
-            .find(|l| l.starts_with("error: "))
-            .context("kubectl error")?
-            .to_owned();
-        ensure!(
-            ours.stderr.lines().any(|l| l == theirs_error),
-            "expected {theirs_error:?} in {:?}",
-            ours.stderr
-        );
+        let theirs = run(ns.kubectl()?.args([&["apply", "-f", path(&dir)][..], &kubectl_args].concat()), None)?;
+        ensure!(!ours.success && !theirs.success, "both must fail: {ours:?} {theirs:?}");
+        let theirs_error =
+            theirs.stderr.lines().find(|l| l.starts_with("error: ")).context("kubectl error")?.to_owned();
+        ensure!(ours.stderr.lines().any(|l| l == theirs_error), "expected {theirs_error:?} in {:?}", ours.stderr);
     }
     std::fs::remove_dir_all(&dir)?;
     Ok(())
@@ -292,21 +195,10 @@ async fn applyset_secret_parent_is_kubectls_and_prunes() -> Result<()> {
             ("web.yaml", deployment("web")),
         ],
     )?;
-    let applied =
-        applyset(&ours, &["-f", path(&dir), "--prune", "--applyset=set"])?.success_stdout()?;
-    assert_eq!(
-        lines(&applied),
-        [
-            "configmap/a created",
-            "configmap/b created",
-            "deployment.apps/web created"
-        ]
-    );
-    let kubectl = kubectl_applyset(
-        &theirs,
-        &["apply", "-f", path(&dir), "--prune", "--applyset=set"],
-    )?
-    .success_stdout()?;
+    let applied = applyset(&ours, &["-f", path(&dir), "--prune", "--applyset=set"])?.success_stdout()?;
+    assert_eq!(lines(&applied), ["configmap/a created", "configmap/b created", "deployment.apps/web created"]);
+    let kubectl =
+        kubectl_applyset(&theirs, &["apply", "-f", path(&dir), "--prune", "--applyset=set"])?.success_stdout()?;
     assert_eq!(lines(&kubectl), lines(&applied));
 
     let (our_labels, our_annotations, our_managers) = secret_meta(&ours, "set").await?;
@@ -314,72 +206,31 @@ async fn applyset_secret_parent_is_kubectls_and_prunes() -> Result<()> {
     let our_id = applyset_id("set", &ours.name, "Secret", "");
     let their_id = applyset_id("set", &theirs.name, "Secret", "");
     // Same derivation as kubectl: kubectl's ID for its namespace is ours for that namespace.
-    assert_eq!(
-        their_labels,
-        BTreeMap::from([(PARENT_ID_LABEL.to_owned(), their_id.clone())])
-    );
-    assert_eq!(
-        our_labels,
-        BTreeMap::from([(PARENT_ID_LABEL.to_owned(), our_id.clone())])
-    );
-    assert_eq!(
-        our_annotations.keys().collect::<Vec<_>>(),
-        their_annotations.keys().collect::<Vec<_>>()
-    );
-    assert_eq!(
-        our_annotations[GROUP_KINDS_ANNOTATION],
-        "ConfigMap,Deployment.apps"
-    );
-    assert_eq!(
-        our_annotations[GROUP_KINDS_ANNOTATION],
-        their_annotations[GROUP_KINDS_ANNOTATION]
-    );
+    assert_eq!(their_labels, BTreeMap::from([(PARENT_ID_LABEL.to_owned(), their_id.clone())]));
+    assert_eq!(our_labels, BTreeMap::from([(PARENT_ID_LABEL.to_owned(), our_id.clone())]));
+    assert_eq!(our_annotations.keys().collect::<Vec<_>>(), their_annotations.keys().collect::<Vec<_>>());
+    assert_eq!(our_annotations[GROUP_KINDS_ANNOTATION], "ConfigMap,Deployment.apps");
+    assert_eq!(our_annotations[GROUP_KINDS_ANNOTATION], their_annotations[GROUP_KINDS_ANNOTATION]);
     assert_eq!(our_annotations[ADDITIONAL_NAMESPACES_ANNOTATION], "");
-    assert_eq!(
-        our_annotations[ADDITIONAL_NAMESPACES_ANNOTATION],
-        their_annotations[ADDITIONAL_NAMESPACES_ANNOTATION]
-    );
+    assert_eq!(our_annotations[ADDITIONAL_NAMESPACES_ANNOTATION], their_annotations[ADDITIONAL_NAMESPACES_ANNOTATION]);
     assert_eq!(our_annotations[TOOLING_ANNOTATION], tooling());
-    assert!(
-        their_annotations[TOOLING_ANNOTATION].starts_with("kubectl/v1.33."),
-        "{their_annotations:?}"
-    );
+    assert!(their_annotations[TOOLING_ANNOTATION].starts_with("kubectl/v1.33."), "{their_annotations:?}");
     assert_eq!(our_managers, [FIELD_MANAGER]);
     assert_eq!(our_managers, their_managers);
 
     // Members carry the part-of label, also inside their last-applied annotation.
     for name in ["a", "b"] {
-        let cm = Api::<ConfigMap>::namespaced(ours.client.clone(), &ours.name)
-            .get(name)
-            .await?;
-        assert_eq!(
-            cm.metadata
-                .labels
-                .as_ref()
-                .and_then(|l| l.get(PART_OF_LABEL)),
-            Some(&our_id)
-        );
+        let cm = Api::<ConfigMap>::namespaced(ours.client.clone(), &ours.name).get(name).await?;
+        assert_eq!(cm.metadata.labels.as_ref().and_then(|l| l.get(PART_OF_LABEL)), Some(&our_id));
         let annotation = &cm.metadata.annotations.as_ref().context("annotations")?[LAST_APPLIED];
         let last_applied: serde_json::Value = serde_json::from_str(annotation)?;
-        assert_eq!(
-            last_applied["metadata"]["labels"][PART_OF_LABEL],
-            our_id.as_str()
-        );
+        assert_eq!(last_applied["metadata"]["labels"][PART_OF_LABEL], our_id.as_str());
     }
 
     // Dropping a file prunes its object (dry runs first), like kubectl does in its namespace.
     std::fs::remove_file(dir.join("b.yaml"))?;
-    let dry = applyset(
-        &ours,
-        &[
-            "-f",
-            path(&dir),
-            "--prune",
-            "--applyset=set",
-            "--dry-run=server",
-        ],
-    )?
-    .success_stdout()?;
+    let dry =
+        applyset(&ours, &["-f", path(&dir), "--prune", "--applyset=set", "--dry-run=server"])?.success_stdout()?;
     assert_eq!(
         lines(&dry),
         [
@@ -388,48 +239,21 @@ async fn applyset_secret_parent_is_kubectls_and_prunes() -> Result<()> {
             "configmap/b pruned (server dry run)"
         ]
     );
-    let dry = applyset(
-        &ours,
-        &[
-            "-f",
-            path(&dir),
-            "--prune",
-            "--applyset=set",
-            "--dry-run=client",
-        ],
-    )?
-    .success_stdout()?;
-    assert!(
-        lines(&dry).contains(&"configmap/b pruned (dry run)"),
-        "{dry}"
-    );
+    let dry =
+        applyset(&ours, &["-f", path(&dir), "--prune", "--applyset=set", "--dry-run=client"])?.success_stdout()?;
+    assert!(lines(&dry).contains(&"configmap/b pruned (dry run)"), "{dry}");
     assert_eq!(config_map_names(&ours).await?, ["a", "b"]);
-    let pruned =
-        applyset(&ours, &["-f", path(&dir), "--prune", "--applyset=set"])?.success_stdout()?;
-    let kubectl = kubectl_applyset(
-        &theirs,
-        &["apply", "-f", path(&dir), "--prune", "--applyset=set"],
-    )?
-    .success_stdout()?;
-    assert_eq!(
-        lines(&pruned),
-        [
-            "configmap/a unchanged",
-            "deployment.apps/web unchanged",
-            "configmap/b pruned"
-        ]
-    );
+    let pruned = applyset(&ours, &["-f", path(&dir), "--prune", "--applyset=set"])?.success_stdout()?;
+    let kubectl =
+        kubectl_applyset(&theirs, &["apply", "-f", path(&dir), "--prune", "--applyset=set"])?.success_stdout()?;
+    assert_eq!(lines(&pruned), ["configmap/a unchanged", "deployment.apps/web unchanged", "configmap/b pruned"]);
     assert_eq!(lines(&pruned), lines(&kubectl));
     assert_eq!(config_map_names(&ours).await?, ["a"]);
 
     // The latest set: dropping every ConfigMap leaves only the Deployment recorded.
     std::fs::remove_file(dir.join("a.yaml"))?;
-    let pruned =
-        applyset(&ours, &["-f", path(&dir), "--prune", "--applyset=set"])?.success_stdout()?;
-    assert_eq!(
-        lines(&pruned),
-        ["deployment.apps/web unchanged", "configmap/a pruned"]
-    );
+    let pruned = applyset(&ours, &["-f", path(&dir), "--prune", "--applyset=set"])?.success_stdout()?;
+    assert_eq!(lines(&pruned), ["deployment.apps/web unchanged", "configmap/a pruned"]);
     let (_, annotations, _) = secret_meta(&ours, "set").await?;
     assert_eq!(annotations[GROUP_KINDS_ANNOTATION], "Deployment.apps");
     std::fs::remove_dir_all(&dir)?;
@@ -439,39 +263,17 @@ async fn applyset_secret_parent_is_kubectls_and_prunes() -> Result<()> {
 #[tokio::test]
 async fn failed_apply_means_no_prune() -> Result<()> {
     let ns = TestNamespace::create("applyset-failure").await?;
-    let dir = manifest_dir(
-        "failure",
-        &[
-            ("a.yaml", config_map("a", &[])),
-            ("b.yaml", config_map("b", &[])),
-        ],
-    )?;
+    let dir = manifest_dir("failure", &[("a.yaml", config_map("a", &[])), ("b.yaml", config_map("b", &[]))])?;
     applyset(&ns, &["-f", path(&dir), "--prune", "--applyset=set"])?.success_stdout()?;
-    applyset(
-        &ns,
-        &[
-            "-f",
-            path(&dir),
-            "--prune",
-            "-l",
-            SEL_ANY,
-            "--prune-allowlist=core/v1/ConfigMap",
-        ],
-    )?
-    .success_stdout()?;
+    applyset(&ns, &["-f", path(&dir), "--prune", "-l", SEL_ANY, "--prune-allowlist=core/v1/ConfigMap"])?
+        .success_stdout()?;
 
     std::fs::remove_file(dir.join("b.yaml"))?;
     // An invalid object (the apiserver refuses the name) makes the run fail before pruning.
     std::fs::write(dir.join("c.yaml"), config_map("Not_Valid", &[]))?;
-    for args in [
-        &["--prune", "--applyset=set"][..],
-        &[
-            "--prune",
-            "-l",
-            SEL_ANY,
-            "--prune-allowlist=core/v1/ConfigMap",
-        ][..],
-    ] {
+    for args in
+        [&["--prune", "--applyset=set"][..], &["--prune", "-l", SEL_ANY, "--prune-allowlist=core/v1/ConfigMap"][..]]
+    {
         let output = applyset(&ns, &[&["-f", path(&dir)][..], args].concat())?;
         assert!(!output.success, "{output:?}");
         assert!(!output.stdout.contains("pruned"), "{output:?}");
@@ -487,20 +289,11 @@ async fn failed_apply_means_no_prune() -> Result<()> {
 #[tokio::test]
 async fn kubectl_reads_our_parent_and_members() -> Result<()> {
     let ns = TestNamespace::create("applyset-interop").await?;
-    let dir = manifest_dir(
-        "interop",
-        &[
-            ("a.yaml", config_map("a", &[])),
-            ("b.yaml", config_map("b", &[])),
-        ],
-    )?;
+    let dir = manifest_dir("interop", &[("a.yaml", config_map("a", &[])), ("b.yaml", config_map("b", &[]))])?;
     applyset(&ns, &["-f", path(&dir), "--prune", "--applyset=set"])?.success_stdout()?;
 
     // kubectl reads our parent and refuses it because of the tooling annotation...
-    let refused = kubectl_applyset(
-        &ns,
-        &["apply", "-f", path(&dir), "--prune", "--applyset=set"],
-    )?;
+    let refused = kubectl_applyset(&ns, &["apply", "-f", path(&dir), "--prune", "--applyset=set"])?;
     assert!(!refused.success);
     assert_eq!(
         refused.stderr.trim(),
@@ -508,21 +301,8 @@ async fn kubectl_reads_our_parent_and_members() -> Result<()> {
     );
     // ...as we refuse kubectl's (its set has other objects: an object belongs to one set).
     let kubectl_dir = manifest_dir("interop-kubectl", &[("k.yaml", config_map("k", &[]))])?;
-    kubectl_applyset(
-        &ns,
-        &[
-            "apply",
-            "-f",
-            path(&kubectl_dir),
-            "--prune",
-            "--applyset=kset",
-        ],
-    )?
-    .success_stdout()?;
-    let ours = applyset(
-        &ns,
-        &["-f", path(&kubectl_dir), "--prune", "--applyset=kset"],
-    )?;
+    kubectl_applyset(&ns, &["apply", "-f", path(&kubectl_dir), "--prune", "--applyset=kset"])?.success_stdout()?;
+    let ours = applyset(&ns, &["-f", path(&kubectl_dir), "--prune", "--applyset=kset"])?;
     assert!(!ours.success);
     assert!(
         ours.stderr.contains(r#"ApplySet parent object "secrets./kset" already exists and is managed by tooling "kubectl" instead of "applyset""#),
@@ -531,25 +311,12 @@ async fn kubectl_reads_our_parent_and_members() -> Result<()> {
 
     // Handed over (tooling annotation changed), kubectl prunes a member that we labelled.
     ns.kubectl_ok(
-        &[
-            "annotate",
-            "secret",
-            "set",
-            "--overwrite",
-            &format!("{TOOLING_ANNOTATION}=kubectl/v1.33.1"),
-        ],
+        &["annotate", "secret", "set", "--overwrite", &format!("{TOOLING_ANNOTATION}=kubectl/v1.33.1")],
         None,
     )?;
     std::fs::remove_file(dir.join("b.yaml"))?;
-    let pruned = kubectl_applyset(
-        &ns,
-        &["apply", "-f", path(&dir), "--prune", "--applyset=set"],
-    )?
-    .success_stdout()?;
-    assert_eq!(
-        lines(&pruned),
-        ["configmap/a unchanged", "configmap/b pruned"]
-    );
+    let pruned = kubectl_applyset(&ns, &["apply", "-f", path(&dir), "--prune", "--applyset=set"])?.success_stdout()?;
+    assert_eq!(lines(&pruned), ["configmap/a unchanged", "configmap/b pruned"]);
     assert_eq!(config_map_names(&ns).await?, ["a", "k"]);
     std::fs::remove_dir_all(&dir)?;
     std::fs::remove_dir_all(&kubectl_dir)?;
@@ -568,20 +335,14 @@ async fn parent_validation_messages_are_kubectls() -> Result<()> {
     ];
     for case in cases {
         let ours = applyset(&ns, &[&["-f", path(&dir), "--prune"][..], case].concat())?;
-        let theirs = kubectl_applyset(
-            &ns,
-            &[&["apply", "-f", path(&dir), "--prune"][..], case].concat(),
-        )?;
+        let theirs = kubectl_applyset(&ns, &[&["apply", "-f", path(&dir), "--prune"][..], case].concat())?;
         assert!(!ours.success && !theirs.success);
         assert_eq!(ours.stderr.trim(), theirs.stderr.trim(), "{case:?}");
     }
     // Without -n (kubectl prints the two aggregated errors one per line, without a prefix).
     let ours = applyset_no_namespace(&ns, &["-f", path(&dir), "--prune", "--applyset=set"])?;
     assert!(!ours.success);
-    assert_eq!(
-        ours.stderr.trim(),
-        "error: namespace is required to use namespace-scoped ApplySet"
-    );
+    assert_eq!(ours.stderr.trim(), "error: namespace is required to use namespace-scoped ApplySet");
     assert_eq!(config_map_names(&ns).await?, Vec::<String>::new());
     std::fs::remove_dir_all(&dir)?;
     Ok(())
@@ -593,64 +354,33 @@ async fn custom_resource_parent_whose_crd_is_labelled() -> Result<()> {
     let group = format!("g{}.applyset.test", random_suffix());
     let crd_name = format!("sets.{group}");
     let crd = |labelled: bool, plural: &str, kind: &str| {
-        let label = if labelled {
-            "  labels:\n    applyset.kubernetes.io/is-parent-type: \"true\"\n"
-        } else {
-            ""
-        };
+        let label = if labelled { "  labels:\n    applyset.kubernetes.io/is-parent-type: \"true\"\n" } else { "" };
         format!(
             "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: {plural}.{group}\n{label}spec:\n  group: {group}\n  scope: Cluster\n  names: {{plural: {plural}, singular: {}, kind: {kind}, listKind: {kind}List}}\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema: {{type: object, x-kubernetes-preserve-unknown-fields: true}}\n",
             plural.trim_end_matches('s')
         )
     };
-    let cleanup = CrdCleanup {
-        kubeconfig: ns.kubeconfig.clone(),
-        names: vec![crd_name.clone(), format!("others.{group}")],
-    };
+    let cleanup =
+        CrdCleanup { kubeconfig: ns.kubeconfig.clone(), names: vec![crd_name.clone(), format!("others.{group}")] };
     ns.kubectl_ok(&["apply", "-f", "-"], Some(&crd(true, "sets", "Set")))?;
     ns.kubectl_ok(&["apply", "-f", "-"], Some(&crd(false, "others", "Other")))?;
     ns.kubectl_ok(
-        &[
-            "wait",
-            "--for=condition=established",
-            &format!("crd/{crd_name}"),
-            &format!("crd/others.{group}"),
-        ],
+        &["wait", "--for=condition=established", &format!("crd/{crd_name}"), &format!("crd/others.{group}")],
         None,
     )?;
 
-    let dir = manifest_dir(
-        "cr-parent",
-        &[
-            ("a.yaml", config_map("a", &[])),
-            ("b.yaml", config_map("b", &[])),
-        ],
-    )?;
+    let dir = manifest_dir("cr-parent", &[("a.yaml", config_map("a", &[])), ("b.yaml", config_map("b", &[]))])?;
     let reference = format!("--applyset=sets.{group}/parent");
 
     // A CRD without the label is refused; a missing custom resource parent is not created.
-    let other = applyset(
-        &ns,
-        &[
-            "-f",
-            path(&dir),
-            "--prune",
-            &format!("--applyset=others.{group}/parent"),
-        ],
-    )?;
+    let other = applyset(&ns, &["-f", path(&dir), "--prune", &format!("--applyset=others.{group}/parent")])?;
     assert_eq!(
         other.stderr.trim(),
-        format!(
-            r#"error: resource "{group}/v1, Resource=others" is not permitted as an ApplySet parent"#
-        )
+        format!(r#"error: resource "{group}/v1, Resource=others" is not permitted as an ApplySet parent"#)
     );
     let missing = applyset(&ns, &["-f", path(&dir), "--prune", &reference])?;
-    let kubectl_missing =
-        kubectl_applyset(&ns, &["apply", "-f", path(&dir), "--prune", &reference])?;
-    assert_eq!(
-        missing.stderr.trim(),
-        "error: custom resource ApplySet parents cannot be created automatically"
-    );
+    let kubectl_missing = kubectl_applyset(&ns, &["apply", "-f", path(&dir), "--prune", &reference])?;
+    assert_eq!(missing.stderr.trim(), "error: custom resource ApplySet parents cannot be created automatically");
     assert_eq!(missing.stderr.trim(), kubectl_missing.stderr.trim());
 
     // The parent exists (created by hand, as the KEP expects for custom resources).
@@ -659,15 +389,9 @@ async fn custom_resource_parent_whose_crd_is_labelled() -> Result<()> {
         Some(&format!("apiVersion: {group}/v1\nkind: Set\nmetadata:\n  name: parent\n  annotations:\n    {TOOLING_ANNOTATION}: {}\n    {GROUP_KINDS_ANNOTATION}: \"\"\n  labels:\n    {PARENT_ID_LABEL}: {}\n", tooling(), applyset_id("parent", "", "Set", &group))),
     )?;
     let applied = applyset(&ns, &["-f", path(&dir), "--prune", &reference])?.success_stdout()?;
-    assert_eq!(
-        lines(&applied),
-        ["configmap/a created", "configmap/b created"]
-    );
-    let sets =
-        ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(&group, "v1", "Set"), "sets");
-    let parent = Api::<DynamicObject>::all_with(ns.client.clone(), &sets)
-        .get("parent")
-        .await?;
+    assert_eq!(lines(&applied), ["configmap/a created", "configmap/b created"]);
+    let sets = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(&group, "v1", "Set"), "sets");
+    let parent = Api::<DynamicObject>::all_with(ns.client.clone(), &sets).get("parent").await?;
     let annotations = parent.metadata.annotations.unwrap_or_default();
     assert_eq!(annotations[GROUP_KINDS_ANNOTATION], "ConfigMap");
     // A cluster-scoped parent records the members' namespace as an additional one.
@@ -675,10 +399,7 @@ async fn custom_resource_parent_whose_crd_is_labelled() -> Result<()> {
 
     std::fs::remove_file(dir.join("b.yaml"))?;
     let pruned = applyset(&ns, &["-f", path(&dir), "--prune", &reference])?.success_stdout()?;
-    assert_eq!(
-        lines(&pruned),
-        ["configmap/a unchanged", "configmap/b pruned"]
-    );
+    assert_eq!(lines(&pruned), ["configmap/a unchanged", "configmap/b pruned"]);
     assert_eq!(config_map_names(&ns).await?, ["a"]);
     std::fs::remove_dir_all(&dir)?;
     drop(cleanup);
@@ -697,18 +418,11 @@ impl Drop for CrdCleanup {
         let kubeconfig = self.kubeconfig.clone();
         let names = std::mem::take(&mut self.names);
         let _ = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .ok()?;
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().ok()?;
             runtime.block_on(async {
                 let client = support::client_for(&kubeconfig).await.ok()?;
                 let crds = ApiResource::from_gvk_with_plural(
-                    &GroupVersionKind::gvk(
-                        "apiextensions.k8s.io",
-                        "v1",
-                        "CustomResourceDefinition",
-                    ),
+                    &GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
                     "customresourcedefinitions",
                 );
                 let api = Api::<DynamicObject>::all_with(client, &crds);

@@ -21,7 +21,9 @@ fn config_maps(dir: &std::path::Path, names: &[&str], namespace: &str) -> Result
         std::fs::remove_file(entry?.path())?;
     }
     for name in names {
-        let text = format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {namespace}\ndata:\n  k: v\n");
+        let text = format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {namespace}\ndata:\n  k: v\n"
+        );
         std::fs::write(dir.join(format!("{name}.yaml")), text)?;
     }
     Ok(())
@@ -35,12 +37,18 @@ async fn run(ns: &TestNamespace, dir: &std::path::Path, qps: f64) -> Result<(u64
     config.default_namespace = ns.name.clone();
     let cluster = Cluster::from_config(config, qps, 1)?;
     let started = Instant::now();
-    let mut parent = Parent::prepare(cluster.client(), "configmap/parent", Some(&ns.name)).await.map_err(anyhow::Error::msg)?;
+    let mut parent =
+        Parent::prepare(cluster.client(), "configmap/parent", Some(&ns.name)).await.map_err(anyhow::Error::msg)?;
     let options = ApplyOptions { applyset_label: Some(parent.id().to_owned()), ..ApplyOptions::default() };
-    let objects = applyset::manifest::load(&[PathBuf::from(dir)], false, std::io::empty()).map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    let objects = applyset::manifest::load(&[PathBuf::from(dir)], false, std::io::empty())
+        .map_err(|e| anyhow::anyhow!("{e:?}"))?;
     let plan = apply::plan(&cluster, objects, &options).await.map_err(|e| anyhow::anyhow!("{e}"))?;
     let members = plan.members();
-    let members = members.iter().map(|m| Member { api_resource: &m.api_resource, namespaced: m.namespaced, namespace: m.namespace.as_deref() });
+    let members = members.iter().map(|m| Member {
+        api_resource: &m.api_resource,
+        namespaced: m.namespaced,
+        namespace: m.namespace.as_deref(),
+    });
     parent.update_superset(cluster.client(), members, DryRun::None).await.map_err(anyhow::Error::msg)?;
     let report = apply::execute(&cluster, plan, &options).await;
     assert!(!report.failed(), "{:?}", report.objects.iter().map(|o| &o.result).collect::<Vec<_>>());
@@ -69,7 +77,10 @@ async fn every_request_of_a_run_passes_the_limiter() -> Result<()> {
     let needed = 2 + 3 + 2 + 1 + 1 + 8;
     assert!(sent >= needed, "the limiter saw only {sent} requests of the {needed} the run needs at the least");
     let implied = Duration::from_secs_f64((sent - 1) as f64 / qps);
-    assert!(elapsed + Duration::from_millis(100) >= implied, "{sent} requests at {qps}/s took {elapsed:?} < {implied:?}");
+    assert!(
+        elapsed + Duration::from_millis(100) >= implied,
+        "{sent} requests at {qps}/s took {elapsed:?} < {implied:?}"
+    );
     let left = ns.kubectl_ok(&["get", "configmaps", "-l", "applyset.kubernetes.io/part-of", "-o", "name"], None)?;
     assert_eq!(left.lines().count(), 2, "{left}");
     let _ = std::fs::remove_dir_all(&dir);

@@ -7,7 +7,9 @@
 use std::hint::black_box;
 
 use applyset_merge::openapi::OpenApi;
-use applyset_merge::{SchemaRef, Value, apply_strategic_merge_patch, create_three_way_merge_patch, strategic_merge_patch};
+use applyset_merge::{
+    SchemaRef, Value, apply_strategic_merge_patch, create_three_way_merge_patch, strategic_merge_patch,
+};
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 
 fn schema(file: &str, definition: &str) -> SchemaRef {
@@ -52,7 +54,8 @@ fn deployment(image: &str, live: bool) -> Value {
 fn env_deployment(entries: usize, changed_every: usize, suffix: &str) -> Value {
     let env: Vec<String> = (0..entries)
         .map(|i| {
-            let value = if changed_every > 0 && i % changed_every == 0 { format!("v{i}{suffix}") } else { format!("v{i}") };
+            let value =
+                if changed_every > 0 && i % changed_every == 0 { format!("v{i}{suffix}") } else { format!("v{i}") };
             format!(r#"{{"name":"VAR_{i:05}","value":"{value}"}}"#)
         })
         .collect();
@@ -66,7 +69,10 @@ fn large_config_map(keys: usize, changed: &str) -> Value {
     let data: Vec<String> = (0..keys)
         .map(|i| format!(r#""key-{i:05}":"{}{}""#, "x".repeat(480), if i == keys / 2 { changed } else { "" }))
         .collect();
-    json(&format!(r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"big"}},"data":{{{}}}}}"#, data.join(",")))
+    json(&format!(
+        r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"big"}},"data":{{{}}}}}"#,
+        data.join(",")
+    ))
 }
 
 fn benches(c: &mut Criterion) {
@@ -81,7 +87,8 @@ fn benches(c: &mut Criterion) {
     });
     c.bench_function("deployment three-way + apply, image change", |b| {
         b.iter(|| {
-            let patch = create_three_way_merge_patch(black_box(&manifest), &new_image, &live, deploy.as_ref(), true).unwrap();
+            let patch =
+                create_three_way_merge_patch(black_box(&manifest), &new_image, &live, deploy.as_ref(), true).unwrap();
             strategic_merge_patch(&live, &patch, deploy.as_ref()).unwrap()
         })
     });
@@ -91,7 +98,8 @@ fn benches(c: &mut Criterion) {
     assert!(big.to_json_string().len() > 480_000);
     c.bench_function("configmap ~500KB three-way + apply, one key changed", |b| {
         b.iter(|| {
-            let patch = create_three_way_merge_patch(black_box(&big), &big_changed, &big, config_map.as_ref(), true).unwrap();
+            let patch =
+                create_three_way_merge_patch(black_box(&big), &big_changed, &big, config_map.as_ref(), true).unwrap();
             strategic_merge_patch(&big, &patch, config_map.as_ref()).unwrap()
         })
     });
@@ -116,7 +124,8 @@ fn benches(c: &mut Criterion) {
         b.iter_batched(
             || env_old.clone(),
             |live| {
-                let patch = create_three_way_merge_patch(black_box(&env_old), &env_new, &live, deploy.as_ref(), true).unwrap();
+                let patch =
+                    create_three_way_merge_patch(black_box(&env_old), &env_new, &live, deploy.as_ref(), true).unwrap();
                 apply_strategic_merge_patch(live, patch, deploy.as_ref()).unwrap()
             },
             BatchSize::LargeInput,

@@ -23,8 +23,7 @@ use crate::{Error, Map, Result, Value};
 /// has are left alone; lists are always replaced whole. A `null` document is treated as `{}`
 /// (as Go decodes it); any other non-object is [`Error::BadJsonDoc`].
 pub fn create_three_way(original: &Value, modified: &Value, current: &Value) -> Result<Value> {
-    let (original, modified, current) =
-        (as_document(original)?, as_document(modified)?, as_document(current)?);
+    let (original, modified, current) = (as_document(original)?, as_document(modified)?, as_document(current)?);
 
     let additions_and_changes = keep_or_delete_null(&diff_objects(current, modified), false);
     let deletions = keep_or_delete_null(&diff_objects(original, modified), true);
@@ -183,9 +182,7 @@ fn as_float64(v: &Value) -> Option<f64> {
 /// Deep equality after decoding into Go's `interface{}`: numbers compare as float64.
 fn float64_equal(a: &Value, b: &Value) -> bool {
     match (a, b) {
-        (Value::Array(a), Value::Array(b)) => {
-            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| float64_equal(x, y))
-        }
+        (Value::Array(a), Value::Array(b)) => a.len() == b.len() && a.iter().zip(b).all(|(x, y)| float64_equal(x, y)),
         (Value::Object(a), Value::Object(b)) => {
             a.len() == b.len() && a.iter().all(|(k, x)| b.get(k).is_some_and(|y| float64_equal(x, y)))
         }
@@ -213,9 +210,7 @@ fn through_float64(v: &Value) -> Value {
             }
         }
         Value::Array(items) => Value::Array(items.iter().map(through_float64).collect()),
-        Value::Object(map) => {
-            Value::Object(map.iter().map(|(k, x)| (k.clone(), through_float64(x))).collect())
-        }
+        Value::Object(map) => Value::Object(map.iter().map(|(k, x)| (k.clone(), through_float64(x))).collect()),
         other => other.clone(),
     }
 }
@@ -230,9 +225,7 @@ fn values_conflict(left: &Value, right: &Value) -> bool {
     match (left, right) {
         (Value::Object(l), Value::Object(r)) => has_conflicts(l, r),
         (Value::Object(_), _) => true,
-        (Value::Array(l), Value::Array(r)) => {
-            l.len() != r.len() || l.iter().zip(r).any(|(x, y)| values_conflict(x, y))
-        }
+        (Value::Array(l), Value::Array(r)) => l.len() != r.len() || l.iter().zip(r).any(|(x, y)| values_conflict(x, y)),
         (Value::Array(_), _) => true,
         _ => left != right,
     }
@@ -291,8 +284,7 @@ mod tests {
         let same = create_merge_patch(&json(r#"{"a":9007199254740996}"#), &json(r#"{"a":9007199254740995}"#));
         assert_eq!(same.unwrap(), json("{}"));
         // Emitted numbers are re-read from Go's float text [H j02].
-        let patch =
-            create_merge_patch(&json("{}"), &json(r#"{"big":9007199254740995,"e":1e21,"f":2.5,"w":3.0}"#));
+        let patch = create_merge_patch(&json("{}"), &json(r#"{"big":9007199254740995,"e":1e21,"f":2.5,"w":3.0}"#));
         assert_eq!(patch.unwrap().to_json_string(), r#"{"big":9007199254740996,"e":1e+21,"f":2.5,"w":3}"#);
         assert_eq!(through_float64(&Value::Float(-0.0)), Value::Int(0));
         assert_eq!(through_float64(&Value::Float(1e19)), Value::Float(1e19));
@@ -308,10 +300,7 @@ mod tests {
             r#"{"spec":{"list":[{"name":"a","v":1,"extra":true},{"name":"b"}],"map":{"k1":1,"k2":2,"k3":3},"keep":"k","serverField":"s"},"status":{"ok":true}}"#,
         );
         let patch = create_three_way(&original, &modified, &current).unwrap();
-        assert_eq!(
-            patch.to_json_string(),
-            r#"{"spec":{"keep":null,"list":[{"name":"a","v":2}],"map":{"k2":null}}}"#
-        );
+        assert_eq!(patch.to_json_string(), r#"{"spec":{"keep":null,"list":[{"name":"a","v":2}],"map":{"k2":null}}}"#);
         let result = merge_patch(&current, &patch).unwrap();
         assert_eq!(
             result,
@@ -346,10 +335,7 @@ mod tests {
             r#"{"obj":[{"x":null},null],"scalar":{"y":null,"z":[{"w":null},null]},"nul":{"q":null},"new":[[{"n":null}]]}"#,
         );
         let merged = merge_patch(&doc, &patch).unwrap();
-        assert_eq!(
-            merged,
-            json(r#"{"obj":[{"x":null},null],"scalar":{"z":[{},null]},"nul":{},"new":[[{}]]}"#)
-        );
+        assert_eq!(merged, json(r#"{"obj":[{"x":null},null],"scalar":{"z":[{},null]},"nul":{},"new":[[{}]]}"#));
     }
 
     #[test]
@@ -358,10 +344,7 @@ mod tests {
         assert_eq!(merge_patch(&json("{}"), &json("null")), Err(Error::BadJsonDoc));
         assert_eq!(create_three_way(&json("{}"), &json("1"), &json("{}")), Err(Error::BadJsonDoc));
         // A null document decodes as an empty object in Go.
-        assert_eq!(
-            create_three_way(&Value::Null, &json(r#"{"a":1}"#), &Value::Null).unwrap(),
-            json(r#"{"a":1}"#)
-        );
+        assert_eq!(create_three_way(&Value::Null, &json(r#"{"a":1}"#), &Value::Null).unwrap(), json(r#"{"a":1}"#));
     }
 
     #[test]
@@ -371,13 +354,9 @@ mod tests {
         let err = create_three_way_for_apply(&current, &renamed, &current).unwrap_err();
         assert_eq!(err.to_string(), "precondition failed for: map[metadata:map[name:v]]");
         let moved = json(r#"{"apiVersion":"example.com/v2","kind":"Widget","metadata":{"name":"w"}}"#);
-        assert!(matches!(
-            create_three_way_for_apply(&current, &moved, &current),
-            Err(Error::PreconditionFailed(_))
-        ));
-        let labelled = json(
-            r#"{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w","labels":{"a":"b"}}}"#,
-        );
+        assert!(matches!(create_three_way_for_apply(&current, &moved, &current), Err(Error::PreconditionFailed(_))));
+        let labelled =
+            json(r#"{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w","labels":{"a":"b"}}}"#);
         let patch = create_three_way_for_apply(&current, &labelled, &current).unwrap();
         assert_eq!(patch.to_json_string(), r#"{"metadata":{"labels":{"a":"b"}}}"#);
     }

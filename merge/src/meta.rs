@@ -39,11 +39,8 @@ pub struct Strategy {
 
 impl PatchMeta {
     pub fn new(strategy: &str, merge_key: &str) -> PatchMeta {
-        let strategies = if strategy.is_empty() {
-            Vec::new()
-        } else {
-            strategy.split(',').map(str::to_owned).collect()
-        };
+        let strategies =
+            if strategy.is_empty() { Vec::new() } else { strategy.split(',').map(str::to_owned).collect() };
         PatchMeta { strategies, merge_key: merge_key.to_owned() }
     }
 

@@ -125,9 +125,7 @@ impl From<serde_json::Value> for Value {
             },
             serde_json::Value::String(s) => Value::String(s),
             serde_json::Value::Array(a) => Value::Array(a.into_iter().map(Value::from).collect()),
-            serde_json::Value::Object(o) => {
-                Value::Object(o.into_iter().map(|(k, v)| (k, Value::from(v))).collect())
-            }
+            serde_json::Value::Object(o) => Value::Object(o.into_iter().map(|(k, v)| (k, Value::from(v))).collect()),
         }
     }
 }
@@ -260,11 +258,7 @@ fn go_v_float(f: f64) -> String {
     }
     let sci = format!("{f:e}");
     let exp: i32 = sci.split_once('e').and_then(|(_, e)| e.parse().ok()).unwrap_or(0);
-    if !(-4..6).contains(&exp) {
-        exponent_form(f, 2)
-    } else {
-        format!("{f}")
-    }
+    if !(-4..6).contains(&exp) { exponent_form(f, 2) } else { format!("{f}") }
 }
 
 fn write_go_v(v: &Value, out: &mut String) {
@@ -488,7 +482,9 @@ mod parse {
                         let mut buf = [0u8; 4];
                         out.extend_from_slice(escaped.encode_utf8(&mut buf).as_bytes());
                     }
-                    Some(_) => return Err(self.error("control character (\\u0000-\\u001F) found while parsing a string")),
+                    Some(_) => {
+                        return Err(self.error("control character (\\u0000-\\u001F) found while parsing a string"));
+                    }
                     None => return Err(self.error("EOF while parsing a string")),
                 }
             }
@@ -779,14 +775,16 @@ mod tests {
         assert_eq!(parse("-0.0"), Value::Float(-0.0));
         assert!(matches!(parse("-0.0"), Value::Float(f) if f.is_sign_negative()));
         assert_eq!(parse("-9223372036854775808"), Value::Int(i64::MIN));
-        assert_eq!(parse(" \t\r\n{ \"a\" : [ 1 , 2.5e-3 ] } "), Value::Object(Map::from([(
-            "a".to_owned(),
-            Value::Array(vec![Value::Int(1), Value::Float(0.0025)])
-        )])));
+        assert_eq!(
+            parse(" \t\r\n{ \"a\" : [ 1 , 2.5e-3 ] } "),
+            Value::Object(Map::from([("a".to_owned(), Value::Array(vec![Value::Int(1), Value::Float(0.0025)]))]))
+        );
         assert_eq!(parse(r#""\u00e9\ud83d\ude00\n\/""#), Value::String("é😀\n/".into()));
         assert_eq!(parse(r#""\ud800x""#), Value::String("\u{fffd}x".into()));
         assert_eq!(Value::from_json_slice(b"\"a\xffb\"").unwrap(), Value::String("a\u{fffd}b".into()));
-        for bad in ["", "01", "1.", "-", "+1", "1e", "[1,]", "{\"a\":1,}", "{a:1}", "tru", "1 2", "\"\u{1}\"", "1e400", "nul"] {
+        for bad in
+            ["", "01", "1.", "-", "+1", "1e", "[1,]", "{\"a\":1,}", "{a:1}", "tru", "1 2", "\"\u{1}\"", "1e400", "nul"]
+        {
             assert!(Value::from_json_str(bad).is_err(), "{bad:?} should not parse");
         }
     }

@@ -8,11 +8,7 @@ use applyset_merge::{Map, Value, json_merge};
 
 fn conformance_dir() -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/conformance/strategicpatch");
-    assert!(
-        dir.is_dir(),
-        "conformance data not found at {} (expected next to the repository)",
-        dir.display()
-    );
+    assert!(dir.is_dir(), "conformance data not found at {} (expected next to the repository)", dir.display());
     dir
 }
 
@@ -38,9 +34,7 @@ fn load_table(file: &str) -> Vec<Map> {
 fn same_json(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Int(x), Value::Float(y)) | (Value::Float(y), Value::Int(x)) => *x as f64 == *y,
-        (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same_json(p, q))
-        }
+        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same_json(p, q)),
         (Value::Object(x), Value::Object(y)) => {
             x.len() == y.len() && x.iter().all(|(k, p)| y.get(k).is_some_and(|q| same_json(p, q)))
         }
@@ -99,11 +93,7 @@ fn expected<'a>(case: &'a Map, field: &str) -> Result<&'a Value, String> {
 }
 
 fn compare(what: &str, want: &Value, got: &Value) -> Result<(), String> {
-    if same_json(want, got) {
-        Ok(())
-    } else {
-        Err(format!("{what}\n    expected: {want}\n    actual:   {got}"))
-    }
+    if same_json(want, got) { Ok(()) } else { Err(format!("{what}\n    expected: {want}\n    actual:   {got}")) }
 }
 
 #[test]
@@ -135,8 +125,7 @@ fn create_json_merge_patch_test_case_data() {
             let patch = json_merge::create_three_way(&original, &modified, &current)
                 .map_err(|e| format!("create_three_way failed: {e}"))?;
             compare("three-way patch", expected(&case, "threeWay")?, &patch)?;
-            let result =
-                json_merge::merge_patch(&current, &patch).map_err(|e| format!("merge_patch failed: {e}"))?;
+            let result = json_merge::merge_patch(&current, &patch).map_err(|e| format!("merge_patch failed: {e}"))?;
             compare("merge_patch(current, patch)", expected(&case, "result")?, &result)
         })();
         table.check(&case, outcome);

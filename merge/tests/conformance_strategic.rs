@@ -93,7 +93,11 @@ fn is_present(v: &Value) -> bool {
 
 /// The two-way and three-way checks shared by the create tables (README, "What to assert").
 /// `n` is N() for the YAML table and the identity for raw tables.
-fn check_create_case(case: &Map, schema: &dyn Schema, n: &dyn Fn(Value) -> Result<Value, String>) -> Result<(), String> {
+fn check_create_case(
+    case: &Map,
+    schema: &dyn Schema,
+    n: &dyn Fn(Value) -> Result<Value, String>,
+) -> Result<(), String> {
     let original = n(doc(case, "original"))?;
     let modified = n(doc(case, "modified"))?;
     let current = n(doc(case, "current"))?;
@@ -125,8 +129,10 @@ fn check_create_case(case: &Map, schema: &dyn Schema, n: &dyn Fn(Value) -> Resul
                 return Err(format!("unexpected conflict: {e}"));
             }
             if result_wanted {
-                let patch =
-                    step("three-way creation (overwrite)", create_three_way_merge_patch(&original, &modified, &current, schema, true))?;
+                let patch = step(
+                    "three-way creation (overwrite)",
+                    create_three_way_merge_patch(&original, &modified, &current, schema, true),
+                )?;
                 expect_eq("three-way patch (overwrite)", &three_way, &patch)?;
                 let applied = step("three-way application", apply(&current, &patch, schema))?;
                 expect_eq("three-way result", &result, &applied)?;

@@ -43,10 +43,7 @@ fn merge_items() -> [(OpenApiVersion, SchemaRef); 2] {
     let v3 = testdata("swagger-merge-item-v3.json");
     assert_eq!(v2.version(), OpenApiVersion::V2);
     assert_eq!(v3.version(), OpenApiVersion::V3);
-    [
-        (OpenApiVersion::V2, v2.schema("mergeItem").unwrap()),
-        (OpenApiVersion::V3, v3.schema("mergeItem").unwrap()),
-    ]
+    [(OpenApiVersion::V2, v2.schema("mergeItem").unwrap()), (OpenApiVersion::V3, v3.schema("mergeItem").unwrap())]
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -160,24 +157,15 @@ fn list_elements_and_object_children_resolve_through_refs() {
 #[test]
 fn unknown_fields_fail_with_the_provider_text() {
     let [(_, v2), (_, v3)] = merge_items();
-    assert_eq!(
-        lookup_error(v2.lookup_struct("unknown")),
-        r#"unable to find api field "unknown" in mergeItem"#
-    );
-    assert_eq!(
-        lookup_error(v2.lookup_slice("unknown")),
-        r#"unable to find api field "unknown" in mergeItem"#
-    );
+    assert_eq!(lookup_error(v2.lookup_struct("unknown")), r#"unable to find api field "unknown" in mergeItem"#);
+    assert_eq!(lookup_error(v2.lookup_slice("unknown")), r#"unable to find api field "unknown" in mergeItem"#);
     assert_eq!(lookup_error(v3.lookup_struct("unknown")), r#"unable to find api field "unknown""#);
     assert_eq!(lookup_error(v3.lookup_slice("unknown")), r#"unable to find api field "unknown""#);
     // Field names are case-sensitive in OpenAPI (unlike the Go struct provider).
     assert_eq!(lookup_error(v3.lookup_slice("MergingList")), r#"unable to find api field "MergingList""#);
     // The v2 path names the definition the field was looked up in.
     let (retain, _) = lookup_struct(&v2, "retainKeysMap");
-    assert_eq!(
-        lookup_error(retain.lookup_struct("nope")),
-        r#"unable to find api field "nope" in retainKeysMergeItem"#
-    );
+    assert_eq!(lookup_error(retain.lookup_struct("nope")), r#"unable to find api field "nope" in retainKeysMergeItem"#);
 }
 
 #[test]
@@ -296,18 +284,9 @@ fn v3_unresolvable_ref_fails_with_the_ref_text() {
         }}}}}"##,
     );
     let t = doc.schema("T").unwrap();
-    assert_eq!(
-        lookup_error(t.lookup_struct("a")),
-        "unable to resolve #/components/schemas/Missing in OpenAPI V3"
-    );
-    assert_eq!(
-        lookup_error(t.lookup_slice("b")),
-        "unable to resolve #/components/schemas/Gone in OpenAPI V3"
-    );
-    assert_eq!(
-        lookup_error(t.lookup_slice("c")),
-        "unable to resolve #/components/schemas/Lost in OpenAPI V3"
-    );
+    assert_eq!(lookup_error(t.lookup_struct("a")), "unable to resolve #/components/schemas/Missing in OpenAPI V3");
+    assert_eq!(lookup_error(t.lookup_slice("b")), "unable to resolve #/components/schemas/Gone in OpenAPI V3");
+    assert_eq!(lookup_error(t.lookup_slice("c")), "unable to resolve #/components/schemas/Lost in OpenAPI V3");
     // A struct lookup of `c` does not look at `items`, so nothing needs resolving.
     assert!(t.lookup_struct("c").is_ok());
     assert_eq!(lookup_error(t.lookup_struct("d")), "unable to resolve #/definitions/Elsewhere in OpenAPI V3");
@@ -370,10 +349,7 @@ fn malformed_extensions_are_reported() {
 #[test]
 fn v2_model_errors_fail_the_whole_document() {
     let cases = [
-        (
-            r##"{"a":{"$ref":"#/definitions/Missing"}}"##,
-            r#"SchemaError(T.a): unknown model in reference: "Missing""#,
-        ),
+        (r##"{"a":{"$ref":"#/definitions/Missing"}}"##, r#"SchemaError(T.a): unknown model in reference: "Missing""#),
         (r##"{"a":{"type":"array"}}"##, "SchemaError(T.a): array should have exactly one sub-item"),
         (
             r##"{"a":{"type":["string","integer"]}}"##,
@@ -418,20 +394,11 @@ fn v2_lookups_follow_references_and_type_less_kinds() {
     // An inline Kind (no `type`, with `properties`) is looked into with its path.
     let (inline, _) = lookup_struct(&root, "inline");
     assert_eq!(lookup_struct(&inline, "inner").1, meta("replace", ""));
-    assert_eq!(
-        lookup_error(inline.lookup_struct("nope")),
-        r#"unable to find api field "nope" in Root.inline"#
-    );
+    assert_eq!(lookup_error(inline.lookup_struct("nope")), r#"unable to find api field "nope" in Root.inline"#);
     // Upstream's slice visitor looks the same key up again inside an inline Kind field.
-    assert_eq!(
-        lookup_error(root.lookup_slice("inline")),
-        r#"unable to find api field "inline" in Root.inline"#
-    );
+    assert_eq!(lookup_error(root.lookup_slice("inline")), r#"unable to find api field "inline" in Root.inline"#);
     // A non-string extension is upstream's bad-argument error.
-    assert_eq!(
-        root.lookup_struct("bad").unwrap_err().to_string(),
-        "expected a string, but received a []interface {}"
-    );
+    assert_eq!(root.lookup_struct("bad").unwrap_err().to_string(), "expected a string, but received a []interface {}");
     // A definition that is an alias is also usable as a root.
     assert!(doc.schema("Alias").unwrap().lookup_struct("id").is_ok());
 }
@@ -459,10 +426,7 @@ fn v2_strategic_merge_support_comes_from_consumes() {
     assert!(!doc.supports_strategic_merge("example.com", "v1", "Widget"));
     assert!(!doc.supports_strategic_merge("", "v1", "Secret"));
     let config_map = doc.schema_for_gvk("", "v1", "ConfigMap").unwrap();
-    assert_eq!(
-        lookup_error(lookup_struct(&config_map, "data").0.lookup_struct("k")),
-        "expected kind, but got map"
-    );
+    assert_eq!(lookup_error(lookup_struct(&config_map, "data").0.lookup_struct("k")), "expected kind, but got map");
     assert!(doc.schema_for_gvk("example.com", "v1", "Widget").is_some());
 }
 

@@ -12,8 +12,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use applyset_merge::{
-    Map, PatchMeta, Result, Schema, SchemaRef, Untyped, Value, create_three_way_merge_patch,
-    strategic_merge_patch,
+    Map, PatchMeta, Result, Schema, SchemaRef, Untyped, Value, create_three_way_merge_patch, strategic_merge_patch,
 };
 use proptest::prelude::*;
 
@@ -46,12 +45,8 @@ fn scalar() -> impl Strategy<Value = Value> {
 }
 
 fn leaves(keys: &'static [&'static str]) -> impl Strategy<Value = Map> {
-    proptest::collection::vec(proptest::option::of(scalar()), keys.len()).prop_map(move |values| {
-        keys.iter()
-            .zip(values)
-            .filter_map(|(k, v)| v.map(|v| (k.to_string(), v)))
-            .collect()
-    })
+    proptest::collection::vec(proptest::option::of(scalar()), keys.len())
+        .prop_map(move |values| keys.iter().zip(values).filter_map(|(k, v)| v.map(|v| (k.to_string(), v))).collect())
 }
 
 /// Distinct finalizer-like strings in any order (duplicates have their own, tested, oddities).

@@ -6,9 +6,7 @@
 use std::sync::OnceLock;
 
 use applyset_merge::openapi::OpenApi;
-use applyset_merge::{
-    Error, SchemaRef, Value, create_three_way_merge_patch, json_merge, strategic_merge_patch,
-};
+use applyset_merge::{Error, SchemaRef, Value, create_three_way_merge_patch, json_merge, strategic_merge_patch};
 
 fn fixture(name: &str) -> OpenApi {
     let path = format!("{}/tests/fixtures/openapi/{name}", env!("CARGO_MANIFEST_DIR"));
@@ -34,7 +32,9 @@ fn json(text: &str) -> Value {
 
 /// A Deployment whose pod template spec is `pod_spec`.
 fn with_pod_spec(pod_spec: &str) -> String {
-    format!(r#"{{"apiVersion":"apps/v1","kind":"Deployment","metadata":{{"name":"web"}},"spec":{{"template":{{"spec":{pod_spec}}}}}}}"#)
+    format!(
+        r#"{{"apiVersion":"apps/v1","kind":"Deployment","metadata":{{"name":"web"}},"spec":{{"template":{{"spec":{pod_spec}}}}}}}"#
+    )
 }
 
 /// Computes kubectl's three-way patch and applies it to `current`, as the apiserver would.
@@ -98,7 +98,9 @@ fn rollout_restart_annotation_on_the_template_survives() {
 /// which never mentions B, keeps B because last-applied lost it. kubectl behaves exactly so.
 #[test]
 fn rollback_leaves_a_stale_env_var_exactly_as_kubectl_does() {
-    let v1 = with_pod_spec(r#"{"containers":[{"name":"app","image":"app:v1","env":[{"name":"A","value":"1"},{"name":"B","value":"2"}]}]}"#);
+    let v1 = with_pod_spec(
+        r#"{"containers":[{"name":"app","image":"app:v1","env":[{"name":"A","value":"1"},{"name":"B","value":"2"}]}]}"#,
+    );
     let v2 = with_pod_spec(r#"{"containers":[{"name":"app","image":"app:v2","env":[{"name":"A","value":"1"}]}]}"#);
     // Applying v2 over v1 deletes B.
     let (patch, after_v2) = three_way(&deployment(), &v1, &v2, &v1);
@@ -117,7 +119,9 @@ fn rollback_leaves_a_stale_env_var_exactly_as_kubectl_does() {
     );
     assert_eq!(
         pod_spec_of(&after_v3),
-        &json(r#"{"containers":[{"name":"app","image":"app:v2","env":[{"name":"A","value":"1"},{"name":"B","value":"2"}]}]}"#)
+        &json(
+            r#"{"containers":[{"name":"app","image":"app:v2","env":[{"name":"A","value":"1"},{"name":"B","value":"2"}]}]}"#
+        )
     );
     assert_eq!(after_v3.as_object().unwrap()["spec"].as_object().unwrap()["replicas"], Value::Int(3));
 }
@@ -190,7 +194,9 @@ fn containers_merge_by_name_keeping_foreign_args_and_sidecars() {
     );
     assert_eq!(
         pod_spec_of(&result),
-        &json(r#"{"containers":[{"name":"app","image":"app:2","args":["--from-webhook"],"imagePullPolicy":"IfNotPresent","resources":{}},{"name":"istio-proxy","image":"proxy:1"}]}"#)
+        &json(
+            r#"{"containers":[{"name":"app","image":"app:2","args":["--from-webhook"],"imagePullPolicy":"IfNotPresent","resources":{}},{"name":"istio-proxy","image":"proxy:1"}]}"#
+        )
     );
 }
 
@@ -200,7 +206,9 @@ fn deleting_one_container_and_adding_another_orders_like_go_slice_aliasing() {
         &deployment(),
         &with_pod_spec(r#"{"containers":[{"name":"a","image":"a"},{"name":"b","image":"b"}]}"#),
         &with_pod_spec(r#"{"containers":[{"name":"a","image":"a"},{"name":"d","image":"d"}]}"#),
-        &with_pod_spec(r#"{"containers":[{"name":"a","image":"a"},{"name":"b","image":"b"},{"name":"c","image":"c"}]}"#),
+        &with_pod_spec(
+            r#"{"containers":[{"name":"a","image":"a"},{"name":"b","image":"b"},{"name":"c","image":"c"}]}"#,
+        ),
     );
     assert_eq!(
         patch,
@@ -221,7 +229,9 @@ fn ports_are_keyed_by_container_port() {
         &deployment(),
         &with_pod_spec(r#"{"containers":[{"name":"web","ports":[{"containerPort":80,"name":"http"}]}]}"#),
         &with_pod_spec(r#"{"containers":[{"name":"web","ports":[{"containerPort":8080,"name":"http"}]}]}"#),
-        &with_pod_spec(r#"{"containers":[{"name":"web","ports":[{"containerPort":80,"name":"http","protocol":"TCP"}]}]}"#),
+        &with_pod_spec(
+            r#"{"containers":[{"name":"web","ports":[{"containerPort":80,"name":"http","protocol":"TCP"}]}]}"#,
+        ),
     );
     assert_eq!(
         patch,
@@ -236,7 +246,9 @@ fn ports_are_keyed_by_container_port() {
     let (patch, result) = three_way(
         &deployment(),
         &with_pod_spec(r#"{"containers":[{"name":"dns","ports":[{"containerPort":53,"protocol":"TCP"}]}]}"#),
-        &with_pod_spec(r#"{"containers":[{"name":"dns","ports":[{"containerPort":53,"protocol":"TCP"},{"containerPort":53,"protocol":"UDP"}]}]}"#),
+        &with_pod_spec(
+            r#"{"containers":[{"name":"dns","ports":[{"containerPort":53,"protocol":"TCP"},{"containerPort":53,"protocol":"UDP"}]}]}"#,
+        ),
         &with_pod_spec(r#"{"containers":[{"name":"dns","ports":[{"containerPort":53,"protocol":"TCP"}]}]}"#),
     );
     assert_eq!(
@@ -314,7 +326,9 @@ fn service_ports_merge_by_port_and_keep_server_fields() {
     );
     assert_eq!(
         result,
-        json(r#"{"spec":{"clusterIP":"10.0.0.1","ports":[{"port":80,"targetPort":9090,"protocol":"TCP","nodePort":30080},{"port":443,"targetPort":8443}]}}"#)
+        json(
+            r#"{"spec":{"clusterIP":"10.0.0.1","ports":[{"port":80,"targetPort":9090,"protocol":"TCP","nodePort":30080},{"port":443,"targetPort":8443}]}}"#
+        )
     );
 }
 

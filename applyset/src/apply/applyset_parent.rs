@@ -44,8 +44,7 @@ use std::fmt;
 use futures::StreamExt;
 use kube::Client;
 use kube::api::{
-    Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PropagationPolicy,
-    ValidationDirective,
+    Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PropagationPolicy, ValidationDirective,
 };
 use kube::core::{ApiResource, GroupVersionKind};
 use sha2::{Digest, Sha256};
@@ -61,8 +60,7 @@ pub const TOOLING_ANNOTATION: &str = "applyset.kubernetes.io/tooling";
 /// Parent annotation listing the members' group-kinds.
 pub const GROUP_KINDS_ANNOTATION: &str = "applyset.kubernetes.io/contains-group-kinds";
 /// Legacy parent annotation listing group-resources (read only when group-kinds is absent).
-pub const DEPRECATED_GROUP_RESOURCES_ANNOTATION: &str =
-    "applyset.kubernetes.io/contains-group-resources";
+pub const DEPRECATED_GROUP_RESOURCES_ANNOTATION: &str = "applyset.kubernetes.io/contains-group-resources";
 /// Parent annotation listing member namespaces other than the parent's.
 pub const ADDITIONAL_NAMESPACES_ANNOTATION: &str = "applyset.kubernetes.io/additional-namespaces";
 /// CRD label making the CRD's custom resources valid ApplySet parents.
@@ -115,10 +113,7 @@ pub struct GroupKind {
 
 impl GroupKind {
     pub fn new(group: &str, kind: &str) -> Self {
-        Self {
-            group: group.to_owned(),
-            kind: kind.to_owned(),
-        }
+        Self { group: group.to_owned(), kind: kind.to_owned() }
     }
 
     /// Go's `schema.ParseGroupKind`: kind before the first `.`, group after it.
@@ -136,11 +131,7 @@ impl GroupKind {
 
 impl fmt::Display for GroupKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.group.is_empty() {
-            write!(f, "{}", self.kind)
-        } else {
-            write!(f, "{}.{}", self.kind, self.group)
-        }
+        if self.group.is_empty() { write!(f, "{}", self.kind) } else { write!(f, "{}.{}", self.kind, self.group) }
     }
 }
 
@@ -156,11 +147,7 @@ pub fn gvk_string(group: &str, version: &str, kind: &str) -> String {
 
 /// Go's `GroupVersion.String()`: `version` for the core group, else `group/version`.
 fn group_version_string(group: &str, version: &str) -> String {
-    if group.is_empty() {
-        version.to_owned()
-    } else {
-        format!("{group}/{version}")
-    }
+    if group.is_empty() { version.to_owned() } else { format!("{group}/{version}") }
 }
 
 /// kubectl's name printer form: `<kind-lower>[.<group>]/<name>`.
@@ -221,18 +208,12 @@ pub struct ApiIndex {
 impl ApiIndex {
     /// Aggregated discovery of `/api` and `/apis` (two requests).
     pub async fn load(client: &Client) -> Result<Self, String> {
-        let (core, groups) = futures::try_join!(
-            client.list_core_api_versions_aggregated(),
-            client.list_api_groups_aggregated()
-        )
-        .map_err(|error| format!("discovery failed: {}", error_text(&error)))?;
+        let (core, groups) =
+            futures::try_join!(client.list_core_api_versions_aggregated(), client.list_api_groups_aggregated())
+                .map_err(|error| format!("discovery failed: {}", error_text(&error)))?;
         let mut entries = Vec::new();
         for group in core.items.into_iter().chain(groups.items) {
-            let group_name = group
-                .metadata
-                .as_ref()
-                .and_then(|m| m.name.clone())
-                .unwrap_or_default();
+            let group_name = group.metadata.as_ref().and_then(|m| m.name.clone()).unwrap_or_default();
             for (index, version) in group.versions.into_iter().enumerate() {
                 let Some(version_name) = version.version else {
                     continue;
@@ -244,11 +225,7 @@ impl ApiIndex {
                     if plural.contains('/') {
                         continue;
                     }
-                    let kind = resource
-                        .response_kind
-                        .as_ref()
-                        .and_then(|k| k.kind.clone())
-                        .unwrap_or_default();
+                    let kind = resource.response_kind.as_ref().and_then(|k| k.kind.clone()).unwrap_or_default();
                     entries.push(ApiEntry {
                         api_resource: ApiResource {
                             group: group_name.clone(),
@@ -287,65 +264,38 @@ impl ApiIndex {
     pub fn for_gvk(&self, group: &str, version: &str, kind: &str) -> Result<&ApiEntry, String> {
         self.entries
             .iter()
-            .find(|e| {
-                e.api_resource.group == group
-                    && e.api_resource.version == version
-                    && e.api_resource.kind == kind
-            })
+            .find(|e| e.api_resource.group == group && e.api_resource.version == version && e.api_resource.kind == kind)
             .ok_or_else(|| {
-                format!(
-                    "no matches for kind {kind:?} in version {:?}",
-                    group_version_string(group, version)
-                )
+                format!("no matches for kind {kind:?} in version {:?}", group_version_string(group, version))
             })
     }
 
     /// `RESTMapping(GroupKind)` (preferred version first).
     pub fn for_group_kind(&self, gk: &GroupKind) -> Result<&ApiEntry, String> {
-        let mut matches = self
-            .entries
-            .iter()
-            .filter(|e| e.api_resource.group == gk.group && e.api_resource.kind == gk.kind);
+        let mut matches =
+            self.entries.iter().filter(|e| e.api_resource.group == gk.group && e.api_resource.kind == gk.kind);
         let first = matches.next();
         self.entries
             .iter()
-            .find(|e| {
-                e.preferred && e.api_resource.group == gk.group && e.api_resource.kind == gk.kind
-            })
+            .find(|e| e.preferred && e.api_resource.group == gk.group && e.api_resource.kind == gk.kind)
             .or(first)
             .ok_or_else(|| format!("no matches for kind {:?} in group {:?}", gk.kind, gk.group))
     }
 
     /// `KindFor(GroupVersionResource)` with kubectl's short-name expansion: the resource matches
     /// a plural, singular or short name (lower-cased); an empty group or version matches any.
-    pub fn for_resource(
-        &self,
-        group: &str,
-        version: &str,
-        resource: &str,
-    ) -> Result<&ApiEntry, String> {
+    pub fn for_resource(&self, group: &str, version: &str, resource: &str) -> Result<&ApiEntry, String> {
         if resource.is_empty() {
-            return Err(format!(
-                "a resource must be present, got: {}",
-                gvr_string(group, version, resource)
-            ));
+            return Err(format!("a resource must be present, got: {}", gvr_string(group, version, resource)));
         }
         let wanted = resource.to_lowercase();
         let group_ok = |e: &ApiEntry| group.is_empty() || e.api_resource.group == group;
         let version_ok = |e: &ApiEntry| {
-            if version.is_empty() {
-                e.preferred
-            } else {
-                e.api_resource.version == version
-            }
+            if version.is_empty() { e.preferred } else { e.api_resource.version == version }
         };
-        let by_name = |e: &&ApiEntry| {
-            group_ok(e)
-                && version_ok(e)
-                && (e.api_resource.plural == wanted || e.singular == wanted)
-        };
-        let by_short =
-            |e: &&ApiEntry| group_ok(e) && version_ok(e) && e.short_names.contains(&wanted);
+        let by_name =
+            |e: &&ApiEntry| group_ok(e) && version_ok(e) && (e.api_resource.plural == wanted || e.singular == wanted);
+        let by_short = |e: &&ApiEntry| group_ok(e) && version_ok(e) && e.short_names.contains(&wanted);
         self.entries
             .iter()
             .find(by_short)
@@ -373,9 +323,7 @@ pub struct ParentRefSpec {
 pub fn parse_parent_ref(text: &str) -> Result<ParentRefSpec, String> {
     let spec = match text.split_once('/') {
         Some((group_resource, name)) => {
-            let (resource, group) = group_resource
-                .split_once('.')
-                .unwrap_or((group_resource, ""));
+            let (resource, group) = group_resource.split_once('.').unwrap_or((group_resource, ""));
             ParentRefSpec {
                 resource: resource.to_owned(),
                 group: group.to_owned(),
@@ -391,9 +339,7 @@ pub fn parse_parent_ref(text: &str) -> Result<ParentRefSpec, String> {
         },
     };
     if spec.name.is_empty() {
-        return Err(format!(
-            "invalid parent reference {text:?}: name cannot be blank"
-        ));
+        return Err(format!("invalid parent reference {text:?}: name cannot be blank"));
     }
     Ok(spec)
 }
@@ -421,9 +367,7 @@ pub fn validate_parent(
         let permitted = match permitted_custom {
             Some(Ok(set)) => set.contains(&key),
             Some(Err(error)) => {
-                errors.push(format!(
-                    "identifying allowed custom resource parent types: {error}"
-                ));
+                errors.push(format!("identifying allowed custom resource parent types: {error}"));
                 false
             }
             None => false,
@@ -431,11 +375,7 @@ pub fn validate_parent(
         if !permitted {
             errors.push(format!(
                 "resource {:?} is not permitted as an ApplySet parent",
-                gvr_string(
-                    &api_resource.group,
-                    &api_resource.version,
-                    &api_resource.plural
-                )
+                gvr_string(&api_resource.group, &api_resource.version, &api_resource.plural)
             ));
         }
     }
@@ -444,11 +384,7 @@ pub fn validate_parent(
 
 /// kubectl prints an aggregate of several errors one per line.
 fn aggregate(errors: Vec<String>) -> Result<(), String> {
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(errors.join("\n"))
-    }
+    if errors.is_empty() { Ok(()) } else { Err(errors.join("\n")) }
 }
 
 /// The `contains-group-kinds` value: sorted (byte order), comma-joined `Kind[.group]`.
@@ -460,15 +396,8 @@ pub fn group_kinds_annotation<'a>(kinds: impl IntoIterator<Item = &'a GroupKind>
 }
 
 /// The `additional-namespaces` value: sorted, comma-joined, without `parent_namespace`.
-pub fn namespaces_annotation<'a>(
-    namespaces: impl IntoIterator<Item = &'a String>,
-    parent_namespace: &str,
-) -> String {
-    let set: BTreeSet<&str> = namespaces
-        .into_iter()
-        .map(String::as_str)
-        .filter(|ns| *ns != parent_namespace)
-        .collect();
+pub fn namespaces_annotation<'a>(namespaces: impl IntoIterator<Item = &'a String>, parent_namespace: &str) -> String {
+    let set: BTreeSet<&str> = namespaces.into_iter().map(String::as_str).filter(|ns| *ns != parent_namespace).collect();
     set.into_iter().collect::<Vec<_>>().join(",")
 }
 
@@ -490,14 +419,10 @@ pub enum RecordedKinds {
 }
 
 /// kubectl's `parseKindAnnotation` before the REST mapping.
-pub fn parse_recorded_kinds(
-    annotations: &BTreeMap<String, String>,
-) -> Result<RecordedKinds, String> {
+pub fn parse_recorded_kinds(annotations: &BTreeMap<String, String>) -> Result<RecordedKinds, String> {
     match annotations.get(GROUP_KINDS_ANNOTATION) {
         Some(value) if value.is_empty() => Ok(RecordedKinds::GroupKinds(Vec::new())),
-        Some(value) => Ok(RecordedKinds::GroupKinds(
-            value.split(',').map(GroupKind::parse).collect(),
-        )),
+        Some(value) => Ok(RecordedKinds::GroupKinds(value.split(',').map(GroupKind::parse).collect())),
         None => match annotations.get(DEPRECATED_GROUP_RESOURCES_ANNOTATION) {
             Some(value) if !value.is_empty() => Ok(RecordedKinds::GroupResources(
                 value
@@ -617,7 +542,9 @@ impl Candidates {
             .iter()
             .map(|(gk, ns)| {
                 let place = ns.as_ref().map_or_else(|| "the cluster".to_owned(), |ns| format!("namespace {ns}"));
-                format!("not allowed to list {gk} in {place}: objects of that kind there were not considered for pruning")
+                format!(
+                    "not allowed to list {gk} in {place}: objects of that kind there were not considered for pruning"
+                )
             })
             .collect()
     }
@@ -651,7 +578,8 @@ impl Deleted {
 pub async fn delete_candidates(client: &Client, candidates: &[Candidate], options: &DeleteOptions) -> Deleted {
     let mut done = Deleted::default();
     for candidate in candidates {
-        let (api_resource, ns, name) = (&candidate.kind.api_resource, candidate.listed.namespace.as_deref(), &candidate.listed.name);
+        let (api_resource, ns, name) =
+            (&candidate.kind.api_resource, candidate.listed.namespace.as_deref(), &candidate.listed.name);
         match delete_one(client, api_resource, ns, name, options).await {
             Ok(Some(remaining)) => {
                 let mut candidate = candidate.clone();
@@ -707,11 +635,7 @@ pub enum Propagation {
 impl DeleteOptions {
     /// kubectl's defaults: Background, no grace period.
     pub fn new(dry_run: DryRun) -> Self {
-        Self {
-            dry_run,
-            propagation: Propagation::Background,
-            grace_period_seconds: None,
-        }
+        Self { dry_run, propagation: Propagation::Background, grace_period_seconds: None }
     }
 
     fn dry_run_server(&self) -> bool {
@@ -757,10 +681,7 @@ pub(crate) async fn list_all(
                 name: meta.name.unwrap_or_default(),
                 namespace: meta.namespace,
                 uid: meta.uid.unwrap_or_default(),
-                has_last_applied: meta
-                    .annotations
-                    .as_ref()
-                    .is_some_and(|a| a.contains_key(LAST_APPLIED_ANNOTATION)),
+                has_last_applied: meta.annotations.as_ref().is_some_and(|a| a.contains_key(LAST_APPLIED_ANNOTATION)),
                 deleting: meta.deletion_timestamp.is_some(),
                 finalizers: meta.finalizers.unwrap_or_default(),
             });
@@ -838,11 +759,7 @@ impl Parent {
     /// Parses, resolves and validates `--applyset` (kubectl's `ParseApplySetParentRef` and
     /// `ApplySet.Validate`). `explicit_namespace` is `-n` only when given on the command line.
     /// Makes discovery requests (and a CRD LIST for custom resource parents), no parent GET.
-    pub async fn prepare(
-        client: &Client,
-        parent_ref: &str,
-        explicit_namespace: Option<&str>,
-    ) -> Result<Self, String> {
+    pub async fn prepare(client: &Client, parent_ref: &str, explicit_namespace: Option<&str>) -> Result<Self, String> {
         let spec = parse_parent_ref(parent_ref)?;
         let index = ApiIndex::load(client).await?;
         let entry = index
@@ -853,25 +770,10 @@ impl Parent {
             Some(ns) if entry.namespaced => ns.to_owned(),
             _ => String::new(),
         };
-        let permitted = if is_builtin_parent(&entry.api_resource) {
-            None
-        } else {
-            Some(permitted_custom_parents(client).await)
-        };
-        aggregate(validate_parent(
-            &entry.api_resource,
-            entry.namespaced,
-            &namespace,
-            permitted.as_ref(),
-        ))?;
-        Ok(Self::new(
-            entry.api_resource,
-            entry.namespaced,
-            &spec.name,
-            &namespace,
-            index,
-            false,
-        ))
+        let permitted =
+            if is_builtin_parent(&entry.api_resource) { None } else { Some(permitted_custom_parents(client).await) };
+        aggregate(validate_parent(&entry.api_resource, entry.namespaced, &namespace, permitted.as_ref()))?;
+        Ok(Self::new(entry.api_resource, entry.namespaced, &spec.name, &namespace, index, false))
     }
 
     /// A parent before anything is recorded; its ID follows from its name, namespace and kind.
@@ -977,10 +879,7 @@ impl Parent {
 
     /// kubectl's `ApplySetParentRef.String()`: `<resource>.<group>/<name>` (`secrets./x`).
     pub fn reference(&self) -> String {
-        format!(
-            "{}.{}/{}",
-            self.api_resource.plural, self.api_resource.group, self.name
-        )
+        format!("{}.{}/{}", self.api_resource.plural, self.api_resource.group, self.name)
     }
 
     /// The member label: (`applyset.kubernetes.io/part-of`, ID).
@@ -1000,27 +899,16 @@ impl Parent {
             .ok_or("getting accessor: object is not a map")?
             .entry("metadata")
             .or_insert_with(|| serde_json::json!({}));
-        let metadata = metadata
-            .as_object_mut()
-            .ok_or("getting accessor: metadata is not a map")?;
-        let labels = metadata
-            .entry("labels")
-            .or_insert_with(|| serde_json::json!({}));
+        let metadata = metadata.as_object_mut().ok_or("getting accessor: metadata is not a map")?;
+        let labels = metadata.entry("labels").or_insert_with(|| serde_json::json!({}));
         if labels.is_null() {
             *labels = serde_json::json!({});
         }
-        let labels = labels
-            .as_object_mut()
-            .ok_or("getting accessor: labels is not a map")?;
+        let labels = labels.as_object_mut().ok_or("getting accessor: labels is not a map")?;
         if labels.contains_key(PART_OF_LABEL) {
-            return Err(format!(
-                "ApplySet label {PART_OF_LABEL:?} already set in input data"
-            ));
+            return Err(format!("ApplySet label {PART_OF_LABEL:?} already set in input data"));
         }
-        labels.insert(
-            PART_OF_LABEL.to_owned(),
-            serde_json::Value::String(self.id.clone()),
-        );
+        labels.insert(PART_OF_LABEL.to_owned(), serde_json::Value::String(self.id.clone()));
         Ok(())
     }
 
@@ -1051,14 +939,11 @@ impl Parent {
     /// Deletes every member recorded before this run that this run did not visit. Call only when
     /// every object applied successfully; call [`Parent::update_latest`] only when the returned
     /// summary has no error.
-    pub async fn prune(
-        &self,
-        client: &Client,
-        visited: &[Visited],
-        options: &DeleteOptions,
-    ) -> PruneSummary {
+    pub async fn prune(&self, client: &Client, visited: &[Visited], options: &DeleteOptions) -> PruneSummary {
         match self.prune_candidates(client, visited, ForbiddenLists::Fail).await {
-            Ok(candidates) => delete_candidates(client, &candidates.objects, options).await.into_summary(options.dry_run),
+            Ok(candidates) => {
+                delete_candidates(client, &candidates.objects, options).await.into_summary(options.dry_run)
+            }
             Err(error) => PruneSummary { errors: vec![error], ..PruneSummary::default() },
         }
     }
@@ -1143,27 +1028,14 @@ impl Parent {
         let body = self.latest_body();
         self.server_side_apply(client, body, dry_run)
             .await
-            .map_err(|error| {
-                format!("apply and prune succeeded, but ApplySet update failed: {error}")
-            })
+            .map_err(|error| format!("apply and prune succeeded, but ApplySet update failed: {error}"))
     }
 
     /// The parent body for the superset update (pure).
     pub fn superset_body(&self) -> serde_json::Value {
-        let kinds: BTreeSet<&GroupKind> = self
-            .current_kinds
-            .keys()
-            .chain(&self.updated_kinds)
-            .collect();
-        let namespaces: BTreeSet<&String> = self
-            .current_namespaces
-            .iter()
-            .chain(&self.updated_namespaces)
-            .collect();
-        self.body(
-            group_kinds_annotation(kinds),
-            namespaces_annotation(namespaces, &self.namespace),
-        )
+        let kinds: BTreeSet<&GroupKind> = self.current_kinds.keys().chain(&self.updated_kinds).collect();
+        let namespaces: BTreeSet<&String> = self.current_namespaces.iter().chain(&self.updated_namespaces).collect();
+        self.body(group_kinds_annotation(kinds), namespaces_annotation(namespaces, &self.namespace))
     }
 
     /// The parent body for the latest update (pure).
@@ -1207,17 +1079,12 @@ impl Parent {
         let parent = match self.api(client).get_metadata_opt(&self.name).await {
             Ok(parent) => parent,
             Err(error) => {
-                return Err(format!(
-                    "failed to fetch ApplySet parent object {reference:?}: {}",
-                    error_text(&error)
-                ));
+                return Err(format!("failed to fetch ApplySet parent object {reference:?}: {}", error_text(&error)));
             }
         };
         let Some(parent) = parent else {
             if !is_builtin_parent(&self.api_resource) {
-                return Err(
-                    "custom resource ApplySet parents cannot be created automatically".to_owned(),
-                );
+                return Err("custom resource ApplySet parents cannot be created automatically".to_owned());
             }
             return Ok(());
         };
@@ -1243,43 +1110,40 @@ impl Parent {
                     let entry = match self.index.for_group_kind(&gk) {
                         Ok(entry) => entry,
                         Err(error) if self.skip_unknown_kinds => {
-                            self.warnings.push(format!("{reference}: recorded kind {gk} is no longer served ({error}); nothing of it to prune"));
+                            self.warnings.push(format!(
+                                "{reference}: recorded kind {gk} is no longer served ({error}); nothing of it to prune"
+                            ));
                             continue;
                         }
                         Err(error) => {
-                            return Err(wrap(format!("could not find mapping for kind in {GROUP_KINDS_ANNOTATION:?} annotation: {error}")));
+                            return Err(wrap(format!(
+                                "could not find mapping for kind in {GROUP_KINDS_ANNOTATION:?} annotation: {error}"
+                            )));
                         }
                     };
                     kinds.insert(
                         gk,
-                        RecordedKind {
-                            api_resource: entry.api_resource.clone(),
-                            namespaced: entry.namespaced,
-                        },
+                        RecordedKind { api_resource: entry.api_resource.clone(), namespaced: entry.namespaced },
                     );
                 }
             }
             RecordedKinds::GroupResources(grs) => {
                 for (resource, group) in grs {
                     let entry = self.index.for_resource(&group, "", &resource).map_err(|error| {
-                        wrap(format!("invalid group resource in {DEPRECATED_GROUP_RESOURCES_ANNOTATION:?} annotation: {error}"))
+                        wrap(format!(
+                            "invalid group resource in {DEPRECATED_GROUP_RESOURCES_ANNOTATION:?} annotation: {error}"
+                        ))
                     })?;
                     kinds.insert(
                         GroupKind::of(&entry.api_resource),
-                        RecordedKind {
-                            api_resource: entry.api_resource.clone(),
-                            namespaced: entry.namespaced,
-                        },
+                        RecordedKind { api_resource: entry.api_resource.clone(), namespaced: entry.namespaced },
                     );
                 }
             }
         }
         self.current_kinds = kinds;
-        self.current_namespaces = parse_namespaces_annotation(
-            annotations
-                .get(ADDITIONAL_NAMESPACES_ANNOTATION)
-                .map(String::as_str),
-        );
+        self.current_namespaces =
+            parse_namespaces_annotation(annotations.get(ADDITIONAL_NAMESPACES_ANNOTATION).map(String::as_str));
         if self.namespaced {
             self.current_namespaces.insert(self.namespace.clone());
         }
@@ -1314,22 +1178,14 @@ impl Parent {
             params.force = true;
             result = api.patch(&self.name, &params, &Patch::Apply(&body)).await;
         }
-        result
-            .map(|_| ())
-            .map_err(|error| format!("failed to update ApplySet: {}", error_text(&error)))
+        result.map(|_| ()).map_err(|error| format!("failed to update ApplySet: {}", error_text(&error)))
     }
 }
 
 /// ApplySet prune candidates: every listed object whose UID was not visited, sorted by
 /// namespace and name.
-pub fn select_applyset_candidates<'a>(
-    items: &'a [Listed],
-    visited: &HashSet<&str>,
-) -> Vec<&'a Listed> {
-    let mut selected: Vec<&Listed> = items
-        .iter()
-        .filter(|item| !visited.contains(item.uid.as_str()))
-        .collect();
+pub fn select_applyset_candidates<'a>(items: &'a [Listed], visited: &HashSet<&str>) -> Vec<&'a Listed> {
+    let mut selected: Vec<&Listed> = items.iter().filter(|item| !visited.contains(item.uid.as_str())).collect();
     selected.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
     selected
 }
@@ -1340,9 +1196,7 @@ async fn permitted_custom_parents(client: &Client) -> Result<BTreeSet<(String, S
         &GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
         "customresourcedefinitions",
     );
-    let listed = list_all(client, &crds, None, PARENT_CRD_LABEL)
-        .await
-        .map_err(|error| error_text(&error))?;
+    let listed = list_all(client, &crds, None, PARENT_CRD_LABEL).await.map_err(|error| error_text(&error))?;
     Ok(listed
         .into_iter()
         .map(|crd| {
@@ -1385,33 +1239,9 @@ mod tests {
             entry("", "v1", "ConfigMap", "configmaps", true, &["cm"], true),
             entry("", "v1", "Secret", "secrets", true, &[], true),
             entry("", "v1", "Namespace", "namespaces", false, &["ns"], true),
-            entry(
-                "apps",
-                "v1",
-                "Deployment",
-                "deployments",
-                true,
-                &["deploy"],
-                true,
-            ),
-            entry(
-                "company.com",
-                "v1",
-                "ApplySet",
-                "applysets",
-                false,
-                &[],
-                true,
-            ),
-            entry(
-                "company.com",
-                "v1alpha1",
-                "ApplySet",
-                "applysets",
-                false,
-                &[],
-                false,
-            ),
+            entry("apps", "v1", "Deployment", "deployments", true, &["deploy"], true),
+            entry("company.com", "v1", "ApplySet", "applysets", false, &[], true),
+            entry("company.com", "v1alpha1", "ApplySet", "applysets", false, &[], false),
         ])
     }
 
@@ -1434,10 +1264,7 @@ mod tests {
 
     #[test]
     fn tooling_values() {
-        assert_eq!(
-            tooling(),
-            format!("applyset/v{}", env!("CARGO_PKG_VERSION"))
-        );
+        assert_eq!(tooling(), format!("applyset/v{}", env!("CARGO_PKG_VERSION")));
         assert_eq!(tooling_base_name("kubectl/v1.33.1"), "kubectl");
         assert_eq!(tooling_base_name("a/b/v1"), "a/b");
         assert_eq!(tooling_base_name("helm"), "helm");
@@ -1447,12 +1274,7 @@ mod tests {
     fn parent_ref_parsing() {
         assert_eq!(
             parse_parent_ref("my-set").unwrap(),
-            ParentRefSpec {
-                resource: "secrets".into(),
-                group: "".into(),
-                version: "v1".into(),
-                name: "my-set".into()
-            }
+            ParentRefSpec { resource: "secrets".into(), group: "".into(), version: "v1".into(), name: "my-set".into() }
         );
         assert_eq!(
             parse_parent_ref("applysets.company.com/x").unwrap(),
@@ -1468,86 +1290,31 @@ mod tests {
             parse_parent_ref("secret/").unwrap_err(),
             r#"invalid parent reference "secret/": name cannot be blank"#
         );
-        assert_eq!(
-            parse_parent_ref("").unwrap_err(),
-            r#"invalid parent reference "": name cannot be blank"#
-        );
+        assert_eq!(parse_parent_ref("").unwrap_err(), r#"invalid parent reference "": name cannot be blank"#);
     }
 
     #[test]
     fn resource_resolution_errors_match_kubectl() {
         let index = index();
-        assert_eq!(
-            index.for_resource("", "", "").unwrap_err(),
-            "a resource must be present, got: /, Resource="
-        );
-        assert_eq!(
-            index.for_resource("", "", "foo").unwrap_err(),
-            "no matches for /, Resource=foo"
-        );
-        assert_eq!(
-            index.for_resource("v1", "", "configmap").unwrap_err(),
-            "no matches for v1/, Resource=configmap"
-        );
-        assert_eq!(
-            index.for_resource("", "", "cm").unwrap().api_resource.kind,
-            "ConfigMap"
-        );
-        assert_eq!(
-            index
-                .for_resource("", "", "secret")
-                .unwrap()
-                .api_resource
-                .kind,
-            "Secret"
-        );
-        assert_eq!(
-            index
-                .for_resource("", "v1", "secrets")
-                .unwrap()
-                .api_resource
-                .kind,
-            "Secret"
-        );
+        assert_eq!(index.for_resource("", "", "").unwrap_err(), "a resource must be present, got: /, Resource=");
+        assert_eq!(index.for_resource("", "", "foo").unwrap_err(), "no matches for /, Resource=foo");
+        assert_eq!(index.for_resource("v1", "", "configmap").unwrap_err(), "no matches for v1/, Resource=configmap");
+        assert_eq!(index.for_resource("", "", "cm").unwrap().api_resource.kind, "ConfigMap");
+        assert_eq!(index.for_resource("", "", "secret").unwrap().api_resource.kind, "Secret");
+        assert_eq!(index.for_resource("", "v1", "secrets").unwrap().api_resource.kind, "Secret");
         // An empty group matches any group.
-        assert_eq!(
-            index
-                .for_resource("", "", "deployments")
-                .unwrap()
-                .api_resource
-                .group,
-            "apps"
-        );
-        assert_eq!(
-            index
-                .for_resource("company.com", "", "applysets")
-                .unwrap()
-                .api_resource
-                .version,
-            "v1"
-        );
+        assert_eq!(index.for_resource("", "", "deployments").unwrap().api_resource.group, "apps");
+        assert_eq!(index.for_resource("company.com", "", "applysets").unwrap().api_resource.version, "v1");
         assert_eq!(
             index.for_gvk("apps", "v9", "Deployment").unwrap_err(),
             r#"no matches for kind "Deployment" in version "apps/v9""#
         );
+        assert_eq!(index.for_gvk("", "v1", "Foo").unwrap_err(), r#"no matches for kind "Foo" in version "v1""#);
         assert_eq!(
-            index.for_gvk("", "v1", "Foo").unwrap_err(),
-            r#"no matches for kind "Foo" in version "v1""#
-        );
-        assert_eq!(
-            index
-                .for_group_kind(&GroupKind::parse("Foo.bar"))
-                .unwrap_err(),
+            index.for_group_kind(&GroupKind::parse("Foo.bar")).unwrap_err(),
             r#"no matches for kind "Foo" in group "bar""#
         );
-        assert_eq!(
-            index
-                .for_group_kind(&GroupKind::parse("ApplySet.company.com"))
-                .unwrap()
-                .api_resource
-                .version,
-            "v1"
-        );
+        assert_eq!(index.for_group_kind(&GroupKind::parse("ApplySet.company.com")).unwrap().api_resource.version, "v1");
     }
 
     #[test]
@@ -1563,10 +1330,7 @@ mod tests {
         let namespaces = ar("", "v1", "Namespace", "namespaces");
         assert_eq!(
             validate_parent(&namespaces, false, "", Some(&Ok(BTreeSet::new()))),
-            vec![
-                r#"resource "/v1, Resource=namespaces" is not permitted as an ApplySet parent"#
-                    .to_owned()
-            ]
+            vec![r#"resource "/v1, Resource=namespaces" is not permitted as an ApplySet parent"#.to_owned()]
         );
         let secrets = ar("", "v1", "Secret", "secrets");
         assert!(validate_parent(&secrets, true, "ns", None).is_empty());
@@ -1594,68 +1358,39 @@ mod tests {
             GroupKind::new("", "Service"),
             GroupKind::new("", "ReplicationController"),
         ];
-        assert_eq!(
-            group_kinds_annotation(&kinds),
-            "Deployment.apps,ReplicationController,Service"
-        );
+        assert_eq!(group_kinds_annotation(&kinds), "Deployment.apps,ReplicationController,Service");
         assert_eq!(group_kinds_annotation(&[]), "");
         // Byte order, like Go's sort.Strings: upper case before lower case.
-        let mixed = [
-            GroupKind::new("", "b"),
-            GroupKind::new("", "B"),
-            GroupKind::new("x.io", "A"),
-        ];
+        let mixed = [GroupKind::new("", "b"), GroupKind::new("", "B"), GroupKind::new("x.io", "A")];
         assert_eq!(group_kinds_annotation(&mixed), "A.x.io,B,b");
         let namespaces: Vec<String> = vec!["zeta".into(), "alpha".into(), "parent".into()];
         assert_eq!(namespaces_annotation(&namespaces, "parent"), "alpha,zeta");
         assert_eq!(namespaces_annotation(&namespaces, ""), "alpha,parent,zeta");
         assert_eq!(namespaces_annotation(&Vec::<String>::new(), "x"), "");
-        assert_eq!(
-            GroupKind::parse("ConfigMap"),
-            GroupKind::new("", "ConfigMap")
-        );
-        assert_eq!(
-            GroupKind::parse("Certificate.cert-manager.io"),
-            GroupKind::new("cert-manager.io", "Certificate")
-        );
+        assert_eq!(GroupKind::parse("ConfigMap"), GroupKind::new("", "ConfigMap"));
+        assert_eq!(GroupKind::parse("Certificate.cert-manager.io"), GroupKind::new("cert-manager.io", "Certificate"));
         assert_eq!(parse_namespaces_annotation(Some("")), BTreeSet::new());
         assert_eq!(parse_namespaces_annotation(None), BTreeSet::new());
-        assert_eq!(
-            parse_namespaces_annotation(Some("b,a")),
-            ["a".to_owned(), "b".to_owned()].into()
-        );
+        assert_eq!(parse_namespaces_annotation(Some("b,a")), ["a".to_owned(), "b".to_owned()].into());
     }
 
     fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
     }
 
     #[test]
     fn recorded_kinds() {
         assert_eq!(
-            parse_recorded_kinds(&map(&[(
-                GROUP_KINDS_ANNOTATION,
-                "ConfigMap,Deployment.apps"
-            )]))
-            .unwrap(),
-            RecordedKinds::GroupKinds(vec![
-                GroupKind::new("", "ConfigMap"),
-                GroupKind::new("apps", "Deployment")
-            ])
+            parse_recorded_kinds(&map(&[(GROUP_KINDS_ANNOTATION, "ConfigMap,Deployment.apps")])).unwrap(),
+            RecordedKinds::GroupKinds(vec![GroupKind::new("", "ConfigMap"), GroupKind::new("apps", "Deployment")])
         );
         assert_eq!(
             parse_recorded_kinds(&map(&[(GROUP_KINDS_ANNOTATION, "")])).unwrap(),
             RecordedKinds::GroupKinds(vec![])
         );
         assert_eq!(
-            parse_recorded_kinds(&map(&[(
-                DEPRECATED_GROUP_RESOURCES_ANNOTATION,
-                "configmaps,deployments.apps"
-            )]))
-            .unwrap(),
+            parse_recorded_kinds(&map(&[(DEPRECATED_GROUP_RESOURCES_ANNOTATION, "configmaps,deployments.apps")]))
+                .unwrap(),
             RecordedKinds::GroupResources(vec![
                 ("configmaps".into(), "".into()),
                 ("deployments".into(), "apps".into())
@@ -1677,13 +1412,7 @@ mod tests {
             r#"ApplySet parent object "secrets./myset" already exists and is missing required annotation "applyset.kubernetes.io/tooling""#
         );
         assert_eq!(
-            check_existing_parent(
-                r,
-                id,
-                &good_labels,
-                &map(&[(TOOLING_ANNOTATION, "kubectl/v1.33.1")])
-            )
-            .unwrap_err(),
+            check_existing_parent(r, id, &good_labels, &map(&[(TOOLING_ANNOTATION, "kubectl/v1.33.1")])).unwrap_err(),
             r#"ApplySet parent object "secrets./myset" already exists and is managed by tooling "kubectl" instead of "applyset""#
         );
         let ours = map(&[(TOOLING_ANNOTATION, "applyset/v0.0.1")]);
@@ -1707,10 +1436,7 @@ mod tests {
         let mut p = parent("ns");
         p.current_kinds.insert(
             GroupKind::new("apps", "Deployment"),
-            RecordedKind {
-                api_resource: ar("apps", "v1", "Deployment", "deployments"),
-                namespaced: true,
-            },
+            RecordedKind { api_resource: ar("apps", "v1", "Deployment", "deployments"), namespaced: true },
         );
         p.current_namespaces = ["ns".to_owned(), "old".to_owned()].into();
         p.updated_kinds.insert(GroupKind::new("", "ConfigMap"));
@@ -1734,20 +1460,11 @@ mod tests {
             })
         );
         let latest = p.latest_body();
-        assert_eq!(
-            latest["metadata"]["annotations"][GROUP_KINDS_ANNOTATION],
-            "ConfigMap"
-        );
-        assert_eq!(
-            latest["metadata"]["annotations"][ADDITIONAL_NAMESPACES_ANNOTATION],
-            ""
-        );
+        assert_eq!(latest["metadata"]["annotations"][GROUP_KINDS_ANNOTATION], "ConfigMap");
+        assert_eq!(latest["metadata"]["annotations"][ADDITIONAL_NAMESPACES_ANNOTATION], "");
         assert_eq!(p.reference(), "secrets./set");
         assert_eq!(p.part_of_label(), (PART_OF_LABEL, p.id().to_owned()));
-        assert_eq!(
-            p.member_selector(),
-            format!("applyset.kubernetes.io/part-of={}", p.id())
-        );
+        assert_eq!(p.member_selector(), format!("applyset.kubernetes.io/part-of={}", p.id()));
     }
 
     #[test]
@@ -1791,24 +1508,15 @@ mod tests {
             },
         ];
         let visited: HashSet<&str> = ["3"].into();
-        let names: Vec<&str> = select_applyset_candidates(&items, &visited)
-            .iter()
-            .map(|l| l.name.as_str())
-            .collect();
+        let names: Vec<&str> = select_applyset_candidates(&items, &visited).iter().map(|l| l.name.as_str()).collect();
         // No last-applied requirement for ApplySet prune.
         assert_eq!(names, ["a", "b"]);
     }
 
     #[test]
     fn printed_names_and_suffixes() {
-        assert_eq!(
-            printed_name(&ar("", "v1", "ConfigMap", "configmaps"), "x"),
-            "configmap/x"
-        );
-        assert_eq!(
-            printed_name(&ar("apps", "v1", "Deployment", "deployments"), "x"),
-            "deployment.apps/x"
-        );
+        assert_eq!(printed_name(&ar("", "v1", "ConfigMap", "configmaps"), "x"), "configmap/x");
+        assert_eq!(printed_name(&ar("apps", "v1", "Deployment", "deployments"), "x"), "deployment.apps/x");
         assert_eq!(dry_run_suffix(DryRun::None), "");
         assert_eq!(dry_run_suffix(DryRun::Client), " (dry run)");
         assert_eq!(dry_run_suffix(DryRun::Server), " (server dry run)");

@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use applyset_merge::openapi::OpenApi;
 use applyset_merge::Value;
+use applyset_merge::openapi::OpenApi;
 use kube::core::{ApiResource, GroupVersionKind};
 use tokio::sync::{OnceCell, RwLock};
 
@@ -257,7 +257,13 @@ impl Cluster {
     /// A cluster around an existing client (tests use a mock service). The client is wrapped
     /// so that the server's `Warning` headers reach the user for every request made through
     /// [`Cluster::client`] too (prune, ApplySet parent).
-    pub fn from_client(client: kube::Client, server: String, default_namespace: String, qps: f64, burst: u32) -> Cluster {
+    pub fn from_client(
+        client: kube::Client,
+        server: String,
+        default_namespace: String,
+        qps: f64,
+        burst: u32,
+    ) -> Cluster {
         let limiter = Arc::new(RateLimiter::new(qps, burst));
         let door = Door { inner: client, limiter: limiter.clone() };
         let client = kube::Client::new(door, default_namespace.clone());
@@ -331,7 +337,12 @@ impl Cluster {
 
     /// LIST every object of a resource in a namespace (or cluster-wide), paginated. Items get
     /// the `apiVersion` and `kind` a GET would show (typed lists leave them out).
-    pub async fn list(&self, mapping: &Mapping, namespace: Option<&str>, label_selector: Option<&str>) -> Result<Vec<Value>> {
+    pub async fn list(
+        &self,
+        mapping: &Mapping,
+        namespace: Option<&str>,
+        label_selector: Option<&str>,
+    ) -> Result<Vec<Value>> {
         let mut items = Vec::new();
         let mut continue_token: Option<String> = None;
         loop {
@@ -369,7 +380,13 @@ impl Cluster {
     }
 
     /// POST an object.
-    pub async fn create(&self, mapping: &Mapping, namespace: Option<&str>, body: &Value, params: &WriteParams) -> Result<Value> {
+    pub async fn create(
+        &self,
+        mapping: &Mapping,
+        namespace: Option<&str>,
+        body: &Value,
+        params: &WriteParams,
+    ) -> Result<Value> {
         let query = params.query();
         let query: Vec<(&str, &str)> = query.iter().map(|(k, v)| (*k, v.as_str())).collect();
         let request = http::Request::post(object_path(mapping, namespace, None, &query))
@@ -401,7 +418,14 @@ impl Cluster {
     }
 
     /// DELETE an object with `propagationPolicy` (and `dryRun=All` when asked).
-    pub async fn delete(&self, mapping: &Mapping, namespace: Option<&str>, name: &str, propagation: &str, server_dry_run: bool) -> Result<()> {
+    pub async fn delete(
+        &self,
+        mapping: &Mapping,
+        namespace: Option<&str>,
+        name: &str,
+        propagation: &str,
+        server_dry_run: bool,
+    ) -> Result<()> {
         let mut body = format!(r#"{{"kind":"DeleteOptions","apiVersion":"v1","propagationPolicy":"{propagation}""#);
         if server_dry_run {
             body.push_str(r#","dryRun":["All"]"#);
@@ -429,10 +453,11 @@ impl Cluster {
     pub async fn mapping(&self, gvk: &GroupVersionKind) -> Result<Mapping> {
         let discovery = self.discovery().await?;
         let key = (gvk.group.clone(), gvk.version.clone(), gvk.kind.clone());
-        discovery.kinds.get(&key).cloned().ok_or_else(|| Error::NoMatch {
-            kind: gvk.kind.clone(),
-            api_version: gvk.api_version(),
-        })
+        discovery
+            .kinds
+            .get(&key)
+            .cloned()
+            .ok_or_else(|| Error::NoMatch { kind: gvk.kind.clone(), api_version: gvk.api_version() })
     }
 
     /// Whether the discovery cache knows the kind (without fetching).
@@ -474,7 +499,8 @@ impl Cluster {
                 .map_err(|e| Error::Other(format!("cannot decode discovery from {path}: {e}")))
         };
         let (core, groups) = futures::try_join!(fetch("/api"), fetch("/apis"))?;
-        let aggregated = |v: &serde_json::Value| v.get("kind").and_then(|k| k.as_str()) == Some("APIGroupDiscoveryList");
+        let aggregated =
+            |v: &serde_json::Value| v.get("kind").and_then(|k| k.as_str()) == Some("APIGroupDiscoveryList");
         let mut map = DiscoveryMap::default();
         if aggregated(&core) && aggregated(&groups) {
             for list in [&core, &groups] {
@@ -512,7 +538,9 @@ impl Cluster {
                 let paths = root.as_object()?.get("paths")?.as_object()?;
                 let mut index = HashMap::new();
                 for (gv, entry) in paths {
-                    if let Some(url) = entry.as_object().and_then(|e| e.get("serverRelativeURL")).and_then(Value::as_str) {
+                    if let Some(url) =
+                        entry.as_object().and_then(|e| e.get("serverRelativeURL")).and_then(Value::as_str)
+                    {
                         index.insert(gv.clone(), url.to_owned());
                     }
                 }
@@ -770,7 +798,10 @@ mod tests {
         let status = ApiStatus::from_body(422, body);
         assert!(status.is_invalid());
         assert_eq!(status.details_kind, "Deployment");
-        assert_eq!(status.causes, vec![("spec.replicas".to_owned(), "Invalid value: -1: must be greater than or equal to 0".to_owned())]);
+        assert_eq!(
+            status.causes,
+            vec![("spec.replicas".to_owned(), "Invalid value: -1: must be greater than or equal to 0".to_owned())]
+        );
         let plain = ApiStatus::from_body(503, b"no endpoints");
         assert_eq!(plain.message, "no endpoints");
     }

@@ -14,12 +14,12 @@
 //!    every request passes the cluster's rate limiter.
 //! 4. Results come back in input order; the caller prints them and, if nothing failed, prunes.
 
+pub mod applyset_parent;
 pub mod cluster;
-pub mod selector;
 pub mod metadata;
 pub mod object;
-pub mod applyset_parent;
 pub mod prune;
+pub mod selector;
 
 use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
@@ -242,10 +242,15 @@ impl ObjectError {
     /// as `error: <message>`.
     pub fn render(&self) -> String {
         let Some(status) = &self.status else {
-            return if self.message.starts_with("error: ") { self.message.clone() } else { format!("error: {}", self.message) };
+            return if self.message.starts_with("error: ") {
+                self.message.clone()
+            } else {
+                format!("error: {}", self.message)
+            };
         };
         if status.is_invalid() {
-            let has_details = !status.details_kind.is_empty() || !status.details_name.is_empty() || !status.causes.is_empty();
+            let has_details =
+                !status.details_kind.is_empty() || !status.details_name.is_empty() || !status.causes.is_empty();
             if !has_details {
                 return "The request is invalid".to_owned();
             }
@@ -433,14 +438,19 @@ async fn prepare(
     report: &mut ApplyReport,
 ) -> std::result::Result<Vec<std::result::Result<Prepared, ObjectReport>>, Fatal> {
     let predicted = predicted_mappings(&loaded);
-    let effective_namespace =
-        options.namespace.clone().or_else(|| options.default_namespace.clone()).unwrap_or_else(|| cluster.default_namespace().to_owned());
+    let effective_namespace = options
+        .namespace
+        .clone()
+        .or_else(|| options.default_namespace.clone())
+        .unwrap_or_else(|| cluster.default_namespace().to_owned());
     if let Some(namespace) = &options.namespace {
         report.namespaces_visited.insert(namespace.clone());
     }
     let mut items = Vec::with_capacity(loaded.len());
     for (index, LoadedObject { source, mut object }) in loaded.into_iter().enumerate() {
-        let text = |field: &str| object.as_object().and_then(|o| o.get(field)).and_then(Value::as_str).unwrap_or("").to_owned();
+        let text = |field: &str| {
+            object.as_object().and_then(|o| o.get(field)).and_then(Value::as_str).unwrap_or("").to_owned()
+        };
         let (api_version, kind) = (text("apiVersion"), text("kind"));
         let (group, version) = split_api_version(&api_version);
         let gvk = GroupVersionKind::gvk(&group, &version, &kind);
@@ -503,8 +513,13 @@ async fn prepare(
 
         if raw_name.is_empty() {
             let message = match meta_str(&object, "generateName") {
-                Some(generate) if !generate.is_empty() => format!("from {generate}: cannot use generate name with apply"),
-                _ => format!("error when retrieving current configuration of {}: resource name may not be empty", go_quote(&source_text(&source))),
+                Some(generate) if !generate.is_empty() => {
+                    format!("from {generate}: cannot use generate name with apply")
+                }
+                _ => format!(
+                    "error when retrieving current configuration of {}: resource name may not be empty",
+                    go_quote(&source_text(&source))
+                ),
             };
             items.push(Err(fail(message, String::new())));
             continue;
@@ -515,16 +530,7 @@ async fn prepare(
             items.push(Err(fail(message, raw_name)));
             continue;
         }
-        items.push(Ok(Prepared {
-            index,
-            source,
-            object,
-            gvk,
-            mapping,
-            known: prediction,
-            namespace,
-            name: raw_name,
-        }));
+        items.push(Ok(Prepared { index, source, object, gvk, mapping, known: prediction, namespace, name: raw_name }));
     }
 
     let loaded_again: Vec<LoadedObject> = items
@@ -576,7 +582,11 @@ impl Plan {
 
 /// Step 1 of [`apply`]: reads discovery and prepares every object. Fails as a whole only when
 /// the cluster cannot be read or an object appears twice.
-pub async fn plan(cluster: &Cluster, loaded: Vec<LoadedObject>, options: &ApplyOptions) -> std::result::Result<Plan, Fatal> {
+pub async fn plan(
+    cluster: &Cluster,
+    loaded: Vec<LoadedObject>,
+    options: &ApplyOptions,
+) -> std::result::Result<Plan, Fatal> {
     if loaded.is_empty() {
         return Err(Fatal::NoObjects);
     }
@@ -586,7 +596,11 @@ pub async fn plan(cluster: &Cluster, loaded: Vec<LoadedObject>, options: &ApplyO
 }
 
 /// Applies `loaded` as `kubectl apply -f` would; see the module documentation.
-pub async fn apply(cluster: &Cluster, loaded: Vec<LoadedObject>, options: &ApplyOptions) -> std::result::Result<ApplyReport, Fatal> {
+pub async fn apply(
+    cluster: &Cluster,
+    loaded: Vec<LoadedObject>,
+    options: &ApplyOptions,
+) -> std::result::Result<ApplyReport, Fatal> {
     let plan = plan(cluster, loaded, options).await?;
     Ok(execute(cluster, plan, options).await)
 }
@@ -826,7 +840,12 @@ fn uid_of(object: &Value) -> String {
 }
 
 /// The per-object algorithm (spec §10.3) given what the LIST said.
-async fn apply_one(cluster: &Cluster, options: &ApplyOptions, item: &Prepared, live: Live) -> (ObjectReport, Option<Visited>) {
+async fn apply_one(
+    cluster: &Cluster,
+    options: &ApplyOptions,
+    item: &Prepared,
+    live: Live,
+) -> (ObjectReport, Option<Visited>) {
     let mapping = item.mapping.as_ref().expect("resolved before apply");
     let source = source_text(&item.source);
     let namespace = item.namespace.as_deref();
@@ -899,7 +918,9 @@ async fn apply_one(cluster: &Cluster, options: &ApplyOptions, item: &Prepared, l
                     // Created by someone else since the LIST: patch it like kubectl would have.
                     match cluster.get(mapping, namespace, &item.name).await {
                         Ok(found) => found,
-                        Err(_) => return (finish(Err(ObjectError::wrap("creating", &source, e)), warnings, details), None),
+                        Err(_) => {
+                            return (finish(Err(ObjectError::wrap("creating", &source, e)), warnings, details), None);
+                        }
                     }
                 }
                 Err(e) => return (finish(Err(ObjectError::wrap("creating", &source, e)), warnings, details), None),
@@ -922,7 +943,8 @@ async fn apply_one(cluster: &Cluster, options: &ApplyOptions, item: &Prepared, l
         let mut computed = match compute(cluster, item, &modified, &current, &mut warnings).await {
             Ok(computed) => computed,
             Err(error) => {
-                let error = error.rewrap(&format!("applying patch:\n\nto:\n{}\nfor:", info_text(item, mapping)), &source);
+                let error =
+                    error.rewrap(&format!("applying patch:\n\nto:\n{}\nfor:", info_text(item, mapping)), &source);
                 return (finish(Err(error), warnings, details), Some(visit));
             }
         };
@@ -946,7 +968,10 @@ async fn apply_one(cluster: &Cluster, options: &ApplyOptions, item: &Prepared, l
         match patched {
             Ok(result) => {
                 if object::meta_str(&result, "deletionTimestamp").is_some() {
-                    warnings.push(format!("Warning: Detected changes to resource {} which is currently being deleted.", item.name));
+                    warnings.push(format!(
+                        "Warning: Detected changes to resource {} which is currently being deleted.",
+                        item.name
+                    ));
                 }
                 details.result = Some(result);
                 return (finish(Ok(Verb::Configured), warnings, details), Some(visit));
@@ -979,7 +1004,10 @@ async fn apply_one(cluster: &Cluster, options: &ApplyOptions, item: &Prepared, l
                     Err(error) => {
                         let patch = computed.patch.to_json_string();
                         let error = error
-                            .rewrap(&format!("applying patch:\n{patch}\nto:\n{}\nfor:", info_text(item, mapping)), &source)
+                            .rewrap(
+                                &format!("applying patch:\n{patch}\nto:\n{}\nfor:", info_text(item, mapping)),
+                                &source,
+                            )
                             .quoting([patch]);
                         (finish(Err(error), warnings, details), Some(visit))
                     }
@@ -1043,7 +1071,8 @@ async fn compute(
     };
     let unusable_last_applied = original.as_object().is_none();
     metadata::compute_patch(cluster, &item.gvk, &original, modified, current, warnings).await.map_err(|e| {
-        let error = ObjectError::plain(format!("error when {} {}: {}", e.context, go_quote(&source), e.error)).quoting(e.bodies);
+        let error = ObjectError::plain(format!("error when {} {}: {}", e.context, go_quote(&source), e.error))
+            .quoting(e.bodies);
         ObjectError { unusable_last_applied, ..error }
     })
 }
@@ -1094,7 +1123,14 @@ async fn delete_and_create(
 fn restore_body(current: &Value) -> Value {
     let mut body = object::recreate_body(current);
     if let Some(metadata) = body.as_object_mut().and_then(|o| o.get_mut("metadata")).and_then(Value::as_object_mut) {
-        for field in ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation", "managedFields"] {
+        for field in [
+            "uid",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "generation",
+            "managedFields",
+        ] {
             metadata.remove(field);
         }
     }

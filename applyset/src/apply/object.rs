@@ -95,14 +95,7 @@ pub fn annotation<'a>(object: &'a Value, key: &str) -> Option<&'a str> {
 
 /// The live object's last-applied annotation, if it has one.
 pub fn last_applied(object: &Value) -> Option<&str> {
-    object
-        .as_object()?
-        .get("metadata")?
-        .as_object()?
-        .get("annotations")?
-        .as_object()?
-        .get(LAST_APPLIED)?
-        .as_str()
+    object.as_object()?.get("metadata")?.as_object()?.get("annotations")?.as_object()?.get(LAST_APPLIED)?.as_str()
 }
 
 /// The total size the apiserver counts against [`ANNOTATIONS_SIZE_LIMIT`].
@@ -113,9 +106,7 @@ pub fn annotations_size(object: &Value) -> usize {
         .and_then(Value::as_object)
         .and_then(|m| m.get("annotations"))
         .and_then(Value::as_object)
-        .map_or(0, |annotations| {
-            annotations.iter().map(|(k, v)| k.len() + v.as_str().map_or(0, str::len)).sum()
-        })
+        .map_or(0, |annotations| annotations.iter().map(|(k, v)| k.len() + v.as_str().map_or(0, str::len)).sum())
 }
 
 /// `deployment.apps/web`, `configmap/x`: kubectl's name printer.
@@ -171,7 +162,9 @@ mod tests {
 
     #[test]
     fn annotation_gets_empty_annotations_and_newline() {
-        let (text, modified) = modified_configuration(&v(r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x","namespace":"d"},"data":{"a":"<b>"}}"#));
+        let (text, modified) = modified_configuration(&v(
+            r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x","namespace":"d"},"data":{"a":"<b>"}}"#,
+        ));
         assert_eq!(
             text,
             "{\"apiVersion\":\"v1\",\"data\":{\"a\":\"\\u003cb\\u003e\"},\"kind\":\"ConfigMap\",\"metadata\":{\"annotations\":{},\"name\":\"x\",\"namespace\":\"d\"}}\n"
@@ -191,7 +184,9 @@ mod tests {
 
     #[test]
     fn create_body_prunes_nulls_but_not_in_lists() {
-        let body = create_body(&v(r#"{"a":null,"b":{"c":null,"d":1},"e":[null,{"f":null}],"metadata":{"resourceVersion":"5"}}"#));
+        let body = create_body(&v(
+            r#"{"a":null,"b":{"c":null,"d":1},"e":[null,{"f":null}],"metadata":{"resourceVersion":"5"}}"#,
+        ));
         assert_eq!(body.to_json_string(), r#"{"b":{"d":1},"e":[null,{}],"metadata":{}}"#);
     }
 
@@ -201,6 +196,9 @@ mod tests {
         assert_eq!(display_name("ConfigMap", "", "x"), "configmap/x");
         assert_eq!(annotations_size(&v(r#"{"metadata":{"annotations":{"ab":"cde"}}}"#)), 5);
         let mut o = v(r#"{"metadata":{"labels":{"applyset.kubernetes.io/part-of":"x"}}}"#);
-        assert_eq!(add_label(&mut o, PART_OF_LABEL, "y").unwrap_err(), r#"ApplySet label "applyset.kubernetes.io/part-of" already set in input data"#);
+        assert_eq!(
+            add_label(&mut o, PART_OF_LABEL, "y").unwrap_err(),
+            r#"ApplySet label "applyset.kubernetes.io/part-of" already set in input data"#
+        );
     }
 }

@@ -41,8 +41,7 @@ use kube::core::{ApiResource, GroupVersionKind};
 
 use super::Visited;
 use super::applyset_parent::{
-    ApiIndex, LIST_CONCURRENCY, delete_one, dry_run_suffix, error_text, gvk_string, list_all,
-    printed_name,
+    ApiIndex, LIST_CONCURRENCY, delete_one, dry_run_suffix, error_text, gvk_string, list_all, printed_name,
 };
 pub use super::applyset_parent::{DeleteOptions, Listed, Propagation, PruneSummary};
 
@@ -62,18 +61,12 @@ pub struct PruneType {
 
 impl PruneType {
     fn new(group: &str, version: &str, kind: &str, namespaced: bool) -> Self {
-        Self {
-            gvk: GroupVersionKind::gvk(group, version, kind),
-            namespaced,
-        }
+        Self { gvk: GroupVersionKind::gvk(group, version, kind), namespaced }
     }
 
     /// Go's `%v` of a pruneResource: `group/version, Kind=kind, Namespaced=bool`.
     pub fn describe(&self) -> String {
-        format!(
-            "{}/{}, Kind={}, Namespaced={}",
-            self.gvk.group, self.gvk.version, self.gvk.kind, self.namespaced
-        )
+        format!("{}/{}, Kind={}, Namespaced={}", self.gvk.group, self.gvk.version, self.gvk.kind, self.namespaced)
     }
 }
 
@@ -107,9 +100,7 @@ pub fn parse_allowlist<S: AsRef<str>>(entries: &[S]) -> Result<Vec<GroupVersionK
             let entry = entry.as_ref();
             let parts: Vec<&str> = entry.split('/').collect();
             let [group, version, kind] = parts[..] else {
-                return Err(format!(
-                    "invalid GroupVersionKind format: {entry}, please follow <group/version/kind>"
-                ));
+                return Err(format!("invalid GroupVersionKind format: {entry}, please follow <group/version/kind>"));
             };
             let group = if group == "core" { "" } else { group };
             Ok(GroupVersionKind::gvk(group, version, kind))
@@ -129,27 +120,18 @@ pub fn validate_selection(selector: Option<&str>, all: bool) -> Result<(), Strin
 }
 
 /// Maps allow-list entries to prune types with their scope (pure part of [`check_allowlist`]).
-pub fn map_allowlist(
-    index: &ApiIndex,
-    allowlist: &[GroupVersionKind],
-) -> Result<Vec<PruneType>, String> {
+pub fn map_allowlist(index: &ApiIndex, allowlist: &[GroupVersionKind]) -> Result<Vec<PruneType>, String> {
     allowlist
         .iter()
         .map(|gvk| {
             let entry = index.for_gvk(&gvk.group, &gvk.version, &gvk.kind)?;
-            Ok(PruneType {
-                gvk: gvk.clone(),
-                namespaced: entry.namespaced,
-            })
+            Ok(PruneType { gvk: gvk.clone(), namespaced: entry.namespaced })
         })
         .collect()
 }
 
 /// The REST mapping kubectl performs when it parses `--prune-allowlist` (before applying).
-pub async fn check_allowlist(
-    client: &Client,
-    allowlist: &[GroupVersionKind],
-) -> Result<Vec<PruneType>, String> {
+pub async fn check_allowlist(client: &Client, allowlist: &[GroupVersionKind]) -> Result<Vec<PruneType>, String> {
     let index = ApiIndex::load(client).await?;
     map_allowlist(&index, allowlist)
 }
@@ -157,10 +139,8 @@ pub async fn check_allowlist(
 /// Legacy prune candidates in one LIST result: objects with the last-applied annotation whose
 /// UID was not visited, sorted by namespace and name.
 pub fn select_candidates<'a>(items: &'a [Listed], visited: &HashSet<&str>) -> Vec<&'a Listed> {
-    let mut selected: Vec<&Listed> = items
-        .iter()
-        .filter(|item| item.has_last_applied && !visited.contains(item.uid.as_str()))
-        .collect();
+    let mut selected: Vec<&Listed> =
+        items.iter().filter(|item| item.has_last_applied && !visited.contains(item.uid.as_str())).collect();
     selected.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
     selected
 }
@@ -204,9 +184,7 @@ pub async fn by_selector(
     let index = match ApiIndex::load(client).await {
         Ok(index) => index,
         Err(error) => {
-            summary
-                .errors
-                .push(format!("error retrieving RESTMappings to prune: {error}"));
+            summary.errors.push(format!("error retrieving RESTMappings to prune: {error}"));
             return summary;
         }
     };
@@ -224,11 +202,7 @@ pub async fn by_selector(
     };
     let mut types = Vec::new();
     for prune_type in wanted {
-        match index.for_gvk(
-            &prune_type.gvk.group,
-            &prune_type.gvk.version,
-            &prune_type.gvk.kind,
-        ) {
+        match index.for_gvk(&prune_type.gvk.group, &prune_type.gvk.version, &prune_type.gvk.kind) {
             Ok(entry) => {
                 let api_resource = entry.api_resource.clone();
                 types.push((prune_type, api_resource));
@@ -247,29 +221,16 @@ pub async fn by_selector(
     let tasks = plan(&types, visited_namespaces);
     // LISTs run a few at a time but are consumed in order, so output and the first error are
     // kubectl's.
-    let mut lists = futures::stream::iter(
-        tasks
-            .iter()
-            .map(|(_, api_resource, ns)| list_all(client, api_resource, *ns, selector)),
-    )
-    .buffered(LIST_CONCURRENCY);
+    let mut lists =
+        futures::stream::iter(tasks.iter().map(|(_, api_resource, ns)| list_all(client, api_resource, *ns, selector)))
+            .buffered(LIST_CONCURRENCY);
     let mut position = 0;
     while let Some(result) = lists.next().await {
         let (prune_type, api_resource, ns) = tasks[position];
         position += 1;
-        let gvk = gvk_string(
-            &prune_type.gvk.group,
-            &prune_type.gvk.version,
-            &prune_type.gvk.kind,
-        );
-        let scope = if prune_type.namespaced {
-            "namespaced"
-        } else {
-            "nonNamespaced"
-        };
-        let fail = |error: &kube::Error| {
-            format!("error pruning {scope} object {gvk}: {}", error_text(error))
-        };
+        let gvk = gvk_string(&prune_type.gvk.group, &prune_type.gvk.version, &prune_type.gvk.kind);
+        let scope = if prune_type.namespaced { "namespaced" } else { "nonNamespaced" };
+        let fail = |error: &kube::Error| format!("error pruning {scope} object {gvk}: {}", error_text(error));
         let items = match result {
             Ok(items) => items,
             Err(error) => {
@@ -301,10 +262,7 @@ mod tests {
     fn allowlist_parsing() {
         assert_eq!(
             parse_allowlist(&["core/v1/ConfigMap", "apps/v1/Deployment"]).unwrap(),
-            vec![
-                GroupVersionKind::gvk("", "v1", "ConfigMap"),
-                GroupVersionKind::gvk("apps", "v1", "Deployment")
-            ]
+            vec![GroupVersionKind::gvk("", "v1", "ConfigMap"), GroupVersionKind::gvk("apps", "v1", "Deployment")]
         );
         assert_eq!(
             parse_allowlist(&["v1/ConfigMap"]).unwrap_err(),
@@ -321,33 +279,17 @@ mod tests {
     fn default_allowlist_is_kubectls() {
         let list = default_allowlist();
         assert_eq!(list.len(), 16);
-        let cluster: Vec<&str> = list
-            .iter()
-            .filter(|t| !t.namespaced)
-            .map(|t| t.gvk.kind.as_str())
-            .collect();
+        let cluster: Vec<&str> = list.iter().filter(|t| !t.namespaced).map(|t| t.gvk.kind.as_str()).collect();
         assert_eq!(cluster, ["Namespace", "PersistentVolume"]);
         assert_eq!(list[0].describe(), "/v1, Kind=ConfigMap, Namespaced=true");
-        assert!(
-            list.iter()
-                .any(|t| t.gvk == GroupVersionKind::gvk("networking.k8s.io", "v1", "Ingress"))
-        );
-        assert!(
-            list.iter()
-                .any(|t| t.gvk == GroupVersionKind::gvk("batch", "v1", "CronJob"))
-        );
+        assert!(list.iter().any(|t| t.gvk == GroupVersionKind::gvk("networking.k8s.io", "v1", "Ingress")));
+        assert!(list.iter().any(|t| t.gvk == GroupVersionKind::gvk("batch", "v1", "CronJob")));
     }
 
     #[test]
     fn selection_flags() {
-        assert_eq!(
-            validate_selection(None, false).unwrap_err(),
-            MISSING_SELECTOR_ERROR
-        );
-        assert_eq!(
-            validate_selection(Some(""), false).unwrap_err(),
-            MISSING_SELECTOR_ERROR
-        );
+        assert_eq!(validate_selection(None, false).unwrap_err(), MISSING_SELECTOR_ERROR);
+        assert_eq!(validate_selection(Some(""), false).unwrap_err(), MISSING_SELECTOR_ERROR);
         assert_eq!(
             validate_selection(Some("a=b"), true).unwrap_err(),
             "cannot set --all and --selector at the same time"
@@ -358,9 +300,8 @@ mod tests {
 
     #[test]
     fn allowlist_mapping() {
-        let ar = |g: &str, v: &str, k: &str, p: &str| {
-            ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(g, v, k), p)
-        };
+        let ar =
+            |g: &str, v: &str, k: &str, p: &str| ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(g, v, k), p);
         let index = ApiIndex::from_entries(vec![
             ApiEntry {
                 api_resource: ar("", "v1", "ConfigMap", "configmaps"),
@@ -379,15 +320,9 @@ mod tests {
                 verbs: vec!["list".into()],
             },
         ]);
-        let types = map_allowlist(
-            &index,
-            &parse_allowlist(&["core/v1/ConfigMap", "core/v1/Namespace"]).unwrap(),
-        )
-        .unwrap();
-        assert_eq!(
-            types.iter().map(|t| t.namespaced).collect::<Vec<_>>(),
-            [true, false]
-        );
+        let types =
+            map_allowlist(&index, &parse_allowlist(&["core/v1/ConfigMap", "core/v1/Namespace"]).unwrap()).unwrap();
+        assert_eq!(types.iter().map(|t| t.namespaced).collect::<Vec<_>>(), [true, false]);
         assert_eq!(
             map_allowlist(&index, &parse_allowlist(&["core/v1/Foo"]).unwrap()).unwrap_err(),
             r#"no matches for kind "Foo" in version "v1""#
@@ -414,34 +349,21 @@ mod tests {
             item("a", "4", true),
         ];
         let visited: HashSet<&str> = ["2"].into();
-        let names: Vec<&str> = select_candidates(&items, &visited)
-            .iter()
-            .map(|l| l.name.as_str())
-            .collect();
+        let names: Vec<&str> = select_candidates(&items, &visited).iter().map(|l| l.name.as_str()).collect();
         assert_eq!(names, ["a", "z"]);
     }
 
     #[test]
     fn plan_order() {
-        let ar = |k: &str| {
-            ApiResource::from_gvk_with_plural(
-                &GroupVersionKind::gvk("", "v1", k),
-                &k.to_lowercase(),
-            )
-        };
+        let ar = |k: &str| ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("", "v1", k), &k.to_lowercase());
         let types = vec![
             (PruneType::new("", "v1", "ConfigMap", true), ar("ConfigMap")),
-            (
-                PruneType::new("", "v1", "Namespace", false),
-                ar("Namespace"),
-            ),
+            (PruneType::new("", "v1", "Namespace", false), ar("Namespace")),
             (PruneType::new("", "v1", "Secret", true), ar("Secret")),
         ];
         let namespaces: BTreeSet<String> = ["b".to_owned(), "a".to_owned()].into();
-        let order: Vec<(String, Option<&str>)> = plan(&types, &namespaces)
-            .into_iter()
-            .map(|(t, _, ns)| (t.gvk.kind.clone(), ns))
-            .collect();
+        let order: Vec<(String, Option<&str>)> =
+            plan(&types, &namespaces).into_iter().map(|(t, _, ns)| (t.gvk.kind.clone(), ns)).collect();
         assert_eq!(
             order,
             vec![

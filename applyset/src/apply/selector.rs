@@ -59,9 +59,7 @@ impl Selector {
             .and_then(Value::as_object)
             .and_then(|m| m.get("labels"))
             .and_then(Value::as_object)
-            .map(|labels| {
-                labels.iter().filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned()))).collect()
-            })
+            .map(|labels| labels.iter().filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned()))).collect())
             .unwrap_or_default();
         self.matches(&labels)
     }

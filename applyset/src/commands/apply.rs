@@ -31,9 +31,7 @@ pub fn parse_dry_run(value: &str) -> Result<DryRun, String> {
         "client" => Ok(DryRun::Client),
         "server" => Ok(DryRun::Server),
         "unchanged" | "true" => {
-            eprintln!(
-                "W0000 --dry-run is deprecated and can be replaced with --dry-run=client."
-            );
+            eprintln!("W0000 --dry-run is deprecated and can be replaced with --dry-run=client.");
             Ok(DryRun::Client)
         }
         other => Err(format!(r#"Invalid dry-run value ({other}). Must be "none", "server", or "client"."#)),
@@ -184,11 +182,8 @@ fn execute(args: ApplyArgs) -> Result<ExitCode, String> {
         concurrency: args.cluster.concurrency as usize,
         ..ApplyOptions::default()
     };
-    let allowlist = if args.prune && args.applyset.is_none() {
-        prune::parse_allowlist(&args.prune_allowlist)?
-    } else {
-        Vec::new()
-    };
+    let allowlist =
+        if args.prune && args.applyset.is_none() { prune::parse_allowlist(&args.prune_allowlist)? } else { Vec::new() };
     let delete_options = DeleteOptions::new(dry_run);
     let runtime = runtime()?;
     runtime.block_on(async {
@@ -274,7 +269,8 @@ fn execute(args: ApplyArgs) -> Result<ExitCode, String> {
         }
         for line in &summary.pruned {
             // `-o name` prints bare names, as kubectl's name printer does for pruned objects too.
-            let line = if name_only { line.rsplit_once(" pruned").map_or(line.as_str(), |(name, _)| name) } else { line };
+            let line =
+                if name_only { line.rsplit_once(" pruned").map_or(line.as_str(), |(name, _)| name) } else { line };
             println!("{line}");
         }
         if !summary.errors.is_empty() {
@@ -298,7 +294,8 @@ fn execute(args: ApplyArgs) -> Result<ExitCode, String> {
 /// "cannot reach" message.
 fn unreachable_or(cluster: &Cluster, error: String) -> String {
     let lower = error.to_ascii_lowercase();
-    if lower.contains("connection refused") || lower.contains("error trying to connect") || lower.contains("dns error") {
+    if lower.contains("connection refused") || lower.contains("error trying to connect") || lower.contains("dns error")
+    {
         format!("cannot reach the Kubernetes API server at {}: {error}", cluster.server())
     } else {
         error

@@ -58,7 +58,12 @@ fn execute(args: DiffArgs) -> Result<ExitCode, String> {
                 Ok(verb) => *verb,
                 Err(error) => {
                     failed = true;
-                    eprintln!("{}: document {}: {}", object.source.path.display(), object.source.document, error.render_in_list());
+                    eprintln!(
+                        "{}: document {}: {}",
+                        object.source.path.display(),
+                        object.source.document,
+                        error.render_in_list()
+                    );
                     continue;
                 }
             };
@@ -101,5 +106,6 @@ fn render(object: &Value) -> String {
     if let Some(metadata) = object.as_object_mut().and_then(|o| o.get_mut("metadata")).and_then(Value::as_object_mut) {
         metadata.remove("managedFields");
     }
-    serde_yaml_ng::to_string(&object).unwrap_or_else(|e| format!("# cannot render as YAML: {e}\n{}\n", object.to_json_string()))
+    serde_yaml_ng::to_string(&object)
+        .unwrap_or_else(|e| format!("# cannot render as YAML: {e}\n{}\n", object.to_json_string()))
 }

@@ -54,11 +54,9 @@ impl Engine {
             return Ok(Engine::JsonMerge);
         };
         let document = read_object(path)?;
-        let openapi = OpenApi::from_document(document)
-            .map_err(|e| CommandError::new(format!("{}: {e}", path.display())))?;
-        let schema = openapi
-            .schema(name)
-            .map_err(|e| CommandError::new(format!("{}: {e}", path.display())))?;
+        let openapi =
+            OpenApi::from_document(document).map_err(|e| CommandError::new(format!("{}: {e}", path.display())))?;
+        let schema = openapi.schema(name).map_err(|e| CommandError::new(format!("{}: {e}", path.display())))?;
         Ok(Engine::Strategic(schema))
     }
 }

@@ -113,17 +113,7 @@ mod tests {
         ] {
             assert!(is_patch_directive(key), "{key}");
         }
-        for key in [
-            "patch",
-            "$ref",
-            "$schema",
-            "$Patch",
-            "$patches",
-            "a$patch",
-            "$retainKeysX",
-            "",
-            "$",
-        ] {
+        for key in ["patch", "$ref", "$schema", "$Patch", "$patches", "a$patch", "$retainKeysX", "", "$"] {
             assert!(!is_patch_directive(key), "{key}");
         }
     }
@@ -131,20 +121,11 @@ mod tests {
     #[test]
     fn paths_name_maps_and_list_items_at_any_depth() {
         assert_eq!(found(r#"{"kind":"ConfigMap","data":{"a":"$patch"}}"#), None);
-        assert_eq!(
-            found(r#"{"$patch":"replace","kind":"X"}"#).as_deref(),
-            Some("$patch")
-        );
+        assert_eq!(found(r#"{"$patch":"replace","kind":"X"}"#).as_deref(), Some("$patch"));
         let deployment = r#"{"kind":"Deployment","spec":{"template":{"spec":{"containers":[
             {"name":"a"},{"name":"b","$patch":"delete"}]}}}}"#;
-        assert_eq!(
-            found(deployment).as_deref(),
-            Some("spec.template.spec.containers[1].$patch")
-        );
-        assert_eq!(
-            found(r#"{"spec":{"$retainKeys":["a"]}}"#).as_deref(),
-            Some("spec.$retainKeys")
-        );
+        assert_eq!(found(deployment).as_deref(), Some("spec.template.spec.containers[1].$patch"));
+        assert_eq!(found(r#"{"spec":{"$retainKeys":["a"]}}"#).as_deref(), Some("spec.$retainKeys"));
         assert_eq!(
             found(r#"{"spec":{"$setElementOrder/containers":[{"name":"a"}]}}"#).as_deref(),
             Some("spec.$setElementOrder/containers")
@@ -154,15 +135,9 @@ mod tests {
             Some("metadata.$deleteFromPrimitiveList/finalizers")
         );
         // A list of lists, and a primitive list's `{"$patch": "replace"}` item.
-        assert_eq!(
-            found(r#"{"a":[[1,{"b":[{"$patch":"replace"}]}]]}"#).as_deref(),
-            Some("a[0][1].b[0].$patch")
-        );
+        assert_eq!(found(r#"{"a":[[1,{"b":[{"$patch":"replace"}]}]]}"#).as_deref(), Some("a[0][1].b[0].$patch"));
         // The first in document order (keys sorted) is named.
-        assert_eq!(
-            found(r#"{"b":{"$patch":"x"},"a":[{"$retainKeys":[]}]}"#).as_deref(),
-            Some("a[0].$retainKeys")
-        );
+        assert_eq!(found(r#"{"b":{"$patch":"x"},"a":[{"$retainKeys":[]}]}"#).as_deref(), Some("a[0].$retainKeys"));
     }
 
     /// A JSON document with keys from a small alphabet that includes directive keys.
@@ -177,17 +152,12 @@ mod tests {
             "$setElementOrder/a",
             "$deleteFromPrimitiveList/b",
         ]);
-        let leaf = prop_oneof![
-            Just(serde_json::Value::Null),
-            any::<i32>().prop_map(serde_json::Value::from)
-        ];
+        let leaf = prop_oneof![Just(serde_json::Value::Null), any::<i32>().prop_map(serde_json::Value::from)];
         leaf.prop_recursive(6, 64, 6, move |inner| {
             prop_oneof![
                 prop::collection::vec(inner.clone(), 0..4).prop_map(serde_json::Value::Array),
                 prop::collection::btree_map(key.clone(), inner, 0..4).prop_map(|m| {
-                    serde_json::Value::Object(
-                        m.into_iter().map(|(k, v)| (k.to_owned(), v)).collect(),
-                    )
+                    serde_json::Value::Object(m.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
                 }),
             ]
         })

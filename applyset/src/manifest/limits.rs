@@ -18,11 +18,7 @@ pub struct Limits {
 }
 
 impl Limits {
-    pub const NONE: Limits = Limits {
-        file: None,
-        document: None,
-        total: None,
-    };
+    pub const NONE: Limits = Limits { file: None, document: None, total: None };
 }
 
 /// Which cap a file or document exceeded.
@@ -65,9 +61,7 @@ impl fmt::Display for Bytes {
 /// decimal (`k`, `M`, `G`) suffix as in Kubernetes quantities: `8388608`, `8Mi`, `500k`.
 pub fn parse_size(text: &str) -> Result<u64, String> {
     let text = text.trim();
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
+    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
     let (digits, suffix) = text.split_at(split);
     let multiplier: u64 = match suffix {
         "" => 1,
@@ -83,12 +77,9 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
             ));
         }
     };
-    let n: u64 = digits
-        .parse()
-        .map_err(|_| format!("{text:?} is not a size: it must start with a number (e.g. 8Mi)"))?;
-    let size = n
-        .checked_mul(multiplier)
-        .ok_or_else(|| format!("{text:?} is too large"))?;
+    let n: u64 =
+        digits.parse().map_err(|_| format!("{text:?} is not a size: it must start with a number (e.g. 8Mi)"))?;
+    let size = n.checked_mul(multiplier).ok_or_else(|| format!("{text:?} is too large"))?;
     if size == 0 {
         return Err("a size limit must be at least 1 byte".to_owned());
     }
@@ -108,28 +99,14 @@ mod tests {
         assert_eq!(parse_size("512Ki"), Ok(512 << 10));
         assert_eq!(parse_size("5M"), Ok(5_000_000));
         assert_eq!(parse_size("3k"), Ok(3000));
-        for bad in [
-            "",
-            "Mi",
-            "8 Mi",
-            "8MB",
-            "8mi",
-            "-1",
-            "1.5Mi",
-            "0",
-            "0Mi",
-            "99999999999Gi",
-        ] {
+        for bad in ["", "Mi", "8 Mi", "8MB", "8mi", "-1", "1.5Mi", "0", "0Mi", "99999999999Gi"] {
             assert!(parse_size(bad).is_err(), "{bad}");
         }
     }
 
     #[test]
     fn messages_give_bytes_and_a_readable_size() {
-        let e = LimitExceeded::File {
-            size: 100 * 1024 * 1024 + 7,
-            limit: 8 << 20,
-        };
+        let e = LimitExceeded::File { size: 100 * 1024 * 1024 + 7, limit: 8 << 20 };
         assert_eq!(
             e.to_string(),
             "the file is 104857607 bytes (100.0 MiB), over the limit of 8388608 bytes (8 MiB) per manifest file; it was not read"

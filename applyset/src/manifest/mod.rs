@@ -181,7 +181,9 @@ pub fn load_with(
     for input in inputs {
         let (path, bytes) = match &input {
             Input::Stdin => (PathBuf::from("-"), read_bounded(&mut stdin, limits.file)),
-            Input::File(path) => (path.clone(), std::fs::File::open(path).and_then(|mut f| read_bounded(&mut f, limits.file))),
+            Input::File(path) => {
+                (path.clone(), std::fs::File::open(path).and_then(|mut f| read_bounded(&mut f, limits.file)))
+            }
         };
         let bytes = match bytes {
             Ok(bytes) => bytes,
@@ -194,7 +196,9 @@ pub fn load_with(
         // may have grown since.
         total += bytes.len() as u64;
         let exceeded = match (limits.file, limits.total) {
-            (Some(limit), _) if bytes.len() as u64 > limit => Some(LimitExceeded::File { size: bytes.len() as u64, limit }),
+            (Some(limit), _) if bytes.len() as u64 > limit => {
+                Some(LimitExceeded::File { size: bytes.len() as u64, limit })
+            }
             (_, Some(limit)) if total > limit => Some(LimitExceeded::Total { size: total, limit }),
             _ => None,
         };

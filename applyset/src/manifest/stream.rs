@@ -374,7 +374,11 @@ mod tests {
         // The whole document is measured (its lines and their newlines), the separator not.
         let size = big.len() as u64;
         assert_eq!(e.too_large, Some(LimitExceeded::Document { size, limit: 100 }));
-        assert!(e.message.starts_with(&format!("the document is {size} bytes, over the limit of 100 bytes")), "{}", e.message);
+        assert!(
+            e.message.starts_with(&format!("the document is {size} bytes, over the limit of 100 bytes")),
+            "{}",
+            e.message
+        );
         // At the cap is fine.
         assert_eq!(values(&format!("{small}---\n{big}")).len(), 2);
         assert!(parse_stream_limited(&format!("{small}---\n{big}"), Some(size)).is_ok());

@@ -1,10 +1,10 @@
 //! Which files `kubectl apply -f … [-R]` reads (`FilenameParam`, `Builder.Path`,
 //! `ExpandPathsToFileVisitors`), in kubectl's order.
 
+use applyset_merge::value::go_quote;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-use applyset_merge::value::go_quote;
 
 /// The extensions kept when walking a directory (compared exactly, as Go's `filepath.Ext`).
 pub const FILE_EXTENSIONS: [&str; 3] = [".json", ".yaml", ".yml"];

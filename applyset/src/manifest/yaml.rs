@@ -701,7 +701,10 @@ mod tests {
         assert_eq!(value.as_object().unwrap()["b"].as_array().unwrap().len(), 500);
         let e = parse_document_limited(&doc, Some(1 << 20)).unwrap_err();
         assert_eq!(e.too_large, Some(LimitExceeded::Aliases { limit: 1 << 20 }));
-        assert_eq!(e.message, "the document's aliases expand to more than 1048576 bytes (1 MiB) (the limit per document)");
+        assert_eq!(
+            e.message,
+            "the document's aliases expand to more than 1048576 bytes (1 MiB) (the limit per document)"
+        );
         // Merges count too; a few aliases within the budget are fine.
         let merges = format!("a: &a {{k: \"{}\"}}\nb: {{<<: *a}}\nc: {{<<: *a}}\n", "x".repeat(1000));
         assert!(parse_document_limited(&merges, Some(1500)).is_err());

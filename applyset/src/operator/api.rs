@@ -344,7 +344,11 @@ impl ApplySet {
 
     /// What to do with the objects when the ApplySet is deleted.
     pub fn deletion_policy(&self) -> DeletionPolicy {
-        self.spec.deletion_policy.unwrap_or(if self.spec.prune { DeletionPolicy::Delete } else { DeletionPolicy::Orphan })
+        self.spec.deletion_policy.unwrap_or(if self.spec.prune {
+            DeletionPolicy::Delete
+        } else {
+            DeletionPolicy::Orphan
+        })
     }
 }
 
@@ -362,8 +366,12 @@ mod tests {
         assert_eq!(crd["spec"]["scope"], "Namespaced");
         let version = &crd["spec"]["versions"][0];
         assert_eq!(version["subresources"]["status"], serde_json::json!({}));
-        let columns: Vec<&str> =
-            version["additionalPrinterColumns"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+        let columns: Vec<&str> = version["additionalPrinterColumns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap())
+            .collect();
         assert_eq!(columns, ["Ready", "Status", "Revision", "Age"]);
         let spec = &version["schema"]["openAPIV3Schema"]["properties"]["spec"];
         assert_eq!(spec["properties"]["interval"]["pattern"], DURATION_PATTERN);
@@ -385,7 +393,8 @@ mod tests {
     #[test]
     fn the_apply_digest_follows_only_the_fields_that_shape_the_apply() {
         let spec = |extra: serde_json::Value| {
-            let mut base = serde_json::json!({"source": {"url": "https://example.com/r.git", "path": "app"}, "interval": "5m"});
+            let mut base =
+                serde_json::json!({"source": {"url": "https://example.com/r.git", "path": "app"}, "interval": "5m"});
             for (k, v) in extra.as_object().unwrap() {
                 base[k] = v.clone();
             }
@@ -393,7 +402,10 @@ mod tests {
         };
         let base = spec(serde_json::json!({}));
         assert_eq!(base.len(), 16);
-        assert_eq!(base, spec(serde_json::json!({"interval": "1h", "suspend": true, "force": true, "drift": {"mode": "Report"}})));
+        assert_eq!(
+            base,
+            spec(serde_json::json!({"interval": "1h", "suspend": true, "force": true, "drift": {"mode": "Report"}}))
+        );
         assert_ne!(base, spec(serde_json::json!({"prune": false})));
         assert_ne!(base, spec(serde_json::json!({"source": {"url": "https://example.com/r.git", "path": "other"}})));
         assert_ne!(base, spec(serde_json::json!({"drift": {"ignore": [{"paths": ["/spec/replicas"]}]}})));
@@ -401,7 +413,8 @@ mod tests {
 
     #[test]
     fn defaults_fill_an_almost_empty_spec() {
-        let spec: ApplySetSpec = serde_json::from_value(serde_json::json!({"source": {"url": "https://example.com/repo.git"}})).unwrap();
+        let spec: ApplySetSpec =
+            serde_json::from_value(serde_json::json!({"source": {"url": "https://example.com/repo.git"}})).unwrap();
         assert_eq!(spec.interval, "5m");
         assert!(spec.prune);
         assert!(!spec.suspend);

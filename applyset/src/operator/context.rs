@@ -10,8 +10,8 @@ use kube::Resource;
 use super::api::ApplySet;
 use super::events::{EventPublisher, NewEvent};
 use super::metrics::Metrics;
-use crate::apply::applyset_parent::ApiIndex;
 use crate::apply::Cluster;
+use crate::apply::applyset_parent::ApiIndex;
 use crate::source::GitSource;
 
 /// Settings from the command line that shape every reconcile.
@@ -70,12 +70,21 @@ struct ClusterKey {
 
 impl ClusterKey {
     fn new(namespace: &str, service_account: Option<&str>) -> ClusterKey {
-        ClusterKey { impersonate: service_account.map(|account| format!("system:serviceaccount:{namespace}:{account}")) }
+        ClusterKey {
+            impersonate: service_account.map(|account| format!("system:serviceaccount:{namespace}:{account}")),
+        }
     }
 }
 
 impl Context {
-    pub fn new(client: kube::Client, config: kube::Config, git: GitSource, metrics: Arc<Metrics>, settings: Settings, instance: String) -> Context {
+    pub fn new(
+        client: kube::Client,
+        config: kube::Config,
+        git: GitSource,
+        metrics: Arc<Metrics>,
+        settings: Settings,
+        instance: String,
+    ) -> Context {
         Context {
             events: EventPublisher::new(client.clone(), "applyset-controller", &instance),
             client,
@@ -116,10 +125,21 @@ impl Context {
     }
 
     /// Discovery for the ApplySet parent's recorded kinds, cached with the cluster.
-    pub async fn api_index(&self, namespace: &str, service_account: Option<&str>, cluster: &Cluster, refresh: bool) -> Result<Arc<ApiIndex>, String> {
+    pub async fn api_index(
+        &self,
+        namespace: &str,
+        service_account: Option<&str>,
+        cluster: &Cluster,
+        refresh: bool,
+    ) -> Result<Arc<ApiIndex>, String> {
         let key = ClusterKey::new(namespace, service_account);
         if !refresh
-            && let Some(index) = self.clusters.lock().unwrap_or_else(|p| p.into_inner()).get(&key).and_then(|(_, _, index)| index.clone())
+            && let Some(index) = self
+                .clusters
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(&key)
+                .and_then(|(_, _, index)| index.clone())
         {
             return Ok(index);
         }

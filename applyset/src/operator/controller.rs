@@ -6,10 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
+use kube::Api;
 use kube::api::ListParams;
 use kube::runtime::controller::{Config as ControllerConfig, Controller};
 use kube::runtime::watcher;
-use kube::Api;
 use tokio::sync::watch;
 
 use super::api::ApplySet;
@@ -46,7 +46,8 @@ fn init_logging(format: LogFormat) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     // Colour only on a terminal: pod logs and files get plain text.
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(crate::redact::RedactingWriter).with_ansi(ansi);
+    let builder =
+        tracing_subscriber::fmt().with_env_filter(filter).with_writer(crate::redact::RedactingWriter).with_ansi(ansi);
     let _ = match format {
         LogFormat::Plain => builder.try_init(),
         LogFormat::Json => builder.json().flatten_event(true).try_init(),
@@ -149,8 +150,9 @@ async fn serve(args: ControllerArgs) -> anyhow::Result<()> {
     let git = GitSource::new(&args.scope.cache_dir);
     let context = Arc::new(Context::new(client.clone(), config, git, metrics.clone(), settings, identity));
 
-    let controller = Controller::new(applysets, watcher::Config::default().any_semantic())
-        .with_config(ControllerConfig::default().concurrency(args.scope.concurrent_reconciles).debounce(Duration::from_millis(500)));
+    let controller = Controller::new(applysets, watcher::Config::default().any_semantic()).with_config(
+        ControllerConfig::default().concurrency(args.scope.concurrent_reconciles).debounce(Duration::from_millis(500)),
+    );
     let store = controller.store();
     let ready_health = health.clone();
     tokio::spawn(async move {

@@ -450,8 +450,10 @@ mod tests {
         let patch = json(
             r#"{"spec":{"containers":[{"image":"app:1","name":"app","resources":{"limits":{"cpu":"1000m"}}}],"$setElementOrder/containers":[{"name":"app"}]}}"#,
         );
-        let live = json(r#"{"spec":{"containers":[{"image":"app:2","name":"app","resources":{"limits":{"cpu":"1"}}}]}}"#);
-        let result = json(r#"{"spec":{"containers":[{"image":"app:1","name":"app","resources":{"limits":{"cpu":"1"}}}]}}"#);
+        let live =
+            json(r#"{"spec":{"containers":[{"image":"app:2","name":"app","resources":{"limits":{"cpu":"1"}}}]}}"#);
+        let result =
+            json(r#"{"spec":{"containers":[{"image":"app:1","name":"app","resources":{"limits":{"cpu":"1"}}}]}}"#);
         let paths: Vec<String> = changed_fields_in(&patch, &live, &result).into_iter().map(|f| f.path).collect();
         assert_eq!(paths, ["spec.containers[name=app].image"]);
         // Nothing told apart (the result could not be compared): every patched field.
@@ -503,14 +505,23 @@ mod tests {
             leaf.prop_recursive(4, 24, 4, |inner| {
                 prop_oneof![
                     prop::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
-                    prop::collection::btree_map(prop_oneof![Just("a".to_owned()), Just("b".to_owned()), Just("$setElementOrder/a".to_owned()), Just("$retainKeys".to_owned())], inner, 0..4)
-                        .prop_map(|m| {
-                            let mut map = applyset_merge::Map::new();
-                            for (k, v) in m {
-                                map.insert(k, v);
-                            }
-                            Value::Object(map)
-                        }),
+                    prop::collection::btree_map(
+                        prop_oneof![
+                            Just("a".to_owned()),
+                            Just("b".to_owned()),
+                            Just("$setElementOrder/a".to_owned()),
+                            Just("$retainKeys".to_owned())
+                        ],
+                        inner,
+                        0..4
+                    )
+                    .prop_map(|m| {
+                        let mut map = applyset_merge::Map::new();
+                        for (k, v) in m {
+                            map.insert(k, v);
+                        }
+                        Value::Object(map)
+                    }),
                 ]
             })
         }
@@ -550,5 +561,4 @@ mod tests {
             }
         }
     }
-
 }

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::events::v1::{Event, EventSeries};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
-use kube::api::{Patch, PatchParams, PostParams};
 use kube::Api;
+use kube::api::{Patch, PatchParams, PostParams};
 use std::sync::Mutex;
 
 /// A repeat within this window joins the series; later, it starts a new Event (as client-go's

@@ -79,22 +79,10 @@ pub async fn serve(
 
 /// Binds `addr` now, so that a caller learns of binding errors (and, for port 0, of the port the
 /// system chose) before it starts serving with [`Server::run`].
-pub async fn bind(
-    addr: SocketAddr,
-    metrics: Option<Arc<Metrics>>,
-    health: Arc<Health>,
-) -> anyhow::Result<Server> {
-    let listener = TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("could not listen on {addr}"))?;
-    let local_addr = listener
-        .local_addr()
-        .with_context(|| format!("could not read the address bound for {addr}"))?;
-    Ok(Server {
-        listener,
-        local_addr,
-        routes: Arc::new(Routes { metrics, health }),
-    })
+pub async fn bind(addr: SocketAddr, metrics: Option<Arc<Metrics>>, health: Arc<Health>) -> anyhow::Result<Server> {
+    let listener = TcpListener::bind(addr).await.with_context(|| format!("could not listen on {addr}"))?;
+    let local_addr = listener.local_addr().with_context(|| format!("could not read the address bound for {addr}"))?;
+    Ok(Server { listener, local_addr, routes: Arc::new(Routes { metrics, health }) })
 }
 
 /// A bound, not yet serving, server.
@@ -113,11 +101,7 @@ impl Server {
     /// Serves until `shutdown` resolves, then stops accepting, lets requests in flight finish
     /// (for a few seconds at most) and returns.
     pub async fn run(self, shutdown: impl Future<Output = ()> + Send + 'static) {
-        let Server {
-            listener,
-            local_addr,
-            routes,
-        } = self;
+        let Server { listener, local_addr, routes } = self;
         tracing::info!(address = %local_addr, metrics = routes.metrics.is_some(), "serving HTTP");
 
         let (stop_connections, connections_stopped) = watch::channel(false);
@@ -147,10 +131,8 @@ impl Server {
         drop(listener);
         // Receivers only ever see the latest value, so nobody can miss this.
         let _ = stop_connections.send(true);
-        let drained = tokio::time::timeout(SHUTDOWN_GRACE, async {
-            while connections.join_next().await.is_some() {}
-        })
-        .await;
+        let drained =
+            tokio::time::timeout(SHUTDOWN_GRACE, async { while connections.join_next().await.is_some() {} }).await;
         if drained.is_err() {
             tracing::debug!(address = %local_addr, "dropping HTTP connections still open after shutdown");
         }
@@ -159,11 +141,7 @@ impl Server {
 }
 
 /// Serves one connection (keep-alive included) until the client closes it or shutdown begins.
-async fn serve_connection(
-    stream: tokio::net::TcpStream,
-    routes: Arc<Routes>,
-    mut stopped: watch::Receiver<bool>,
-) {
+async fn serve_connection(stream: tokio::net::TcpStream, routes: Arc<Routes>, mut stopped: watch::Receiver<bool>) {
     let service = hyper::service::service_fn(move |request| {
         let routes = Arc::clone(&routes);
         async move { Ok::<_, Infallible>(routes.respond(&request)) }
@@ -210,22 +188,16 @@ impl Routes {
         }
         if request.method() != Method::GET && request.method() != Method::HEAD {
             let mut response = text(StatusCode::METHOD_NOT_ALLOWED, "method not allowed\n");
-            response
-                .headers_mut()
-                .insert(ALLOW, HeaderValue::from_static("GET, HEAD"));
+            response.headers_mut().insert(ALLOW, HeaderValue::from_static("GET, HEAD"));
             return response;
         }
         match (path, &self.metrics) {
             ("/metrics", Some(metrics)) => {
                 let mut response = Response::new(Full::new(Bytes::from(metrics.render())));
-                response
-                    .headers_mut()
-                    .insert(CONTENT_TYPE, HeaderValue::from_static(METRICS_CONTENT_TYPE));
+                response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static(METRICS_CONTENT_TYPE));
                 response
             }
-            ("/readyz", _) if !self.health.is_ready() => {
-                text(StatusCode::SERVICE_UNAVAILABLE, "not ready\n")
-            }
+            ("/readyz", _) if !self.health.is_ready() => text(StatusCode::SERVICE_UNAVAILABLE, "not ready\n"),
             _ => text(StatusCode::OK, "ok\n"),
         }
     }
@@ -234,9 +206,7 @@ impl Routes {
 fn text(status: StatusCode, body: &'static str) -> Response<Full<Bytes>> {
     let mut response = Response::new(Full::new(Bytes::from_static(body.as_bytes())));
     *response.status_mut() = status;
-    response
-        .headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static(TEXT_CONTENT_TYPE));
+    response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static(TEXT_CONTENT_TYPE));
     response
 }
 
@@ -257,19 +227,13 @@ mod tests {
 
     impl TestServer {
         async fn start(metrics: Option<Arc<Metrics>>, health: Arc<Health>) -> TestServer {
-            let server = bind(([127, 0, 0, 1], 0).into(), metrics, health)
-                .await
-                .expect("binding port 0 on localhost");
+            let server = bind(([127, 0, 0, 1], 0).into(), metrics, health).await.expect("binding port 0 on localhost");
             let address = server.local_addr();
             let (stop, stopped) = oneshot::channel::<()>();
             let task = tokio::spawn(server.run(async {
                 let _ = stopped.await;
             }));
-            TestServer {
-                address,
-                stop,
-                task,
-            }
+            TestServer { address, stop, task }
         }
 
         async fn stop(self) {
@@ -290,32 +254,22 @@ mod tests {
     /// Sends one raw HTTP/1.1 request asking the server to close, and reads the whole response.
     async fn request(address: SocketAddr, method: &str, path: &str) -> RawResponse {
         let mut stream = TcpStream::connect(address).await.expect("connecting");
-        let request =
-            format!("{method} {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n");
-        stream
-            .write_all(request.as_bytes())
-            .await
-            .expect("sending the request");
+        let request = format!("{method} {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n");
+        stream.write_all(request.as_bytes()).await.expect("sending the request");
         let mut raw = Vec::new();
         tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut raw))
             .await
             .expect("the server answers and closes")
             .expect("reading the response");
         let raw = String::from_utf8(raw).expect("a UTF-8 response");
-        let (head, body) = raw
-            .split_once("\r\n\r\n")
-            .unwrap_or_else(|| panic!("no end of headers in {raw:?}"));
+        let (head, body) = raw.split_once("\r\n\r\n").unwrap_or_else(|| panic!("no end of headers in {raw:?}"));
         let (status_line, headers) = head.split_once("\r\n").unwrap_or((head, ""));
         let status = status_line
             .split(' ')
             .nth(1)
             .and_then(|status| status.parse().ok())
             .unwrap_or_else(|| panic!("bad status line {status_line:?}"));
-        RawResponse {
-            status,
-            headers: headers.to_ascii_lowercase(),
-            body: body.to_owned(),
-        }
+        RawResponse { status, headers: headers.to_ascii_lowercase(), body: body.to_owned() }
     }
 
     #[tokio::test]
@@ -327,39 +281,18 @@ mod tests {
 
         let response = request(server.address, "GET", "/metrics").await;
         assert_eq!(response.status, 200);
-        assert!(
-            response
-                .headers
-                .contains("content-type: text/plain; version=0.0.4"),
-            "{}",
-            response.headers
-        );
-        assert!(
-            response
-                .body
-                .contains("\napplyset_pruned_objects_total 3\n"),
-            "{}",
-            response.body
-        );
+        assert!(response.headers.contains("content-type: text/plain; version=0.0.4"), "{}", response.headers);
+        assert!(response.body.contains("\napplyset_pruned_objects_total 3\n"), "{}", response.body);
         // Each scrape renders anew.
         metrics.pruned(1);
         let response = request(server.address, "GET", "/metrics?ignored=1").await;
-        assert!(
-            response
-                .body
-                .contains("\napplyset_pruned_objects_total 4\n"),
-            "{}",
-            response.body
-        );
+        assert!(response.body.contains("\napplyset_pruned_objects_total 4\n"), "{}", response.body);
 
         let response = request(server.address, "GET", "/healthz").await;
         assert_eq!((response.status, response.body.as_str()), (200, "ok\n"));
 
         let response = request(server.address, "GET", "/readyz").await;
-        assert_eq!(
-            (response.status, response.body.as_str()),
-            (503, "not ready\n")
-        );
+        assert_eq!((response.status, response.body.as_str()), (503, "not ready\n"));
         health.set_ready(true);
         let response = request(server.address, "GET", "/readyz").await;
         assert_eq!((response.status, response.body.as_str()), (200, "ok\n"));
@@ -376,11 +309,7 @@ mod tests {
         assert_eq!(response.status, 404);
         let response = request(server.address, "POST", "/metrics").await;
         assert_eq!(response.status, 405);
-        assert!(
-            response.headers.contains("allow: get, head"),
-            "{}",
-            response.headers
-        );
+        assert!(response.headers.contains("allow: get, head"), "{}", response.headers);
         let response = request(server.address, "HEAD", "/healthz").await;
         assert_eq!((response.status, response.body.as_str()), (200, ""));
 
@@ -404,27 +333,19 @@ mod tests {
     async fn keeps_connections_alive_for_several_requests() {
         let server = TestServer::start(Some(Arc::new(Metrics::new())), Health::new()).await;
 
-        let mut stream = TcpStream::connect(server.address)
-            .await
-            .expect("connecting");
+        let mut stream = TcpStream::connect(server.address).await.expect("connecting");
         let two_requests = format!(
             "GET /healthz HTTP/1.1\r\nHost: {0}\r\n\r\nGET /readyz HTTP/1.1\r\nHost: {0}\r\nConnection: close\r\n\r\n",
             server.address
         );
-        stream
-            .write_all(two_requests.as_bytes())
-            .await
-            .expect("sending the requests");
+        stream.write_all(two_requests.as_bytes()).await.expect("sending the requests");
         let mut raw = String::new();
         tokio::time::timeout(Duration::from_secs(10), stream.read_to_string(&mut raw))
             .await
             .expect("the server answers both and closes")
             .expect("reading the responses");
         assert!(raw.starts_with("HTTP/1.1 200 OK\r\n"), "{raw}");
-        assert!(
-            raw.contains("HTTP/1.1 503 Service Unavailable\r\n"),
-            "{raw}"
-        );
+        assert!(raw.contains("HTTP/1.1 503 Service Unavailable\r\n"), "{raw}");
 
         server.stop().await;
     }
@@ -448,26 +369,16 @@ mod tests {
         // for the whole grace period.
         let started = std::time::Instant::now();
         server.stop().await;
-        assert!(
-            started.elapsed() < SHUTDOWN_GRACE,
-            "{:?}",
-            started.elapsed()
-        );
+        assert!(started.elapsed() < SHUTDOWN_GRACE, "{:?}", started.elapsed());
         let mut rest = Vec::new();
-        let closed =
-            tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut rest)).await;
+        let closed = tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut rest)).await;
         assert!(closed.is_ok(), "the idle connection is closed");
-        assert!(
-            TcpStream::connect(address).await.is_err(),
-            "no longer listening"
-        );
+        assert!(TcpStream::connect(address).await.is_err(), "no longer listening");
     }
 
     #[tokio::test]
     async fn binding_errors_name_the_address() {
-        let taken = bind(([127, 0, 0, 1], 0).into(), None, Health::new())
-            .await
-            .expect("binding port 0 on localhost");
+        let taken = bind(([127, 0, 0, 1], 0).into(), None, Health::new()).await.expect("binding port 0 on localhost");
         let address = taken.local_addr();
         let error = match serve(address, None, Health::new(), std::future::pending()).await {
             Ok(()) => panic!("serving on a taken address succeeded"),

@@ -71,7 +71,10 @@ pub fn after_prune(visited: &[Visited], kept: impl IntoIterator<Item = Inventory
 
 /// Splits prune candidates into those this ApplySet applied (same kind, namespace, name and
 /// UID in the record) and labelled strangers.
-pub fn recorded_or_strangers(candidates: Vec<Candidate>, members: Option<&[InventoryMember]>) -> (Vec<Candidate>, Vec<Candidate>) {
+pub fn recorded_or_strangers(
+    candidates: Vec<Candidate>,
+    members: Option<&[InventoryMember]>,
+) -> (Vec<Candidate>, Vec<Candidate>) {
     let recorded: BTreeMap<Key, &str> =
         members.unwrap_or_default().iter().map(|m| (key_of(m), m.uid.as_str())).collect();
     candidates.into_iter().partition(|candidate| {
@@ -107,7 +110,13 @@ mod tests {
     }
 
     fn visited(name: &str, uid: &str) -> Visited {
-        Visited { api_resource: config_maps(), namespaced: true, namespace: Some("ns".into()), name: name.into(), uid: uid.into() }
+        Visited {
+            api_resource: config_maps(),
+            namespaced: true,
+            namespace: Some("ns".into()),
+            name: name.into(),
+            uid: uid.into(),
+        }
     }
 
     fn candidate(name: &str, uid: &str) -> Candidate {

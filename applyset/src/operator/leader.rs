@@ -56,14 +56,10 @@ impl LeaseConfig {
             bail!("the leader election identity must not be empty");
         }
         if self.lease_duration < Duration::from_secs(1) {
-            bail!(
-                "the lease duration ({:?}) must be at least one second",
-                self.lease_duration
-            );
+            bail!("the lease duration ({:?}) must be at least one second", self.lease_duration);
         }
         // Standbys wait the whole seconds written into the lease, not `lease_duration`.
-        let written_duration =
-            Duration::from_secs(self.lease_duration_seconds().unsigned_abs().into());
+        let written_duration = Duration::from_secs(self.lease_duration_seconds().unsigned_abs().into());
         if written_duration <= self.renew_deadline {
             bail!(
                 "the lease duration ({written_duration:?} in whole seconds) must be longer than the renew deadline ({:?})",
@@ -71,8 +67,7 @@ impl LeaseConfig {
             );
         }
         if self.retry_period.is_zero()
-            || self.renew_deadline.as_secs_f64()
-                <= self.retry_period.as_secs_f64() * RETRY_JITTER_FACTOR
+            || self.renew_deadline.as_secs_f64() <= self.retry_period.as_secs_f64() * RETRY_JITTER_FACTOR
         {
             bail!(
                 "the renew deadline ({:?}) must be longer than {RETRY_JITTER_FACTOR} times the retry period ({:?}), which must not be zero",
@@ -85,9 +80,7 @@ impl LeaseConfig {
 
     /// The lease duration as written into the Lease (whole seconds, at least 1).
     fn lease_duration_seconds(&self) -> i32 {
-        i32::try_from(self.lease_duration.as_secs())
-            .unwrap_or(i32::MAX)
-            .max(1)
+        i32::try_from(self.lease_duration.as_secs()).unwrap_or(i32::MAX).max(1)
     }
 }
 
@@ -99,10 +92,7 @@ pub enum LeadershipLost {
     TakenOver { holder: String },
     /// No renewal succeeded within the renew deadline.
     #[error("could not renew the lease within {deadline:?}: {last_error}")]
-    RenewDeadlineExceeded {
-        deadline: Duration,
-        last_error: String,
-    },
+    RenewDeadlineExceeded { deadline: Duration, last_error: String },
     /// `renew_until_lost` was called while we did not hold the lease.
     #[error("the lease is not held by this replica")]
     NotHeld,
@@ -170,15 +160,11 @@ impl LeaderElector {
         loop {
             let started = Instant::now();
             // A request that hangs must not stall the campaign; the next attempt reads anew.
-            let attempt =
-                tokio::time::timeout(self.config.renew_deadline, self.try_acquire_or_renew())
-                    .await
-                    .unwrap_or_else(|_| {
-                        Attempt::Failed(format!(
-                            "the apiserver did not answer within {:?}",
-                            self.config.renew_deadline
-                        ))
-                    });
+            let attempt = tokio::time::timeout(self.config.renew_deadline, self.try_acquire_or_renew())
+                .await
+                .unwrap_or_else(|_| {
+                    Attempt::Failed(format!("the apiserver did not answer within {:?}", self.config.renew_deadline))
+                });
             match attempt {
                 Attempt::Held => {
                     self.last_renewed = Some(started);
@@ -220,10 +206,7 @@ impl LeaderElector {
             let deadline = last_renewed + renew_deadline;
             tokio::time::sleep_until(next_attempt.min(deadline)).await;
             if Instant::now() >= deadline {
-                break LeadershipLost::RenewDeadlineExceeded {
-                    deadline: renew_deadline,
-                    last_error,
-                };
+                break LeadershipLost::RenewDeadlineExceeded { deadline: renew_deadline, last_error };
             }
             let started = Instant::now();
             match tokio::time::timeout_at(deadline, self.try_acquire_or_renew()).await {
@@ -256,9 +239,10 @@ impl LeaderElector {
     /// failures are logged, and the lease then simply expires.
     pub async fn release(&mut self) {
         let might_hold = self.last_renewed.is_some()
-            || self.observed.as_ref().is_some_and(|observed| {
-                observed.spec.holder_identity.as_deref() == Some(&self.config.identity)
-            });
+            || self
+                .observed
+                .as_ref()
+                .is_some_and(|observed| observed.spec.holder_identity.as_deref() == Some(&self.config.identity));
         self.last_renewed = None;
         if !might_hold {
             return;
@@ -296,10 +280,7 @@ impl LeaderElector {
         spec.acquire_time = Some(now.clone());
         spec.renew_time = Some(now);
         lease.spec = Some(spec);
-        let written = self
-            .leases
-            .replace(&self.config.name, &PostParams::default(), &lease)
-            .await?;
+        let written = self.leases.replace(&self.config.name, &PostParams::default(), &lease).await?;
         self.observe(written.spec.unwrap_or_default());
         Ok(true)
     }
@@ -315,10 +296,7 @@ impl LeaderElector {
         };
 
         let current = existing.spec.clone().unwrap_or_default();
-        let changed = self
-            .observed
-            .as_ref()
-            .is_none_or(|observed| observed.spec != current);
+        let changed = self.observed.as_ref().is_none_or(|observed| observed.spec != current);
         if changed {
             self.observe(current.clone());
         }
@@ -345,11 +323,7 @@ impl LeaderElector {
             // Carries the resourceVersion we read: the write fails if anyone wrote since.
             metadata: existing.metadata,
         };
-        match self
-            .leases
-            .replace(&self.config.name, &PostParams::default(), &updated)
-            .await
-        {
+        match self.leases.replace(&self.config.name, &PostParams::default(), &updated).await {
             Ok(written) => {
                 self.observe(written.spec.unwrap_or_default());
                 Attempt::Held
@@ -391,10 +365,7 @@ impl LeaderElector {
 
     /// Remembers `spec` as the current record, seen now.
     fn observe(&mut self, spec: LeaseSpec) {
-        self.observed = Some(ObservedRecord {
-            spec,
-            at: Instant::now(),
-        });
+        self.observed = Some(ObservedRecord { spec, at: Instant::now() });
     }
 
     /// Whether the observed record's holder may still be renewing: its lease duration has not
@@ -407,9 +378,7 @@ impl LeaderElector {
     }
 
     fn jittered_retry_period(&self) -> Duration {
-        self.config
-            .retry_period
-            .mul_f64(1.0 + fastrand::f64() * RETRY_JITTER_FACTOR)
+        self.config.retry_period.mul_f64(1.0 + fastrand::f64() * RETRY_JITTER_FACTOR)
     }
 
     fn lease_display(&self) -> String {
@@ -439,45 +408,24 @@ mod tests {
 
     #[test]
     fn rejects_timings_that_allow_two_leaders() {
-        let renew_not_shorter = LeaseConfig {
-            renew_deadline: Duration::from_secs(15),
-            ..config()
-        };
+        let renew_not_shorter = LeaseConfig { renew_deadline: Duration::from_secs(15), ..config() };
         assert!(renew_not_shorter.validate().is_err());
-        let retry_too_long = LeaseConfig {
-            retry_period: Duration::from_secs(9),
-            ..config()
-        };
+        let retry_too_long = LeaseConfig { retry_period: Duration::from_secs(9), ..config() };
         assert!(retry_too_long.validate().is_err());
-        let retry_zero = LeaseConfig {
-            retry_period: Duration::ZERO,
-            ..config()
-        };
+        let retry_zero = LeaseConfig { retry_period: Duration::ZERO, ..config() };
         assert!(retry_zero.validate().is_err());
         // 10.9 s is written as 10 s, no longer than the deadline.
-        let truncated_to_deadline = LeaseConfig {
-            lease_duration: Duration::from_millis(10_900),
-            ..config()
-        };
+        let truncated_to_deadline = LeaseConfig { lease_duration: Duration::from_millis(10_900), ..config() };
         assert!(truncated_to_deadline.validate().is_err());
-        let no_identity = LeaseConfig {
-            identity: String::new(),
-            ..config()
-        };
+        let no_identity = LeaseConfig { identity: String::new(), ..config() };
         assert!(no_identity.validate().is_err());
     }
 
     #[test]
     fn lease_duration_is_whole_seconds_at_least_one() {
-        let config = LeaseConfig {
-            lease_duration: Duration::from_millis(3900),
-            ..config()
-        };
+        let config = LeaseConfig { lease_duration: Duration::from_millis(3900), ..config() };
         assert_eq!(config.lease_duration_seconds(), 3);
-        let config = LeaseConfig {
-            lease_duration: Duration::from_millis(300),
-            ..config
-        };
+        let config = LeaseConfig { lease_duration: Duration::from_millis(300), ..config };
         assert_eq!(config.lease_duration_seconds(), 1);
     }
 }

@@ -11,19 +11,16 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use prometheus::{
-    Encoder, Gauge, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
-    IntGaugeVec, Opts, Registry, TextEncoder,
+    Encoder, Gauge, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
+    Registry, TextEncoder,
 };
 
 /// Reconciles take from a few milliseconds (nothing changed) to minutes (a large first apply).
-const RECONCILE_BUCKETS: &[f64] = &[
-    0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0,
-];
+const RECONCILE_BUCKETS: &[f64] =
+    &[0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0];
 
 /// Fetches range from a no-op `ls-remote`-like check to a full clone of a big repository.
-const GIT_FETCH_BUCKETS: &[f64] = &[
-    0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
-];
+const GIT_FETCH_BUCKETS: &[f64] = &[0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0];
 
 /// The values of the `state` label of `applyset_objects`.
 const OBJECT_STATES: [&str; 3] = ["applied", "drifted", "failed"];
@@ -103,10 +100,7 @@ impl Metrics {
         )
         .expect("valid metric definition");
         let git_fetch_failures = IntCounterVec::new(
-            Opts::new(
-                "applyset_git_fetch_failures_total",
-                "Fetches from git that failed, by category.",
-            ),
+            Opts::new("applyset_git_fetch_failures_total", "Fetches from git that failed, by category."),
             &["category"],
         )
         .expect("valid metric definition");
@@ -115,11 +109,9 @@ impl Metrics {
             "Unix time of the latest successful sync of any ApplySet (0 before the first).",
         )
         .expect("valid metric definition");
-        let leader = IntGauge::new(
-            "applyset_leader",
-            "1 while this replica holds the leader lease and reconciles, else 0.",
-        )
-        .expect("valid metric definition");
+        let leader =
+            IntGauge::new("applyset_leader", "1 while this replica holds the leader lease and reconciles, else 0.")
+                .expect("valid metric definition");
 
         let collectors: [Box<dyn prometheus::core::Collector>; 9] = [
             Box::new(reconciles.clone()),
@@ -133,15 +125,11 @@ impl Metrics {
             Box::new(leader.clone()),
         ];
         for collector in collectors {
-            registry
-                .register(collector)
-                .expect("metric names are unique");
+            registry.register(collector).expect("metric names are unique");
         }
         #[cfg(target_os = "linux")]
         registry
-            .register(Box::new(
-                prometheus::process_collector::ProcessCollector::for_self(),
-            ))
+            .register(Box::new(prometheus::process_collector::ProcessCollector::for_self()))
             .expect("process metric names are unique");
 
         // Export every state from the start, so dashboards show 0 rather than "no data".
@@ -170,9 +158,7 @@ impl Metrics {
     /// "drift_failed", "status_failed", "suspended".
     pub fn reconcile_finished(&self, result: &'static str, duration: Duration) {
         self.reconciles.with_label_values(&[result]).inc();
-        self.reconcile_duration
-            .with_label_values(&[result])
-            .observe(duration.as_secs_f64());
+        self.reconcile_duration.with_label_values(&[result]).observe(duration.as_secs_f64());
     }
 
     /// Records the object counts of one ApplySet (`key`, e.g. "namespace/name", never exported),
@@ -180,10 +166,7 @@ impl Metrics {
     pub fn set_objects(&self, key: &str, applied: u64, drifted: u64, failed: u64) {
         let mut counts = lock(&self.object_counts);
         let updated = [applied, drifted, failed];
-        let previous = counts
-            .per_applyset
-            .insert(key.to_owned(), updated)
-            .unwrap_or_default();
+        let previous = counts.per_applyset.insert(key.to_owned(), updated).unwrap_or_default();
         for ((total, old), new) in counts.totals.iter_mut().zip(previous).zip(updated) {
             // `total` includes `old`, so this cannot underflow.
             *total = *total - old + new;
@@ -204,9 +187,7 @@ impl Metrics {
 
     fn export_object_totals(&self, totals: &[u64; 3]) {
         for (state, total) in OBJECT_STATES.iter().zip(totals) {
-            self.objects
-                .with_label_values(&[*state])
-                .set(i64::try_from(*total).unwrap_or(i64::MAX));
+            self.objects.with_label_values(&[*state]).set(i64::try_from(*total).unwrap_or(i64::MAX));
         }
     }
 
@@ -251,8 +232,7 @@ impl Metrics {
             // rather than nothing.
             tracing::warn!(%error, "could not encode all metrics");
         }
-        String::from_utf8(rendered)
-            .unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned())
+        String::from_utf8(rendered).unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned())
     }
 }
 
@@ -265,9 +245,7 @@ impl Default for Metrics {
 /// Locks `mutex`, going on with the data if a panicking thread poisoned it: the counts are
 /// updated with plain arithmetic that cannot leave them half-written.
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
+    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 #[cfg(test)]
@@ -293,14 +271,8 @@ mod tests {
             "applyset_last_successful_sync_timestamp_seconds",
             "applyset_leader",
         ] {
-            assert!(
-                rendered.contains(&format!("# HELP {name} ")),
-                "no HELP for {name} in:\n{rendered}"
-            );
-            assert!(
-                rendered.contains(&format!("# TYPE {name} ")),
-                "no TYPE for {name} in:\n{rendered}"
-            );
+            assert!(rendered.contains(&format!("# HELP {name} ")), "no HELP for {name} in:\n{rendered}");
+            assert!(rendered.contains(&format!("# TYPE {name} ")), "no TYPE for {name} in:\n{rendered}");
         }
     }
 
@@ -323,59 +295,26 @@ mod tests {
         metrics.reconcile_finished("apply_failed", Duration::from_secs(700));
         let rendered = metrics.render();
 
-        assert_eq!(
-            sample(&rendered, r#"applyset_reconcile_total{result="success"}"#),
-            Some(2.0)
-        );
-        assert_eq!(
-            sample(
-                &rendered,
-                r#"applyset_reconcile_total{result="apply_failed"}"#
-            ),
-            Some(1.0)
-        );
-        assert_eq!(
-            sample(
-                &rendered,
-                r#"applyset_reconcile_duration_seconds_count{result="success"}"#
-            ),
-            Some(2.0)
-        );
-        let success_seconds = sample(
-            &rendered,
-            r#"applyset_reconcile_duration_seconds_sum{result="success"}"#,
-        );
-        assert!(
-            success_seconds.is_some_and(|seconds| (seconds - 3.02).abs() < 1e-9),
-            "{success_seconds:?}"
-        );
+        assert_eq!(sample(&rendered, r#"applyset_reconcile_total{result="success"}"#), Some(2.0));
+        assert_eq!(sample(&rendered, r#"applyset_reconcile_total{result="apply_failed"}"#), Some(1.0));
+        assert_eq!(sample(&rendered, r#"applyset_reconcile_duration_seconds_count{result="success"}"#), Some(2.0));
+        let success_seconds = sample(&rendered, r#"applyset_reconcile_duration_seconds_sum{result="success"}"#);
+        assert!(success_seconds.is_some_and(|seconds| (seconds - 3.02).abs() < 1e-9), "{success_seconds:?}");
         // 20 ms falls in the 25 ms bucket, 3 s in the 5 s one; 700 s only in +Inf.
         assert_eq!(
-            sample(
-                &rendered,
-                r#"applyset_reconcile_duration_seconds_bucket{result="success",le="0.025"}"#
-            ),
+            sample(&rendered, r#"applyset_reconcile_duration_seconds_bucket{result="success",le="0.025"}"#),
             Some(1.0)
         );
         assert_eq!(
-            sample(
-                &rendered,
-                r#"applyset_reconcile_duration_seconds_bucket{result="success",le="5"}"#
-            ),
+            sample(&rendered, r#"applyset_reconcile_duration_seconds_bucket{result="success",le="5"}"#),
             Some(2.0)
         );
         assert_eq!(
-            sample(
-                &rendered,
-                r#"applyset_reconcile_duration_seconds_bucket{result="apply_failed",le="600"}"#
-            ),
+            sample(&rendered, r#"applyset_reconcile_duration_seconds_bucket{result="apply_failed",le="600"}"#),
             Some(0.0)
         );
         assert_eq!(
-            sample(
-                &rendered,
-                r#"applyset_reconcile_duration_seconds_bucket{result="apply_failed",le="+Inf"}"#
-            ),
+            sample(&rendered, r#"applyset_reconcile_duration_seconds_bucket{result="apply_failed",le="+Inf"}"#),
             Some(1.0)
         );
     }
@@ -420,14 +359,8 @@ mod tests {
         metrics.pruned(2);
         metrics.drift_corrected(4);
         let rendered = metrics.render();
-        assert_eq!(
-            sample(&rendered, "applyset_pruned_objects_total"),
-            Some(5.0)
-        );
-        assert_eq!(
-            sample(&rendered, "applyset_drift_corrected_objects_total"),
-            Some(4.0)
-        );
+        assert_eq!(sample(&rendered, "applyset_pruned_objects_total"), Some(5.0));
+        assert_eq!(sample(&rendered, "applyset_drift_corrected_objects_total"), Some(4.0));
     }
 
     #[test]
@@ -438,47 +371,19 @@ mod tests {
         metrics.git_fetch(Duration::from_secs(40), Some("network"));
         metrics.git_fetch(Duration::from_secs(1), Some("network"));
         let rendered = metrics.render();
-        assert_eq!(
-            sample(&rendered, "applyset_git_fetch_duration_seconds_count"),
-            Some(4.0)
-        );
+        assert_eq!(sample(&rendered, "applyset_git_fetch_duration_seconds_count"), Some(4.0));
         let fetch_seconds = sample(&rendered, "applyset_git_fetch_duration_seconds_sum");
-        assert!(
-            fetch_seconds.is_some_and(|seconds| (seconds - 43.3).abs() < 1e-9),
-            "{fetch_seconds:?}"
-        );
-        assert_eq!(
-            sample(
-                &rendered,
-                r#"applyset_git_fetch_duration_seconds_bucket{le="0.5"}"#
-            ),
-            Some(1.0)
-        );
-        assert_eq!(
-            sample(
-                &rendered,
-                r#"applyset_git_fetch_failures_total{category="auth"}"#
-            ),
-            Some(1.0)
-        );
-        assert_eq!(
-            sample(
-                &rendered,
-                r#"applyset_git_fetch_failures_total{category="network"}"#
-            ),
-            Some(2.0)
-        );
+        assert!(fetch_seconds.is_some_and(|seconds| (seconds - 43.3).abs() < 1e-9), "{fetch_seconds:?}");
+        assert_eq!(sample(&rendered, r#"applyset_git_fetch_duration_seconds_bucket{le="0.5"}"#), Some(1.0));
+        assert_eq!(sample(&rendered, r#"applyset_git_fetch_failures_total{category="auth"}"#), Some(1.0));
+        assert_eq!(sample(&rendered, r#"applyset_git_fetch_failures_total{category="network"}"#), Some(2.0));
     }
 
     #[test]
     fn last_successful_sync_keeps_the_latest() {
         let metrics = Metrics::new();
-        let last_sync = |metrics: &Metrics| {
-            sample(
-                &metrics.render(),
-                "applyset_last_successful_sync_timestamp_seconds",
-            )
-        };
+        let last_sync =
+            |metrics: &Metrics| sample(&metrics.render(), "applyset_last_successful_sync_timestamp_seconds");
         assert_eq!(last_sync(&metrics), Some(0.0));
         metrics.sync_succeeded(1_700_000_100.5);
         assert_eq!(last_sync(&metrics), Some(1_700_000_100.5));
@@ -503,9 +408,6 @@ mod tests {
         let first = Metrics::new();
         let second = Metrics::new();
         first.pruned(7);
-        assert_eq!(
-            sample(&second.render(), "applyset_pruned_objects_total"),
-            Some(0.0)
-        );
+        assert_eq!(sample(&second.render(), "applyset_pruned_objects_total"), Some(0.0));
     }
 }

@@ -4,11 +4,11 @@
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use crate::apply::applyset_parent::LAST_APPLIED_ANNOTATION as LAST_APPLIED;
 use super::api::{ApplySetStatus, DriftedField, DriftedObject, InventoryObject};
 use super::drift;
-use super::status::{self, reason, DRIFTED};
+use super::status::{self, DRIFTED, reason};
 use crate::apply::applyset_parent::GroupKind;
+use crate::apply::applyset_parent::LAST_APPLIED_ANNOTATION as LAST_APPLIED;
 use crate::apply::{ApplyReport, ObjectReport, Verb};
 
 /// What a successful pipeline run did, for the Ready message, Events and metrics.
@@ -105,7 +105,9 @@ pub fn classify(report: &ApplyReport, revision: &str, steady: bool, report_only:
 fn identity(report: &ObjectReport) -> (String, String, Option<String>) {
     let object = report.details.as_ref().and_then(|d| d.result.as_ref().or(d.live.as_ref()));
     if let Some(object) = object {
-        let text = |field: &str| object.as_object().and_then(|o| o.get(field)).and_then(applyset_merge::Value::as_str).unwrap_or("");
+        let text = |field: &str| {
+            object.as_object().and_then(|o| o.get(field)).and_then(applyset_merge::Value::as_str).unwrap_or("")
+        };
         let group = text("apiVersion").rsplit_once('/').map_or("", |(group, _)| group);
         let kind = GroupKind::new(group, text("kind")).to_string();
         let name = crate::apply::object::meta_str(object, "name").unwrap_or("").to_owned();
@@ -128,8 +130,16 @@ pub fn set_drift_condition(status: &mut ApplySetStatus, done: &Done, generation:
     let count = done.drifted.len();
     let (value, why, message) = match (count, done.corrected) {
         (0, _) => ("False", reason::NO_DRIFT, "No drift from the source".to_owned()),
-        (n, true) => ("False", reason::DRIFT_CORRECTED, format!("Corrected drift in {n} object(s): {}", describe_drift(&done.drifted))),
-        (n, false) => ("True", reason::DRIFT_DETECTED, format!("{n} object(s) differ from the source: {}", describe_drift(&done.drifted))),
+        (n, true) => (
+            "False",
+            reason::DRIFT_CORRECTED,
+            format!("Corrected drift in {n} object(s): {}", describe_drift(&done.drifted)),
+        ),
+        (n, false) => (
+            "True",
+            reason::DRIFT_DETECTED,
+            format!("{n} object(s) differ from the source: {}", describe_drift(&done.drifted)),
+        ),
     };
     status::set_condition(&mut status.conditions, DRIFTED, value, why, &message, generation, now);
 }
@@ -188,8 +198,13 @@ mod tests {
             patch_type: None,
             result: Some(config_map("a", "git", "applyset-controller")),
         };
-        let unchanged = Details { live: Some(config_map("b", "git", "x")), result: Some(config_map("b", "git", "x")), ..Details::default() };
-        let refused = ObjectError { message: "error when creating \"app/c.yaml\": forbidden".into(), ..ObjectError::default() };
+        let unchanged = Details {
+            live: Some(config_map("b", "git", "x")),
+            result: Some(config_map("b", "git", "x")),
+            ..Details::default()
+        };
+        let refused =
+            ObjectError { message: "error when creating \"app/c.yaml\": forbidden".into(), ..ObjectError::default() };
         ApplyReport {
             objects: vec![
                 report("a", Ok(Verb::Configured), Some(edited)),
@@ -206,8 +221,12 @@ mod tests {
         assert_eq!(classified.done.configured, ["configmap/a"]);
         assert!(classified.done.drifted.is_empty());
         assert_eq!(classified.done.counts, (2, 0, 1));
-        assert_eq!(classified.errors, ["app/c.yaml: document 1 (line 1): error when creating \"app/c.yaml\": forbidden"]);
-        let states: Vec<(&str, &str)> = classified.inventory.iter().map(|o| (o.name.as_str(), o.state.as_str())).collect();
+        assert_eq!(
+            classified.errors,
+            ["app/c.yaml: document 1 (line 1): error when creating \"app/c.yaml\": forbidden"]
+        );
+        let states: Vec<(&str, &str)> =
+            classified.inventory.iter().map(|o| (o.name.as_str(), o.state.as_str())).collect();
         assert_eq!(states, [("a", "Applied"), ("b", "Applied"), ("c", "Failed")]);
         assert_eq!(classified.inventory[0].kind, "ConfigMap");
         assert_eq!(classified.inventory[2].kind, "configmap", "without the object, kubectl's display name");
@@ -241,7 +260,10 @@ mod tests {
             patch_type: None,
             result: Some(config_map("a", "1", "x")),
         };
-        let report = ApplyReport { objects: vec![report("a", Ok(Verb::Configured), Some(canonicalized))], ..ApplyReport::default() };
+        let report = ApplyReport {
+            objects: vec![report("a", Ok(Verb::Configured), Some(canonicalized))],
+            ..ApplyReport::default()
+        };
         let classified = classify(&report, "main@sha1:1", true, true);
         assert!(classified.done.drifted.is_empty());
         assert_eq!(classified.done.counts, (1, 0, 0));

@@ -16,7 +16,8 @@ use super::api::{InventoryMember, InventoryObject};
 use super::inventory::{self, skipped};
 use crate::apply::Visited;
 use crate::apply::applyset_parent::{
-    ApiIndex, Candidate, DeleteOptions, ForbiddenLists, GroupKind, LIST_PAGE_SIZE, Parent, delete_candidates, error_text,
+    ApiIndex, Candidate, DeleteOptions, ForbiddenLists, GroupKind, LIST_PAGE_SIZE, Parent, delete_candidates,
+    error_text,
 };
 
 /// What the prune step did.
@@ -63,7 +64,8 @@ pub async fn prune(
         }
     };
     pruned.warnings = candidates.warnings();
-    let (recorded, strangers) = inventory::recorded_or_strangers(candidates.objects, scope.had_record.then_some(scope.members));
+    let (recorded, strangers) =
+        inventory::recorded_or_strangers(candidates.objects, scope.had_record.then_some(scope.members));
     for stranger in &strangers {
         pruned.skipped.push(inventory::skipped_entry(
             stranger,
@@ -77,7 +79,11 @@ pub async fn prune(
     let mut kept: Vec<InventoryMember> = scope
         .members
         .iter()
-        .filter(|m| candidates.forbidden.iter().any(|(gk, ns)| gk.to_string() == m.kind && ns.as_deref().is_none_or(|ns| m.namespace.as_deref() == Some(ns))))
+        .filter(|m| {
+            candidates.forbidden.iter().any(|(gk, ns)| {
+                gk.to_string() == m.kind && ns.as_deref().is_none_or(|ns| m.namespace.as_deref() == Some(ns))
+            })
+        })
         .cloned()
         .collect();
     let mut to_delete = Vec::new();
@@ -108,7 +114,12 @@ fn terminating_text(candidate: &Candidate) -> String {
 }
 
 /// `Some(entry)` when a Namespace candidate must be kept.
-async fn namespace_guard(client: &Client, index: &ApiIndex, candidate: &Candidate, scope: &Scope<'_>) -> Option<InventoryObject> {
+async fn namespace_guard(
+    client: &Client,
+    index: &ApiIndex,
+    candidate: &Candidate,
+    scope: &Scope<'_>,
+) -> Option<InventoryObject> {
     let api_resource = &candidate.kind.api_resource;
     if !(api_resource.group.is_empty() && api_resource.kind == "Namespace") {
         return None;
@@ -130,7 +141,9 @@ async fn namespace_guard(client: &Client, index: &ApiIndex, candidate: &Candidat
             "holds objects this ApplySet does not manage ({}): not pruned (spec.pruneNonEmptyNamespaces allows it)",
             found.join(", ")
         ),
-        Err(error) => format!("cannot tell whether it holds objects this ApplySet does not manage ({error}): not pruned"),
+        Err(error) => {
+            format!("cannot tell whether it holds objects this ApplySet does not manage ({error}): not pruned")
+        }
     };
     Some(inventory::skipped_entry(candidate, skipped::NAMESPACE_NOT_EMPTY, message))
 }
@@ -141,7 +154,12 @@ const UNMANAGED_SHOWN: usize = 5;
 /// Objects in `namespace` that the ApplySet does not manage, leaving out what the cluster makes
 /// by itself (objects with an owner, Events, Endpoints, the `default` ServiceAccount and the
 /// `kube-root-ca.crt` ConfigMap).
-async fn unmanaged_objects(client: &Client, index: &ApiIndex, namespace: &str, members: &[InventoryMember]) -> Result<Vec<String>, String> {
+async fn unmanaged_objects(
+    client: &Client,
+    index: &ApiIndex,
+    namespace: &str,
+    members: &[InventoryMember],
+) -> Result<Vec<String>, String> {
     let mut found = Vec::new();
     for entry in index.namespaced_listable() {
         let resource = &entry.api_resource;
@@ -151,10 +169,15 @@ async fn unmanaged_objects(client: &Client, index: &ApiIndex, namespace: &str, m
         let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, resource);
         let mut params = ListParams::default().limit(LIST_PAGE_SIZE);
         loop {
-            let page = api.list_metadata(&params).await.map_err(|e| format!("listing {}: {}", resource.plural, error_text(&e)))?;
+            let page = api
+                .list_metadata(&params)
+                .await
+                .map_err(|e| format!("listing {}: {}", resource.plural, error_text(&e)))?;
             let kind = GroupKind::of(resource).to_string();
             for meta in page.items.into_iter().map(|item| item.metadata) {
-                if !is_default_object(&resource.kind, &meta) && !inventory::is_member(members, &kind, Some(namespace), meta.name.as_deref().unwrap_or_default()) {
+                if !is_default_object(&resource.kind, &meta)
+                    && !inventory::is_member(members, &kind, Some(namespace), meta.name.as_deref().unwrap_or_default())
+                {
                     found.push(format!("{}/{}", resource.kind.to_lowercase(), meta.name.unwrap_or_default()));
                     if found.len() >= UNMANAGED_SHOWN {
                         return Ok(found);

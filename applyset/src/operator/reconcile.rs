@@ -9,20 +9,20 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::Api;
 use kube::api::{Patch, PatchParams};
 use kube::core::ApiResource;
 use kube::runtime::controller::Action;
 use kube::runtime::finalizer::{self, Event as FinalizerEvent};
-use kube::Api;
 
 use super::api::{ApplySet, ApplySetStatus, DeletionPolicy, DriftMode, DriftStatus, FINALIZER, GROUP, KIND, PLURAL};
 use super::context::Context;
 use super::drift::IgnoreRules;
 use super::inventory;
-use super::outcome::{classify, describe_drift, set_drift_condition, Classified, Done};
+use super::outcome::{Classified, Done, classify, describe_drift, set_drift_condition};
 use super::prune;
-use super::schedule::{backoff, with_jitter, Intervals};
-use super::status::{self, reason, Failure, Stage, DRIFTED, READY};
+use super::schedule::{Intervals, backoff, with_jitter};
+use super::status::{self, DRIFTED, Failure, READY, Stage, reason};
 use crate::apply::applyset_parent::{ApiIndex, DeleteOptions, Parent};
 use crate::apply::{self, ApplyOptions, ApplyReport, Cluster, DryRun, Fatal, Ownership, PatchFilter};
 use crate::manifest::{self, LoadedObject};
@@ -227,8 +227,10 @@ async fn pipeline(
 
     // load
     // kubectl refuses a directory without manifests; with allowEmpty it is an empty source.
-    let empty_source = applyset.spec.allow_empty && !manifest::walk::holds_manifests(&artifact.dir, true).unwrap_or(true);
-    let loaded = if empty_source { Vec::new() } else { load(&artifact.dir, &artifact.checkout, ctx.settings.manifest_limits)? };
+    let empty_source =
+        applyset.spec.allow_empty && !manifest::walk::holds_manifests(&artifact.dir, true).unwrap_or(true);
+    let loaded =
+        if empty_source { Vec::new() } else { load(&artifact.dir, &artifact.checkout, ctx.settings.manifest_limits)? };
     // Before anything can fail with a message that quotes them: the values of the Secrets
     // this revision applies are redacted from every status, Event and log line.
     let mut secrets = redact::Secrets::new();
@@ -262,7 +264,8 @@ async fn pipeline(
     let steady = previous.last_applied_revision.as_deref() == Some(artifact.revision.as_str())
         && match previous.last_applied_spec_digest.as_deref() {
             Some(previous_digest) => previous_digest == digest,
-            None => status::condition(previous, DRIFTED).is_some_and(|c| c.observed_generation == applyset.metadata.generation),
+            None => status::condition(previous, DRIFTED)
+                .is_some_and(|c| c.observed_generation == applyset.metadata.generation),
         };
     let report_only = steady && applyset.spec.drift.mode == DriftMode::Report;
     let index = ctx
@@ -324,7 +327,10 @@ async fn pipeline(
             Err(_) => {
                 return Err(Failure::new(
                     Stage::Apply,
-                    format!("applying {} timed out after {:?}; nothing was pruned", artifact.revision, intervals.timeout),
+                    format!(
+                        "applying {} timed out after {:?}; nothing was pruned",
+                        artifact.revision, intervals.timeout
+                    ),
                 ));
             }
         },
@@ -374,7 +380,9 @@ async fn pipeline(
             own_namespace: &namespace,
             prune_non_empty_namespaces: applyset.spec.prune_non_empty_namespaces,
         };
-        let pruned = prune::prune(cluster.client(), &parent, &index, &report.visited, scope, &DeleteOptions::new(DryRun::None)).await;
+        let pruned =
+            prune::prune(cluster.client(), &parent, &index, &report.visited, scope, &DeleteOptions::new(DryRun::None))
+                .await;
         ctx.metrics.pruned(pruned.deleted.len() as u64);
         if let Some(inventory) = &mut status.inventory {
             inventory.members = Some(pruned.members.clone());
@@ -384,7 +392,8 @@ async fn pipeline(
             tracing::warn!(applyset = %applyset.key(), "{warning}");
         }
         done.pruned = pruned.deleted.clone();
-        done.prune_skipped = pruned.skipped.iter().map(describe_skipped).chain(pruned.warnings.iter().cloned()).collect();
+        done.prune_skipped =
+            pruned.skipped.iter().map(describe_skipped).chain(pruned.warnings.iter().cloned()).collect();
         if let Some(error) = pruned.error {
             return Err(Failure::new(Stage::Prune, error));
         }
@@ -429,7 +438,13 @@ async fn name_applysets(ctx: &Context, ids: &[&str]) -> String {
         let named: Vec<String> = found
             .into_iter()
             .flat_map(|list| list.items)
-            .map(|item| format!("ApplySet {}/{}", item.metadata.namespace.unwrap_or_default(), item.metadata.name.unwrap_or_default()))
+            .map(|item| {
+                format!(
+                    "ApplySet {}/{}",
+                    item.metadata.namespace.unwrap_or_default(),
+                    item.metadata.name.unwrap_or_default()
+                )
+            })
             .collect();
         if named.is_empty() {
             names.insert(format!("the ApplySet with id {id}"));
@@ -446,13 +461,22 @@ async fn credentials(applyset: &ApplySet, ctx: &Context) -> Result<Option<Creden
     let namespace = applyset.namespace_or_default();
     let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &namespace);
     let secret = secrets.get_opt(&secret_ref.name).await.map_err(|e| {
-        Failure::new(Stage::Fetch, format!("reading Secret {namespace}/{}: {}", secret_ref.name, crate::apply::applyset_parent::error_text(&e)))
+        Failure::new(
+            Stage::Fetch,
+            format!(
+                "reading Secret {namespace}/{}: {}",
+                secret_ref.name,
+                crate::apply::applyset_parent::error_text(&e)
+            ),
+        )
     })?;
     let Some(secret) = secret else {
-        return Err(Failure::new(Stage::Fetch, format!("Secret {namespace}/{} (spec.source.secretRef) not found", secret_ref.name)));
+        return Err(Failure::new(
+            Stage::Fetch,
+            format!("Secret {namespace}/{} (spec.source.secretRef) not found", secret_ref.name),
+        ));
     };
-    let data: BTreeMap<String, Vec<u8>> =
-        secret.data.unwrap_or_default().into_iter().map(|(k, v)| (k, v.0)).collect();
+    let data: BTreeMap<String, Vec<u8>> = secret.data.unwrap_or_default().into_iter().map(|(k, v)| (k, v.0)).collect();
     Credentials::from_secret_data(&data)
         .map(Some)
         .map_err(|e| Failure::new(Stage::Fetch, format!("Secret {namespace}/{}: {e}", secret_ref.name)))
@@ -462,7 +486,8 @@ async fn credentials(applyset: &ApplySet, ctx: &Context) -> Result<Option<Creden
 /// repository root. Beyond kubectl: size caps, and patch directives written in a manifest are
 /// refused here, before anything is applied (the check needs nothing from the cluster).
 fn load(dir: &Path, checkout: &Path, limits: manifest::Limits) -> Result<Vec<LoadedObject>, Failure> {
-    let relative = |path: &Path| path.strip_prefix(checkout).map(Path::to_path_buf).unwrap_or_else(|_| path.to_path_buf());
+    let relative =
+        |path: &Path| path.strip_prefix(checkout).map(Path::to_path_buf).unwrap_or_else(|_| path.to_path_buf());
     let options = manifest::LoadOptions { limits, reject_patch_directives: true };
     match manifest::load_with(&[dir.to_path_buf()], true, std::io::empty(), &options) {
         Ok(mut loaded) => {
@@ -492,11 +517,7 @@ fn load(dir: &Path, checkout: &Path, limits: manifest::Limits) -> Result<Vec<Loa
 }
 
 /// Plans the apply; kinds unknown to a cached discovery are looked up once more.
-async fn plan(
-    cluster: &Cluster,
-    loaded: Vec<LoadedObject>,
-    options: &ApplyOptions,
-) -> Result<apply::Plan, Failure> {
+async fn plan(cluster: &Cluster, loaded: Vec<LoadedObject>, options: &ApplyOptions) -> Result<apply::Plan, Failure> {
     let to_failure = |e: Fatal| match e {
         Fatal::Duplicates(_) | Fatal::NoObjects => Failure::new(Stage::Load, e.to_string()),
         Fatal::Cluster(e) => Failure::new(Stage::Apply, e.to_string()),
@@ -516,8 +537,15 @@ fn parent_for(
     labels: &BTreeMap<String, String>,
     annotations: &BTreeMap<String, String>,
 ) -> Result<Parent, Failure> {
-    Parent::from_existing(index.clone(), api_resource(), &applyset.name(), &applyset.namespace_or_default(), labels, annotations)
-        .map_err(|e| Failure::new(Stage::Apply, e))
+    Parent::from_existing(
+        index.clone(),
+        api_resource(),
+        &applyset.name(),
+        &applyset.namespace_or_default(),
+        labels,
+        annotations,
+    )
+    .map_err(|e| Failure::new(Stage::Apply, e))
 }
 
 /// Writes the parent's ApplySet metadata with the controller's identity (it is our own
@@ -554,11 +582,14 @@ async fn publish_revision_event(ctx: &Context, applyset: &ApplySet, done: &Done)
     let moved = format!("{} → {}", change.previous, done.revision);
     match change.ancestry {
         Ancestry::Rewritten => {
-            let note = format!("{moved}: history rewritten, {} is not an ancestor of the new revision", change.previous);
+            let note =
+                format!("{moved}: history rewritten, {} is not an ancestor of the new revision", change.previous);
             ctx.event(applyset, true, "HistoryRewritten", "Fetch", note).await;
         }
         Ancestry::Unknown => {
-            let note = format!("{moved} (whether it descends from the previous revision is unknown: not in the shallow cache)");
+            let note = format!(
+                "{moved} (whether it descends from the previous revision is unknown: not in the shallow cache)"
+            );
             ctx.event(applyset, false, "NewRevision", "Fetch", note).await;
         }
         Ancestry::Descendant | Ancestry::NotCompared => ctx.event(applyset, false, "NewRevision", "Fetch", moved).await,
@@ -580,7 +611,8 @@ async fn publish_success_events(ctx: &Context, applyset: &ApplySet, done: &Done,
         if !done.configured.is_empty() {
             parts.push(format!("configured: {}", list(&done.configured)));
         }
-        ctx.event(applyset, false, "Applied", "Apply", format!("Revision {}: {}", done.revision, parts.join("; "))).await;
+        ctx.event(applyset, false, "Applied", "Apply", format!("Revision {}: {}", done.revision, parts.join("; ")))
+            .await;
     } else if !was_ready {
         ctx.event(applyset, false, reason::SUCCEEDED, "Reconcile", format!("Applied revision {}", done.revision)).await;
     }
@@ -588,10 +620,15 @@ async fn publish_success_events(ctx: &Context, applyset: &ApplySet, done: &Done,
         ctx.event(applyset, false, "Pruned", "Prune", format!("pruned: {}", list(&done.pruned))).await;
     }
     if !done.prune_skipped.is_empty() {
-        ctx.event(applyset, true, "PruneSkipped", "Prune", format!("not pruned: {}", done.prune_skipped.join("; "))).await;
+        ctx.event(applyset, true, "PruneSkipped", "Prune", format!("not pruned: {}", done.prune_skipped.join("; ")))
+            .await;
     }
     if !done.drifted.is_empty() {
-        let (why, action) = if done.corrected { (reason::DRIFT_CORRECTED, "CorrectDrift") } else { (reason::DRIFT_DETECTED, "DetectDrift") };
+        let (why, action) = if done.corrected {
+            (reason::DRIFT_CORRECTED, "CorrectDrift")
+        } else {
+            (reason::DRIFT_DETECTED, "DetectDrift")
+        };
         ctx.event(applyset, !done.corrected, why, action, describe_drift(&done.drifted)).await;
     }
 }
@@ -603,7 +640,12 @@ async fn publish_success_events(ctx: &Context, applyset: &ApplySet, done: &Done,
 /// healed failure's inventory state, drifted objects that no longer drift) are removed on the
 /// server too: a patch of `next` alone would keep them, and every later run would find the
 /// status "changed" and write it again.
-async fn write_status(ctx: &Context, applyset: &ApplySet, written: &ApplySetStatus, next: &mut ApplySetStatus) -> Result<(), ReconcileError> {
+async fn write_status(
+    ctx: &Context,
+    applyset: &ApplySet,
+    written: &ApplySetStatus,
+    next: &mut ApplySetStatus,
+) -> Result<(), ReconcileError> {
     status::redact(next);
     if status::same_ignoring_time(written, next) {
         return Ok(());
@@ -626,10 +668,14 @@ async fn cleanup(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Action, Recon
         let cluster = ctx
             .cluster_for(&namespace, service_account.as_deref())
             .map_err(|e| ReconcileError::Cleanup(e.to_string()))?;
-        let index = ctx.api_index(&namespace, service_account.as_deref(), &cluster, true).await.map_err(ReconcileError::Cleanup)?;
+        let index = ctx
+            .api_index(&namespace, service_account.as_deref(), &cluster, true)
+            .await
+            .map_err(ReconcileError::Cleanup)?;
         let labels = applyset.metadata.labels.clone().unwrap_or_default();
         let annotations = applyset.metadata.annotations.clone().unwrap_or_default();
-        let parent = parent_for(&applyset, &index, &labels, &annotations).map_err(|f| ReconcileError::Cleanup(f.message))?;
+        let parent =
+            parent_for(&applyset, &index, &labels, &annotations).map_err(|f| ReconcileError::Cleanup(f.message))?;
         let members = applyset.status.as_ref().and_then(|s| s.inventory.as_ref()).and_then(|i| i.members.clone());
         let scope = prune::Scope {
             members: members.as_deref().unwrap_or_default(),
@@ -637,21 +683,31 @@ async fn cleanup(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Action, Recon
             own_namespace: &namespace,
             prune_non_empty_namespaces: applyset.spec.prune_non_empty_namespaces,
         };
-        let pruned = prune::prune(cluster.client(), &parent, &index, &[], scope, &DeleteOptions::new(DryRun::None)).await;
+        let pruned =
+            prune::prune(cluster.client(), &parent, &index, &[], scope, &DeleteOptions::new(DryRun::None)).await;
         ctx.metrics.pruned(pruned.deleted.len() as u64);
         let not_yet = pruned.error.clone().or_else(|| {
-            (!pruned.terminating.is_empty()).then(|| format!("still being deleted, held by finalizers: {}", pruned.terminating.join(", ")))
+            (!pruned.terminating.is_empty())
+                .then(|| format!("still being deleted, held by finalizers: {}", pruned.terminating.join(", ")))
         });
         if let Some(message) = not_yet {
             ctx.event(&applyset, true, reason::DELETE_FAILED, "Delete", message.clone()).await;
             return Err(ReconcileError::Cleanup(format!("deleting the objects of {key}: {message}")));
         }
         if !pruned.deleted.is_empty() {
-            ctx.event(&applyset, false, "Pruned", "Delete", format!("deleted with the ApplySet: {}", pruned.deleted.join(", "))).await;
+            ctx.event(
+                &applyset,
+                false,
+                "Pruned",
+                "Delete",
+                format!("deleted with the ApplySet: {}", pruned.deleted.join(", ")),
+            )
+            .await;
         }
         let skipped: Vec<String> = pruned.skipped.iter().map(describe_skipped).collect();
         if !skipped.is_empty() {
-            ctx.event(&applyset, true, "PruneSkipped", "Delete", format!("left in place: {}", skipped.join("; "))).await;
+            ctx.event(&applyset, true, "PruneSkipped", "Delete", format!("left in place: {}", skipped.join("; ")))
+                .await;
         }
     }
     if let Err(error) = ctx.git.purge(&CacheKey::new(&namespace, &applyset.name())).await {
@@ -664,4 +720,3 @@ async fn cleanup(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Action, Recon
     }
     Ok(Action::await_change())
 }
-

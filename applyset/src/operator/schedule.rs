@@ -20,8 +20,15 @@ impl Intervals {
     pub fn of(applyset: &ApplySet, min_interval: Duration) -> Result<Intervals, String> {
         let field = |name: &str, text: &str| duration::parse(text).map_err(|e| format!("spec.{name}: {e}"));
         let interval = field("interval", &applyset.spec.interval)?;
-        let retry = applyset.spec.retry_interval.as_deref().map(|t| field("retryInterval", t)).transpose()?.unwrap_or(interval);
-        let timeout = applyset.spec.timeout.as_deref().map(|t| field("timeout", t)).transpose()?.unwrap_or(Duration::from_secs(120));
+        let retry =
+            applyset.spec.retry_interval.as_deref().map(|t| field("retryInterval", t)).transpose()?.unwrap_or(interval);
+        let timeout = applyset
+            .spec
+            .timeout
+            .as_deref()
+            .map(|t| field("timeout", t))
+            .transpose()?
+            .unwrap_or(Duration::from_secs(120));
         if timeout.is_zero() {
             return Err("spec.timeout must be greater than zero".into());
         }

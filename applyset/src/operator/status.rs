@@ -176,7 +176,15 @@ pub fn mark_failed(status: &mut ApplySetStatus, failure: &Failure, generation: O
 /// Suspended: the Ready status stays what it was (Unknown if never known), with the reason.
 pub fn mark_suspended(status: &mut ApplySetStatus, generation: Option<i64>, now: &Time) {
     let ready = condition(status, READY).map_or("Unknown".to_owned(), |c| c.status.clone());
-    set_condition(&mut status.conditions, READY, &ready, reason::SUSPENDED, "Reconciliation is suspended", generation, now);
+    set_condition(
+        &mut status.conditions,
+        READY,
+        &ready,
+        reason::SUSPENDED,
+        "Reconciliation is suspended",
+        generation,
+        now,
+    );
     remove_condition(&mut status.conditions, RECONCILING);
     remove_condition(&mut status.conditions, STALLED);
     status.observed_generation = generation;
@@ -237,7 +245,9 @@ pub fn inventory(mut objects: Vec<InventoryObject>, limit: usize) -> InventorySt
         STATE_DRIFTED => 1,
         _ => 2,
     };
-    objects.sort_by(|a, b| (rank(&a.state), &a.kind, &a.namespace, &a.name).cmp(&(rank(&b.state), &b.kind, &b.namespace, &b.name)));
+    objects.sort_by(|a, b| {
+        (rank(&a.state), &a.kind, &a.namespace, &a.name).cmp(&(rank(&b.state), &b.kind, &b.namespace, &b.name))
+    });
     let mut states = BTreeMap::new();
     let mut kinds = BTreeSet::new();
     let mut namespaces = BTreeSet::new();
@@ -271,7 +281,13 @@ mod tests {
     }
 
     fn object(kind: &str, name: &str, state: &str) -> InventoryObject {
-        InventoryObject { kind: kind.into(), namespace: Some("shop".into()), name: name.into(), state: state.into(), message: None }
+        InventoryObject {
+            kind: kind.into(),
+            namespace: Some("shop".into()),
+            name: name.into(),
+            state: state.into(),
+            message: None,
+        }
     }
 
     #[test]
@@ -320,9 +336,11 @@ mod tests {
     #[test]
     fn the_status_patch_removes_keys_that_disappeared() {
         let mut failed = ApplySetStatus::default();
-        failed.inventory = Some(inventory(vec![object("ConfigMap", "a", STATE_APPLIED), object("Service", "web", STATE_FAILED)], 10));
+        failed.inventory =
+            Some(inventory(vec![object("ConfigMap", "a", STATE_APPLIED), object("Service", "web", STATE_FAILED)], 10));
         let mut healed = ApplySetStatus::default();
-        healed.inventory = Some(inventory(vec![object("ConfigMap", "a", STATE_APPLIED), object("Service", "web", STATE_APPLIED)], 10));
+        healed.inventory =
+            Some(inventory(vec![object("ConfigMap", "a", STATE_APPLIED), object("Service", "web", STATE_APPLIED)], 10));
         let patch = merge_patch(&failed, &healed);
         assert_eq!(patch["inventory"]["states"], serde_json::json!({"Applied": 2, "Failed": null}));
         // Applied to what the server held, the patch gives exactly the new status.

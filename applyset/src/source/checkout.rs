@@ -41,8 +41,7 @@ pub(crate) fn write_tree(
     dest: &Path,
     budget: &mut Budget<'_>,
 ) -> Result<(), CheckoutError> {
-    fs::create_dir(dest)
-        .map_err(|e| CheckoutError::Io(format!("create {}: {e}", dest.display())))?;
+    fs::create_dir(dest).map_err(|e| CheckoutError::Io(format!("create {}: {e}", dest.display())))?;
     for entry in tree.iter() {
         if (budget.cancelled)() {
             return Err(CheckoutError::Cancelled);
@@ -56,26 +55,15 @@ pub(crate) fn write_tree(
             || name.contains('\0')
             || name.eq_ignore_ascii_case(".git")
         {
-            return Err(CheckoutError::Invalid(format!(
-                "tree has an unsafe entry name {name:?}"
-            )));
+            return Err(CheckoutError::Invalid(format!("tree has an unsafe entry name {name:?}")));
         }
         let path = dest.join(name);
         budget.used_files += 1;
         if budget.used_files > budget.max_files {
-            return Err(CheckoutError::TooLarge(format!(
-                "checkout has more than {} files",
-                budget.max_files
-            )));
+            return Err(CheckoutError::TooLarge(format!("checkout has more than {} files", budget.max_files)));
         }
         let io = |e: std::io::Error| CheckoutError::Io(format!("write {}: {e}", path.display()));
-        let git = |e: git2::Error| {
-            CheckoutError::Io(format!(
-                "read object {} ({name}): {}",
-                entry.id(),
-                e.message()
-            ))
-        };
+        let git = |e: git2::Error| CheckoutError::Io(format!("read object {} ({name}): {}", entry.id(), e.message()));
         match (entry.kind(), entry.filemode()) {
             (Some(ObjectType::Tree), _) => {
                 let sub = repo.find_tree(entry.id()).map_err(git)?;
@@ -94,22 +82,15 @@ pub(crate) fn write_tree(
                 let content = blob.content();
                 budget.used_bytes += content.len() as u64;
                 if budget.used_bytes > budget.max_bytes {
-                    return Err(CheckoutError::TooLarge(format!(
-                        "checkout is larger than {} bytes",
-                        budget.max_bytes
-                    )));
+                    return Err(CheckoutError::TooLarge(format!("checkout is larger than {} bytes", budget.max_bytes)));
                 }
                 if mode == 0o120000 {
                     let target = std::ffi::OsStr::from_bytes(content);
                     symlink(target, &path).map_err(io)?;
                 } else {
                     let perm = if mode == 0o100755 { 0o755 } else { 0o644 };
-                    let mut f = fs::OpenOptions::new()
-                        .write(true)
-                        .create_new(true)
-                        .mode(perm)
-                        .open(&path)
-                        .map_err(io)?;
+                    let mut f =
+                        fs::OpenOptions::new().write(true).create_new(true).mode(perm).open(&path).map_err(io)?;
                     f.write_all(content).map_err(io)?;
                 }
             }
@@ -150,9 +131,7 @@ pub(crate) enum PathError {
 /// Resolve `rel` inside `root` and make sure that neither it nor any symlink
 /// under it leads outside `root`. Returns the canonical directory.
 pub(crate) fn resolve_dir(root: &Path, rel: &Path) -> Result<PathBuf, PathError> {
-    let root = root
-        .canonicalize()
-        .map_err(|e| PathError::Io(format!("canonicalize checkout: {e}")))?;
+    let root = root.canonicalize().map_err(|e| PathError::Io(format!("canonicalize checkout: {e}")))?;
     let joined = root.join(rel);
     // Check each prefix, so a symlinked component is reported as escaping
     // even when the final target does not exist.
@@ -170,19 +149,13 @@ pub(crate) fn resolve_dir(root: &Path, rel: &Path) -> Result<PathBuf, PathError>
                 }
             }
             Err(_) => {
-                return Err(PathError::NotFound(
-                    "no such directory in the commit".to_string(),
-                ));
+                return Err(PathError::NotFound("no such directory in the commit".to_string()));
             }
         }
     }
-    let dir = joined
-        .canonicalize()
-        .map_err(|_| PathError::NotFound("no such directory in the commit".to_string()))?;
+    let dir = joined.canonicalize().map_err(|_| PathError::NotFound("no such directory in the commit".to_string()))?;
     if !dir.starts_with(&root) {
-        return Err(PathError::Escapes(
-            "it resolves outside the repository".to_string(),
-        ));
+        return Err(PathError::Escapes("it resolves outside the repository".to_string()));
     }
     if !dir.is_dir() {
         return Err(PathError::NotFound("it is not a directory".to_string()));
@@ -197,13 +170,10 @@ pub(crate) fn resolve_dir(root: &Path, rel: &Path) -> Result<PathBuf, PathError>
 fn check_symlinks_under(root: &Path, dir: &Path) -> Result<(), PathError> {
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
-        let entries =
-            fs::read_dir(&d).map_err(|e| PathError::Io(format!("read {}: {e}", d.display())))?;
+        let entries = fs::read_dir(&d).map_err(|e| PathError::Io(format!("read {}: {e}", d.display())))?;
         for entry in entries {
             let entry = entry.map_err(|e| PathError::Io(e.to_string()))?;
-            let ft = entry
-                .file_type()
-                .map_err(|e| PathError::Io(e.to_string()))?;
+            let ft = entry.file_type().map_err(|e| PathError::Io(e.to_string()))?;
             let p = entry.path();
             if ft.is_symlink() {
                 let real = canonical_or_nearest(&p).map_err(PathError::Io)?;
@@ -261,11 +231,7 @@ fn canonical_or_nearest(p: &Path) -> Result<PathBuf, String> {
 }
 
 fn lexical_join(base: &Path, target: &Path) -> PathBuf {
-    let mut out = if target.is_absolute() {
-        PathBuf::from("/")
-    } else {
-        base.to_path_buf()
-    };
+    let mut out = if target.is_absolute() { PathBuf::from("/") } else { base.to_path_buf() };
     for c in target.components() {
         match c {
             Component::ParentDir => {
@@ -286,10 +252,7 @@ mod tests {
     #[test]
     fn normalises() {
         assert_eq!(normalise_path(None).unwrap(), PathBuf::new());
-        assert_eq!(
-            normalise_path(Some("./a/./b/")).unwrap(),
-            PathBuf::from("a/b")
-        );
+        assert_eq!(normalise_path(Some("./a/./b/")).unwrap(), PathBuf::from("a/b"));
         assert_eq!(normalise_path(Some(".")).unwrap(), PathBuf::new());
         assert!(normalise_path(Some("a/../../b")).is_err());
         assert!(normalise_path(Some("/etc")).is_err());
@@ -297,8 +260,7 @@ mod tests {
 
     #[test]
     fn symlink_checks() {
-        let base =
-            std::env::temp_dir().join(format!("applyset-checkout-test-{}", std::process::id()));
+        let base = std::env::temp_dir().join(format!("applyset-checkout-test-{}", std::process::id()));
         let _ = fs::remove_dir_all(&base);
         let root = base.join("root");
         fs::create_dir_all(root.join("app/sub")).unwrap();
@@ -319,25 +281,13 @@ mod tests {
         fs::remove_file(root.join("app/sub/out")).unwrap();
 
         symlink("../../../outside/nope", root.join("app/sub/dangling-out")).unwrap();
-        assert!(matches!(
-            resolve_dir(&root, Path::new("app")),
-            Err(PathError::Escapes(_))
-        ));
+        assert!(matches!(resolve_dir(&root, Path::new("app")), Err(PathError::Escapes(_))));
         fs::remove_file(root.join("app/sub/dangling-out")).unwrap();
 
         symlink("/etc", root.join("etc")).unwrap();
-        assert!(matches!(
-            resolve_dir(&root, Path::new("etc")),
-            Err(PathError::Escapes(_))
-        ));
-        assert!(matches!(
-            resolve_dir(&root, Path::new("etc/ssl")),
-            Err(PathError::Escapes(_))
-        ));
-        assert!(matches!(
-            resolve_dir(&root, Path::new("etc/definitely-missing")),
-            Err(PathError::Escapes(_))
-        ));
+        assert!(matches!(resolve_dir(&root, Path::new("etc")), Err(PathError::Escapes(_))));
+        assert!(matches!(resolve_dir(&root, Path::new("etc/ssl")), Err(PathError::Escapes(_))));
+        assert!(matches!(resolve_dir(&root, Path::new("etc/definitely-missing")), Err(PathError::Escapes(_))));
         fs::remove_dir_all(&base).unwrap();
     }
 }

@@ -70,10 +70,7 @@ impl fmt::Debug for Credentials {
             .field("password", &set(self.password.is_some()))
             .field("bearer_token", &set(self.bearer_token.is_some()))
             .field("identity", &set(self.identity.is_some()))
-            .field(
-                "known_hosts",
-                &self.known_hosts.as_ref().map(|k| k.lines().count()),
-            )
+            .field("known_hosts", &self.known_hosts.as_ref().map(|k| k.lines().count()))
             .field("ca_cert", &self.ca_cert.as_ref().map(|c| c.len()))
             .finish()
     }
@@ -82,19 +79,12 @@ impl fmt::Debug for Credentials {
 impl Credentials {
     /// HTTPS basic auth.
     pub fn basic(username: impl Into<String>, password: impl Into<Vec<u8>>) -> Self {
-        Credentials {
-            username: Some(username.into()),
-            password: Some(Secret::new(password)),
-            ..Default::default()
-        }
+        Credentials { username: Some(username.into()), password: Some(Secret::new(password)), ..Default::default() }
     }
 
     /// HTTPS bearer token.
     pub fn bearer(token: impl Into<Vec<u8>>) -> Self {
-        Credentials {
-            bearer_token: Some(Secret::new(token)),
-            ..Default::default()
-        }
+        Credentials { bearer_token: Some(Secret::new(token)), ..Default::default() }
     }
 
     /// SSH deploy key plus the `known_hosts` lines the server must match.
@@ -121,12 +111,9 @@ impl Credentials {
             match data.get(key) {
                 None => Ok(None),
                 Some(v) => {
-                    let s = std::str::from_utf8(v).map_err(|_| {
-                        SourceError::invalid(format!("secret key {key:?} is not UTF-8"))
-                    })?;
-                    Ok(Some(Secret::new(
-                        s.trim_end_matches(['\n', '\r']).as_bytes().to_vec(),
-                    )))
+                    let s = std::str::from_utf8(v)
+                        .map_err(|_| SourceError::invalid(format!("secret key {key:?} is not UTF-8")))?;
+                    Ok(Some(Secret::new(s.trim_end_matches(['\n', '\r']).as_bytes().to_vec())))
                 }
             }
         };
@@ -141,14 +128,10 @@ impl Credentials {
             ca_cert: data.get("ca.crt").cloned(),
         };
         if creds.bearer_token.is_some() && creds.password.is_some() && creds.identity.is_none() {
-            return Err(SourceError::invalid(
-                "secret has both bearerToken and password: set only one",
-            ));
+            return Err(SourceError::invalid("secret has both bearerToken and password: set only one"));
         }
         if creds.password.is_some() && creds.username.is_none() && creds.identity.is_none() {
-            return Err(SourceError::invalid(
-                "secret has a password but no username",
-            ));
+            return Err(SourceError::invalid("secret has a password but no username"));
         }
         Ok(creds)
     }
@@ -193,10 +176,7 @@ impl Credentials {
     /// The values to remove from messages coming from libgit2 or servers
     /// (long enough that replacing them does not mangle the message).
     pub(crate) fn secret_strings(&self) -> Vec<String> {
-        self.secret_values()
-            .into_iter()
-            .filter(|s| s.len() >= 3)
-            .collect()
+        self.secret_values().into_iter().filter(|s| s.len() >= 3).collect()
     }
 }
 
@@ -210,20 +190,14 @@ mod tests {
         data.insert("username".to_string(), b"alice".to_vec());
         data.insert("password".to_string(), b"hunter2-very-secret\n".to_vec());
         let c = Credentials::from_secret_data(&data).unwrap();
-        assert_eq!(
-            c.password.as_ref().unwrap().expose(),
-            b"hunter2-very-secret"
-        );
+        assert_eq!(c.password.as_ref().unwrap().expose(), b"hunter2-very-secret");
         let dbg = format!("{c:?} {:?}", c.password);
         assert!(!dbg.contains("hunter2"), "{dbg}");
         assert!(dbg.contains("<redacted>"));
 
         let t = Credentials::bearer("tok-123456");
         assert!(!format!("{t:?}").contains("tok-123456"));
-        let s = Credentials::ssh(
-            b"-----BEGIN OPENSSH PRIVATE KEY-----".to_vec(),
-            "h ssh-ed25519 AAAA",
-        );
+        let s = Credentials::ssh(b"-----BEGIN OPENSSH PRIVATE KEY-----".to_vec(), "h ssh-ed25519 AAAA");
         assert!(!format!("{s:?}").contains("PRIVATE"));
     }
 
@@ -231,24 +205,12 @@ mod tests {
     fn secret_values_cover_every_secret() {
         let basic = Credentials::basic("deployer", "hunter2-very-secret");
         let values = basic.secret_values();
-        assert!(
-            values.contains(&"hunter2-very-secret".to_string()),
-            "{values:?}"
-        );
+        assert!(values.contains(&"hunter2-very-secret".to_string()), "{values:?}");
         let header = openssl::base64::encode_block(b"deployer:hunter2-very-secret");
-        assert!(
-            values.contains(&header),
-            "the Basic header value: {values:?}"
-        );
-        assert!(
-            !values.contains(&"deployer".to_string()),
-            "a user name is no secret"
-        );
+        assert!(values.contains(&header), "the Basic header value: {values:?}");
+        assert!(!values.contains(&"deployer".to_string()), "a user name is no secret");
 
-        assert_eq!(
-            Credentials::bearer("tok-123456").secret_values(),
-            ["tok-123456"]
-        );
+        assert_eq!(Credentials::bearer("tok-123456").secret_values(), ["tok-123456"]);
 
         let key = "-----BEGIN OPENSSH PRIVATE KEY-----\n\
                    b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n\
@@ -259,16 +221,9 @@ mod tests {
         ssh.username = Some("git".into());
         let values = ssh.secret_values();
         assert!(values.contains(&key.trim_end().to_string()), "{values:?}");
-        assert!(values.contains(
-            &"b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW".to_string()
-        ));
+        assert!(values.contains(&"b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW".to_string()));
         assert!(values.contains(&"key-passphrase".to_string()));
-        assert!(
-            !values
-                .iter()
-                .any(|v| v.starts_with("-----BEGIN") && !v.contains('\n')),
-            "{values:?}"
-        );
+        assert!(!values.iter().any(|v| v.starts_with("-----BEGIN") && !v.contains('\n')), "{values:?}");
         assert!(!values.contains(&"git".to_string()));
         assert!(Credentials::default().secret_values().is_empty());
     }

@@ -74,10 +74,7 @@ impl ErrorCategory {
 
     /// Whether retrying later (with the same spec) may succeed.
     pub fn is_transient(self) -> bool {
-        matches!(
-            self,
-            ErrorCategory::Unreachable | ErrorCategory::Timeout | ErrorCategory::Io
-        )
+        matches!(self, ErrorCategory::Unreachable | ErrorCategory::Timeout | ErrorCategory::Io)
     }
 }
 
@@ -121,27 +118,15 @@ pub enum SourceError {
     /// `after` is the limit that expired (the spec's timeout); `cause` says
     /// more when there is more to say (an earlier fetch still running).
     #[error("{ctx}: timed out{}", timeout_detail(*after, cause))]
-    Timeout {
-        ctx: ErrorContext,
-        after: Duration,
-        cause: String,
-    },
+    Timeout { ctx: ErrorContext, after: Duration, cause: String },
     #[error("{ctx}: redirect refused: {cause}")]
     RedirectRefused { ctx: ErrorContext, cause: String },
     #[error("{ctx}: too large: {cause}")]
     TooLarge { ctx: ErrorContext, cause: String },
     #[error("{ctx}: path {path:?} escapes the checkout: {cause}")]
-    PathEscapes {
-        ctx: ErrorContext,
-        path: String,
-        cause: String,
-    },
+    PathEscapes { ctx: ErrorContext, path: String, cause: String },
     #[error("{ctx}: path {path:?} not found: {cause}")]
-    PathNotFound {
-        ctx: ErrorContext,
-        path: String,
-        cause: String,
-    },
+    PathNotFound { ctx: ErrorContext, path: String, cause: String },
     #[error("{ctx}: local I/O error: {cause}")]
     Io { ctx: ErrorContext, cause: String },
 }
@@ -165,55 +150,31 @@ impl SourceError {
     }
 
     pub(crate) fn invalid(message: impl Into<String>) -> Self {
-        SourceError::InvalidSpec {
-            message: message.into(),
-        }
+        SourceError::InvalidSpec { message: message.into() }
     }
 
     /// An operation stopped by the limit `after`.
     pub(crate) fn timeout(ctx: &ErrorContext, after: Duration, cause: impl Into<String>) -> Self {
-        SourceError::Timeout {
-            ctx: ctx.clone(),
-            after,
-            cause: cause.into(),
-        }
+        SourceError::Timeout { ctx: ctx.clone(), after, cause: cause.into() }
     }
 
     /// Build an error of `category` (other than `InvalidSpec`, and the path
     /// categories, which carry more fields; a `Timeout` built here names no
     /// limit: use [`SourceError::timeout`]).
-    pub(crate) fn new(
-        category: ErrorCategory,
-        ctx: &ErrorContext,
-        cause: impl Into<String>,
-    ) -> Self {
+    pub(crate) fn new(category: ErrorCategory, ctx: &ErrorContext, cause: impl Into<String>) -> Self {
         let ctx = ctx.clone();
         let cause = cause.into();
         match category {
-            ErrorCategory::InvalidSpec => SourceError::InvalidSpec {
-                message: format!("{ctx}: {cause}"),
-            },
+            ErrorCategory::InvalidSpec => SourceError::InvalidSpec { message: format!("{ctx}: {cause}") },
             ErrorCategory::Unreachable => SourceError::Unreachable { ctx, cause },
             ErrorCategory::AuthFailed => SourceError::AuthFailed { ctx, cause },
             ErrorCategory::UntrustedHost => SourceError::UntrustedHost { ctx, cause },
             ErrorCategory::RefNotFound => SourceError::RefNotFound { ctx, cause },
-            ErrorCategory::Timeout => SourceError::Timeout {
-                ctx,
-                after: Duration::ZERO,
-                cause,
-            },
+            ErrorCategory::Timeout => SourceError::Timeout { ctx, after: Duration::ZERO, cause },
             ErrorCategory::RedirectRefused => SourceError::RedirectRefused { ctx, cause },
             ErrorCategory::TooLarge => SourceError::TooLarge { ctx, cause },
-            ErrorCategory::PathEscapes => SourceError::PathEscapes {
-                ctx,
-                path: String::new(),
-                cause,
-            },
-            ErrorCategory::PathNotFound => SourceError::PathNotFound {
-                ctx,
-                path: String::new(),
-                cause,
-            },
+            ErrorCategory::PathEscapes => SourceError::PathEscapes { ctx, path: String::new(), cause },
+            ErrorCategory::PathNotFound => SourceError::PathNotFound { ctx, path: String::new(), cause },
             ErrorCategory::Io => SourceError::Io { ctx, cause },
         }
     }

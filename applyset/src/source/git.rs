@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use git2::{
-    AutotagOption, Binding, CertificateCheckStatus, Cred, CredentialType, ErrorClass, ErrorCode,
-    FetchOptions, Oid, ProxyOptions, Remote, RemoteCallbacks, RemoteRedirect, Repository,
+    AutotagOption, Binding, CertificateCheckStatus, Cred, CredentialType, ErrorClass, ErrorCode, FetchOptions, Oid,
+    ProxyOptions, Remote, RemoteCallbacks, RemoteRedirect, Repository,
 };
 
 use super::checkout::{self, Budget, CheckoutError, PathError};
@@ -140,28 +140,19 @@ impl Job {
     ) -> Result<Job, SourceError> {
         let url = GitUrl::parse(&spec.url)?;
         let reference = RefRequest::from_spec(spec.reference.as_ref())?;
-        let ctx = ErrorContext {
-            url: url.scrubbed(),
-            reference: reference.describe(),
-        };
+        let ctx = ErrorContext { url: url.scrubbed(), reference: reference.describe() };
         let path_display = spec.path.clone().unwrap_or_default();
-        let path = checkout::normalise_path(spec.path.as_deref()).map_err(|why| {
-            SourceError::PathEscapes {
-                ctx: ctx.clone(),
-                path: path_display.clone(),
-                cause: why,
-            }
+        let path = checkout::normalise_path(spec.path.as_deref()).map_err(|why| SourceError::PathEscapes {
+            ctx: ctx.clone(),
+            path: path_display.clone(),
+            cause: why,
         })?;
         let invalid = |m: String| SourceError::new(ErrorCategory::InvalidSpec, &ctx, m);
-        let known_hosts = match (
-            url.transport(),
-            creds.as_ref().and_then(|c| c.known_hosts.as_deref()),
-        ) {
+        let known_hosts = match (url.transport(), creds.as_ref().and_then(|c| c.known_hosts.as_deref())) {
             (Transport::Ssh, Some(text)) => Some(KnownHosts::parse(text).map_err(invalid)?),
             (Transport::Ssh, None) => {
                 return Err(invalid(
-                    "ssh sources need a secret with known_hosts (the host key is always verified)"
-                        .to_string(),
+                    "ssh sources need a secret with known_hosts (the host key is always verified)".to_string(),
                 ));
             }
             _ => None,
@@ -172,18 +163,12 @@ impl Job {
         };
         if let Some(c) = &creds {
             if url.transport() == Transport::Ssh && c.identity.is_none() {
-                return Err(invalid(
-                    "ssh sources need a secret with identity (the private key)".to_string(),
-                ));
+                return Err(invalid("ssh sources need a secret with identity (the private key)".to_string()));
             }
             if let Some(token) = &c.bearer_token {
-                let ok = token
-                    .expose_str()
-                    .is_some_and(|t| !t.is_empty() && t.bytes().all(|b| b.is_ascii_graphic()));
+                let ok = token.expose_str().is_some_and(|t| !t.is_empty() && t.bytes().all(|b| b.is_ascii_graphic()));
                 if !ok {
-                    return Err(invalid(
-                        "bearerToken must be printable ASCII without spaces".to_string(),
-                    ));
+                    return Err(invalid("bearerToken must be printable ASCII without spaces".to_string()));
                 }
             }
         }
@@ -241,20 +226,14 @@ impl Job {
         if let Some(bytes) = st.too_large.get() {
             return self.err(
                 ErrorCategory::TooLarge,
-                format!(
-                    "fetch received {bytes} bytes, over the limit of {} bytes",
-                    self.limits.max_fetch_bytes
-                ),
+                format!("fetch received {bytes} bytes, over the limit of {} bytes", self.limits.max_fetch_bytes),
             );
         }
         if let Some(why) = st.untrusted.borrow().as_ref() {
             return self.err(ErrorCategory::UntrustedHost, why);
         }
         if let Some(why) = st.auth_failure.borrow().as_ref() {
-            return self.err(
-                ErrorCategory::AuthFailed,
-                format!("{why} ({})", e.message()),
-            );
+            return self.err(ErrorCategory::AuthFailed, format!("{why} ({})", e.message()));
         }
         let category = match (e.code(), e.class()) {
             (ErrorCode::Auth, _) => ErrorCategory::AuthFailed,
@@ -296,22 +275,14 @@ impl Job {
                 let Some(kh) = &self.known_hosts else {
                     let why = "no known_hosts to verify the ssh host key".to_string();
                     *st.untrusted.borrow_mut() = Some(why.clone());
-                    return Err(git2::Error::new(
-                        ErrorCode::Certificate,
-                        ErrorClass::Ssh,
-                        why,
-                    ));
+                    return Err(git2::Error::new(ErrorCode::Certificate, ErrorClass::Ssh, why));
                 };
                 let port = self.url.port().unwrap_or(22);
                 return match kh.check(host, port, hk.hostkey(), hk.hash_sha256()) {
                     HostKeyCheck::Trusted => Ok(CertificateCheckStatus::CertificateOk),
                     HostKeyCheck::Rejected(why) => {
                         *st.untrusted.borrow_mut() = Some(why.clone());
-                        Err(git2::Error::new(
-                            ErrorCode::Certificate,
-                            ErrorClass::Ssh,
-                            why,
-                        ))
+                        Err(git2::Error::new(ErrorCode::Certificate, ErrorClass::Ssh, why))
                     }
                 };
             }
@@ -348,10 +319,7 @@ impl Job {
             return Err(git2::Error::from_str("cancelled"));
         }
         let creds = self.creds.as_ref();
-        let user = creds
-            .and_then(|c| c.username.as_deref())
-            .or(user_from_url)
-            .or(self.url.username());
+        let user = creds.and_then(|c| c.username.as_deref()).or(user_from_url).or(self.url.username());
         if allowed.contains(CredentialType::USERNAME)
             && !allowed.intersects(CredentialType::SSH_KEY | CredentialType::SSH_MEMORY)
         {
@@ -359,42 +327,31 @@ impl Job {
         }
         if allowed.intersects(CredentialType::SSH_KEY | CredentialType::SSH_MEMORY) {
             let Some(identity) = creds.and_then(|c| c.identity.as_ref()) else {
-                return Err(
-                    st.auth_failed("the server requires an ssh key but the secret has no identity")
-                );
+                return Err(st.auth_failed("the server requires an ssh key but the secret has no identity"));
             };
             st.secret_attempts.set(st.secret_attempts.get() + 1);
             if st.secret_attempts.get() > 1 {
                 return Err(st.auth_failed("the server rejected the ssh identity"));
             }
-            let key = identity
-                .expose_str()
-                .ok_or_else(|| st.auth_failed("the identity is not a PEM or OpenSSH text key"))?;
-            let passphrase = creds
-                .and_then(|c| c.password.as_ref())
-                .and_then(|p| p.expose_str());
+            let key =
+                identity.expose_str().ok_or_else(|| st.auth_failed("the identity is not a PEM or OpenSSH text key"))?;
+            let passphrase = creds.and_then(|c| c.password.as_ref()).and_then(|p| p.expose_str());
             let public = creds.and_then(|c| c.identity_pub.as_deref());
             return Cred::ssh_key_from_memory(user.unwrap_or("git"), public, key, passphrase)
-                .map_err(|e| {
-                    st.auth_failed(&format!("cannot load the ssh identity: {}", e.message()))
-                });
+                .map_err(|e| st.auth_failed(&format!("cannot load the ssh identity: {}", e.message())));
         }
         if allowed.contains(CredentialType::USER_PASS_PLAINTEXT) {
             if creds.is_some_and(|c| c.bearer_token.is_some()) {
                 return Err(st.auth_failed("the server rejected the bearer token"));
             }
             let Some(password) = creds.and_then(|c| c.password.as_ref()) else {
-                return Err(st.auth_failed(
-                    "the server requires authentication but no credentials were given",
-                ));
+                return Err(st.auth_failed("the server requires authentication but no credentials were given"));
             };
             st.secret_attempts.set(st.secret_attempts.get() + 1);
             if st.secret_attempts.get() > 1 {
                 return Err(st.auth_failed("the server rejected the username/password"));
             }
-            let password = password
-                .expose_str()
-                .ok_or_else(|| st.auth_failed("the password is not UTF-8"))?;
+            let password = password.expose_str().ok_or_else(|| st.auth_failed("the password is not UTF-8"))?;
             return Cred::userpass_plaintext(user.unwrap_or(""), password);
         }
         Err(st.auth_failed("the server asked for an unsupported kind of credentials"))
@@ -432,17 +389,12 @@ impl Job {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(self.io("remove stale cache repository", e)),
         }
-        let repo = Repository::init_bare(&repo_dir)
-            .map_err(|e| self.io("create cache repository", e.message()))?;
+        let repo = Repository::init_bare(&repo_dir).map_err(|e| self.io("create cache repository", e.message()))?;
         fs::write(&id_file, id).map_err(|e| self.io("write cache id", e))?;
         Ok(repo)
     }
 
-    pub(crate) fn run(
-        self,
-        cancel: &AtomicBool,
-        counters: &Counters,
-    ) -> Result<Artifact, SourceError> {
+    pub(crate) fn run(self, cancel: &AtomicBool, counters: &Counters) -> Result<Artifact, SourceError> {
         let repo = self.open_repo()?;
         let st = CallbackState {
             cancel,
@@ -458,29 +410,23 @@ impl Job {
         if st.cancelled() {
             return Err(self.timed_out());
         }
-        let change = self
-            .previous
-            .as_ref()
-            .filter(|p| p.oid != commit)
-            .map(|p| RevisionChange {
-                previous: p.revision.clone(),
-                ancestry: if p.name.is_none()
-                    || p.name != revision_name
-                    || matches!(self.reference, RefRequest::Commit { .. })
-                {
-                    Ancestry::NotCompared
-                } else {
-                    ancestry(&repo, commit, p.oid)
-                },
-            });
+        let change = self.previous.as_ref().filter(|p| p.oid != commit).map(|p| RevisionChange {
+            previous: p.revision.clone(),
+            ancestry: if p.name.is_none()
+                || p.name != revision_name
+                || matches!(self.reference, RefRequest::Commit { .. })
+            {
+                Ancestry::NotCompared
+            } else {
+                ancestry(&repo, commit, p.oid)
+            },
+        });
         let hex = commit.to_string();
         let checkout_dir = self.materialise(&repo, commit, &st, counters)?;
         let dir = checkout::resolve_dir(&checkout_dir, &self.path).map_err(|e| match e {
-            PathError::Escapes(cause) => SourceError::PathEscapes {
-                ctx: self.ctx.clone(),
-                path: self.path_display.clone(),
-                cause,
-            },
+            PathError::Escapes(cause) => {
+                SourceError::PathEscapes { ctx: self.ctx.clone(), path: self.path_display.clone(), cause }
+            }
             PathError::NotFound(cause) => SourceError::PathNotFound {
                 ctx: self.ctx.clone(),
                 path: self.path_display.clone(),
@@ -492,14 +438,7 @@ impl Job {
             Some(name) => format!("{name}@sha1:{hex}"),
             None => format!("sha1:{hex}"),
         };
-        Ok(Artifact {
-            revision,
-            commit: hex,
-            dir,
-            checkout: checkout_dir,
-            fetched,
-            change,
-        })
+        Ok(Artifact { revision, commit: hex, dir, checkout: checkout_dir, fetched, change })
     }
 
     /// Resolve the ref (ls-remote), fetch if the commit is not cached, and
@@ -512,17 +451,14 @@ impl Job {
     ) -> Result<(Oid, Option<String>, bool), SourceError> {
         // A bare commit pin that is already cached needs no network at all.
         if let RefRequest::Commit { sha, branch: None } = &self.reference {
-            let oid = Oid::from_str(sha)
-                .map_err(|e| self.err(ErrorCategory::InvalidSpec, e.message()))?;
+            let oid = Oid::from_str(sha).map_err(|e| self.err(ErrorCategory::InvalidSpec, e.message()))?;
             if repo.find_commit(oid).is_ok() {
                 return Ok((oid, None, false));
             }
         }
 
         let url = self.follow_redirects(st)?;
-        let mut remote = repo
-            .remote_anonymous(&url)
-            .map_err(|e| self.err(ErrorCategory::InvalidSpec, e.message()))?;
+        let mut remote = repo.remote_anonymous(&url).map_err(|e| self.err(ErrorCategory::InvalidSpec, e.message()))?;
         let headers = self.headers();
         // The connect callbacks must outlive the connection: declared before
         // any use, disconnected explicitly below.
@@ -546,9 +482,7 @@ impl Job {
         let request = redirect::Request {
             ca: self.ca.as_ref(),
             authorization: self.authorization(),
-            timeout: self
-                .timeout
-                .min(Duration::from_millis(super::SERVER_IO_TIMEOUT_MS as u64)),
+            timeout: self.timeout.min(Duration::from_millis(super::SERVER_IO_TIMEOUT_MS as u64)),
             cancel: st.cancel,
         };
         let url = match redirect::check(raw, &request) {
@@ -562,10 +496,7 @@ impl Job {
                 ));
             }
             redirect::Outcome::TooMany { from } => {
-                return Err(self.err(
-                    ErrorCategory::Unreachable,
-                    format!("{from}: too many redirects"),
-                ));
+                return Err(self.err(ErrorCategory::Unreachable, format!("{from}: too many redirects")));
             }
         };
         if st.cancelled() {
@@ -582,20 +513,14 @@ impl Job {
     /// else Basic with the secret's or the URL's user and password.
     fn authorization(&self) -> Option<String> {
         let creds = self.creds.as_ref();
-        if let Some(token) = creds
-            .and_then(|c| c.bearer_token.as_ref())
-            .and_then(|t| t.expose_str())
-        {
+        if let Some(token) = creds.and_then(|c| c.bearer_token.as_ref()).and_then(|t| t.expose_str()) {
             return Some(format!("Bearer {token}"));
         }
         let pair = match creds.and_then(|c| c.password.as_ref()) {
             Some(password) => {
                 let mut pair = format!(
                     "{}:",
-                    creds
-                        .and_then(|c| c.username.as_deref())
-                        .or(self.url.username())
-                        .unwrap_or_default()
+                    creds.and_then(|c| c.username.as_deref()).or(self.url.username()).unwrap_or_default()
                 )
                 .into_bytes();
                 pair.extend_from_slice(password.expose());
@@ -625,15 +550,11 @@ impl Job {
             .list()
             .map_err(|e| self.remote_error(st, &e))?
             .iter()
-            .map(|h| RemoteRef {
-                name: h.name().to_string(),
-                oid: h.oid(),
-            })
+            .map(|h| RemoteRef { name: h.name().to_string(), oid: h.oid() })
             .collect();
         let find = |name: &str| refs.iter().find(|r| r.name == name).map(|r| r.oid);
-        let peeled_tag = |tag: &str| {
-            find(&format!("refs/tags/{tag}^{{}}")).or_else(|| find(&format!("refs/tags/{tag}")))
-        };
+        let peeled_tag =
+            |tag: &str| find(&format!("refs/tags/{tag}^{{}}")).or_else(|| find(&format!("refs/tags/{tag}")));
         let not_found = |m: String| self.err(ErrorCategory::RefNotFound, m);
         let branch_target = |b: &str| -> Result<Target, SourceError> {
             let oid = find(&format!("refs/heads/{b}"))
@@ -647,8 +568,7 @@ impl Job {
             })
         };
         let tag_target = |t: &str| -> Result<Target, SourceError> {
-            let oid = peeled_tag(t)
-                .ok_or_else(|| not_found(format!("tag {t} does not exist on the remote")))?;
+            let oid = peeled_tag(t).ok_or_else(|| not_found(format!("tag {t} does not exist on the remote")))?;
             Ok(Target {
                 revision_name: Some(t.to_string()),
                 commit: Some(oid),
@@ -659,41 +579,32 @@ impl Job {
         };
         let target = match &self.reference {
             RefRequest::DefaultBranch => {
-                let head = remote.default_branch().map_err(|e| {
-                    not_found(format!(
-                        "the remote has no default branch (HEAD): {}",
-                        e.message()
-                    ))
-                })?;
+                let head = remote
+                    .default_branch()
+                    .map_err(|e| not_found(format!("the remote has no default branch (HEAD): {}", e.message())))?;
                 let head = head.as_str().unwrap_or_default().to_string();
-                let b = head.strip_prefix("refs/heads/").ok_or_else(|| {
-                    not_found(format!("the remote HEAD {head:?} is not a branch"))
-                })?;
+                let b = head
+                    .strip_prefix("refs/heads/")
+                    .ok_or_else(|| not_found(format!("the remote HEAD {head:?} is not a branch")))?;
                 branch_target(b)?
             }
             RefRequest::Branch(b) => branch_target(b)?,
             RefRequest::Tag(t) => tag_target(t)?,
             RefRequest::Semver { range, req } => {
-                let tags = refs
-                    .iter()
-                    .filter_map(|r| r.name.strip_prefix("refs/tags/"))
-                    .filter(|n| !n.ends_with("^{}"));
+                let tags =
+                    refs.iter().filter_map(|r| r.name.strip_prefix("refs/tags/")).filter(|n| !n.ends_with("^{}"));
                 let tag = super::semver_ref::pick(req, tags)
                     .ok_or_else(|| not_found(format!("no tag matches the semver range {range:?}")))?
                     .to_string();
                 tag_target(&tag)?
             }
             RefRequest::Commit { sha, branch } => {
-                let oid = Oid::from_str(sha)
-                    .map_err(|e| self.err(ErrorCategory::InvalidSpec, e.message()))?;
+                let oid = Oid::from_str(sha).map_err(|e| self.err(ErrorCategory::InvalidSpec, e.message()))?;
                 match branch {
                     Some(b) => {
-                        let tip = find(&format!("refs/heads/{b}")).ok_or_else(|| {
-                            not_found(format!("branch {b} does not exist on the remote"))
-                        })?;
-                        if repo.find_commit(oid).is_ok()
-                            && (tip == oid || is_ancestor(repo, oid, tip))
-                        {
+                        let tip = find(&format!("refs/heads/{b}"))
+                            .ok_or_else(|| not_found(format!("branch {b} does not exist on the remote")))?;
+                        if repo.find_commit(oid).is_ok() && (tip == oid || is_ancestor(repo, oid, tip)) {
                             return Ok((oid, Some(b.clone()), false));
                         }
                         Target {
@@ -718,9 +629,7 @@ impl Job {
             }
         };
 
-        let cached = target
-            .commit
-            .is_some_and(|oid| repo.find_commit(oid).is_ok());
+        let cached = target.commit.is_some_and(|oid| repo.find_commit(oid).is_ok());
         if !cached {
             self.fetch(repo, remote, st, counters, headers, &target)?;
         }
@@ -747,19 +656,12 @@ impl Job {
                 }
                 oid
             }
-            (_, Some(local)) if !cached => repo
-                .find_reference(local)
-                .and_then(|r| r.peel_to_commit())
-                .map(|c| c.id())
-                .map_err(|e| {
-                    self.err(
-                        ErrorCategory::Io,
-                        format!("fetched {local} but cannot read it: {}", e.message()),
-                    )
-                })?,
-            _ => target
-                .commit
-                .expect("branch and tag targets know their commit"),
+            (_, Some(local)) if !cached => {
+                repo.find_reference(local).and_then(|r| r.peel_to_commit()).map(|c| c.id()).map_err(|e| {
+                    self.err(ErrorCategory::Io, format!("fetched {local} but cannot read it: {}", e.message()))
+                })?
+            }
+            _ => target.commit.expect("branch and tag targets know their commit"),
         };
         Ok((commit, target.revision_name, !cached))
     }
@@ -775,9 +677,10 @@ impl Job {
     ) -> Result<(), SourceError> {
         // The ref moved from the commit applied before: fetch enough history
         // to tell a fast-forward from a rewrite (see `ancestry`).
-        let moved = self.previous.as_ref().is_some_and(|p| {
-            p.name.is_some() && p.name == target.revision_name && Some(p.oid) != target.commit
-        });
+        let moved = self
+            .previous
+            .as_ref()
+            .is_some_and(|p| p.name.is_some() && p.name == target.revision_name && Some(p.oid) != target.commit);
         let depth = if self.url.transport() == Transport::Local {
             // libgit2's local transport cannot fetch shallow.
             0
@@ -800,9 +703,7 @@ impl Job {
             .follow_redirects(RemoteRedirect::None)
             .custom_headers(&header_strs);
         counters.fetches.fetch_add(1, Ordering::Relaxed);
-        remote
-            .fetch(&target.refspecs, Some(&mut fo), None)
-            .map_err(|e| self.remote_error(st, &e))
+        remote.fetch(&target.refspecs, Some(&mut fo), None).map_err(|e| self.remote_error(st, &e))
     }
 
     /// Write the commit's tree to `checkouts/<sha>` (reused if present) and
@@ -822,12 +723,7 @@ impl Job {
             let tree = repo
                 .find_commit(commit)
                 .and_then(|c| c.tree())
-                .map_err(|e| {
-                    self.err(
-                        ErrorCategory::Io,
-                        format!("read commit {hex}: {}", e.message()),
-                    )
-                })?;
+                .map_err(|e| self.err(ErrorCategory::Io, format!("read commit {hex}: {}", e.message())))?;
             let nanos = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map(|d| d.as_nanos())
@@ -879,12 +775,7 @@ const MAX_PACKS: usize = 64;
 
 fn pack_count(repo_dir: &Path) -> usize {
     fs::read_dir(repo_dir.join("objects/pack"))
-        .map(|entries| {
-            entries
-                .flatten()
-                .filter(|e| e.path().extension().is_some_and(|x| x == "pack"))
-                .count()
-        })
+        .map(|entries| entries.flatten().filter(|e| e.path().extension().is_some_and(|x| x == "pack")).count())
         .unwrap_or(0)
 }
 
@@ -923,11 +814,7 @@ fn ancestry(repo: &Repository, new: Oid, old: Oid) -> Ancestry {
             Err(_) => cut = true,
         }
     }
-    if cut {
-        Ancestry::Unknown
-    } else {
-        Ancestry::Rewritten
-    }
+    if cut { Ancestry::Unknown } else { Ancestry::Rewritten }
 }
 
 fn is_ancestor(repo: &Repository, ancestor: Oid, tip: Oid) -> bool {
@@ -954,16 +841,9 @@ unsafe extern "C" {
 /// (`git_remote_connect` would read `http.followRedirects`, default
 /// "initial": anywhere). `cbs` must stay alive, unmoved, until the remote is
 /// disconnected.
-fn connect(
-    remote: &mut Remote<'_>,
-    cbs: &RemoteCallbacks<'_>,
-    headers: &[CString],
-) -> Result<(), git2::Error> {
+fn connect(remote: &mut Remote<'_>, cbs: &RemoteCallbacks<'_>, headers: &[CString]) -> Result<(), git2::Error> {
     let ptrs: Vec<*mut c_char> = headers.iter().map(|h| h.as_ptr() as *mut c_char).collect();
-    let strarray = libgit2_sys::git_strarray {
-        strings: ptrs.as_ptr() as *mut *mut c_char,
-        count: ptrs.len(),
-    };
+    let strarray = libgit2_sys::git_strarray { strings: ptrs.as_ptr() as *mut *mut c_char, count: ptrs.len() };
     let proxy = ProxyOptions::new();
     // SAFETY: `raw()` copies plain structs; the pointers inside them (the
     // callbacks' payload, the header strings) stay valid for the call, and
@@ -980,9 +860,5 @@ fn connect(
         };
         git_remote_connect_ext(remote.raw(), libgit2_sys::GIT_DIRECTION_FETCH, &opts)
     };
-    if rc < 0 {
-        Err(git2::Error::last_error(rc))
-    } else {
-        Ok(())
-    }
+    if rc < 0 { Err(git2::Error::last_error(rc)) } else { Ok(()) }
 }

@@ -52,28 +52,17 @@ impl KnownHosts {
                     "@revoked" => revoked = true,
                     "@cert-authority" => continue,
                     other => {
-                        return Err(format!(
-                            "known_hosts line {}: unknown marker {other}",
-                            n + 1
-                        ));
+                        return Err(format!("known_hosts line {}: unknown marker {other}", n + 1));
                     }
                 }
                 first = fields.next().unwrap_or_default();
             }
             let (Some(key_type), Some(key_b64)) = (fields.next(), fields.next()) else {
-                return Err(format!(
-                    "known_hosts line {}: expected `hosts keytype key`",
-                    n + 1
-                ));
+                return Err(format!("known_hosts line {}: expected `hosts keytype key`", n + 1));
             };
-            let key = base64::decode_block(key_b64)
-                .map_err(|_| format!("known_hosts line {}: key is not base64", n + 1))?;
-            entries.push(Entry {
-                revoked,
-                patterns: first.to_string(),
-                key_type: key_type.to_string(),
-                key,
-            });
+            let key =
+                base64::decode_block(key_b64).map_err(|_| format!("known_hosts line {}: key is not base64", n + 1))?;
+            entries.push(Entry { revoked, patterns: first.to_string(), key_type: key_type.to_string(), key });
         }
         if entries.is_empty() {
             return Err("known_hosts has no host keys".to_string());
@@ -84,28 +73,14 @@ impl KnownHosts {
     /// Check the key `blob` (SSH wire format, as in known_hosts) presented by
     /// `host` on `port`. When libgit2 gives only a SHA-256 of the key,
     /// `blob` is `None` and `sha256` is compared instead.
-    pub(crate) fn check(
-        &self,
-        host: &str,
-        port: u16,
-        blob: Option<&[u8]>,
-        sha256: Option<&[u8; 32]>,
-    ) -> HostKeyCheck {
-        let name = if port == 22 {
-            host.to_string()
-        } else {
-            format!("[{host}]:{port}")
-        };
+    pub(crate) fn check(&self, host: &str, port: u16, blob: Option<&[u8]>, sha256: Option<&[u8; 32]>) -> HostKeyCheck {
+        let name = if port == 22 { host.to_string() } else { format!("[{host}]:{port}") };
         let same_key = |e: &Entry| match (blob, sha256) {
             (Some(b), _) => b == e.key.as_slice(),
             (None, Some(h)) => openssl::sha::sha256(&e.key) == *h,
             (None, None) => false,
         };
-        let for_host: Vec<&Entry> = self
-            .entries
-            .iter()
-            .filter(|e| host_matches(&e.patterns, &name))
-            .collect();
+        let for_host: Vec<&Entry> = self.entries.iter().filter(|e| host_matches(&e.patterns, &name)).collect();
         if for_host.iter().any(|e| e.revoked && same_key(e)) {
             return HostKeyCheck::Rejected(format!("the host key of {name} is marked @revoked"));
         }
@@ -115,11 +90,7 @@ impl KnownHosts {
         if for_host.iter().all(|e| e.revoked) {
             HostKeyCheck::Rejected(format!("{name} is not in known_hosts"))
         } else {
-            let types: Vec<&str> = for_host
-                .iter()
-                .filter(|e| !e.revoked)
-                .map(|e| e.key_type.as_str())
-                .collect();
+            let types: Vec<&str> = for_host.iter().filter(|e| !e.revoked).map(|e| e.key_type.as_str()).collect();
             HostKeyCheck::Rejected(format!(
                 "the host key of {name} does not match known_hosts (known key types: {})",
                 types.join(", ")
@@ -206,36 +177,15 @@ mod tests {
             "# comment\ngithub.com,*.example.org ssh-ed25519 {KEY_A}\n[127.0.0.1]:2222 ssh-ed25519 {KEY_B} c\n"
         ))
         .unwrap();
-        assert_eq!(
-            kh.check("github.com", 22, Some(&blob(KEY_A)), None),
-            HostKeyCheck::Trusted
-        );
-        assert_eq!(
-            kh.check("git.example.org", 22, Some(&blob(KEY_A)), None),
-            HostKeyCheck::Trusted
-        );
-        assert!(matches!(
-            kh.check("github.com", 22, Some(&blob(KEY_B)), None),
-            HostKeyCheck::Rejected(_)
-        ));
-        assert!(matches!(
-            kh.check("gitlab.com", 22, Some(&blob(KEY_A)), None),
-            HostKeyCheck::Rejected(_)
-        ));
-        assert_eq!(
-            kh.check("127.0.0.1", 2222, Some(&blob(KEY_B)), None),
-            HostKeyCheck::Trusted
-        );
+        assert_eq!(kh.check("github.com", 22, Some(&blob(KEY_A)), None), HostKeyCheck::Trusted);
+        assert_eq!(kh.check("git.example.org", 22, Some(&blob(KEY_A)), None), HostKeyCheck::Trusted);
+        assert!(matches!(kh.check("github.com", 22, Some(&blob(KEY_B)), None), HostKeyCheck::Rejected(_)));
+        assert!(matches!(kh.check("gitlab.com", 22, Some(&blob(KEY_A)), None), HostKeyCheck::Rejected(_)));
+        assert_eq!(kh.check("127.0.0.1", 2222, Some(&blob(KEY_B)), None), HostKeyCheck::Trusted);
         // Same host, other port: not trusted.
-        assert!(matches!(
-            kh.check("127.0.0.1", 22, Some(&blob(KEY_B)), None),
-            HostKeyCheck::Rejected(_)
-        ));
+        assert!(matches!(kh.check("127.0.0.1", 22, Some(&blob(KEY_B)), None), HostKeyCheck::Rejected(_)));
         let sha = openssl::sha::sha256(&blob(KEY_A));
-        assert_eq!(
-            kh.check("github.com", 22, None, Some(&sha)),
-            HostKeyCheck::Trusted
-        );
+        assert_eq!(kh.check("github.com", 22, None, Some(&sha)), HostKeyCheck::Trusted);
     }
 
     #[test]
@@ -255,14 +205,8 @@ mod tests {
         assert!(
             matches!(kh.check("git.example.com", 22, Some(&blob(KEY_A)), None), HostKeyCheck::Rejected(m) if m.contains("revoked"))
         );
-        assert_eq!(
-            kh.check("a.corp", 22, Some(&blob(KEY_B)), None),
-            HostKeyCheck::Trusted
-        );
-        assert!(matches!(
-            kh.check("bad.corp", 22, Some(&blob(KEY_B)), None),
-            HostKeyCheck::Rejected(_)
-        ));
+        assert_eq!(kh.check("a.corp", 22, Some(&blob(KEY_B)), None), HostKeyCheck::Trusted);
+        assert!(matches!(kh.check("bad.corp", 22, Some(&blob(KEY_B)), None), HostKeyCheck::Rejected(_)));
         assert!(KnownHosts::parse("").is_err());
         assert!(KnownHosts::parse("host ssh-ed25519").is_err());
         assert!(KnownHosts::parse("host ssh-ed25519 !!!").is_err());
@@ -281,13 +225,7 @@ mod tests {
             base64::encode_block(&mac)
         ))
         .unwrap();
-        assert_eq!(
-            kh.check("10.0.0.1", 2222, Some(&blob(KEY_A)), None),
-            HostKeyCheck::Trusted
-        );
-        assert!(matches!(
-            kh.check("10.0.0.2", 2222, Some(&blob(KEY_A)), None),
-            HostKeyCheck::Rejected(_)
-        ));
+        assert_eq!(kh.check("10.0.0.1", 2222, Some(&blob(KEY_A)), None), HostKeyCheck::Trusted);
+        assert!(matches!(kh.check("10.0.0.2", 2222, Some(&blob(KEY_A)), None), HostKeyCheck::Rejected(_)));
     }
 }

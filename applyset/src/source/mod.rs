@@ -74,10 +74,7 @@ pub struct CacheKey {
 
 impl CacheKey {
     pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
-        CacheKey {
-            namespace: namespace.into(),
-            name: name.into(),
-        }
+        CacheKey { namespace: namespace.into(), name: name.into() }
     }
 
     /// The cache directory name: `<namespace>_<name>` with every byte outside
@@ -88,8 +85,7 @@ impl CacheKey {
         fn esc(s: &str) -> String {
             let mut out = String::with_capacity(s.len());
             for (i, b) in s.bytes().enumerate() {
-                if b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || (b == b'.' && i > 0)
-                {
+                if b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || (b == b'.' && i > 0) {
                     out.push(b as char);
                 } else {
                     out.push_str(&format!("%{b:02X}"));
@@ -206,10 +202,7 @@ pub struct GitSource {
 
 impl std::fmt::Debug for GitSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("GitSource")
-            .field("cache_root", &self.cache_root)
-            .field("limits", &self.limits)
-            .finish()
+        f.debug_struct("GitSource").field("cache_root", &self.cache_root).field("limits", &self.limits).finish()
     }
 }
 
@@ -289,14 +282,7 @@ impl GitSource {
         previous: Option<&str>,
     ) -> Result<Artifact, SourceError> {
         self.counters.syncs.fetch_add(1, Ordering::Relaxed);
-        let job = git::Job::prepare(
-            self.cache_dir(key),
-            spec,
-            auth,
-            self.limits,
-            timeout,
-            previous,
-        )?;
+        let job = git::Job::prepare(self.cache_dir(key), spec, auth, self.limits, timeout, previous)?;
         let ctx = job.ctx.clone();
         let cancel = Arc::new(AtomicBool::new(false));
         let lock = self.lock_for(key);
@@ -325,11 +311,7 @@ impl GitSource {
                 }
                 result
             }
-            Ok(Err(join)) => Err(SourceError::new(
-                ErrorCategory::Io,
-                &ctx,
-                format!("sync task failed: {join}"),
-            )),
+            Ok(Err(join)) => Err(SourceError::new(ErrorCategory::Io, &ctx, format!("sync task failed: {join}"))),
             Err(_) if !locked.load(Ordering::SeqCst) => {
                 // An earlier sync of this key (timed out, but stuck in a socket read that no
                 // cancel flag reaches) still holds the cache: say so, not "timed out".
@@ -363,14 +345,8 @@ impl GitSource {
             Err(e) => Err(e),
         })
         .await;
-        self.locks
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(key);
-        let ctx = ErrorContext {
-            url: String::new(),
-            reference: format!("cache of {}/{}", key.namespace, key.name),
-        };
+        self.locks.lock().unwrap_or_else(|p| p.into_inner()).remove(key);
+        let ctx = ErrorContext { url: String::new(), reference: format!("cache of {}/{}", key.namespace, key.name) };
         match result {
             Ok(Ok(())) => Ok(()),
             Ok(Err(e)) => Err(SourceError::new(ErrorCategory::Io, &ctx, e.to_string())),
@@ -398,10 +374,6 @@ mod tests {
     fn categories_are_bounded() {
         let names: Vec<&str> = ErrorCategory::ALL.iter().map(|c| c.as_str()).collect();
         assert_eq!(names.len(), 11);
-        assert!(
-            names
-                .iter()
-                .all(|n| n.chars().all(|c| c.is_ascii_alphabetic()))
-        );
+        assert!(names.iter().all(|n| n.chars().all(|c| c.is_ascii_alphabetic())));
     }
 }

@@ -89,32 +89,17 @@ impl<'a> HttpUrl<'a> {
         let prefix_len = url.len() - rest.len() + authority_len;
         Some(HttpUrl {
             prefix: &url[..prefix_len],
-            origin: Origin {
-                scheme,
-                host: host.to_ascii_lowercase(),
-                port,
-            },
+            origin: Origin { scheme, host: host.to_ascii_lowercase(), port },
             path: &url[prefix_len..],
         })
     }
 
     /// `host[:port]` for the `Host` header (without userinfo).
     fn host_header(&self) -> String {
-        let default = if self.origin.scheme == "https" {
-            443
-        } else {
-            80
-        };
-        let host = if self.origin.host.contains(':') {
-            format!("[{}]", self.origin.host)
-        } else {
-            self.origin.host.clone()
-        };
-        if self.origin.port == default {
-            host
-        } else {
-            format!("{host}:{}", self.origin.port)
-        }
+        let default = if self.origin.scheme == "https" { 443 } else { 80 };
+        let host =
+            if self.origin.host.contains(':') { format!("[{}]", self.origin.host) } else { self.origin.host.clone() };
+        if self.origin.port == default { host } else { format!("{host}:{}", self.origin.port) }
     }
 
     /// The repository path without query or fragment, no trailing '/'.
@@ -164,16 +149,11 @@ pub(crate) fn check(url: &str, req: &Request<'_>) -> Outcome {
         match follow(&parsed, &location) {
             Some(next) => current = next,
             None => {
-                return Outcome::Refused {
-                    from: scrub_url(&current),
-                    to: scrub_url(&location),
-                };
+                return Outcome::Refused { from: scrub_url(&current), to: scrub_url(&location) };
             }
         }
     }
-    Outcome::TooMany {
-        from: scrub_url(url),
-    }
+    Outcome::TooMany { from: scrub_url(url) }
 }
 
 /// The repository URL a redirect of `base`'s ref listing to `location`
@@ -233,18 +213,11 @@ fn probe(url: &HttpUrl<'_>, req: &Request<'_>) -> std::io::Result<Option<String>
     }
     head.push_str("\r\n");
     let response = if url.origin.scheme == "https" {
-        let mut builder =
-            SslConnector::builder(SslMethod::tls_client()).map_err(std::io::Error::other)?;
+        let mut builder = SslConnector::builder(SslMethod::tls_client()).map_err(std::io::Error::other)?;
         for ca in req.ca.map(CaBundle::certs).unwrap_or_default() {
-            builder
-                .cert_store_mut()
-                .add_cert(ca.clone())
-                .map_err(std::io::Error::other)?;
+            builder.cert_store_mut().add_cert(ca.clone()).map_err(std::io::Error::other)?;
         }
-        let mut tls = builder
-            .build()
-            .connect(&url.origin.host, tcp)
-            .map_err(std::io::Error::other)?;
+        let mut tls = builder.build().connect(&url.origin.host, tcp).map_err(std::io::Error::other)?;
         exchange(&mut tls, head.as_bytes())?
     } else {
         let mut tcp = tcp;
@@ -279,9 +252,7 @@ pub(crate) fn location_of_redirect(head: &str) -> Option<String> {
     }
     lines.find_map(|line| {
         let (name, value) = line.split_once(':')?;
-        name.trim()
-            .eq_ignore_ascii_case("location")
-            .then(|| value.trim().to_string())
+        name.trim().eq_ignore_ascii_case("location").then(|| value.trim().to_string())
     })
 }
 
@@ -306,10 +277,7 @@ mod tests {
             ok("https://GIT.example:443/a/new.git/info/refs?service=git-upload-pack").as_deref(),
             Some("https://u:p@git.example/a/new.git")
         );
-        assert_eq!(
-            ok("//git.example/x.git/info/refs").as_deref(),
-            Some("https://u:p@git.example/x.git")
-        );
+        assert_eq!(ok("//git.example/x.git/info/refs").as_deref(), Some("https://u:p@git.example/x.git"));
         for refused in [
             "https://git.example:8443/old.git/info/refs",
             "http://git.example/old.git/info/refs",
@@ -320,34 +288,19 @@ mod tests {
             assert_eq!(ok(refused), None, "{refused}");
         }
         let h = base("http://127.0.0.1:8080/r.git");
-        assert_eq!(
-            follow(&h, "https://127.0.0.1:8080/r.git/info/refs"),
-            None,
-            "no upgrade either"
-        );
-        assert_eq!(
-            follow(&h, "http://127.0.0.1:8080/s.git/info/refs").as_deref(),
-            Some("http://127.0.0.1:8080/s.git")
-        );
+        assert_eq!(follow(&h, "https://127.0.0.1:8080/r.git/info/refs"), None, "no upgrade either");
+        assert_eq!(follow(&h, "http://127.0.0.1:8080/s.git/info/refs").as_deref(), Some("http://127.0.0.1:8080/s.git"));
     }
 
     #[test]
     fn reads_redirect_locations() {
         assert_eq!(
-            location_of_redirect(
-                "HTTP/1.1 301 Moved\r\nContent-Length: 0\r\nlocation: /x.git/info/refs\r\n\r\nbody"
-            )
-            .as_deref(),
+            location_of_redirect("HTTP/1.1 301 Moved\r\nContent-Length: 0\r\nlocation: /x.git/info/refs\r\n\r\nbody")
+                .as_deref(),
             Some("/x.git/info/refs")
         );
-        assert_eq!(
-            location_of_redirect("HTTP/1.1 200 OK\r\nLocation: /x\r\n\r\n"),
-            None
-        );
-        assert_eq!(
-            location_of_redirect("HTTP/1.1 304 Not Modified\r\nLocation: /x\r\n\r\n"),
-            None
-        );
+        assert_eq!(location_of_redirect("HTTP/1.1 200 OK\r\nLocation: /x\r\n\r\n"), None);
+        assert_eq!(location_of_redirect("HTTP/1.1 304 Not Modified\r\nLocation: /x\r\n\r\n"), None);
         assert_eq!(location_of_redirect("garbage"), None);
     }
 

@@ -22,13 +22,10 @@ impl Range {
         for alt in range.split("||") {
             let normalised = normalise(alt);
             if normalised.is_empty() {
-                return Err(SourceError::invalid(format!(
-                    "ref.semver {range:?}: empty alternative"
-                )));
+                return Err(SourceError::invalid(format!("ref.semver {range:?}: empty alternative")));
             }
-            let req = VersionReq::parse(&normalised).map_err(|e| {
-                SourceError::invalid(format!("ref.semver {range:?} is not a semver range: {e}"))
-            })?;
+            let req = VersionReq::parse(&normalised)
+                .map_err(|e| SourceError::invalid(format!("ref.semver {range:?} is not a semver range: {e}")))?;
             alternatives.push(req);
         }
         Ok(Range { alternatives })
@@ -80,16 +77,7 @@ mod tests {
 
     #[test]
     fn picks_highest_matching() {
-        let tags = [
-            "v1.0.0",
-            "v1.2.0",
-            "1.2.5",
-            "v1.9.9",
-            "v2.0.0",
-            "v1.10.0-rc.1",
-            "latest",
-            "v1.3",
-        ];
+        let tags = ["v1.0.0", "v1.2.0", "1.2.5", "v1.9.9", "v2.0.0", "v1.10.0-rc.1", "latest", "v1.3"];
         let r = Range::parse(">=1.2.0 <2").unwrap();
         assert_eq!(pick(&r, tags), Some("v1.9.9"));
         let r = Range::parse(">= 1.2.0, < 1.3").unwrap();

@@ -92,9 +92,7 @@ impl RefRequest {
         };
         let non_empty = |field: &str, v: &Option<String>| -> Result<Option<String>, SourceError> {
             match v {
-                Some(s) if s.trim().is_empty() => {
-                    Err(SourceError::invalid(format!("ref.{field} is empty")))
-                }
+                Some(s) if s.trim().is_empty() => Err(SourceError::invalid(format!("ref.{field} is empty"))),
                 Some(s) => Ok(Some(s.trim().to_string())),
                 None => Ok(None),
             }
@@ -118,14 +116,9 @@ impl RefRequest {
             }
             (branch, None, None, Some(c)) => {
                 if c.len() != 40 || !c.bytes().all(|b| b.is_ascii_hexdigit()) {
-                    return Err(SourceError::invalid(format!(
-                        "ref.commit {c:?} is not a full 40-hex-digit SHA-1"
-                    )));
+                    return Err(SourceError::invalid(format!("ref.commit {c:?} is not a full 40-hex-digit SHA-1")));
                 }
-                Ok(RefRequest::Commit {
-                    sha: c.to_ascii_lowercase(),
-                    branch,
-                })
+                Ok(RefRequest::Commit { sha: c.to_ascii_lowercase(), branch })
             }
             _ => Err(SourceError::invalid(
                 "ref must set exactly one of branch, tag, semver, commit (commit may be combined with branch)",
@@ -141,10 +134,7 @@ impl RefRequest {
             RefRequest::Tag(t) => format!("tag {t}"),
             RefRequest::Semver { range, .. } => format!("semver {range}"),
             RefRequest::Commit { sha, branch: None } => format!("commit {sha}"),
-            RefRequest::Commit {
-                sha,
-                branch: Some(b),
-            } => format!("branch {b} commit {sha}"),
+            RefRequest::Commit { sha, branch: Some(b) } => format!("branch {b} commit {sha}"),
         }
     }
 }
@@ -161,13 +151,9 @@ fn check_ref_name(field: &str, name: &str) -> Result<(), SourceError> {
         || name.contains("//")
         || name.contains("@{")
         || name == "@"
-        || name
-            .chars()
-            .any(|c| c.is_control() || c.is_whitespace() || "~^:?*[\\".contains(c));
+        || name.chars().any(|c| c.is_control() || c.is_whitespace() || "~^:?*[\\".contains(c));
     if bad {
-        return Err(SourceError::invalid(format!(
-            "ref.{field} {name:?} is not a valid git ref name"
-        )));
+        return Err(SourceError::invalid(format!("ref.{field} {name:?} is not a valid git ref name")));
     }
     Ok(())
 }
@@ -185,10 +171,7 @@ mod tests {
             "secretRef": {"name": "git-auth"}
         }))
         .unwrap();
-        assert_eq!(
-            spec.reference.as_ref().unwrap().branch.as_deref(),
-            Some("main")
-        );
+        assert_eq!(spec.reference.as_ref().unwrap().branch.as_deref(), Some("main"));
         assert_eq!(spec.secret_ref.as_ref().unwrap().name, "git-auth");
         let back = serde_json::to_value(&spec).unwrap();
         assert_eq!(back["secretRef"]["name"], "git-auth");
@@ -219,10 +202,7 @@ mod tests {
             commit: c.map(Into::into),
         };
         let sha = "0123456789ABCDEF0123456789abcdef01234567";
-        assert_eq!(
-            RefRequest::from_spec(None).unwrap(),
-            RefRequest::DefaultBranch
-        );
+        assert_eq!(RefRequest::from_spec(None).unwrap(), RefRequest::DefaultBranch);
         assert_eq!(
             RefRequest::from_spec(Some(&r(Some("main"), None, None, None))).unwrap(),
             RefRequest::Branch("main".into())
@@ -242,11 +222,7 @@ mod tests {
             r(None, None, Some("not a range"), None),
         ] {
             let err = RefRequest::from_spec(Some(&bad)).unwrap_err();
-            assert_eq!(
-                err.category(),
-                super::super::ErrorCategory::InvalidSpec,
-                "{bad:?}"
-            );
+            assert_eq!(err.category(), super::super::ErrorCategory::InvalidSpec, "{bad:?}");
         }
     }
 }

@@ -20,8 +20,7 @@ pub(crate) struct CaBundle {
 
 impl CaBundle {
     pub(crate) fn parse(pem: &[u8]) -> Result<CaBundle, String> {
-        let certs = X509::stack_from_pem(pem)
-            .map_err(|e| format!("ca.crt is not PEM certificates: {e}"))?;
+        let certs = X509::stack_from_pem(pem).map_err(|e| format!("ca.crt is not PEM certificates: {e}"))?;
         if certs.is_empty() {
             return Err("ca.crt holds no certificate".to_string());
         }
@@ -37,8 +36,7 @@ impl CaBundle {
     /// Whether the DER leaf certificate `leaf` presented by `host` chains to
     /// one of our CAs and names `host`.
     pub(crate) fn verifies(&self, leaf: &[u8], host: &str) -> Result<(), String> {
-        let leaf =
-            X509::from_der(leaf).map_err(|e| format!("server certificate unreadable: {e}"))?;
+        let leaf = X509::from_der(leaf).map_err(|e| format!("server certificate unreadable: {e}"))?;
         let mut store = X509StoreBuilder::new().map_err(|e| e.to_string())?;
         for c in &self.certs {
             store.add_cert(c.clone()).map_err(|e| e.to_string())?;
@@ -55,11 +53,7 @@ impl CaBundle {
         let mut ctx = X509StoreContext::new().map_err(|e| e.to_string())?;
         ctx.init(&store, &leaf, &chain, |c| {
             let ok = c.verify_cert()?;
-            Ok(if ok {
-                Ok(())
-            } else {
-                Err(c.error().error_string().to_string())
-            })
+            Ok(if ok { Ok(()) } else { Err(c.error().error_string().to_string()) })
         })
         .map_err(|e| e.to_string())?
     }
@@ -87,32 +81,25 @@ pub(crate) mod tests {
         let ca_key = mk_key();
         let mut b = X509Builder::new().unwrap();
         b.set_version(2).unwrap();
-        b.set_serial_number(&BigNum::from_u32(1).unwrap().to_asn1_integer().unwrap())
-            .unwrap();
+        b.set_serial_number(&BigNum::from_u32(1).unwrap().to_asn1_integer().unwrap()).unwrap();
         b.set_subject_name(&name("test ca")).unwrap();
         b.set_issuer_name(&name("test ca")).unwrap();
         b.set_pubkey(&ca_key).unwrap();
-        b.set_not_before(&Asn1Time::days_from_now(0).unwrap())
-            .unwrap();
-        b.set_not_after(&Asn1Time::days_from_now(2).unwrap())
-            .unwrap();
-        b.append_extension(BasicConstraints::new().critical().ca().build().unwrap())
-            .unwrap();
+        b.set_not_before(&Asn1Time::days_from_now(0).unwrap()).unwrap();
+        b.set_not_after(&Asn1Time::days_from_now(2).unwrap()).unwrap();
+        b.append_extension(BasicConstraints::new().critical().ca().build().unwrap()).unwrap();
         b.sign(&ca_key, MessageDigest::sha256()).unwrap();
         let ca = b.build();
 
         let leaf_key = mk_key();
         let mut b = X509Builder::new().unwrap();
         b.set_version(2).unwrap();
-        b.set_serial_number(&BigNum::from_u32(2).unwrap().to_asn1_integer().unwrap())
-            .unwrap();
+        b.set_serial_number(&BigNum::from_u32(2).unwrap().to_asn1_integer().unwrap()).unwrap();
         b.set_subject_name(&name(names[0])).unwrap();
         b.set_issuer_name(ca.subject_name()).unwrap();
         b.set_pubkey(&leaf_key).unwrap();
-        b.set_not_before(&Asn1Time::days_from_now(0).unwrap())
-            .unwrap();
-        b.set_not_after(&Asn1Time::days_from_now(2).unwrap())
-            .unwrap();
+        b.set_not_before(&Asn1Time::days_from_now(0).unwrap()).unwrap();
+        b.set_not_after(&Asn1Time::days_from_now(2).unwrap()).unwrap();
         let mut san = SubjectAlternativeName::new();
         for n in names {
             if n.parse::<std::net::IpAddr>().is_ok() {

@@ -30,10 +30,7 @@ pub struct GitUrl {
 
 impl std::fmt::Debug for GitUrl {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("GitUrl")
-            .field("url", &self.scrubbed())
-            .field("transport", &self.transport)
-            .finish()
+        f.debug_struct("GitUrl").field("url", &self.scrubbed()).field("transport", &self.transport).finish()
     }
 }
 
@@ -63,9 +60,7 @@ impl GitUrl {
                     });
                 }
                 other => {
-                    return Err(bad(&format!(
-                        "unsupported scheme {other:?} (use https, ssh, http or file)"
-                    )));
+                    return Err(bad(&format!("unsupported scheme {other:?} (use https, ssh, http or file)")));
                 }
             };
             let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
@@ -77,23 +72,14 @@ impl GitUrl {
                 .map(|u| u.split_once(':').map_or(u, |(user, _)| user))
                 .filter(|u| !u.is_empty())
                 .map(percent_decode);
-            let (host, port) =
-                split_host_port(hostport).ok_or_else(|| bad("invalid host or port"))?;
+            let (host, port) = split_host_port(hostport).ok_or_else(|| bad("invalid host or port"))?;
             if host.is_empty() {
                 return Err(bad("no host"));
             }
             if transport == Transport::Ssh && userinfo.is_some_and(|u| u.contains(':')) {
-                return Err(bad(
-                    "ssh URLs must not contain a password; use the secret's identity",
-                ));
+                return Err(bad("ssh URLs must not contain a password; use the secret's identity"));
             }
-            return Ok(GitUrl {
-                raw: url.to_string(),
-                transport,
-                username,
-                host: Some(host),
-                port,
-            });
+            return Ok(GitUrl { raw: url.to_string(), transport, username, host: Some(host), port });
         }
         // git's rule: a colon before the first slash makes it scp-like.
         if let Some(colon) = url.find(':') {
@@ -118,13 +104,7 @@ impl GitUrl {
                 });
             }
         }
-        Ok(GitUrl {
-            raw: url.to_string(),
-            transport: Transport::Local,
-            username: None,
-            host: None,
-            port: None,
-        })
+        Ok(GitUrl { raw: url.to_string(), transport: Transport::Local, username: None, host: None, port: None })
     }
 
     /// The URL exactly as given (may contain a password: never display it).
@@ -215,10 +195,7 @@ fn host_like(s: &str) -> bool {
     let (host, port) = if let Some(rest) = s.strip_prefix('[') {
         match rest.split_once(']') {
             Some((v6, after))
-                if !v6.is_empty()
-                    && v6
-                        .chars()
-                        .all(|c| c.is_ascii_hexdigit() || c == ':' || c == '.') =>
+                if !v6.is_empty() && v6.chars().all(|c| c.is_ascii_hexdigit() || c == ':' || c == '.') =>
             {
                 match after.strip_prefix(':') {
                     Some(port) => {
@@ -236,9 +213,7 @@ fn host_like(s: &str) -> bool {
         }
     };
     !host.is_empty()
-        && host
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_' | b'~' | b'%'))
+        && host.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_' | b'~' | b'%'))
         && port.is_none_or(|p| p.len() <= 5 && p.bytes().all(|b| b.is_ascii_digit()))
 }
 
@@ -252,9 +227,7 @@ fn at_before_host(region: &str, at: usize) -> bool {
 /// Whether the '@' at `at` of `region` is followed by `host[:port]/`.
 fn at_before_host_path(region: &str, at: usize) -> bool {
     let after = &region[at + 1..];
-    after
-        .find(ends_authority)
-        .is_some_and(|end| after[end..].starts_with('/') && host_like(&after[..end]))
+    after.find(ends_authority).is_some_and(|end| after[end..].starts_with('/') && host_like(&after[..end]))
 }
 
 /// A userinfo found in a text: `text[start..end]` (the '@' is at `end`).
@@ -293,34 +266,21 @@ fn find_userinfos(text: &str, whole: bool) -> Vec<Userinfo> {
         if !scheme.starts_with(|c: char| c.is_ascii_alphabetic()) {
             continue;
         }
-        let region_end = if whole {
-            text.len()
-        } else {
-            text[after..]
-                .find(['\n', '\r'])
-                .map_or(text.len(), |i| after + i)
-        };
+        let region_end =
+            if whole { text.len() } else { text[after..].find(['\n', '\r']).map_or(text.len(), |i| after + i) };
         let region = &text[after..region_end];
         let Some(last_at) = region.rfind('@') else {
             continue; // no '@' on this line: no userinfo
         };
         let natural_end = region.find(ends_authority).unwrap_or(region.len());
         let authority = &region[..natural_end];
-        let token_end = if whole {
-            region.len()
-        } else {
-            region.find(char::is_whitespace).unwrap_or(region.len())
-        };
+        let token_end = if whole { region.len() } else { region.find(char::is_whitespace).unwrap_or(region.len()) };
         // A password may also hold a space: an '@' later on the line (before any
         // other URL) that is followed by `host/` ends a userinfo too. An e-mail
         // address in the message is not followed by a path.
-        let next_url = region[token_end..]
-            .find("://")
-            .map_or(region.len(), |i| token_end + i);
+        let next_url = region[token_end..].find("://").map_or(region.len(), |i| token_end + i);
         let rest_clean = !region[natural_end..token_end.max(natural_end)].contains('@')
-            && !region[token_end..next_url]
-                .match_indices('@')
-                .any(|(i, _)| at_before_host_path(region, token_end + i));
+            && !region[token_end..next_url].match_indices('@').any(|(i, _)| at_before_host_path(region, token_end + i));
         let ssh = matches!(scheme.as_str(), "ssh" | "git+ssh" | "ssh+git");
         let clear = match authority.rfind('@') {
             Some(at) if host_like(&authority[at + 1..]) && rest_clean => Some(Some(at)),
@@ -333,20 +293,12 @@ fn find_userinfos(text: &str, whole: bool) -> Vec<Userinfo> {
             Some(None) => continue,
             Some(Some(at)) => (after + at, false),
             None => {
-                let at = region
-                    .match_indices('@')
-                    .map(|(i, _)| i)
-                    .rfind(|&i| at_before_host(region, i))
-                    .unwrap_or(last_at);
+                let at =
+                    region.match_indices('@').map(|(i, _)| i).rfind(|&i| at_before_host(region, i)).unwrap_or(last_at);
                 (after + at, true)
             }
         };
-        found.push(Userinfo {
-            start: after,
-            end,
-            ssh,
-            doubtful,
-        });
+        found.push(Userinfo { start: after, end, ssh, doubtful });
         pos = end + 1;
     }
     found
@@ -354,17 +306,11 @@ fn find_userinfos(text: &str, whole: bool) -> Vec<Userinfo> {
 
 /// The userinfo of an scp-like `[user[:password]@]host:path` (no `://`).
 fn scp_userinfo(url: &str) -> Option<Userinfo> {
-    let end = url.match_indices('@').map(|(i, _)| i).rfind(|&i| {
-        url[i + 1..]
-            .split_once(':')
-            .is_some_and(|(host, _)| host_like(host))
-    })?;
-    Some(Userinfo {
-        start: 0,
-        end,
-        ssh: true,
-        doubtful: false,
-    })
+    let end = url
+        .match_indices('@')
+        .map(|(i, _)| i)
+        .rfind(|&i| url[i + 1..].split_once(':').is_some_and(|(host, _)| host_like(host)))?;
+    Some(Userinfo { start: 0, end, ssh: true, doubtful: false })
 }
 
 /// What replaces a userinfo: `***` for http(s) and other schemes (a user
@@ -423,11 +369,7 @@ fn scp_passwords(text: &str) -> Vec<Userinfo> {
             && trimmed[..u.end].contains(':')
             && trimmed.find(':') < trimmed.find('/').or(Some(usize::MAX))
         {
-            found.push(Userinfo {
-                start: start + lead,
-                end: start + lead + u.end,
-                ..u
-            });
+            found.push(Userinfo { start: start + lead, end: start + lead + u.end, ..u });
         }
     }
     found
@@ -445,14 +387,8 @@ fn one_url_userinfos(url: &str) -> Vec<Userinfo> {
         return find_userinfos(url, true);
     }
     // git's rule: a colon before the first slash makes it scp-like; else a local path.
-    let scp = url
-        .find(':')
-        .is_some_and(|colon| colon < url.find('/').unwrap_or(usize::MAX));
-    if scp {
-        scp_userinfo(url).into_iter().collect()
-    } else {
-        Vec::new()
-    }
+    let scp = url.find(':').is_some_and(|colon| colon < url.find('/').unwrap_or(usize::MAX));
+    if scp { scp_userinfo(url).into_iter().collect() } else { Vec::new() }
 }
 
 /// The secret strings a repository URL carries, for a redaction layer: the
@@ -506,60 +442,24 @@ mod tests {
             &["ghp_Tok3nAsUser"],
             "https://***@github.com/org/repo.git",
         ),
-        (
-            "https://x-access-token:ghs_S3cret@github.com/o/r",
-            &["ghs_S3cret"],
-            "https://***@github.com/o/r",
-        ),
+        ("https://x-access-token:ghs_S3cret@github.com/o/r", &["ghs_S3cret"], "https://***@github.com/o/r"),
         (
             "https://user:pass-w0rd@example.com:8443/org/repo.git",
             &["pass-w0rd"],
             "https://***@example.com:8443/org/repo.git",
         ),
         // Reserved characters percent-encoded ...
-        (
-            "https://user:pa%2Fss%23w%3Frd%20x%40y@host/repo",
-            &["pa%2Fss%23w%3Frd%20x%40y"],
-            "https://***@host/repo",
-        ),
+        ("https://user:pa%2Fss%23w%3Frd%20x%40y@host/repo", &["pa%2Fss%23w%3Frd%20x%40y"], "https://***@host/repo"),
         // ... and raw, which breaks a naive parse of the authority.
-        (
-            "https://user:pa/ss#w?rd x@host/repo",
-            &["pa/ss#w?rd x", "ss#w", "rd x"],
-            "https://***@host/repo",
-        ),
-        (
-            "https://user:p@ss@w:rd@host/repo",
-            &["p@ss@w:rd"],
-            "https://***@host/repo",
-        ),
-        (
-            "https://tok/en'q\"uo(te)s@host:443/r",
-            &["tok/en'q\"uo(te)s", "en'q"],
-            "https://***@host:443/r",
-        ),
+        ("https://user:pa/ss#w?rd x@host/repo", &["pa/ss#w?rd x", "ss#w", "rd x"], "https://***@host/repo"),
+        ("https://user:p@ss@w:rd@host/repo", &["p@ss@w:rd"], "https://***@host/repo"),
+        ("https://tok/en'q\"uo(te)s@host:443/r", &["tok/en'q\"uo(te)s", "en'q"], "https://***@host:443/r"),
         ("https://u:a://b@h/x", &["a://b"], "https://***@h/x"),
-        (
-            "https://ab/cd ef@github.com/x",
-            &["ab/cd ef", "cd ef"],
-            "https://***@github.com/x",
-        ),
-        (
-            "HTTP://u:Upper-Secret@[::1]:8080/r",
-            &["Upper-Secret"],
-            "HTTP://***@[::1]:8080/r",
-        ),
+        ("https://ab/cd ef@github.com/x", &["ab/cd ef", "cd ef"], "https://***@github.com/x"),
+        ("HTTP://u:Upper-Secret@[::1]:8080/r", &["Upper-Secret"], "HTTP://***@[::1]:8080/r"),
         // ssh keeps its user name; a password goes.
-        (
-            "ssh://git:ssh-Passw0rd@h:22/x",
-            &["ssh-Passw0rd"],
-            "ssh://git:***@h:22/x",
-        ),
-        (
-            "git:scp-Passw0rd@github.com:org/r.git",
-            &["scp-Passw0rd"],
-            "git:***@github.com:org/r.git",
-        ),
+        ("ssh://git:ssh-Passw0rd@h:22/x", &["ssh-Passw0rd"], "ssh://git:***@h:22/x"),
+        ("git:scp-Passw0rd@github.com:org/r.git", &["scp-Passw0rd"], "git:***@github.com:org/r.git"),
     ];
 
     #[test]
@@ -581,10 +481,7 @@ mod tests {
             }
             for secret in *secrets {
                 let found = url_secrets(url);
-                assert!(
-                    found.iter().any(|s| s.contains(secret)),
-                    "url_secrets({url:?}) = {found:?} misses {secret:?}"
-                );
+                assert!(found.iter().any(|s| s.contains(secret)), "url_secrets({url:?}) = {found:?} misses {secret:?}");
             }
         }
     }
@@ -596,9 +493,7 @@ mod tests {
             "failed for 'https://***@h:8443/x' and http://***@c"
         );
         assert_eq!(
-            scrub_url(
-                "'https://tok1@a.example/x' -> \"https://u:p2@b.example/y\", then ssh://git@c/z"
-            ),
+            scrub_url("'https://tok1@a.example/x' -> \"https://u:p2@b.example/y\", then ssh://git@c/z"),
             "'https://***@a.example/x' -> \"https://***@b.example/y\", then ssh://git@c/z"
         );
         assert_eq!(scrub_url("https://token@h/x"), "https://***@h/x");
@@ -614,16 +509,8 @@ mod tests {
             assert_eq!(scrub_url(text), text);
         }
         // Only the token of a `scheme://` parse is looked at: plain paths stay.
-        assert_eq!(
-            GitUrl::parse("/srv/a@b:c/repo").unwrap().scrubbed(),
-            "/srv/a@b:c/repo"
-        );
-        assert_eq!(
-            GitUrl::parse("git@github.com:org/repo.git")
-                .unwrap()
-                .scrubbed(),
-            "git@github.com:org/repo.git"
-        );
+        assert_eq!(GitUrl::parse("/srv/a@b:c/repo").unwrap().scrubbed(), "/srv/a@b:c/repo");
+        assert_eq!(GitUrl::parse("git@github.com:org/repo.git").unwrap().scrubbed(), "git@github.com:org/repo.git");
     }
 
     #[test]
@@ -632,24 +519,11 @@ mod tests {
         for expected in ["user", "pa%2Fss", "pa/ss"] {
             assert!(s.contains(&expected.to_string()), "{s:?}");
         }
-        assert!(
-            s.contains(&openssl::base64::encode_block(b"user:pa/ss")),
-            "{s:?}"
-        );
+        assert!(s.contains(&openssl::base64::encode_block(b"user:pa/ss")), "{s:?}");
         assert_eq!(url_secrets("https://TOKEN123@h/x"), ["TOKEN123"]);
         assert_eq!(url_secrets("ssh://git:pw@h/x"), ["pw"]);
-        for none in [
-            "https://h/x",
-            "ssh://git@h/x",
-            "git@github.com:org/r",
-            "/tmp/a@b",
-            "file:///srv/a@b/r",
-        ] {
-            assert!(
-                url_secrets(none).is_empty(),
-                "{none}: {:?}",
-                url_secrets(none)
-            );
+        for none in ["https://h/x", "ssh://git@h/x", "git@github.com:org/r", "/tmp/a@b", "file:///srv/a@b/r"] {
+            assert!(url_secrets(none).is_empty(), "{none}: {:?}", url_secrets(none));
         }
     }
 
@@ -657,10 +531,7 @@ mod tests {
     fn invalid_urls_do_not_show_their_password() {
         let err = GitUrl::parse("https://user:pa/ss#w?rd x@host:notaport/repo").unwrap_err();
         let shown = err.to_string();
-        assert!(
-            !shown.contains("pa/ss") && !shown.contains("rd x"),
-            "{shown}"
-        );
+        assert!(!shown.contains("pa/ss") && !shown.contains("rd x"), "{shown}");
         let u = GitUrl::parse("https://me:secret@example.com:8443/a/b.git").unwrap();
         assert_eq!(u.scrubbed(), "https://***@example.com:8443/a/b.git");
     }
@@ -683,33 +554,13 @@ mod tests {
         let u = GitUrl::parse("ssh://git@[::1]:2222/srv/repo.git").unwrap();
         assert_eq!((u.host(), u.port()), (Some("::1"), Some(2222)));
 
-        assert_eq!(
-            GitUrl::parse("file:///srv/repo.git").unwrap().transport(),
-            Transport::Local
-        );
-        assert_eq!(
-            GitUrl::parse("/srv/repo.git").unwrap().transport(),
-            Transport::Local
-        );
-        assert_eq!(
-            GitUrl::parse("./repo").unwrap().transport(),
-            Transport::Local
-        );
+        assert_eq!(GitUrl::parse("file:///srv/repo.git").unwrap().transport(), Transport::Local);
+        assert_eq!(GitUrl::parse("/srv/repo.git").unwrap().transport(), Transport::Local);
+        assert_eq!(GitUrl::parse("./repo").unwrap().transport(), Transport::Local);
 
-        for bad in [
-            "",
-            " https://x/y",
-            "ftp://h/x",
-            "https:///x",
-            "https://h:notaport/x",
-            "ssh://u:p@h/x",
-        ] {
+        for bad in ["", " https://x/y", "ftp://h/x", "https:///x", "https://h:notaport/x", "ssh://u:p@h/x"] {
             let err = GitUrl::parse(bad).unwrap_err();
-            assert_eq!(
-                err.category(),
-                super::super::ErrorCategory::InvalidSpec,
-                "{bad}"
-            );
+            assert_eq!(err.category(), super::super::ErrorCategory::InvalidSpec, "{bad}");
         }
     }
 }

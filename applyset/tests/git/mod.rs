@@ -18,9 +18,7 @@ use std::time::{Duration, Instant};
 
 /// A fresh directory under the test target's temp dir.
 pub fn temp_dir(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("git_source")
-        .join(format!("{name}-{}", std::process::id()));
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("git_source").join(format!("{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
@@ -39,12 +37,7 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
         .env("GIT_COMMITTER_EMAIL", "test@example.com")
         .output()
         .unwrap_or_else(|e| panic!("cannot run git (is it installed?): {e}"));
-    assert!(
-        out.status.success(),
-        "git {args:?} in {} failed: {}",
-        dir.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "git {args:?} in {} failed: {}", dir.display(), String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
 
@@ -101,17 +94,7 @@ impl Fixture {
 
     pub fn push(&self) {
         let bare = self.bare.to_str().unwrap();
-        git(
-            &self.work,
-            &[
-                "push",
-                "-q",
-                "--force",
-                bare,
-                "refs/heads/*:refs/heads/*",
-                "refs/tags/*:refs/tags/*",
-            ],
-        );
+        git(&self.work, &["push", "-q", "--force", bare, "refs/heads/*:refs/heads/*", "refs/tags/*:refs/tags/*"]);
     }
 
     /// Tag HEAD (annotated if `annotated`) and push.
@@ -149,11 +132,7 @@ pub fn noise(len: usize, seed: u64) -> Vec<u8> {
 
 /// A free loopback port (bound then released).
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 // ---------------------------------------------------------------------------
@@ -237,11 +216,8 @@ impl GitHttpServer {
             redirects: Arc::default(),
         };
         let root = project_root.to_path_buf();
-        let (refs, packs, unauth) = (
-            server.ref_listings.clone(),
-            server.upload_packs.clone(),
-            server.unauthorized.clone(),
-        );
+        let (refs, packs, unauth) =
+            (server.ref_listings.clone(), server.upload_packs.clone(), server.unauthorized.clone());
         let (redirects, redirected) = (server.redirects.clone(), server.redirected.clone());
         thread::spawn(move || {
             for conn in listener.incoming() {
@@ -278,10 +254,7 @@ impl GitHttpServer {
     /// From now on, answer every request under `/<from>` with a redirect
     /// to `to` (an absolute URL or a path) plus the rest of the request.
     pub fn redirect(&self, from: &str, to: &str) {
-        self.redirects
-            .lock()
-            .unwrap()
-            .push((format!("/{from}"), to.to_string()));
+        self.redirects.lock().unwrap().push((format!("/{from}"), to.to_string()));
     }
 }
 
@@ -323,15 +296,11 @@ fn serve_one<S: Read + Write>(
         }
     }
     let mut body = Vec::new();
-    if headers
-        .get("transfer-encoding")
-        .is_some_and(|t| t.eq_ignore_ascii_case("chunked"))
-    {
+    if headers.get("transfer-encoding").is_some_and(|t| t.eq_ignore_ascii_case("chunked")) {
         loop {
             let mut size = String::new();
             reader.read_line(&mut size)?;
-            let n = usize::from_str_radix(size.trim().split(';').next().unwrap_or("0"), 16)
-                .unwrap_or(0);
+            let n = usize::from_str_radix(size.trim().split(';').next().unwrap_or("0"), 16).unwrap_or(0);
             let mut chunk = vec![0; n + 2];
             reader.read_exact(&mut chunk)?;
             if n == 0 {
@@ -339,10 +308,7 @@ fn serve_one<S: Read + Write>(
             }
             body.extend_from_slice(&chunk[..n]);
         }
-    } else if let Some(len) = headers
-        .get("content-length")
-        .and_then(|l| l.parse::<usize>().ok())
-    {
+    } else if let Some(len) = headers.get("content-length").and_then(|l| l.parse::<usize>().ok()) {
         body.resize(len, 0);
         reader.read_exact(&mut body)?;
     }
@@ -427,14 +393,9 @@ fn serve_one<S: Read + Write>(
     let out = child.wait_with_output()?;
     let _ = writer.join();
     let raw = out.stdout;
-    let split = find(&raw, b"\r\n\r\n")
-        .map(|i| (i, 4))
-        .or_else(|| find(&raw, b"\n\n").map(|i| (i, 2)));
+    let split = find(&raw, b"\r\n\r\n").map(|i| (i, 4)).or_else(|| find(&raw, b"\n\n").map(|i| (i, 2)));
     let Some((end, sep)) = split else {
-        write!(
-            stream,
-            "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-        )?;
+        write!(stream, "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")?;
         return stream.flush();
     };
     let head = String::from_utf8_lossy(&raw[..end]).to_string();
@@ -451,11 +412,7 @@ fn serve_one<S: Read + Write>(
     }
     write!(stream, "HTTP/1.1 {status}\r\n")?;
     stream.write_all(&response)?;
-    write!(
-        stream,
-        "Content-Length: {}\r\nConnection: close\r\n\r\n",
-        content.len()
-    )?;
+    write!(stream, "Content-Length: {}\r\nConnection: close\r\n\r\n", content.len())?;
     stream.write_all(content)?;
     stream.flush()
 }
@@ -496,32 +453,25 @@ pub fn test_pki() -> TestPki {
     let ca_key = key();
     let mut b = X509Builder::new().unwrap();
     b.set_version(2).unwrap();
-    b.set_serial_number(&BigNum::from_u32(1).unwrap().to_asn1_integer().unwrap())
-        .unwrap();
+    b.set_serial_number(&BigNum::from_u32(1).unwrap().to_asn1_integer().unwrap()).unwrap();
     b.set_subject_name(&name("applyset test CA")).unwrap();
     b.set_issuer_name(&name("applyset test CA")).unwrap();
     b.set_pubkey(&ca_key).unwrap();
-    b.set_not_before(&Asn1Time::days_from_now(0).unwrap())
-        .unwrap();
-    b.set_not_after(&Asn1Time::days_from_now(2).unwrap())
-        .unwrap();
-    b.append_extension(BasicConstraints::new().critical().ca().build().unwrap())
-        .unwrap();
+    b.set_not_before(&Asn1Time::days_from_now(0).unwrap()).unwrap();
+    b.set_not_after(&Asn1Time::days_from_now(2).unwrap()).unwrap();
+    b.append_extension(BasicConstraints::new().critical().ca().build().unwrap()).unwrap();
     b.sign(&ca_key, MessageDigest::sha256()).unwrap();
     let ca = b.build();
 
     let leaf_key = key();
     let mut b = X509Builder::new().unwrap();
     b.set_version(2).unwrap();
-    b.set_serial_number(&BigNum::from_u32(2).unwrap().to_asn1_integer().unwrap())
-        .unwrap();
+    b.set_serial_number(&BigNum::from_u32(2).unwrap().to_asn1_integer().unwrap()).unwrap();
     b.set_subject_name(&name("localhost")).unwrap();
     b.set_issuer_name(ca.subject_name()).unwrap();
     b.set_pubkey(&leaf_key).unwrap();
-    b.set_not_before(&Asn1Time::days_from_now(0).unwrap())
-        .unwrap();
-    b.set_not_after(&Asn1Time::days_from_now(2).unwrap())
-        .unwrap();
+    b.set_not_before(&Asn1Time::days_from_now(0).unwrap()).unwrap();
+    b.set_not_after(&Asn1Time::days_from_now(2).unwrap()).unwrap();
     let san = SubjectAlternativeName::new()
         .dns("localhost")
         .ip("127.0.0.1")
@@ -535,10 +485,7 @@ pub fn test_pki() -> TestPki {
     acceptor.set_private_key(&leaf_key).unwrap();
     acceptor.set_certificate(&leaf).unwrap();
     acceptor.add_extra_chain_cert(ca.clone()).unwrap();
-    TestPki {
-        ca_pem: ca.to_pem().unwrap(),
-        acceptor: Arc::new(acceptor.build()),
-    }
+    TestPki { ca_pem: ca.to_pem().unwrap(), acceptor: Arc::new(acceptor.build()) }
 }
 
 // ---------------------------------------------------------------------------
@@ -560,10 +507,7 @@ pub struct Sshd {
 }
 
 fn find_sshd() -> Option<PathBuf> {
-    ["/usr/sbin/sshd", "/usr/local/sbin/sshd", "/sbin/sshd"]
-        .iter()
-        .map(PathBuf::from)
-        .find(|p| p.exists())
+    ["/usr/sbin/sshd", "/usr/local/sbin/sshd", "/sbin/sshd"].iter().map(PathBuf::from).find(|p| p.exists())
 }
 
 fn keygen(path: &Path) -> (Vec<u8>, String) {
@@ -572,11 +516,7 @@ fn keygen(path: &Path) -> (Vec<u8>, String) {
         .arg(path)
         .output()
         .expect("ssh-keygen (openssh-client) is needed for the SSH tests");
-    assert!(
-        out.status.success(),
-        "ssh-keygen: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "ssh-keygen: {}", String::from_utf8_lossy(&out.stderr));
     let private = std::fs::read(path).unwrap();
     let public = std::fs::read_to_string(path.with_extension("pub")).unwrap();
     (private, public.trim().to_string())
@@ -593,10 +533,8 @@ impl Sshd {
             )
         });
         std::fs::create_dir_all(dir).unwrap();
-        let user = String::from_utf8(Command::new("id").arg("-un").output().unwrap().stdout)
-            .unwrap()
-            .trim()
-            .to_string();
+        let user =
+            String::from_utf8(Command::new("id").arg("-un").output().unwrap().stdout).unwrap().trim().to_string();
         // sshd insists on its privilege-separation directory when run as root.
         if user == "root" {
             let _ = std::fs::create_dir_all("/run/sshd");
@@ -613,15 +551,8 @@ impl Sshd {
             "#!/bin/sh\ncase \"$SSH_ORIGINAL_COMMAND\" in\n  \"git-upload-pack \"*) exec git-shell -c \"$SSH_ORIGINAL_COMMAND\" ;;\n  *) echo \"only git-upload-pack is allowed\" >&2; exit 1 ;;\nesac\n",
         )
         .unwrap();
-        std::os::unix::fs::PermissionsExt::set_mode(
-            &mut std::fs::metadata(&wrapper).unwrap().permissions(),
-            0o755,
-        );
-        Command::new("chmod")
-            .arg("755")
-            .arg(&wrapper)
-            .status()
-            .unwrap();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut std::fs::metadata(&wrapper).unwrap().permissions(), 0o755);
+        Command::new("chmod").arg("755").arg(&wrapper).status().unwrap();
         std::fs::write(
             dir.join("authorized_keys"),
             format!(
@@ -667,10 +598,7 @@ impl Sshd {
         let deadline = Instant::now() + Duration::from_secs(15);
         loop {
             if let Ok(Some(status)) = sshd.child.try_wait() {
-                panic!(
-                    "sshd exited with {status}: {}",
-                    std::fs::read_to_string(&log).unwrap_or_default()
-                );
+                panic!("sshd exited with {status}: {}", std::fs::read_to_string(&log).unwrap_or_default());
             }
             if TcpStream::connect(("127.0.0.1", port)).is_ok() {
                 break;
@@ -686,12 +614,7 @@ impl Sshd {
     }
 
     pub fn url(&self, bare: &Path) -> String {
-        format!(
-            "ssh://{}@127.0.0.1:{}{}",
-            self.user,
-            self.port,
-            bare.display()
-        )
+        format!("ssh://{}@127.0.0.1:{}{}", self.user, self.port, bare.display())
     }
 
     pub fn log(&self) -> String {

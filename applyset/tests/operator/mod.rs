@@ -72,7 +72,11 @@ impl ControllerProcess {
     pub fn start(options: ControllerOptions<'_>) -> Result<ControllerProcess> {
         let metrics_port = free_port();
         let health_port = free_port();
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("controller").join(format!("{}-{}", options.namespace, support::random_suffix()));
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("controller").join(format!(
+            "{}-{}",
+            options.namespace,
+            support::random_suffix()
+        ));
         std::fs::create_dir_all(&dir)?;
         let log_path = dir.join("controller.log");
         let cache_dir = dir.join("cache");

@@ -53,43 +53,26 @@ fn start_or_attach() -> Result<ControlPlane> {
         && !requested.is_empty()
     {
         let kubeconfig = if requested == "1" {
-            std::env::var("KUBECONFIG")
-                .context("APPLYSET_TEST_KUBECONFIG=1 asks for $KUBECONFIG, which is not set")?
+            std::env::var("KUBECONFIG").context("APPLYSET_TEST_KUBECONFIG=1 asks for $KUBECONFIG, which is not set")?
         } else {
             requested
         };
-        return Ok(ControlPlane {
-            kubeconfig: kubeconfig.into(),
-        });
+        return Ok(ControlPlane { kubeconfig: kubeconfig.into() });
     }
 
     let script = repo_root().join("scripts/control-plane");
-    let output = Command::new(&script)
-        .arg("up")
-        .output()
-        .with_context(|| format!("could not run {}", script.display()))?;
+    let output =
+        Command::new(&script).arg("up").output().with_context(|| format!("could not run {}", script.display()))?;
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     if !output.status.success() {
-        bail!(
-            "`{} up` failed ({}):\n{stderr}{stdout}",
-            script.display(),
-            output.status
-        );
+        bail!("`{} up` failed ({}):\n{stderr}{stdout}", script.display(), output.status);
     }
-    let kubeconfig = stdout
-        .lines()
-        .last()
-        .and_then(|line| line.strip_prefix("KUBECONFIG="))
-        .ok_or_else(|| {
-            anyhow!(
-                "`{} up` did not end with a KUBECONFIG= line:\n{stderr}{stdout}",
-                script.display()
-            )
+    let kubeconfig =
+        stdout.lines().last().and_then(|line| line.strip_prefix("KUBECONFIG=")).ok_or_else(|| {
+            anyhow!("`{} up` did not end with a KUBECONFIG= line:\n{stderr}{stdout}", script.display())
         })?;
-    Ok(ControlPlane {
-        kubeconfig: kubeconfig.into(),
-    })
+    Ok(ControlPlane { kubeconfig: kubeconfig.into() })
 }
 
 fn repo_root() -> PathBuf {
@@ -101,8 +84,8 @@ fn repo_root() -> PathBuf {
 
 /// A kube client for the kubeconfig's current context.
 pub async fn client_for(kubeconfig: &Path) -> Result<Client> {
-    let kubeconfig_file = Kubeconfig::read_from(kubeconfig)
-        .with_context(|| format!("reading kubeconfig {}", kubeconfig.display()))?;
+    let kubeconfig_file =
+        Kubeconfig::read_from(kubeconfig).with_context(|| format!("reading kubeconfig {}", kubeconfig.display()))?;
     let config = Config::from_custom_kubeconfig(kubeconfig_file, &KubeConfigOptions::default())
         .await
         .with_context(|| format!("loading kubeconfig {}", kubeconfig.display()))?;
@@ -119,16 +102,10 @@ pub fn kubectl_path() -> Result<PathBuf> {
         .map(|dir| dir.join("kubectl"))
         .find(|candidate| candidate.is_file())
         .context("no kubectl on PATH (expected kubectl.1.33 beside it)")?;
-    let versioned = std::fs::canonicalize(&kubectl)?
-        .parent()
-        .context("kubectl has no parent directory")?
-        .join("kubectl.1.33");
+    let versioned =
+        std::fs::canonicalize(&kubectl)?.parent().context("kubectl has no parent directory")?.join("kubectl.1.33");
     if !versioned.is_file() {
-        bail!(
-            "{} does not exist (looked beside {})",
-            versioned.display(),
-            kubectl.display()
-        );
+        bail!("{} does not exist (looked beside {})", versioned.display(), kubectl.display());
     }
     Ok(versioned)
 }
@@ -136,11 +113,7 @@ pub fn kubectl_path() -> Result<PathBuf> {
 /// `kubectl.1.33` with `kubeconfig` and `namespace`.
 pub fn kubectl(kubeconfig: &Path, namespace: &str) -> Result<Command> {
     let mut command = Command::new(kubectl_path()?);
-    command
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .arg("--namespace")
-        .arg(namespace);
+    command.arg("--kubeconfig").arg(kubeconfig).arg("--namespace").arg(namespace);
     Ok(command)
 }
 
@@ -168,22 +141,12 @@ pub fn run(command: &mut Command, stdin: Option<&str>) -> Result<CommandOutput> 
     use std::process::Stdio;
 
     let description = format!("{command:?}");
-    command.stdin(if stdin.is_some() {
-        Stdio::piped()
-    } else {
-        Stdio::null()
-    });
+    command.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() });
     command.stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut child = command
-        .spawn()
-        .with_context(|| format!("could not start {description}"))?;
+    let mut child = command.spawn().with_context(|| format!("could not start {description}"))?;
     if let Some(input) = stdin {
         // Dropping the handle at the end of the statement closes the pipe.
-        child
-            .stdin
-            .take()
-            .expect("stdin is piped")
-            .write_all(input.as_bytes())?;
+        child.stdin.take().expect("stdin is piped").write_all(input.as_bytes())?;
     }
     let output = child.wait_with_output()?;
     Ok(CommandOutput {
@@ -220,11 +183,7 @@ impl TestNamespace {
             .create(&PostParams::default(), &namespace)
             .await
             .with_context(|| format!("creating namespace {name}"))?;
-        Ok(Self {
-            client,
-            name,
-            kubeconfig,
-        })
+        Ok(Self { client, name, kubeconfig })
     }
 
     /// `kubectl.1.33` with the admin kubeconfig and this namespace.
@@ -273,17 +232,11 @@ impl Drop for TestNamespace {
         let name = self.name.clone();
         let kubeconfig = self.kubeconfig.clone();
         let deletion = std::thread::spawn(move || -> Result<()> {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()?;
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
             runtime.block_on(async {
                 let client = client_for(&kubeconfig).await?;
                 let namespaces = Api::<Namespace>::all(client);
-                match tokio::time::timeout(
-                    CLEANUP_TIMEOUT,
-                    namespaces.delete(&name, &DeleteParams::background()),
-                )
-                .await
+                match tokio::time::timeout(CLEANUP_TIMEOUT, namespaces.delete(&name, &DeleteParams::background())).await
                 {
                     Err(_) => bail!("timed out after {CLEANUP_TIMEOUT:?}"),
                     Ok(Err(kube::Error::Api(status))) if status.code == 404 => Ok(()),
@@ -293,10 +246,7 @@ impl Drop for TestNamespace {
         });
         match deletion.join() {
             Ok(Ok(())) => {}
-            Ok(Err(error)) => eprintln!(
-                "warning: could not delete test namespace {}: {error:#}",
-                self.name
-            ),
+            Ok(Err(error)) => eprintln!("warning: could not delete test namespace {}: {error:#}", self.name),
             Err(_) => eprintln!("warning: deleting test namespace {} panicked", self.name),
         }
     }

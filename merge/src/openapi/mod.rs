@@ -53,10 +53,7 @@ enum Inner {
 impl fmt::Debug for OpenApi {
     // The compiled tree can hold thousands of nodes; a summary is what a log line wants.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OpenApi")
-            .field("version", &self.version())
-            .field("schemas", &self.schema_count())
-            .finish()
+        f.debug_struct("OpenApi").field("version", &self.version()).field("schemas", &self.schema_count()).finish()
     }
 }
 
@@ -147,9 +144,7 @@ fn detect_version(root: &Map) -> Result<OpenApiVersion> {
         (true, false) => return Ok(OpenApiVersion::V2),
         (false, true) => return Ok(OpenApiVersion::V3),
         (true, true) => {
-            return Err(Error::OpenApi(
-                "the document has both `swagger` and `openapi` version fields".into(),
-            ));
+            return Err(Error::OpenApi("the document has both `swagger` and `openapi` version fields".into()));
         }
         (false, false) => {}
     }
@@ -230,9 +225,7 @@ fn read_patch_meta(schema: &Map) -> Result<PatchMeta> {
     let read = |key: &str| match schema.get(key) {
         None => Ok(""),
         Some(Value::String(s)) => Ok(s.as_str()),
-        Some(other) => {
-            Err(Error::BadArgType { expected: "string".into(), received: other.kind_name().into() })
-        }
+        Some(other) => Err(Error::BadArgType { expected: "string".into(), received: other.kind_name().into() }),
     };
     let strategy = read(PATCH_STRATEGY_KEY)?;
     let merge_key = read(PATCH_MERGE_KEY_KEY)?;
@@ -252,18 +245,9 @@ mod tests {
     #[test]
     fn version_detection() {
         let doc = |text: &str| Value::from_json_str(text).unwrap();
-        assert_eq!(
-            OpenApi::from_document(doc(r#"{"swagger":"2.0"}"#)).unwrap().version(),
-            OpenApiVersion::V2
-        );
-        assert_eq!(
-            OpenApi::from_document(doc(r#"{"definitions":{}}"#)).unwrap().version(),
-            OpenApiVersion::V2
-        );
-        assert_eq!(
-            OpenApi::from_document(doc(r#"{"openapi":"3.0"}"#)).unwrap().version(),
-            OpenApiVersion::V3
-        );
+        assert_eq!(OpenApi::from_document(doc(r#"{"swagger":"2.0"}"#)).unwrap().version(), OpenApiVersion::V2);
+        assert_eq!(OpenApi::from_document(doc(r#"{"definitions":{}}"#)).unwrap().version(), OpenApiVersion::V2);
+        assert_eq!(OpenApi::from_document(doc(r#"{"openapi":"3.0"}"#)).unwrap().version(), OpenApiVersion::V3);
         assert_eq!(
             OpenApi::from_document(doc(r#"{"components":{"schemas":{}}}"#)).unwrap().version(),
             OpenApiVersion::V3

@@ -74,10 +74,8 @@ impl Document {
         let index_by_name: HashMap<String, usize> =
             definitions.keys().enumerate().map(|(i, name)| (name.clone(), i)).collect();
         let parser = Parser { index_by_name: &index_by_name };
-        let compiled = definitions
-            .iter()
-            .map(|(name, schema)| parser.parse(schema, name))
-            .collect::<Result<Vec<_>>>()?;
+        let compiled =
+            definitions.iter().map(|(name, schema)| parser.parse(schema, name)).collect::<Result<Vec<_>>>()?;
 
         // kubectl indexes models in sorted name order and lets a later one overwrite an
         // earlier one claiming the same GVK; `definitions` iterates in that order.
@@ -178,10 +176,7 @@ impl Parser<'_> {
             return Err(schema_error(path, "definition reference can't have a type".into()));
         }
         let Some(name) = reference.strip_prefix(DEFINITION_REF_PREFIX) else {
-            return Err(schema_error(
-                path,
-                format!("unallowed reference to non-definition {}", go_quote(reference)),
-            ));
+            return Err(schema_error(path, format!("unallowed reference to non-definition {}", go_quote(reference))));
         };
         let Some(&target) = self.index_by_name.get(name) else {
             return Err(schema_error(path, format!("unknown model in reference: {}", go_quote(name))));

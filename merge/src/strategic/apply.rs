@@ -199,9 +199,8 @@ fn apply_retain_keys(original: &mut Map, patch: &mut Map, opts: MergeOptions) ->
     let keep: KeySet<TypedKey<'_>> = list.iter().map(TypedKey::of).collect();
     let listed = |k: &str| keep.contains(&TypedKey::Str(k.into()));
     for (k, v) in patch.iter() {
-        let exempt = v.is_null()
-            || k.starts_with(DELETE_FROM_PRIMITIVE_LIST_PREFIX)
-            || k.starts_with(SET_ELEMENT_ORDER_PREFIX);
+        let exempt =
+            v.is_null() || k.starts_with(DELETE_FROM_PRIMITIVE_LIST_PREFIX) || k.starts_with(SET_ELEMENT_ORDER_PREFIX);
         if !exempt && !listed(k) {
             return Err(Error::BadPatchFormatForRetainKeys);
         }
@@ -583,7 +582,10 @@ fn merge_map_lists(
     let visible = survivors + appended.min(deleted);
     if reorder == Reorder::IfAmbiguous && distinct_keys {
         // Unordered: the caller orders, reading the live view off the returned list.
-        return Ok(MergedList { items: working, live_view: LiveView::MergedPrefix { len: visible, extra: stale_after(appended) } });
+        return Ok(MergedList {
+            items: working,
+            live_view: LiveView::MergedPrefix { len: visible, extra: stale_after(appended) },
+        });
     }
     let view = if reorder == Reorder::IfAmbiguous {
         let mut keys = owned_keys(&working[..visible], merge_key);

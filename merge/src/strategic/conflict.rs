@@ -16,7 +16,13 @@ pub(crate) fn maps_have_conflicts(patch: &Map, changed: &Map, schema: &dyn Schem
     object_pair_conflict(patch, changed, schema, Strategy::default())
 }
 
-fn fields_conflict(left: &Value, right: &Value, schema: &dyn Schema, strategy: Strategy, merge_key: &str) -> Result<bool> {
+fn fields_conflict(
+    left: &Value,
+    right: &Value,
+    schema: &dyn Schema,
+    strategy: Strategy,
+    merge_key: &str,
+) -> Result<bool> {
     match left {
         Value::Object(l) => {
             let Value::Object(r) = right else { return Ok(true) };
@@ -66,7 +72,13 @@ fn objects_conflict(left: &Map, right: &Map, schema: &dyn Schema) -> Result<bool
     Ok(false)
 }
 
-fn lists_conflict(left: &[Value], right: &[Value], schema: &dyn Schema, strategy: Strategy, merge_key: &str) -> Result<bool> {
+fn lists_conflict(
+    left: &[Value],
+    right: &[Value],
+    schema: &dyn Schema,
+    strategy: Strategy,
+    merge_key: &str,
+) -> Result<bool> {
     let kind = slice_element_type(&[left, right])?;
     if strategy.merge {
         // Merging scalar lists never conflict; lists of maps are compared by merge key.

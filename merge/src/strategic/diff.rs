@@ -89,7 +89,13 @@ fn locate<'a>(doc: &'a mut Map, path: &[PathSegment]) -> Option<&'a mut Value> {
 }
 
 /// Upstream `diffMaps`.
-pub(crate) fn diff_maps(left: &Map, right: &Map, schema: &dyn Schema, opts: DiffOptions, log: &mut SortLog) -> Result<Map> {
+pub(crate) fn diff_maps(
+    left: &Map,
+    right: &Map,
+    schema: &dyn Schema,
+    opts: DiffOptions,
+    log: &mut SortLog,
+) -> Result<Map> {
     let mut patch = Map::new();
     let mut retain_list = Vec::new();
 
@@ -396,8 +402,8 @@ fn diff_lists_of_maps(
     patch.extend(delete_items);
     patch.extend(deletions);
 
-    let order_same =
-        left.len() == right.len() && left_keys.iter().zip(&right_keys).all(|(l, r)| typed_eq(l.expect("checked"), r.expect("checked")));
+    let order_same = left.len() == right.len()
+        && left_keys.iter().zip(&right_keys).all(|(l, r)| typed_eq(l.expect("checked"), r.expect("checked")));
     let wanted = (opts.changes && (!patch.is_empty() || !order_same)) || (opts.deletions && !patch.is_empty());
     let order = if opts.set_order && wanted {
         right_keys

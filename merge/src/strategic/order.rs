@@ -60,10 +60,8 @@ pub(crate) fn normalize_slice_order(
 /// treats elements missing from the order as "less" both ways; kubectl never sorts such
 /// elements, and here they keep their relative order at the end.
 fn sort_by_first_index(list: Vec<Value>, index: &FirstIndex<'_>, key_name: &str) -> Vec<Value> {
-    let mut keyed: Vec<(usize, Value)> = list
-        .into_iter()
-        .map(|v| (index.get(&TypedKey::of_element(&v, key_name)).unwrap_or(usize::MAX), v))
-        .collect();
+    let mut keyed: Vec<(usize, Value)> =
+        list.into_iter().map(|v| (index.get(&TypedKey::of_element(&v, key_name)).unwrap_or(usize::MAX), v)).collect();
     if !keyed.is_sorted_by_key(|(i, _)| *i) {
         keyed.sort_by_key(|(i, _)| *i);
     }
@@ -265,10 +263,10 @@ fn grow_capacity(old_cap: usize, new_len: usize) -> usize {
 /// Go's `roundupsize` for a pointer-bearing allocation (malloc header above 512 bytes).
 fn round_up_size(size: usize) -> usize {
     const SIZE_CLASSES: [usize; 68] = [
-        0, 8, 16, 24, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256, 288, 320, 352, 384,
-        416, 448, 480, 512, 576, 640, 704, 768, 896, 1024, 1152, 1280, 1408, 1536, 1792, 2048, 2304, 2688, 3072,
-        3200, 3456, 4096, 4864, 5376, 6144, 6528, 6784, 6912, 8192, 9472, 9728, 10240, 10880, 12288, 13568, 14336,
-        16384, 18432, 19072, 20480, 21760, 24576, 27264, 28672, 32768,
+        0, 8, 16, 24, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256, 288, 320, 352, 384, 416,
+        448, 480, 512, 576, 640, 704, 768, 896, 1024, 1152, 1280, 1408, 1536, 1792, 2048, 2304, 2688, 3072, 3200, 3456,
+        4096, 4864, 5376, 6144, 6528, 6784, 6912, 8192, 9472, 9728, 10240, 10880, 12288, 13568, 14336, 16384, 18432,
+        19072, 20480, 21760, 24576, 27264, 28672, 32768,
     ];
     const MAX_SMALL: usize = 32768;
     const HEADER: usize = 8;

@@ -54,9 +54,7 @@ fn pod(containers: &str) -> String {
 
 /// Applies `patch`; an error is returned without its location (the text kubectl prints).
 fn apply(doc: &str, patch: &str) -> Result<String> {
-    strategic_merge_patch(&json(doc), &json(patch), &ByName)
-        .map(|v| v.to_json_string())
-        .map_err(|e| e.cause().clone())
+    strategic_merge_patch(&json(doc), &json(patch), &ByName).map(|v| v.to_json_string()).map_err(|e| e.cause().clone())
 }
 
 #[test]
@@ -88,8 +86,10 @@ fn new_items_go_ahead_of_server_only_items() {
     );
     assert_eq!(result, pod(r#"[{"name":"a"},{"name":"d"},{"name":"b"},{"name":"c"}]"#));
     // Without $setElementOrder, new items come first [H n3].
-    assert_eq!(apply(r#"{"containers":[{"name":"a"}]}"#, r#"{"containers":[{"name":"b"}]}"#).unwrap(),
-        r#"{"containers":[{"name":"b"},{"name":"a"}]}"#);
+    assert_eq!(
+        apply(r#"{"containers":[{"name":"a"}]}"#, r#"{"containers":[{"name":"b"}]}"#).unwrap(),
+        r#"{"containers":[{"name":"b"},{"name":"a"}]}"#
+    );
 }
 
 #[test]
@@ -133,17 +133,26 @@ fn finalizers_behave_as_an_ordered_set() {
     );
     assert_eq!(result, r#"{"metadata":{"finalizers":["c.io/z","a.io/x","ctrl.io/q"]}}"#);
     // §13.12 [H c30]: dropping one of two duplicates removes the value entirely.
-    let (patch, result) =
-        three_way(r#"{"metadata":{"finalizers":["a","a"]}}"#, r#"{"metadata":{"finalizers":["a"]}}"#, r#"{"metadata":{"finalizers":["a","a"]}}"#);
-    assert_eq!(patch, r#"{"metadata":{"$deleteFromPrimitiveList/finalizers":["a"],"$setElementOrder/finalizers":["a"]}}"#);
+    let (patch, result) = three_way(
+        r#"{"metadata":{"finalizers":["a","a"]}}"#,
+        r#"{"metadata":{"finalizers":["a"]}}"#,
+        r#"{"metadata":{"finalizers":["a","a"]}}"#,
+    );
+    assert_eq!(
+        patch,
+        r#"{"metadata":{"$deleteFromPrimitiveList/finalizers":["a"],"$setElementOrder/finalizers":["a"]}}"#
+    );
     assert_eq!(result, r#"{"metadata":{"finalizers":[]}}"#);
 }
 
 #[test]
 fn nulls_are_kept_in_patches_and_dropped_where_nothing_is_replaced() {
     // §13.5 [H c35]: a null in both last-applied and manifest keeps deleting.
-    let (patch, result) =
-        three_way(r#"{"spec":{"paused":null}}"#, r#"{"spec":{"paused":null}}"#, r#"{"spec":{"paused":true,"replicas":2}}"#);
+    let (patch, result) = three_way(
+        r#"{"spec":{"paused":null}}"#,
+        r#"{"spec":{"paused":null}}"#,
+        r#"{"spec":{"paused":true,"replicas":2}}"#,
+    );
     assert_eq!(patch, r#"{"spec":{"paused":null}}"#);
     assert_eq!(result, r#"{"spec":{"replicas":2}}"#);
     // §13.42: nested nulls of a new subtree stay in the patch, not in the result.
@@ -155,13 +164,19 @@ fn nulls_are_kept_in_patches_and_dropped_where_nothing_is_replaced() {
         apply(r#"{"tolerations":[{"key":"a"}]}"#, r#"{"tolerations":[{"key":"b","value":null}]}"#).unwrap(),
         r#"{"tolerations":[{"key":"b","value":null}]}"#
     );
-    assert_eq!(apply("{}", r#"{"tolerations":[{"key":"b","value":null}]}"#).unwrap(), r#"{"tolerations":[{"key":"b"}]}"#);
+    assert_eq!(
+        apply("{}", r#"{"tolerations":[{"key":"b","value":null}]}"#).unwrap(),
+        r#"{"tolerations":[{"key":"b"}]}"#
+    );
     assert_eq!(
         apply(r#"{"containers":[{"name":"a"}]}"#, r#"{"containers":[{"name":"b","image":null}]}"#).unwrap(),
         r#"{"containers":[{"image":null,"name":"b"},{"name":"a"}]}"#
     );
     // A null deletion list deletes the field [H].
-    assert_eq!(apply(r#"{"finalizers":["a"],"x":1}"#, r#"{"$deleteFromPrimitiveList/finalizers":null}"#).unwrap(), r#"{"x":1}"#);
+    assert_eq!(
+        apply(r#"{"finalizers":["a"],"x":1}"#, r#"{"$deleteFromPrimitiveList/finalizers":null}"#).unwrap(),
+        r#"{"x":1}"#
+    );
 }
 
 #[test]
@@ -219,9 +234,11 @@ fn duplicate_merge_keys_in_a_manifest_fail_on_apply() {
     let o = env(r#"[{"name":"C","value":"0"}]"#);
     let m = env(r#"[{"name":"B","value":"1"},{"name":"C","value":"2"},{"name":"B","value":"3"}]"#);
     let patch = create_three_way_merge_patch(&json(&o), &json(&m), &json(&o), &ByName, true).unwrap();
-    assert!(patch.to_json_string().contains(
-        r#""env":[{"name":"B","value":"3"},{"name":"B","value":"1"},{"name":"C","value":"2"}]"#
-    ));
+    assert!(
+        patch
+            .to_json_string()
+            .contains(r#""env":[{"name":"B","value":"3"},{"name":"B","value":"1"},{"name":"C","value":"2"}]"#)
+    );
     let err = strategic_merge_patch(&json(&o), &patch, &ByName).unwrap_err();
     assert!(err.to_string().contains("doesn't match $setElementOrder list"), "{err}");
 }
@@ -284,8 +301,14 @@ fn apply_side_directives() {
         apply(r#"{"m":{"a":"b"}}"#, r#"{"m":{"$patch":"merge","c":"d"}}"#).unwrap_err().to_string(),
         "unknown patch type: merge in map: map[$patch:merge c:d]"
     );
-    assert_eq!(apply(r#"{"containers":[{"name":"a"}]}"#, r#"{"containers":[{"$patch":"merge"}]}"#), Err(Error::MergeInList));
-    assert_eq!(apply(r#"{"args":["x","y","x"]}"#, r#"{"$deleteFromPrimitiveList/args":["x"]}"#).unwrap(), r#"{"args":["y"]}"#);
+    assert_eq!(
+        apply(r#"{"containers":[{"name":"a"}]}"#, r#"{"containers":[{"$patch":"merge"}]}"#),
+        Err(Error::MergeInList)
+    );
+    assert_eq!(
+        apply(r#"{"args":["x","y","x"]}"#, r#"{"$deleteFromPrimitiveList/args":["x"]}"#).unwrap(),
+        r#"{"args":["y"]}"#
+    );
     assert_eq!(
         apply(r#"{"args":["x"]}"#, r#"{"$deleteFromPrimitiveListX/args":["x"]}"#),
         Err(Error::BadPatchFormatForPrimitiveList)
@@ -300,8 +323,14 @@ fn apply_side_directives() {
 fn mixed_element_types_are_rejected() {
     // §13.14 [H e06].
     let doc = r#"{"metadata":{"finalizers":["a",1]}}"#;
-    let err = create_three_way_merge_patch(&json(doc), &json(r#"{"metadata":{"finalizers":["a"]}}"#), &json(doc), &ByName, true)
-        .unwrap_err();
+    let err = create_three_way_merge_patch(
+        &json(doc),
+        &json(r#"{"metadata":{"finalizers":["a"]}}"#),
+        &json(doc),
+        &ByName,
+        true,
+    )
+    .unwrap_err();
     assert_eq!(err.cause().to_string(), "list element types are not identical: [[a 1] [a]]");
     assert_eq!(err.path(), Some("metadata.finalizers"));
     assert_eq!(err.to_string(), "metadata.finalizers: list element types are not identical: [[a 1] [a]]");

@@ -15,7 +15,10 @@ pub enum GoType {
     Struct(String),
     /// A struct whose JSON-visible fields are listed inline (`struct{ Raw []byte }`,
     /// `runtime.RawExtension` with none); `name` is Go's `Type.Name()`.
-    Inline { name: String, fields: Vec<Field> },
+    Inline {
+        name: String,
+        fields: Vec<Field>,
+    },
     Slice(Box<GoType>),
     Ptr(Box<GoType>),
     Map,
@@ -55,7 +58,12 @@ impl GoType {
                 .map(|f| {
                     let (name, ty) = f.trim().split_once(' ').expect("field name and type");
                     // No json tag: the JSON name is the Go field name.
-                    Field { json_name: name.into(), ty: GoType::parse(ty), strategy: String::new(), merge_key: String::new() }
+                    Field {
+                        json_name: name.into(),
+                        ty: GoType::parse(ty),
+                        strategy: String::new(),
+                        merge_key: String::new(),
+                    }
                 })
                 .collect();
             return GoType::Inline { name: String::new(), fields };
@@ -205,7 +213,6 @@ impl StructSchema {
             ))),
         }
     }
-
 }
 
 impl Schema for StructSchema {

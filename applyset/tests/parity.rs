@@ -427,10 +427,10 @@ impl Side {
                         "-p".to_owned(),
                         r#"{"metadata":{"finalizers":null}}"#.to_owned(),
                     ];
-                    if let Ok(output) = self.kubectl_in_ns(&args) {
-                        if !output.success {
-                            eprintln!("warning: {}: {}", output.command, output.stderr);
-                        }
+                    if let Ok(output) = self.kubectl_in_ns(&args)
+                        && !output.success
+                    {
+                        eprintln!("warning: {}: {}", output.command, output.stderr);
                     }
                 }
             }

@@ -116,7 +116,10 @@ pub const TAKE_OWNERSHIP_ANNOTATION: &str = "applyset.dev/take-ownership";
 /// Called with (manifest, live object, computed patch) for every object that exists; may
 /// remove parts of the patch. An emptied patch sends nothing.
 #[derive(Clone)]
-pub struct PatchFilter(pub std::sync::Arc<dyn Fn(&Value, &Value, &mut Value) + Send + Sync>);
+pub struct PatchFilter(pub std::sync::Arc<PatchFilterFn>);
+
+/// (manifest, live object, computed patch) → the patch with parts removed.
+pub type PatchFilterFn = dyn Fn(&Value, &Value, &mut Value) + Send + Sync;
 
 impl std::fmt::Debug for PatchFilter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

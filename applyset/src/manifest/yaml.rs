@@ -11,6 +11,10 @@
 //!
 //! Nesting is bounded by [`MAX_DEPTH`]: the tree is built without recursion, and the decoder
 //! only recurses over a tree it has checked.
+//!
+//! The only module with unsafe code besides two small fences in `source/`: libyaml's parser is
+//! driven through its C-style API, each call on a parser this module initialised and owns.
+#![allow(unsafe_code)]
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::CStr;

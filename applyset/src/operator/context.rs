@@ -45,7 +45,7 @@ pub struct Context {
     pub metrics: Arc<Metrics>,
     pub settings: Settings,
     events: EventPublisher,
-    clusters: Mutex<HashMap<ClusterKey, (Instant, Arc<Cluster>, Option<Arc<ApiIndex>>)>>,
+    clusters: Mutex<HashMap<ClusterKey, CachedCluster>>,
     /// Consecutive failures per ApplySet (`namespace/name`), for the retry backoff.
     failures: Mutex<HashMap<String, u32>>,
     /// The last run per ApplySet, so that watch events for our own status writes do not
@@ -60,6 +60,9 @@ struct LastRun {
     at: Instant,
     next: Duration,
 }
+
+/// An identity's cluster: when it was built, and its discovery for ApplySet parents.
+type CachedCluster = (Instant, Arc<Cluster>, Option<Arc<ApiIndex>>);
 
 /// Who applies: the controller itself (`None`) or an impersonated user. One cluster (and one
 /// set of discovery and OpenAPI caches) per identity, shared by all its ApplySets.

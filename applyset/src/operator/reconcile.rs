@@ -710,7 +710,7 @@ async fn cleanup(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Action, Recon
                 .await;
         }
     }
-    if let Err(error) = ctx.git.purge(&CacheKey::new(&namespace, &applyset.name())).await {
+    if let Err(error) = ctx.git.purge(&CacheKey::new(&namespace, applyset.name())).await {
         tracing::warn!(applyset = %key, %error, "cannot remove the git cache");
     }
     ctx.metrics.forget(&key);

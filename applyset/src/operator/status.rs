@@ -335,12 +335,20 @@ mod tests {
 
     #[test]
     fn the_status_patch_removes_keys_that_disappeared() {
-        let mut failed = ApplySetStatus::default();
-        failed.inventory =
-            Some(inventory(vec![object("ConfigMap", "a", STATE_APPLIED), object("Service", "web", STATE_FAILED)], 10));
-        let mut healed = ApplySetStatus::default();
-        healed.inventory =
-            Some(inventory(vec![object("ConfigMap", "a", STATE_APPLIED), object("Service", "web", STATE_APPLIED)], 10));
+        let failed = ApplySetStatus {
+            inventory: Some(inventory(
+                vec![object("ConfigMap", "a", STATE_APPLIED), object("Service", "web", STATE_FAILED)],
+                10,
+            )),
+            ..ApplySetStatus::default()
+        };
+        let healed = ApplySetStatus {
+            inventory: Some(inventory(
+                vec![object("ConfigMap", "a", STATE_APPLIED), object("Service", "web", STATE_APPLIED)],
+                10,
+            )),
+            ..ApplySetStatus::default()
+        };
         let patch = merge_patch(&failed, &healed);
         assert_eq!(patch["inventory"]["states"], serde_json::json!({"Applied": 2, "Failed": null}));
         // Applied to what the server held, the patch gives exactly the new status.

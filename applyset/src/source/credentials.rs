@@ -32,6 +32,7 @@ impl fmt::Debug for Secret {
 }
 
 impl Drop for Secret {
+    #[allow(unsafe_code)]
     fn drop(&mut self) {
         for b in self.0.iter_mut() {
             // SAFETY: `b` is a valid, aligned, exclusive reference.

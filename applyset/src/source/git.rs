@@ -34,6 +34,7 @@ const DEPTH_FOR_ANCESTRY: i32 = 64;
 /// Commits walked at most to decide ancestry.
 const MAX_ANCESTRY_WALK: usize = 20_000;
 
+#[allow(unsafe_code)]
 pub(crate) fn set_global_timeouts(connect_ms: i32, io_ms: i32) {
     // SAFETY: these only set libgit2 globals; they are not tied to any
     // object's lifetime. Failure leaves libgit2's defaults in place.
@@ -827,6 +828,7 @@ fn hex(bytes: &[u8]) -> String {
 
 // Not bound by libgit2-sys 0.18; part of libgit2's public API since 1.7 and
 // linked in with it.
+#[allow(unsafe_code)]
 unsafe extern "C" {
     fn git_remote_connect_ext(
         remote: *mut libgit2_sys::git_remote,
@@ -841,6 +843,7 @@ unsafe extern "C" {
 /// (`git_remote_connect` would read `http.followRedirects`, default
 /// "initial": anywhere). `cbs` must stay alive, unmoved, until the remote is
 /// disconnected.
+#[allow(unsafe_code)]
 fn connect(remote: &mut Remote<'_>, cbs: &RemoteCallbacks<'_>, headers: &[CString]) -> Result<(), git2::Error> {
     let ptrs: Vec<*mut c_char> = headers.iter().map(|h| h.as_ptr() as *mut c_char).collect();
     let strarray = libgit2_sys::git_strarray { strings: ptrs.as_ptr() as *mut *mut c_char, count: ptrs.len() };

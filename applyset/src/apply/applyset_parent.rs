@@ -255,6 +255,47 @@ impl ApiIndex {
         self.entries.iter().filter(|e| e.preferred && e.namespaced && e.verbs.iter().any(|v| v == "list"))
     }
 
+    /// The index of already fetched aggregated discovery lists (`/api`, `/apis`), as JSON.
+    pub fn from_aggregated(lists: &[&serde_json::Value]) -> Self {
+        let text = |v: Option<&serde_json::Value>| v.and_then(|v| v.as_str()).unwrap_or("").to_owned();
+        let strings = |v: Option<&serde_json::Value>| -> Vec<String> {
+            v.and_then(|v| v.as_array()).into_iter().flatten().filter_map(|s| s.as_str().map(str::to_owned)).collect()
+        };
+        let mut entries = Vec::new();
+        for group in lists.iter().filter_map(|l| l.get("items")?.as_array()).flatten() {
+            let group_name = text(group.get("metadata").and_then(|m| m.get("name")));
+            for (index, version) in group.get("versions").and_then(|v| v.as_array()).into_iter().flatten().enumerate() {
+                let version_name = text(version.get("version"));
+                if version_name.is_empty() {
+                    continue;
+                }
+                for resource in version.get("resources").and_then(|r| r.as_array()).into_iter().flatten() {
+                    let plural = text(resource.get("resource"));
+                    if plural.is_empty() || plural.contains('/') {
+                        continue;
+                    }
+                    let kind = text(resource.get("responseKind").and_then(|k| k.get("kind")));
+                    let singular = text(resource.get("singularResource"));
+                    entries.push(ApiEntry {
+                        api_resource: ApiResource {
+                            group: group_name.clone(),
+                            version: version_name.clone(),
+                            api_version: group_version_string(&group_name, &version_name),
+                            kind: kind.clone(),
+                            plural,
+                        },
+                        namespaced: text(resource.get("scope")) == "Namespaced",
+                        singular: if singular.is_empty() { kind.to_lowercase() } else { singular },
+                        short_names: strings(resource.get("shortNames")),
+                        preferred: index == 0,
+                        verbs: strings(resource.get("verbs")),
+                    });
+                }
+            }
+        }
+        Self { entries }
+    }
+
     /// An index from plain entries (tests).
     pub fn from_entries(entries: Vec<ApiEntry>) -> Self {
         Self { entries }
@@ -1480,6 +1521,39 @@ mod tests {
         let mut bare = serde_json::json!({"kind": "ConfigMap", "metadata": {"labels": null}});
         p.add_labels(&mut bare).unwrap();
         assert_eq!(bare["metadata"]["labels"][PART_OF_LABEL], p.id());
+    }
+
+    #[test]
+    fn an_index_from_aggregated_discovery() {
+        let apis = serde_json::json!({"kind": "APIGroupDiscoveryList", "items": [{
+            "metadata": {"name": "apps"},
+            "versions": [
+                {"version": "v1", "resources": [
+                    {"resource": "deployments", "responseKind": {"kind": "Deployment"}, "scope": "Namespaced",
+                     "singularResource": "deployment", "shortNames": ["deploy"], "verbs": ["get", "list"]},
+                    {"resource": "deployments/status", "responseKind": {"kind": "Deployment"}, "scope": "Namespaced"}
+                ]},
+                {"version": "v1beta1", "resources": [
+                    {"resource": "deployments", "responseKind": {"kind": "Deployment"}, "scope": "Namespaced"}
+                ]}
+            ]
+        }]});
+        let core = serde_json::json!({"kind": "APIGroupDiscoveryList", "items": [{
+            "metadata": {"name": ""},
+            "versions": [{"version": "v1", "resources": [
+                {"resource": "namespaces", "responseKind": {"kind": "Namespace"}, "scope": "Cluster", "verbs": ["list"]}
+            ]}]
+        }]});
+        let index = ApiIndex::from_aggregated(&[&core, &apis]);
+        let deployment = index.for_group_kind(&GroupKind::new("apps", "Deployment")).unwrap();
+        assert_eq!((deployment.api_resource.version.as_str(), deployment.singular.as_str()), ("v1", "deployment"));
+        assert_eq!(deployment.short_names, ["deploy"]);
+        assert!(deployment.namespaced && deployment.preferred);
+        let namespace = index.for_group_kind(&GroupKind::new("", "Namespace")).unwrap();
+        assert!(!namespace.namespaced);
+        assert_eq!(namespace.singular, "namespace", "the kind in lower case when discovery has no singular");
+        let listable: Vec<&str> = index.namespaced_listable().map(|e| e.api_resource.plural.as_str()).collect();
+        assert_eq!(listable, ["deployments"], "preferred versions only, no subresources");
     }
 
     #[test]

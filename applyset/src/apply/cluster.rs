@@ -15,6 +15,8 @@ use tokio::time::Instant;
 use applyset_merge::Value;
 use applyset_merge::openapi::OpenApi;
 use kube::core::{ApiResource, GroupVersionKind};
+
+use super::applyset_parent::ApiIndex;
 use tokio::sync::{OnceCell, RwLock};
 
 /// A `metav1.Status` failure answered by the apiserver.
@@ -188,6 +190,9 @@ type GvkKey = (String, String, String);
 #[derive(Debug, Default)]
 struct DiscoveryMap {
     kinds: HashMap<GvkKey, Mapping>,
+    /// The same discovery with kubectl's resource-matching rules (the ApplySet parent's REST
+    /// mapper), built from the same response: one discovery per cluster, not one per user.
+    index: Arc<ApiIndex>,
 }
 
 /// Everything the apply flow knows about the cluster: the client, the discovery cache
@@ -460,6 +465,11 @@ impl Cluster {
             .ok_or_else(|| Error::NoMatch { kind: gvk.kind.clone(), api_version: gvk.api_version() })
     }
 
+    /// The ApplySet parent's REST mapper, from the cached discovery (fetched if needed).
+    pub async fn api_index(&self) -> Result<Arc<ApiIndex>> {
+        Ok(self.discovery().await?.index.clone())
+    }
+
     /// Whether the discovery cache knows the kind (without fetching).
     pub async fn knows(&self, gvk: &GroupVersionKind) -> Result<bool> {
         Ok(self.mapping(gvk).await.is_ok())
@@ -506,8 +516,10 @@ impl Cluster {
             for list in [&core, &groups] {
                 add_aggregated(&mut map, list);
             }
+            map.index = Arc::new(ApiIndex::from_aggregated(&[&core, &groups]));
             return Ok(map);
         }
+        map.index = Arc::new(ApiIndex::load(&self.client).await.map_err(Error::Other)?);
         let discovery = kube::Discovery::new(self.client.clone())
             .run()
             .await

@@ -146,7 +146,11 @@ impl Context {
         {
             return Ok(index);
         }
-        let index = Arc::new(ApiIndex::load(cluster.client()).await?);
+        // The apply cluster's own discovery: one fetch serves the apply path and the parent.
+        if refresh {
+            cluster.refresh_discovery().await.map_err(|e| e.to_string())?;
+        }
+        let index = cluster.api_index().await.map_err(|e| e.to_string())?;
         if let Some(entry) = self.clusters.lock().unwrap_or_else(|p| p.into_inner()).get_mut(&key) {
             entry.2 = Some(index.clone());
         }

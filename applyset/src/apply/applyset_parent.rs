@@ -211,43 +211,8 @@ impl ApiIndex {
         let (core, groups) =
             futures::try_join!(client.list_core_api_versions_aggregated(), client.list_api_groups_aggregated())
                 .map_err(|error| format!("discovery failed: {}", error_text(&error)))?;
-        let mut entries = Vec::new();
-        for group in core.items.into_iter().chain(groups.items) {
-            let group_name = group.metadata.as_ref().and_then(|m| m.name.clone()).unwrap_or_default();
-            for (index, version) in group.versions.into_iter().enumerate() {
-                let Some(version_name) = version.version else {
-                    continue;
-                };
-                for resource in version.resources {
-                    let Some(plural) = resource.resource else {
-                        continue;
-                    };
-                    if plural.contains('/') {
-                        continue;
-                    }
-                    let kind = resource.response_kind.as_ref().and_then(|k| k.kind.clone()).unwrap_or_default();
-                    entries.push(ApiEntry {
-                        api_resource: ApiResource {
-                            group: group_name.clone(),
-                            version: version_name.clone(),
-                            api_version: group_version_string(&group_name, &version_name),
-                            kind: kind.clone(),
-                            plural,
-                        },
-                        namespaced: resource.scope.as_deref() == Some("Namespaced"),
-                        singular: resource
-                            .singular_resource
-                            .clone()
-                            .filter(|s| !s.is_empty())
-                            .unwrap_or_else(|| kind.to_lowercase()),
-                        short_names: resource.short_names,
-                        preferred: index == 0,
-                        verbs: resource.verbs,
-                    });
-                }
-            }
-        }
-        Ok(Self { entries })
+        let as_json = |list| serde_json::to_value(list).map_err(|e| format!("discovery failed: {e}"));
+        Ok(Self::from_aggregated(&[&as_json(core)?, &as_json(groups)?]))
     }
 
     /// The namespaced resources that can be listed, in their preferred version.

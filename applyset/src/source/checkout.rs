@@ -29,6 +29,8 @@ pub(crate) struct Budget<'a> {
     pub(crate) max_bytes: u64,
     pub(crate) max_files: u64,
     pub(crate) max_file_bytes: u64,
+    /// The checkout's root, so that errors name files as the repository does.
+    pub(crate) root: &'a Path,
     pub(crate) used_bytes: u64,
     pub(crate) used_files: u64,
     pub(crate) cancelled: &'a dyn Fn() -> bool,
@@ -74,7 +76,7 @@ pub(crate) fn write_tree(
                 if size as u64 > budget.max_file_bytes {
                     return Err(CheckoutError::TooLarge(format!(
                         "{} is {size} bytes, more than the {} bytes a file of a checkout may have",
-                        path.display(),
+                        path.strip_prefix(budget.root).unwrap_or(&path).display(),
                         budget.max_file_bytes
                     )));
                 }

@@ -735,6 +735,7 @@ impl Job {
                 max_bytes: self.limits.max_checkout_bytes,
                 max_files: self.limits.max_checkout_files,
                 max_file_bytes: self.limits.max_checkout_file_bytes,
+                root: &tmp,
                 used_bytes: 0,
                 used_files: 0,
                 cancelled: &cancelled,

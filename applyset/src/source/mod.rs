@@ -166,7 +166,9 @@ impl Default for Limits {
             max_fetch_bytes: 512 * 1024 * 1024,
             max_checkout_bytes: 1024 * 1024 * 1024,
             max_checkout_files: 200_000,
-            max_checkout_file_bytes: 64 * 1024 * 1024,
+            // Above the loader's own caps (a manifest that large fails LoadFailed, naming it),
+            // below what would threaten the controller's memory.
+            max_checkout_file_bytes: 128 * 1024 * 1024,
         }
     }
 }

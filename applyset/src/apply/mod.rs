@@ -800,8 +800,9 @@ async fn run_stage(
         .collect();
     let outcomes: Vec<(usize, ObjectReport, Option<Visited>)> = futures::stream::iter(work)
         .map(|(item, live)| async move {
-            let ((mut object_report, visited), server_warnings) =
-                cluster::collecting_warnings(apply_one(cluster, options, &item, live)).await;
+            let span = tracing::debug_span!("apply_object", object = %item.display(), source = %item.source);
+            let applied = tracing::Instrument::instrument(apply_one(cluster, options, &item, live), span);
+            let ((mut object_report, visited), server_warnings) = cluster::collecting_warnings(applied).await;
             // The missing-annotation warning comes before the patch's server warnings.
             object_report.warnings.extend(server_warnings);
             (item.index, object_report, visited)

@@ -112,7 +112,11 @@ async fn sync(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Action, Reconcil
         written = status.clone();
     }
 
-    match pipeline(&applyset, ctx, &previous, &mut status, intervals).await {
+    // One span per run: every log line of the run (and of each object it applies) carries the
+    // ApplySet and, once fetched, the revision.
+    let span = tracing::info_span!("reconcile", applyset = %key, revision = tracing::field::Empty);
+    let run = tracing::Instrument::instrument(pipeline(&applyset, ctx, &previous, &mut status, intervals), span);
+    match run.await {
         Ok(done) => {
             let now = now();
             let (applied, drifted, failed) = done.counts;
@@ -224,6 +228,7 @@ async fn pipeline(
         }
     };
     status.last_attempted_revision = Some(artifact.revision.clone());
+    tracing::Span::current().record("revision", artifact.revision.as_str());
 
     // load
     // kubectl refuses a directory without manifests; with allowEmpty it is an empty source.

@@ -45,7 +45,7 @@ pub struct Context {
     pub metrics: Arc<Metrics>,
     pub settings: Settings,
     events: EventPublisher,
-    clusters: Mutex<HashMap<ClusterKey, CachedCluster>>,
+    clusters: Mutex<HashMap<ClusterKey, (Instant, Arc<Cluster>)>>,
     /// Consecutive failures per ApplySet (`namespace/name`), for the retry backoff.
     failures: Mutex<HashMap<String, u32>>,
     /// The last run per ApplySet, so that watch events for our own status writes do not
@@ -60,9 +60,6 @@ struct LastRun {
     at: Instant,
     next: Duration,
 }
-
-/// An identity's cluster: when it was built, and its discovery for ApplySet parents.
-type CachedCluster = (Instant, Arc<Cluster>, Option<Arc<ApiIndex>>);
 
 /// Who applies: the controller itself (`None`) or an impersonated user. One cluster (and one
 /// set of discovery and OpenAPI caches) per identity, shared by all its ApplySets.
@@ -111,7 +108,7 @@ impl Context {
     pub fn cluster_for(&self, namespace: &str, service_account: Option<&str>) -> crate::apply::Result<Arc<Cluster>> {
         let key = ClusterKey::new(namespace, service_account);
         let mut clusters = self.clusters.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((built, cluster, _)) = clusters.get(&key)
+        if let Some((built, cluster)) = clusters.get(&key)
             && built.elapsed() < CLUSTER_TTL
         {
             return Ok(cluster.clone());
@@ -123,38 +120,17 @@ impl Context {
             config.auth_info.impersonate_groups = None;
         }
         let cluster = Arc::new(Cluster::from_config(config, self.settings.qps, self.settings.burst)?);
-        clusters.insert(key, (Instant::now(), cluster.clone(), None));
+        clusters.insert(key, (Instant::now(), cluster.clone()));
         Ok(cluster)
     }
 
-    /// Discovery for the ApplySet parent's recorded kinds, cached with the cluster.
-    pub async fn api_index(
-        &self,
-        namespace: &str,
-        service_account: Option<&str>,
-        cluster: &Cluster,
-        refresh: bool,
-    ) -> Result<Arc<ApiIndex>, String> {
-        let key = ClusterKey::new(namespace, service_account);
-        if !refresh
-            && let Some(index) = self
-                .clusters
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .get(&key)
-                .and_then(|(_, _, index)| index.clone())
-        {
-            return Ok(index);
-        }
-        // The apply cluster's own discovery: one fetch serves the apply path and the parent.
+    /// Discovery for the ApplySet parent's recorded kinds: the apply cluster's own (one fetch
+    /// serves the apply path and the parent), fetched again when `refresh` is set.
+    pub async fn api_index(&self, cluster: &Cluster, refresh: bool) -> Result<Arc<ApiIndex>, String> {
         if refresh {
             cluster.refresh_discovery().await.map_err(|e| e.to_string())?;
         }
-        let index = cluster.api_index().await.map_err(|e| e.to_string())?;
-        if let Some(entry) = self.clusters.lock().unwrap_or_else(|p| p.into_inner()).get_mut(&key) {
-            entry.2 = Some(index.clone());
-        }
-        Ok(index)
+        cluster.api_index().await.map_err(|e| e.to_string())
     }
 
     /// Records a failure; returns how many in a row.

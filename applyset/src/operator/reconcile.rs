@@ -273,20 +273,14 @@ async fn pipeline(
                 .is_some_and(|c| c.observed_generation == applyset.metadata.generation),
         };
     let report_only = steady && applyset.spec.drift.mode == DriftMode::Report;
-    let index = ctx
-        .api_index(&namespace, service_account.as_deref(), &cluster, false)
-        .await
-        .map_err(|e| Failure::new(Stage::Apply, e))?;
+    let index = ctx.api_index(&cluster, false).await.map_err(|e| Failure::new(Stage::Apply, e))?;
     let labels = applyset.metadata.labels.clone().unwrap_or_default();
     let mut annotations = applyset.metadata.annotations.clone().unwrap_or_default();
     let mut parent = parent_for(applyset, &index, &labels, &annotations)?;
     if !parent.warnings.is_empty() {
         // A kind recorded on the parent may be newer than the cached discovery (a CRD the last
         // run created): look again before treating it as gone.
-        let index = ctx
-            .api_index(&namespace, service_account.as_deref(), &cluster, true)
-            .await
-            .map_err(|e| Failure::new(Stage::Apply, e))?;
+        let index = ctx.api_index(&cluster, true).await.map_err(|e| Failure::new(Stage::Apply, e))?;
         parent = parent_for(applyset, &index, &labels, &annotations)?;
         for warning in parent.warnings.drain(..) {
             tracing::warn!(applyset = %applyset.key(), "{warning}");
@@ -385,6 +379,8 @@ async fn pipeline(
             own_namespace: &namespace,
             prune_non_empty_namespaces: applyset.spec.prune_non_empty_namespaces,
         };
+        // The cluster's discovery as it is now: this run may have added kinds (new CRDs).
+        let index = ctx.api_index(&cluster, false).await.map_err(|e| Failure::new(Stage::Prune, e))?;
         let pruned =
             prune::prune(cluster.client(), &parent, &index, &report.visited, scope, &DeleteOptions::new(DryRun::None))
                 .await;
@@ -673,10 +669,7 @@ async fn cleanup(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Action, Recon
         let cluster = ctx
             .cluster_for(&namespace, service_account.as_deref())
             .map_err(|e| ReconcileError::Cleanup(e.to_string()))?;
-        let index = ctx
-            .api_index(&namespace, service_account.as_deref(), &cluster, true)
-            .await
-            .map_err(ReconcileError::Cleanup)?;
+        let index = ctx.api_index(&cluster, true).await.map_err(ReconcileError::Cleanup)?;
         let labels = applyset.metadata.labels.clone().unwrap_or_default();
         let annotations = applyset.metadata.annotations.clone().unwrap_or_default();
         let parent =

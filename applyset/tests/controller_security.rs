@@ -14,15 +14,10 @@ use git::Fixture;
 use operator::{
     ControllerOptions, ControllerProcess, condition, create_applyset, failed_with, is_ready, wait_for_applyset,
 };
+use operator::{applied_revision, config_map};
 use support::TestNamespace;
 
 const T: Duration = Duration::from_secs(90);
-
-fn config_map(name: &str, namespace: &str, value: &str) -> String {
-    format!(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {namespace}\ndata:\n  value: \"{value}\"\n"
-    )
-}
 
 fn namespace_manifest(name: &str) -> String {
     format!("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {name}\n")
@@ -32,12 +27,8 @@ fn start(ns: &TestNamespace) -> Result<ControllerProcess> {
     ControllerProcess::start(ControllerOptions::new(&ns.kubeconfig, &ns.name).arg("--allow-local-sources"))
 }
 
-fn applied_revision(applyset: &ApplySet) -> Option<String> {
-    applyset.status.as_ref()?.last_applied_revision.clone()
-}
-
 fn ready_at(commit: &str) -> impl Fn(&ApplySet) -> bool + '_ {
-    move |a| is_ready(a) && applied_revision(a).as_deref() == Some(format!("main@sha1:{commit}").as_str())
+    move |a| is_ready(a) && applied_revision(a) == Some(format!("main@sha1:{commit}").as_str())
 }
 
 fn exists(ns: &TestNamespace, kind_name: &str) -> Result<bool> {

@@ -11,18 +11,13 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use git::Fixture;
+use operator::config_map;
 use operator::{
     ControllerOptions, ControllerProcess, condition, create_applyset, failed_with, is_ready, wait_for_applyset,
 };
 use support::TestNamespace;
 
 const T: Duration = Duration::from_secs(120);
-
-fn config_map(name: &str, namespace: &str, value: &str) -> String {
-    format!(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {namespace}\ndata:\n  value: \"{value}\"\n"
-    )
-}
 
 fn revision_is(applyset: &applyset::operator::api::ApplySet, commit: &str) -> bool {
     applyset.status.as_ref().and_then(|s| s.last_applied_revision.as_deref())

@@ -17,29 +17,13 @@ use operator::{
     ControllerOptions, ControllerProcess, condition, create_applyset, events_for, failed_with, is_ready,
     request_reconcile, wait_for_applyset,
 };
+use operator::{applied_revision, config_map, config_map_value};
 use support::TestNamespace;
 
 const T: Duration = Duration::from_secs(60);
 
-fn config_map(name: &str, namespace: &str, value: &str) -> String {
-    format!(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {namespace}\ndata:\n  value: \"{value}\"\n"
-    )
-}
-
-/// `data.value` of a ConfigMap, or `None` when it does not exist.
-fn value(ns: &TestNamespace, name: &str) -> Result<Option<String>> {
-    let out =
-        ns.kubectl_ok(&["get", "configmap", name, "--ignore-not-found", "-o", "jsonpath={.data.value}|"], None)?;
-    Ok(out.strip_suffix('|').map(str::to_owned))
-}
-
-fn last_applied(applyset: &ApplySet) -> Option<&str> {
-    applyset.status.as_ref()?.last_applied_revision.as_deref()
-}
-
 fn applied(revision: String) -> impl Fn(&ApplySet) -> bool {
-    move |applyset| last_applied(applyset) == Some(revision.as_str()) && is_ready(applyset)
+    move |applyset| applied_revision(applyset) == Some(revision.as_str()) && is_ready(applyset)
 }
 
 fn ready_message(applyset: &ApplySet) -> String {
@@ -82,8 +66,8 @@ async fn a_redirect_to_another_server_is_refused_and_nothing_is_pruned() -> Resu
     let controller = ControllerProcess::start(ControllerOptions::new(&ns.kubeconfig, &ns.name))?;
     create_applyset(&ns, "app", serde_json::json!({ "source": { "url": url_a }, "interval": "1h" })).await?;
     let ready = wait_for_applyset(&ns, "app", &controller, "Ready on server A", T, is_ready).await?;
-    assert_eq!(last_applied(&ready), Some(format!("main@sha1:{first}").as_str()));
-    assert_eq!(value(&ns, "keep")?.as_deref(), Some("from-a"));
+    assert_eq!(applied_revision(&ready), Some(format!("main@sha1:{first}").as_str()));
+    assert_eq!(config_map_value(&ns, "keep")?.as_deref(), Some("from-a"));
 
     // Server A now answers every request for the repository with a redirect to server B
     // (another port, another repository).
@@ -97,10 +81,10 @@ async fn a_redirect_to_another_server_is_refused_and_nothing_is_pruned() -> Resu
     assert!(server_a.redirected.load(Ordering::SeqCst) >= 1);
     assert_eq!(server_b.ref_listings.load(Ordering::SeqCst), 0, "nothing was asked of server B");
     assert_eq!(server_b.upload_packs.load(Ordering::SeqCst), 0, "nothing was fetched from server B");
-    assert_eq!(last_applied(&failed), Some(format!("main@sha1:{first}").as_str()));
-    assert_eq!(value(&ns, "keep")?.as_deref(), Some("from-a"), "nothing is pruned");
-    assert_eq!(value(&ns, "a")?.as_deref(), Some("from-a"), "nothing of B is applied");
-    assert_eq!(value(&ns, "b")?, None, "nothing of B is applied");
+    assert_eq!(applied_revision(&failed), Some(format!("main@sha1:{first}").as_str()));
+    assert_eq!(config_map_value(&ns, "keep")?.as_deref(), Some("from-a"), "nothing is pruned");
+    assert_eq!(config_map_value(&ns, "a")?.as_deref(), Some("from-a"), "nothing of B is applied");
+    assert_eq!(config_map_value(&ns, "b")?, None, "nothing of B is applied");
     let events = events_for(&ns, "app").await?;
     ensure!(
         events.iter().any(|(kind, reason, note)| kind == "Warning" && reason == "FetchFailed" && note.contains(&url_b)),
@@ -163,7 +147,7 @@ async fn a_force_push_backwards_is_reported() -> Result<()> {
     request_reconcile(&ns, "app").await?;
     let at_b = wait_for_applyset(&ns, "app", &controller, "Ready at B", T, applied(rev_b.clone())).await?;
     assert_eq!(ready_message(&at_b), format!("Applied revision: {rev_b}"));
-    assert_eq!(value(&ns, "three")?.as_deref(), Some("1"));
+    assert_eq!(config_map_value(&ns, "three")?.as_deref(), Some("1"));
     let events = events_for(&ns, "app").await?;
     let forward = format!("{rev_a} → {rev_b}");
     ensure!(
@@ -188,8 +172,8 @@ async fn a_force_push_backwards_is_reported() -> Result<()> {
     assert_eq!(kind, "Warning");
     ensure!(note.contains(&format!("{rev_b} → {rev_c}")) && note.contains("not an ancestor"), "{note}");
     // The rewrite was applied: what left git is pruned (now with a notice).
-    assert_eq!(value(&ns, "two")?, None);
-    assert_eq!(value(&ns, "three")?, None);
-    assert_eq!(value(&ns, "one")?.as_deref(), Some("1"));
+    assert_eq!(config_map_value(&ns, "two")?, None);
+    assert_eq!(config_map_value(&ns, "three")?, None);
+    assert_eq!(config_map_value(&ns, "one")?.as_deref(), Some("1"));
     Ok(())
 }

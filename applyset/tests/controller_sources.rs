@@ -19,30 +19,14 @@ use operator::{
     ControllerOptions, ControllerProcess, condition, create_applyset, failed_with, get_applyset, is_ready, patch_spec,
     request_reconcile, wait_for_applyset,
 };
+use operator::{applied_revision, config_map, config_map_value};
 use support::TestNamespace;
 
 const T: Duration = Duration::from_secs(60);
 
-fn config_map(name: &str, namespace: &str, value: &str) -> String {
-    format!(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {namespace}\ndata:\n  value: \"{value}\"\n"
-    )
-}
-
-/// `data.value` of a ConfigMap, or `None` when it does not exist.
-fn value(ns: &TestNamespace, name: &str) -> Result<Option<String>> {
-    let out =
-        ns.kubectl_ok(&["get", "configmap", name, "--ignore-not-found", "-o", "jsonpath={.data.value}|"], None)?;
-    Ok(out.strip_suffix('|').map(str::to_owned))
-}
-
-fn last_applied(applyset: &ApplySet) -> Option<&str> {
-    applyset.status.as_ref()?.last_applied_revision.as_deref()
-}
-
 /// `lastAppliedRevision` is `revision`.
 fn applied(revision: String) -> impl Fn(&ApplySet) -> bool {
-    move |applyset| last_applied(applyset) == Some(revision.as_str())
+    move |applyset| applied_revision(applyset) == Some(revision.as_str())
 }
 
 fn ready_reason(applyset: &ApplySet) -> Option<String> {
@@ -136,7 +120,7 @@ async fn https_basic_auth_with_a_private_ca() -> Result<()> {
         wait_for_applyset(&ns, "app", &controller, "FetchFailed (untrusted)", T, failed_with("FetchFailed")).await?;
     let (_, _, message) = condition(&untrusted, "Ready").unwrap();
     assert!(message.contains("untrusted host") && message.contains(&url), "{message}");
-    assert_eq!(value(&ns, "a")?, None);
+    assert_eq!(config_map_value(&ns, "a")?, None);
 
     // With ca.crt in the Secret (as Flux's GitRepository takes it), a reconcile now succeeds.
     apply_secret(
@@ -150,9 +134,9 @@ async fn https_basic_auth_with_a_private_ca() -> Result<()> {
     )?;
     request_reconcile(&ns, "app").await?;
     let ready = wait_for_applyset(&ns, "app", &controller, "Ready over HTTPS", T, is_ready).await?;
-    assert_eq!(last_applied(&ready), Some(format!("main@sha1:{first}").as_str()));
+    assert_eq!(applied_revision(&ready), Some(format!("main@sha1:{first}").as_str()));
     assert_eq!(ready_reason(&ready).as_deref(), Some("Succeeded"));
-    assert_eq!(value(&ns, "a")?.as_deref(), Some("1"));
+    assert_eq!(config_map_value(&ns, "a")?.as_deref(), Some("1"));
     assert!(server.upload_packs.load(std::sync::atomic::Ordering::SeqCst) >= 1, "the objects came over HTTPS");
     assert!(server.unauthorized.load(std::sync::atomic::Ordering::SeqCst) >= 1, "the server asked for credentials");
 
@@ -190,7 +174,7 @@ async fn wrong_password_fails_the_fetch_and_prunes_nothing() -> Result<()> {
     )
     .await?;
     wait_for_applyset(&ns, "app", &controller, "Ready", T, is_ready).await?;
-    assert_eq!(value(&ns, "b")?.as_deref(), Some("1"));
+    assert_eq!(config_map_value(&ns, "b")?.as_deref(), Some("1"));
 
     // The Secret gets a wrong password and b.yaml is removed upstream: the fetch must fail,
     // and b must survive.
@@ -210,8 +194,8 @@ async fn wrong_password_fails_the_fetch_and_prunes_nothing() -> Result<()> {
     let status = failed.status.clone().unwrap();
     assert_eq!(status.last_handled_reconcile_at.as_deref(), Some(requested.as_str()));
     assert_eq!(status.last_applied_revision.as_deref(), Some(format!("main@sha1:{good}").as_str()));
-    assert_eq!(value(&ns, "b")?.as_deref(), Some("1"), "nothing is pruned when the fetch fails");
-    assert_eq!(value(&ns, "a")?.as_deref(), Some("1"), "nothing is applied when the fetch fails");
+    assert_eq!(config_map_value(&ns, "b")?.as_deref(), Some("1"), "nothing is pruned when the fetch fails");
+    assert_eq!(config_map_value(&ns, "a")?.as_deref(), Some("1"), "nothing is applied when the fetch fails");
     let events = operator::events_for(&ns, "app").await?;
     assert!(
         events.iter().any(|(kind, reason, note)| kind == "Warning"
@@ -231,8 +215,8 @@ async fn wrong_password_fails_the_fetch_and_prunes_nothing() -> Result<()> {
     request_reconcile(&ns, "app").await?;
     wait_for_applyset(&ns, "app", &controller, "the fixed Secret used", T, applied(format!("main@sha1:{removed}")))
         .await?;
-    assert_eq!(value(&ns, "b")?, None);
-    assert_eq!(value(&ns, "a")?.as_deref(), Some("2"));
+    assert_eq!(config_map_value(&ns, "b")?, None);
+    assert_eq!(config_map_value(&ns, "a")?.as_deref(), Some("2"));
     Ok(())
 }
 
@@ -264,7 +248,7 @@ async fn unreachable_repository_times_out_and_prunes_nothing() -> Result<()> {
         .await?;
     let (_, _, message) = condition(&failed, "Ready").unwrap();
     assert!(message.contains("unreachable"), "{message}");
-    assert_eq!(value(&ns, "a")?.as_deref(), Some("1"), "nothing is pruned when the fetch fails");
+    assert_eq!(config_map_value(&ns, "a")?.as_deref(), Some("1"), "nothing is pruned when the fetch fails");
 
     // A host that accepts connections and never answers: the 2s timeout applies, not the 2m
     // default. (Last: the abandoned fetch keeps this ApplySet's git cache locked until libgit2's
@@ -282,8 +266,8 @@ async fn unreachable_repository_times_out_and_prunes_nothing() -> Result<()> {
     assert!(message.contains("timed out"), "{message}");
     assert!(took < Duration::from_secs(20), "a 2s fetch timeout took {took:?} to report");
     assert_eq!(failed.status.as_ref().unwrap().observed_generation, failed.metadata.generation);
-    assert_eq!(last_applied(&failed), Some(format!("main@sha1:{good}").as_str()));
-    assert_eq!(value(&ns, "a")?.as_deref(), Some("1"), "nothing is pruned when the fetch fails");
+    assert_eq!(applied_revision(&failed), Some(format!("main@sha1:{good}").as_str()));
+    assert_eq!(config_map_value(&ns, "a")?.as_deref(), Some("1"), "nothing is pruned when the fetch fails");
     Ok(())
 }
 
@@ -317,15 +301,15 @@ async fn ssh_with_a_deploy_key() -> Result<()> {
         Ok(ready) => ready,
         Err(error) => panic!("{error:#}\nsshd log:\n{}", sshd.log()),
     };
-    assert_eq!(last_applied(&ready), Some(format!("main@sha1:{first}").as_str()));
-    assert_eq!(value(&ns, "a")?.as_deref(), Some("over-ssh"));
+    assert_eq!(applied_revision(&ready), Some(format!("main@sha1:{first}").as_str()));
+    assert_eq!(config_map_value(&ns, "a")?.as_deref(), Some("over-ssh"));
 
     // It keeps following the branch over SSH.
     repo.write("deploy/a.yaml", config_map("a", &ns.name, "second"));
     let second = repo.commit("second");
     wait_for_applyset(&ns, "app", &controller, "the second commit over SSH", T, applied(format!("main@sha1:{second}")))
         .await?;
-    assert_eq!(value(&ns, "a")?.as_deref(), Some("second"));
+    assert_eq!(config_map_value(&ns, "a")?.as_deref(), Some("second"));
     let key = std::fs::read_to_string(&identity)?;
     let key_body = key.lines().nth(1).expect("an OpenSSH private key has a body");
     assert_not_leaked(&ns, "app", &controller, key_body).await?;
@@ -367,9 +351,9 @@ async fn suspend_stops_applying_until_resumed() -> Result<()> {
     })
     .await?;
     assert_eq!(ready_reason(&handled).as_deref(), Some("Suspended"));
-    assert_eq!(last_applied(&handled), Some(format!("main@sha1:{first}").as_str()));
-    assert_eq!(value(&ns, "a")?.as_deref(), Some("1"));
-    assert_eq!(value(&ns, "b")?.as_deref(), Some("1"));
+    assert_eq!(applied_revision(&handled), Some(format!("main@sha1:{first}").as_str()));
+    assert_eq!(config_map_value(&ns, "a")?.as_deref(), Some("1"));
+    assert_eq!(config_map_value(&ns, "b")?.as_deref(), Some("1"));
 
     ns.kubectl_ok(&["patch", "applyset", "app", "--type=merge", "-p", r#"{"spec":{"suspend":false}}"#], None)?;
     let resumed = wait_for_applyset(&ns, "app", &controller, "the second commit after resuming", T, |a| {
@@ -377,8 +361,8 @@ async fn suspend_stops_applying_until_resumed() -> Result<()> {
     })
     .await?;
     assert_eq!(ready_reason(&resumed).as_deref(), Some("Succeeded"));
-    assert_eq!(value(&ns, "a")?.as_deref(), Some("2"));
-    assert_eq!(value(&ns, "b")?, None);
+    assert_eq!(config_map_value(&ns, "a")?.as_deref(), Some("2"));
+    assert_eq!(config_map_value(&ns, "b")?, None);
     Ok(())
 }
 
@@ -424,8 +408,8 @@ async fn reconcile_request_applies_a_new_commit_before_the_interval() -> Result<
     )
     .await?;
     let slow = get_applyset(&ns, "slow").await?;
-    assert_eq!(last_applied(&slow), Some(format!("main@sha1:{first}").as_str()));
-    assert_eq!(value(&ns, "slow")?.as_deref(), Some("1"));
+    assert_eq!(applied_revision(&slow), Some(format!("main@sha1:{first}").as_str()));
+    assert_eq!(config_map_value(&ns, "slow")?.as_deref(), Some("1"));
     assert_eq!(slow.status.as_ref().unwrap().last_handled_reconcile_at, None);
 
     let requested = request_reconcile(&ns, "slow").await?;
@@ -439,7 +423,7 @@ async fn reconcile_request_applies_a_new_commit_before_the_interval() -> Result<
     )
     .await?;
     assert_eq!(done.status.as_ref().unwrap().last_handled_reconcile_at.as_deref(), Some(requested.as_str()));
-    assert_eq!(value(&ns, "slow")?.as_deref(), Some("2"));
+    assert_eq!(config_map_value(&ns, "slow")?.as_deref(), Some("2"));
     Ok(())
 }
 
@@ -513,13 +497,13 @@ async fn deleting_an_applyset_deletes_or_orphans_its_objects() -> Result<()> {
     let owned = wait_for_applyset(&ns, "owned", &controller, "owned Ready", T, is_ready).await?;
     wait_for_applyset(&ns, "kept", &controller, "kept Ready", T, is_ready).await?;
     assert_eq!(owned.metadata.finalizers.as_deref(), Some(&["applyset.dev/finalizer".to_owned()][..]));
-    assert_eq!(value(&ns, "owned-a")?.as_deref(), Some("1"));
+    assert_eq!(config_map_value(&ns, "owned-a")?.as_deref(), Some("1"));
 
     // kubectl delete waits for the finalizer: when it returns, the objects are gone already.
     ns.kubectl_ok(&["delete", "applyset", "owned", "--timeout=60s"], None)?;
-    assert_eq!(value(&ns, "owned-a")?, None);
-    assert_eq!(value(&ns, "owned-b")?, None);
-    assert_eq!(value(&ns, "kept-a")?.as_deref(), Some("1"), "another ApplySet's objects are not touched");
+    assert_eq!(config_map_value(&ns, "owned-a")?, None);
+    assert_eq!(config_map_value(&ns, "owned-b")?, None);
+    assert_eq!(config_map_value(&ns, "kept-a")?.as_deref(), Some("1"), "another ApplySet's objects are not touched");
     let events = operator::events_for(&ns, "owned").await?;
     assert!(
         events
@@ -531,7 +515,7 @@ async fn deleting_an_applyset_deletes_or_orphans_its_objects() -> Result<()> {
     ns.kubectl_ok(&["delete", "applyset", "kept", "--timeout=60s"], None)?;
     let left = ns.kubectl_ok(&["get", "applysets", "-o", "name"], None)?;
     assert_eq!(left.trim(), "", "both ApplySets are gone");
-    assert_eq!(value(&ns, "kept-a")?.as_deref(), Some("1"), "deletionPolicy Orphan keeps the objects");
+    assert_eq!(config_map_value(&ns, "kept-a")?.as_deref(), Some("1"), "deletionPolicy Orphan keeps the objects");
     Ok(())
 }
 
@@ -563,8 +547,8 @@ async fn kubectl_recognises_the_applyset_as_a_parent_it_does_not_manage() -> Res
     let out = support::run(&mut command, None)?;
     assert!(!out.success, "kubectl took over the ApplySet:\n{}{}", out.stdout, out.stderr);
     assert!(out.stderr.contains(r#"is managed by tooling "applyset" instead of "kubectl""#), "{}", out.stderr);
-    assert_eq!(value(&ns, "other")?, None, "kubectl applied nothing");
-    assert_eq!(value(&ns, "a")?.as_deref(), Some("1"), "kubectl pruned nothing");
+    assert_eq!(config_map_value(&ns, "other")?, None, "kubectl applied nothing");
+    assert_eq!(config_map_value(&ns, "a")?.as_deref(), Some("1"), "kubectl pruned nothing");
     let after = get_applyset(&ns, "app").await?;
     assert_eq!(after.metadata.annotations, ready.metadata.annotations, "the parent's metadata is unchanged");
     assert_eq!(after.metadata.labels, ready.metadata.labels);
@@ -607,10 +591,10 @@ async fn tags_and_semver_ranges_pick_the_right_commit() -> Result<()> {
     .await?;
     let pinned = wait_for_applyset(&ns, "pinned", &controller, "pinned Ready", T, is_ready).await?;
     let ranged = wait_for_applyset(&ns, "ranged", &controller, "ranged Ready", T, is_ready).await?;
-    assert_eq!(last_applied(&pinned), Some(format!("v1.0.0@sha1:{v100}").as_str()));
-    assert_eq!(last_applied(&ranged), Some(format!("v1.2.0@sha1:{v120}").as_str()));
-    assert_eq!(value(&ns, "pinned")?.as_deref(), Some("1.0.0"));
-    assert_eq!(value(&ns, "ranged")?.as_deref(), Some("1.2.0"));
+    assert_eq!(applied_revision(&pinned), Some(format!("v1.0.0@sha1:{v100}").as_str()));
+    assert_eq!(applied_revision(&ranged), Some(format!("v1.2.0@sha1:{v120}").as_str()));
+    assert_eq!(config_map_value(&ns, "pinned")?.as_deref(), Some("1.0.0"));
+    assert_eq!(config_map_value(&ns, "ranged")?.as_deref(), Some("1.2.0"));
     let columns = ns.kubectl_ok(&["get", "applyset", "ranged", "--no-headers"], None)?;
     assert!(columns.contains(&format!("v1.2.0@sha1:{v120}")), "kubectl get shows the revision: {columns}");
 
@@ -618,9 +602,9 @@ async fn tags_and_semver_ranges_pick_the_right_commit() -> Result<()> {
     let v130 = release("1.3.0");
     repo.tag("v1.3.0", false);
     wait_for_applyset(&ns, "ranged", &controller, "v1.3.0 applied", T, applied(format!("v1.3.0@sha1:{v130}"))).await?;
-    assert_eq!(value(&ns, "ranged")?.as_deref(), Some("1.3.0"));
+    assert_eq!(config_map_value(&ns, "ranged")?.as_deref(), Some("1.3.0"));
     let pinned = get_applyset(&ns, "pinned").await?;
-    assert_eq!(last_applied(&pinned), Some(format!("v1.0.0@sha1:{v100}").as_str()));
-    assert_eq!(value(&ns, "pinned")?.as_deref(), Some("1.0.0"));
+    assert_eq!(applied_revision(&pinned), Some(format!("v1.0.0@sha1:{v100}").as_str()));
+    assert_eq!(config_map_value(&ns, "pinned")?.as_deref(), Some("1.0.0"));
     Ok(())
 }

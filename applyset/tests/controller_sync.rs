@@ -10,18 +10,13 @@ use std::time::Duration;
 
 use anyhow::Result;
 use git::Fixture;
+use operator::config_map;
 use operator::{
     ControllerOptions, ControllerProcess, condition, create_applyset, failed_with, is_ready, wait_for_applyset,
 };
 use support::TestNamespace;
 
 const T: Duration = Duration::from_secs(90);
-
-fn config_map(name: &str, namespace: &str, value: &str) -> String {
-    format!(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {namespace}\ndata:\n  value: \"{value}\"\n"
-    )
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn follows_commits_and_prunes_removed_files() -> Result<()> {

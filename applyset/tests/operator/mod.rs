@@ -19,6 +19,25 @@ use kube::api::{Patch, PatchParams};
 use crate::git::free_port;
 use crate::support::{self, TestNamespace};
 
+/// A ConfigMap manifest with one `data.value`, as the controller tests commit them.
+pub fn config_map(name: &str, namespace: &str, value: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {namespace}\ndata:\n  value: \"{value}\"\n"
+    )
+}
+
+/// `data.value` of a ConfigMap, or `None` when it does not exist.
+pub fn config_map_value(ns: &TestNamespace, name: &str) -> Result<Option<String>> {
+    let out =
+        ns.kubectl_ok(&["get", "configmap", name, "--ignore-not-found", "-o", "jsonpath={.data.value}|"], None)?;
+    Ok(out.strip_suffix('|').map(str::to_owned))
+}
+
+/// `status.lastAppliedRevision`.
+pub fn applied_revision(applyset: &ApplySet) -> Option<&str> {
+    applyset.status.as_ref()?.last_applied_revision.as_deref()
+}
+
 /// Installs the CRD from `crds/` (as users do) once per test binary.
 pub fn install_crd(kubeconfig: &Path) -> Result<()> {
     static INSTALLED: OnceLock<std::result::Result<(), String>> = OnceLock::new();

@@ -157,22 +157,9 @@ fn json_stream(text: &str, max_document: Option<u64>, docs: &mut Vec<Document>) 
                     message: if e.is_eof() { "unexpected EOF".to_owned() } else { strip_position(&e.to_string()) },
                     too_large: None,
                 };
-                // kubectl's fallback: eat blanks up to and including the first newline, then
-                // read the rest as YAML; a failure of its first document reports the JSON error.
-                let rest = &text[last_end..];
-                let mut skip = 0;
-                for (i, b) in rest.bytes().enumerate() {
-                    if !b.is_ascii_whitespace() && b != 0x0B {
-                        skip = i;
-                        break;
-                    }
-                    if b == b'\n' {
-                        skip = i + 1;
-                        break;
-                    }
-                    skip = i + 1;
-                }
-                let start = last_end + skip;
+                // kubectl's fallback: read the rest as YAML; a failure of its first document
+                // reports the JSON error.
+                let start = last_end + leading_blanks_through_newline(&text[last_end..]);
                 if start >= text.len() {
                     return Err(json_error);
                 }
@@ -181,6 +168,24 @@ fn json_stream(text: &str, max_document: Option<u64>, docs: &mut Vec<Document>) 
             }
         }
     }
+}
+
+/// The length of the blanks `rest` starts with, up to and including the first newline: what
+/// kubectl's JSON-to-YAML fallback skips.
+fn leading_blanks_through_newline(rest: &str) -> usize {
+    let mut skip = 0;
+    for (i, b) in rest.bytes().enumerate() {
+        if !b.is_ascii_whitespace() && b != 0x0B {
+            skip = i;
+            break;
+        }
+        if b == b'\n' {
+            skip = i + 1;
+            break;
+        }
+        skip = i + 1;
+    }
+    skip
 }
 
 /// serde_json appends " at line L column C"; positions are reported separately.

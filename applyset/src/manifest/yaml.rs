@@ -4,16 +4,16 @@
 //! Events come from libyaml (the `unsafe-libyaml` translation): go-yaml v2 is itself a Go port
 //! of libyaml, so the two accept the same syntax and report the same problems ("mapping values
 //! are not allowed in this context"). On top of the events this module rebuilds go-yaml v2's
-//! node tree ([`tree`]) and decoder ([`decode`]): YAML 1.1 scalar resolution
+//! node tree (`tree`) and decoder (`decode`): YAML 1.1 scalar resolution
 //! ([`super::resolve`]), anchors and aliases (with go-yaml's alias-expansion ratio limit), `<<`
 //! merge keys, non-string keys turned into strings, duplicate keys (last wins). Numbers then go
 //! through the JSON text Go would write and are read back with kubectl's "preserve ints" rule,
 //! so `1.0` becomes the integer 1.
 //!
-//! Nesting is bounded by [`MAX_DEPTH`](applyset_merge::value::MAX_DEPTH): the tree is built without recursion, and the decoder
-//! only recurses over a tree it has checked.
+//! Nesting is bounded by [`MAX_DEPTH`](applyset_merge::value::MAX_DEPTH): the tree is built
+//! without recursion, and the decoder only recurses over a tree it has checked.
 //!
-//! All unsafe code is in [`libyaml`], the one module that drives libyaml's C-style parser API;
+//! All unsafe code is in `libyaml`, the one module that drives libyaml's C-style parser API;
 //! everything it hands out is owned Rust data.
 
 mod decode;

@@ -346,15 +346,7 @@ fn is_timestamp(s: &str) -> bool {
     }
     i += 1;
     let Some(day) = num(&mut i) else { return false };
-    let leap = year.is_multiple_of(4) && (!year.is_multiple_of(100) || year.is_multiple_of(400));
-    let days = match month {
-        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-        4 | 6 | 9 | 11 => 30,
-        2 if leap => 29,
-        2 => 28,
-        _ => return false,
-    };
-    if day == 0 || day > days {
+    if !is_date(year, month, day) {
         return false;
     }
     if i == b.len() {
@@ -392,17 +384,31 @@ fn is_timestamp(s: &str) -> bool {
     if sep == b' ' {
         return i == b.len();
     }
-    match &s[i..] {
-        "Z" => true,
-        zone => {
-            let z = zone.as_bytes();
-            z.len() == 6
-                && matches!(z[0], b'+' | b'-')
-                && z[1..3].iter().all(u8::is_ascii_digit)
-                && z[3] == b':'
-                && z[4..6].iter().all(u8::is_ascii_digit)
-        }
-    }
+    is_zone(&s[i..])
+}
+
+/// Go's day-of-month range check, leap years included.
+fn is_date(year: u32, month: u32, day: u32) -> bool {
+    let leap = year.is_multiple_of(4) && (!year.is_multiple_of(100) || year.is_multiple_of(400));
+    let days = match month {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return false,
+    };
+    day != 0 && day <= days
+}
+
+/// The `Z07:00` of a layout: `Z` or `±hh:mm`.
+fn is_zone(zone: &str) -> bool {
+    let z = zone.as_bytes();
+    zone == "Z"
+        || (z.len() == 6
+            && matches!(z[0], b'+' | b'-')
+            && z[1..3].iter().all(u8::is_ascii_digit)
+            && z[3] == b':'
+            && z[4..6].iter().all(u8::is_ascii_digit))
 }
 
 /// Go's `base64.StdEncoding.DecodeString`, which skips `\r` and `\n`.

@@ -11,6 +11,9 @@
 //!   only be blanks or a `#` comment). Each piece is parsed on its own.
 //! * Empty and `null` documents are skipped.
 
+use std::iter::{Enumerate, Peekable};
+use std::str::Split;
+
 use applyset_merge::Value;
 
 use super::limits::LimitExceeded;
@@ -154,22 +157,9 @@ fn json_stream(text: &str, max_document: Option<u64>, docs: &mut Vec<Document>) 
                     message: if e.is_eof() { "unexpected EOF".to_owned() } else { strip_position(&e.to_string()) },
                     too_large: None,
                 };
-                // kubectl's fallback: eat blanks up to and including the first newline, then
-                // read the rest as YAML; a failure of its first document reports the JSON error.
-                let rest = &text[last_end..];
-                let mut skip = 0;
-                for (i, b) in rest.bytes().enumerate() {
-                    if !b.is_ascii_whitespace() && b != 0x0B {
-                        skip = i;
-                        break;
-                    }
-                    if b == b'\n' {
-                        skip = i + 1;
-                        break;
-                    }
-                    skip = i + 1;
-                }
-                let start = last_end + skip;
+                // kubectl's fallback: read the rest as YAML; a failure of its first document
+                // reports the JSON error.
+                let start = last_end + leading_blanks_through_newline(&text[last_end..]);
                 if start >= text.len() {
                     return Err(json_error);
                 }
@@ -178,6 +168,24 @@ fn json_stream(text: &str, max_document: Option<u64>, docs: &mut Vec<Document>) 
             }
         }
     }
+}
+
+/// The length of the blanks `rest` starts with, up to and including the first newline: what
+/// kubectl's JSON-to-YAML fallback skips.
+fn leading_blanks_through_newline(rest: &str) -> usize {
+    let mut skip = 0;
+    for (i, b) in rest.bytes().enumerate() {
+        if !b.is_ascii_whitespace() && b != 0x0B {
+            skip = i;
+            break;
+        }
+        if b == b'\n' {
+            skip = i + 1;
+            break;
+        }
+        skip = i + 1;
+    }
+    skip
 }
 
 /// serde_json appends " at line L column C"; positions are reported separately.
@@ -201,27 +209,6 @@ fn yaml_stream(
 ) -> Result<(), DocumentError> {
     let mut piece = String::new();
     let mut piece_start = 0;
-    let mut handle = |piece: &str, start: usize, number: usize, first: Option<DocumentError>| {
-        let fail = |line: Option<usize>, column: Option<usize>, message: String| {
-            Err(first.clone().unwrap_or(DocumentError { document: number, line, column, message, too_large: None }))
-        };
-        match yaml::parse_document_limited(piece, max_document) {
-            Ok(Value::Null) => Ok(()),
-            Ok(value) => {
-                let raw = value.to_json_string();
-                docs.push(Document { number, line: line_offset + start + 1, value, raw });
-                Ok(())
-            }
-            Err(e) if e.too_large.is_some() => Err(DocumentError {
-                document: number,
-                line: e.line.map(|l| l + line_offset + start),
-                column: e.column,
-                message: e.message,
-                too_large: e.too_large,
-            }),
-            Err(e) => fail(e.line.map(|l| l + line_offset + start), e.column, e.message),
-        }
-    };
     let mut lines = text.split('\n').enumerate().peekable();
     while let Some((index, mut line)) = lines.next() {
         let last = lines.peek().is_none();
@@ -245,7 +232,7 @@ fn yaml_stream(
             }
             if !piece.is_empty() {
                 number += 1;
-                handle(&piece, piece_start, number, first_error.take())?;
+                yaml_document(&piece, line_offset + piece_start, number, first_error.take(), max_document, docs)?;
                 piece.clear();
                 continue;
             }
@@ -259,20 +246,60 @@ fn yaml_stream(
         if let Some(limit) = max_document
             && piece.len() as u64 > limit
         {
-            // The rest of the document is only measured, to report its size.
-            let mut size = piece.len() as u64;
-            while let Some((_, next)) = lines.next_if(|(_, next)| !next.starts_with("---")) {
-                size += next.len() as u64 + u64::from(lines.peek().is_some());
-            }
-            let exceeded = LimitExceeded::Document { size, limit };
+            let exceeded = LimitExceeded::Document { size: measure_document(piece.len() as u64, &mut lines), limit };
             return Err(DocumentError::too_large(number + 1, line_offset + piece_start + 1, exceeded));
         }
     }
     if !piece.is_empty() {
         number += 1;
-        handle(&piece, piece_start, number, first_error.take())?;
+        yaml_document(&piece, line_offset + piece_start, number, first_error.take(), max_document, docs)?;
     }
     Ok(())
+}
+
+/// Decodes one document of a YAML stream, numbered `number`, whose first line is line
+/// `first_line` (0-based) of the file; a `null` document adds nothing. With `first_error`, a
+/// failure other than a size limit reports that error instead (the JSON fallback).
+fn yaml_document(
+    piece: &str,
+    first_line: usize,
+    number: usize,
+    first_error: Option<DocumentError>,
+    max_document: Option<u64>,
+    docs: &mut Vec<Document>,
+) -> Result<(), DocumentError> {
+    match yaml::parse_document_limited(piece, max_document) {
+        Ok(Value::Null) => Ok(()),
+        Ok(value) => {
+            let raw = value.to_json_string();
+            docs.push(Document { number, line: first_line + 1, value, raw });
+            Ok(())
+        }
+        Err(e) if e.too_large.is_some() => Err(DocumentError {
+            document: number,
+            line: e.line.map(|l| l + first_line),
+            column: e.column,
+            message: e.message,
+            too_large: e.too_large,
+        }),
+        Err(e) => Err(first_error.unwrap_or(DocumentError {
+            document: number,
+            line: e.line.map(|l| l + first_line),
+            column: e.column,
+            message: e.message,
+            too_large: None,
+        })),
+    }
+}
+
+/// The size of a document over the limit: the `read` bytes, plus the rest of it up to the next
+/// separator line, which is only measured.
+fn measure_document(read: u64, lines: &mut Peekable<Enumerate<Split<'_, char>>>) -> u64 {
+    let mut size = read;
+    while let Some((_, next)) = lines.next_if(|(_, next)| !next.starts_with("---")) {
+        size += next.len() as u64 + u64::from(lines.peek().is_some());
+    }
+    size
 }
 
 #[cfg(test)]

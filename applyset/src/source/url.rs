@@ -343,7 +343,7 @@ fn apply_scrub(text: &str, found: &[Userinfo]) -> String {
 /// in `text`: the whole userinfo of http(s) URLs becomes `***` (a token is
 /// often the user name), ssh URLs keep their user name (`ssh://git@…`) but
 /// not a password. Robust to passwords with raw reserved characters (see
-/// [`find_userinfos`]). Text without such URLs is returned unchanged.
+/// `find_userinfos`). Text without such URLs is returned unchanged.
 pub fn scrub_url(text: &str) -> String {
     let mut found = find_userinfos(text, false);
     found.extend(scp_passwords(text));

@@ -5,17 +5,21 @@
 //! * patch-merging mode: folding the delta patch into the deletions patch during three-way
 //!   creation; directives are copied (and checked for agreement) instead of executed.
 //!
-//! Documents are consumed and returned, so no subtree is copied more than necessary.
+//! Documents are consumed and returned, so no subtree is copied more than necessary. Merging
+//! list fields is in [`lists`].
 
-use super::keys::{KeyHashState, KeyMap, KeySet, PositionIndex, TypedKey, go_s_string, go_type_name};
-use super::order::{ServerOrder, go_decoded_capacity, order_merged, swap_dedup_in_place};
+mod lists;
+
+use super::keys::{KeySet, TypedKey, go_s_string, go_type_name};
+use super::order::{ServerOrder, order_merged};
 use super::{
     DELETE_FROM_PRIMITIVE_LIST_PREFIX, DIRECTIVE_MARKER, ElemKind, RETAIN_KEYS_DIRECTIVE, SET_ELEMENT_ORDER_PREFIX,
     merge_key_values_equal, slice_element_type,
 };
 use crate::error::{Error, Result};
-use crate::meta::{Schema, Strategy};
+use crate::meta::Schema;
 use crate::value::{Map, Value};
+use lists::{LiveView, Reorder, merge_list_field};
 
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct MergeOptions {
@@ -360,241 +364,4 @@ fn validate_against_order(patch_list: &[Value], order: &[Value], merge_key: &str
         });
     }
     Ok(())
-}
-
-/// The result of merging two lists, plus what the caller's view of its *live* list shows
-/// afterwards: upstream mutates the live list's storage in place (spec §7.4).
-pub(crate) struct MergedList {
-    pub items: Vec<Value>,
-    pub live_view: LiveView,
-}
-
-pub(crate) enum LiveView {
-    /// The live list was not touched (handed back, for the caller to read).
-    Unchanged(Vec<Value>),
-    /// The keys of the live list's slots after the merge.
-    Keys(Vec<TypedKey<'static>>),
-    /// The live list's slots show the first `len` merged items (returned unordered), then
-    /// `extra`.
-    MergedPrefix { len: usize, extra: Vec<TypedKey<'static>> },
-}
-
-/// Whether a merge must order its result. Upstream always does; when a `$setElementOrder`
-/// orders the list again right after, the first ordering only matters for elements with
-/// equal keys, so it is skipped when all keys are distinct.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Reorder {
-    Always,
-    IfAmbiguous,
-}
-
-/// Upstream `mergeSliceHandler`: merge lists (and deletion lists) element-wise, others are
-/// replaced by the patch list verbatim.
-#[allow(clippy::too_many_arguments)]
-fn merge_list_field(
-    live: Vec<Value>,
-    patch: Vec<Value>,
-    element: &dyn Schema,
-    strategy: Strategy,
-    merge_key: &str,
-    is_deletion_list: bool,
-    opts: MergeOptions,
-    reorder: Reorder,
-) -> Result<MergedList> {
-    if strategy.merge || is_deletion_list {
-        merge_list(live, patch, element, merge_key, is_deletion_list, opts, reorder)
-    } else {
-        Ok(MergedList { items: patch, live_view: LiveView::Unchanged(live) })
-    }
-}
-
-/// Upstream `mergeSlice`.
-fn merge_list(
-    live: Vec<Value>,
-    patch: Vec<Value>,
-    element: &dyn Schema,
-    merge_key: &str,
-    is_deletion_list: bool,
-    opts: MergeOptions,
-    reorder: Reorder,
-) -> Result<MergedList> {
-    if live.is_empty() && patch.is_empty() {
-        return Ok(MergedList { items: Vec::new(), live_view: LiveView::Unchanged(live) });
-    }
-    match slice_element_type(&[&live, &patch])? {
-        ElemKind::Scalar => {
-            if opts.parallel && is_deletion_list {
-                let doomed: KeySet<TypedKey<'_>> = patch.iter().map(TypedKey::of).collect();
-                let kept = live.into_iter().filter(|v| !doomed.contains(&TypedKey::of(v))).collect();
-                return Ok(MergedList { items: kept, live_view: LiveView::Keys(Vec::new()) });
-            }
-            merge_scalar_lists(live, patch, reorder)
-        }
-        ElemKind::Map => {
-            if merge_key.is_empty() {
-                return Err(Error::NoMergeKeyForList(element.name()));
-            }
-            merge_map_lists(live, patch, element, merge_key, opts, reorder)
-        }
-    }
-}
-
-/// Scalars: the union of both lists (Go's swap-dedup of `live ++ patch`), then ordered.
-fn merge_scalar_lists(live: Vec<Value>, patch: Vec<Value>, reorder: Reorder) -> Result<MergedList> {
-    let n = live.len();
-    // `append(live, patch...)` writes into the live list's storage when it has room; the
-    // dedup then rewrites the live list's own slots if it holds duplicates (spec §7.4).
-    // Live lists here come from JSON decoding, whose capacity follows Go's append growth.
-    let shares_storage = go_decoded_capacity(n) >= n + patch.len();
-    let live_has_duplicates = {
-        let mut seen = KeySet::with_capacity_and_hasher(n, KeyHashState::default());
-        !live.iter().all(|v| seen.insert(TypedKey::of(v)))
-    };
-    // Without duplicates the live elements keep the first n slots, in order.
-    let live_keys = if live_has_duplicates && !shares_storage { owned_keys(&live, "") } else { Vec::new() };
-    let mut buffer = live;
-    buffer.extend(patch.iter().cloned());
-    let len = swap_dedup_in_place(&mut buffer);
-    let view = match (live_has_duplicates, shares_storage) {
-        (false, _) => LiveView::MergedPrefix { len: n, extra: Vec::new() },
-        (true, true) => LiveView::Keys(owned_keys(&buffer[..n], "")),
-        (true, false) => LiveView::Keys(live_keys),
-    };
-    buffer.truncate(len);
-    // After the dedup all elements are distinct: a later $setElementOrder decides alone.
-    if reorder == Reorder::IfAmbiguous {
-        return Ok(MergedList { items: buffer, live_view: view });
-    }
-    let server_order = match &view {
-        LiveView::Keys(keys) => ServerOrder::Keys(keys),
-        _ => ServerOrder::MergedPrefix { len: n, extra: &[] },
-    };
-    let items = order_merged(buffer, &patch, server_order, "", ElemKind::Scalar)?;
-    Ok(MergedList { items, live_view: LiveView::Keys(Vec::new()) })
-}
-
-/// Lists of objects merged by key: `$patch` elements first (deletions, replace), then each
-/// plain patch element merges into the first live element with the same key or is appended.
-fn merge_map_lists(
-    live: Vec<Value>,
-    patch: Vec<Value>,
-    element: &dyn Schema,
-    merge_key: &str,
-    opts: MergeOptions,
-    reorder: Reorder,
-) -> Result<MergedList> {
-    let n = live.len();
-    let mut alive = vec![true; n];
-    let mut distinct_keys = true;
-    let mut stale: Vec<TypedKey<'static>> = Vec::new();
-    let mut replace = false;
-    let mut plain = Vec::with_capacity(patch.len());
-    {
-        // Positions of each merge-key value (elements without the key never match).
-        let mut positions: KeyMap<TypedKey<'_>, Vec<usize>> = KeyMap::default();
-        for (i, v) in live.iter().enumerate() {
-            match v.as_object().and_then(|m| m.get(merge_key)) {
-                Some(k) => {
-                    let at = positions.entry(TypedKey::of(k)).or_default();
-                    at.push(i);
-                    distinct_keys &= at.len() == 1;
-                }
-                None => distinct_keys = false,
-            }
-        }
-        // Special elements. Deleting shifts the live list's tail left inside its storage;
-        // the slot freed at the end keeps a copy of the element that was last at that time.
-        let mut last_alive = n.checked_sub(1);
-        for item in patch {
-            let Value::Object(map) = &item else { unreachable!("element kind checked") };
-            let Some(directive) = map.get(DIRECTIVE_MARKER) else {
-                plain.push(item);
-                continue;
-            };
-            match directive.as_str() {
-                Some("delete") => {
-                    let key = map.get(merge_key).ok_or_else(|| Error::no_merge_key(&item, merge_key))?;
-                    for pos in positions.remove(&TypedKey::of(key).into_owned()).unwrap_or_default() {
-                        let last = last_alive.expect("a live element is being deleted");
-                        stale.push(TypedKey::of_element(&live[last], merge_key).into_owned());
-                        alive[pos] = false;
-                        last_alive = (0..=last).rev().find(|&i| alive[i]);
-                    }
-                }
-                Some("replace") => replace = true,
-                Some("merge") => return Err(Error::MergeInList),
-                _ => return Err(bad_patch_type(directive, map)),
-            }
-        }
-    }
-    let deleted = stale.len();
-    let mut working: Vec<Value> = live.into_iter().zip(&alive).filter(|(_, a)| **a).map(|(v, _)| v).collect();
-    let survivors = working.len();
-    // The live list's n slots show: survivors, the first appended items (written into the
-    // freed slots), then the stale copies still there (slot n-d+j was left by deletion d-1-j).
-    let stale_after = |appended: usize| -> Vec<TypedKey<'static>> {
-        (appended.min(deleted)..deleted).map(|j| stale[deleted - 1 - j].clone()).collect()
-    };
-
-    if replace {
-        // The result is the plain patch elements, ordered by the first position of their key
-        // among themselves (this groups duplicates); the live storage only saw the deletions.
-        let mut view = owned_keys(&working, merge_key);
-        view.extend(stale_after(0));
-        let len = plain.len();
-        let items = order_merged(plain, &[], ServerOrder::MergedPrefix { len, extra: &[] }, merge_key, ElemKind::Map)?;
-        return Ok(MergedList { items, live_view: LiveView::Keys(view) });
-    }
-
-    // First position of each key in the working list (survivors, then appended items).
-    let mut index = PositionIndex::new();
-    for i in 0..working.len() {
-        if let Some(k) = working[i].as_object().and_then(|m| m.get(merge_key)) {
-            index.insert(&TypedKey::of(k), i, &working, merge_key);
-        }
-    }
-    let mut patch_order = Vec::with_capacity(plain.len());
-    let mut appended = 0;
-    for item in plain {
-        let Value::Object(map) = item else { unreachable!("element kind checked") };
-        let Some(key_value) = map.get(merge_key).cloned() else {
-            return Err(Error::no_merge_key(&Value::Object(map), merge_key));
-        };
-        let key = TypedKey::of(&key_value);
-        match index.get(&key, &working, merge_key) {
-            Some(i) => {
-                let Value::Object(target) = &mut working[i] else { unreachable!("element kind checked") };
-                *target = merge_map(std::mem::take(target), map, element, opts)
-                    .map_err(|e| e.in_element(merge_key, &key_value))?;
-            }
-            None => {
-                working.push(Value::Object(map));
-                index.insert(&key, working.len() - 1, &working, merge_key);
-                appended += 1;
-            }
-        }
-        let mut order_entry = Map::new();
-        order_entry.insert(merge_key.to_owned(), key_value);
-        patch_order.push(Value::Object(order_entry));
-    }
-    drop(index);
-
-    let visible = survivors + appended.min(deleted);
-    if reorder == Reorder::IfAmbiguous && distinct_keys {
-        // Unordered: the caller orders, reading the live view off the returned list.
-        return Ok(MergedList {
-            items: working,
-            live_view: LiveView::MergedPrefix { len: visible, extra: stale_after(appended) },
-        });
-    }
-    let view = if reorder == Reorder::IfAmbiguous {
-        let mut keys = owned_keys(&working[..visible], merge_key);
-        keys.extend(stale_after(appended));
-        LiveView::Keys(keys)
-    } else {
-        LiveView::Keys(Vec::new())
-    };
-    let server_order = ServerOrder::MergedPrefix { len: survivors, extra: &[] };
-    let items = order_merged(working, &patch_order, server_order, merge_key, ElemKind::Map)?;
-    Ok(MergedList { items, live_view: view })
 }

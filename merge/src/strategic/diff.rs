@@ -332,11 +332,7 @@ fn diff_lists_of_maps(
     let left_order = sorted_by_v_string(&left_keys);
     let right_order = sorted_by_v_string(&right_keys);
 
-    // Patch items with the position of their key's first occurrence in `right`.
-    let mut items: Vec<(usize, Value)> = Vec::new();
-    let mut delete_items: Vec<Value> = Vec::new();
-    let mut deletions = Vec::new();
-    let mut first_in_right: Option<FirstIndex<'_>> = None;
+    let mut out = MapListPatch::new(&right_keys);
     let (mut i, mut j) = (0, 0);
     while i < left_order.len() || j < right_order.len() {
         let in_left = i < left_order.len();
@@ -351,73 +347,122 @@ fn diff_lists_of_maps(
         let both_at = in_left && in_right;
         if both_at && left_order[i].0 == right_order[j].0 {
             let (li, rj) = (left_order[i].1, right_order[j].1);
-            let (Value::Object(l), Value::Object(r)) = (&left[li], &right[rj]) else {
-                unreachable!("elements with a merge key are objects");
-            };
-            log.enter(PathSegment::Index(li));
-            let key_value = right_keys[rj].expect("checked");
-            let mut sub = diff_maps(l, r, schema, opts, log).map_err(|e| e.in_element(merge_key, key_value))?;
-            log.leave();
-            if !sub.is_empty() {
-                let key = right_keys[rj].expect("checked");
-                sub.insert(merge_key.to_owned(), key.clone());
-                let sub = Value::Object(sub);
-                if is_delete_directive(&sub) {
-                    delete_items.push(sub);
-                } else {
-                    let first = first_in_right.get_or_insert_with(|| typed_index(&right_keys)).get(&TypedKey::of(key));
-                    items.push((first.unwrap_or(usize::MAX), sub));
-                }
+            let key = right_keys[rj].expect("checked");
+            if let Some(sub) = diff_matched_element((li, &left[li]), &right[rj], key, schema, merge_key, opts, log)? {
+                out.push(key, sub);
             }
             i += 1;
             j += 1;
         } else if !in_left || (in_right && left_order[i].0 > right_order[j].0) {
             if opts.changes {
                 let rj = right_order[j].1;
-                if is_delete_directive(&right[rj]) {
-                    // Delete directives go after the other items, in walk order (upstream
-                    // `normalizeSliceOrder`).
-                    delete_items.push(right[rj].clone());
-                } else {
-                    let key = right_keys[rj].expect("checked");
-                    let first = first_in_right.get_or_insert_with(|| typed_index(&right_keys)).get(&TypedKey::of(key));
-                    items.push((first.unwrap_or(usize::MAX), right[rj].clone()));
-                }
+                out.push(right_keys[rj].expect("checked"), right[rj].clone());
             }
             j += 1;
         } else {
             if opts.deletions {
-                let mut directive = Map::new();
-                directive.insert(merge_key.to_owned(), left_keys[left_order[i].1].expect("checked").clone());
-                directive.insert(DIRECTIVE_MARKER.to_owned(), Value::String("delete".into()));
-                deletions.push(Value::Object(directive));
+                out.deletions.push(delete_directive(merge_key, left_keys[left_order[i].1].expect("checked")));
             }
             i += 1;
         }
     }
-
-    // Upstream `normalizeSliceOrder(patch, modified)`: stable by first position in `right`.
-    items.sort_by_key(|(at, _)| *at);
-    let mut patch: Vec<Value> = items.into_iter().map(|(_, v)| v).collect();
-    patch.extend(delete_items);
-    patch.extend(deletions);
+    let patch = out.into_patch();
 
     let order_same = left.len() == right.len()
         && left_keys.iter().zip(&right_keys).all(|(l, r)| typed_eq(l.expect("checked"), r.expect("checked")));
     let wanted = (opts.changes && (!patch.is_empty() || !order_same)) || (opts.deletions && !patch.is_empty());
-    let order = if opts.set_order && wanted {
-        right_keys
-            .iter()
-            .map(|k| {
-                let mut m = Map::new();
-                m.insert(merge_key.to_owned(), k.cloned().unwrap_or(Value::Null));
-                Value::Object(m)
-            })
-            .collect()
-    } else {
-        Vec::new()
-    };
+    let order = if opts.set_order && wanted { set_element_order(&right_keys, merge_key) } else { Vec::new() };
     Ok(ListDiff { patch, deletions: Vec::new(), order })
+}
+
+/// The patch of an element present on both sides, `(index, element)` on the left: its diff with
+/// the merge key added, or `None` when there is no difference.
+fn diff_matched_element(
+    (index_in_left, left): (usize, &Value),
+    right: &Value,
+    key: &Value,
+    schema: &dyn Schema,
+    merge_key: &str,
+    opts: DiffOptions,
+    log: &mut SortLog,
+) -> Result<Option<Value>> {
+    let (Value::Object(l), Value::Object(r)) = (left, right) else {
+        unreachable!("elements with a merge key are objects");
+    };
+    log.enter(PathSegment::Index(index_in_left));
+    let mut sub = diff_maps(l, r, schema, opts, log).map_err(|e| e.in_element(merge_key, key))?;
+    log.leave();
+    if sub.is_empty() {
+        return Ok(None);
+    }
+    sub.insert(merge_key.to_owned(), key.clone());
+    Ok(Some(Value::Object(sub)))
+}
+
+/// The patch of a list of objects as the walk builds it.
+struct MapListPatch<'a> {
+    right_keys: &'a [Option<&'a Value>],
+    /// Patch items with the position of their key's first occurrence in `right`.
+    items: Vec<(usize, Value)>,
+    /// Delete directives, in walk order.
+    delete_items: Vec<Value>,
+    /// `$patch: delete` for the elements only on the left.
+    deletions: Vec<Value>,
+    first_in_right: Option<FirstIndex<'a>>,
+}
+
+impl<'a> MapListPatch<'a> {
+    fn new(right_keys: &'a [Option<&'a Value>]) -> Self {
+        MapListPatch {
+            right_keys,
+            items: Vec::new(),
+            delete_items: Vec::new(),
+            deletions: Vec::new(),
+            first_in_right: None,
+        }
+    }
+
+    /// Adds the patch item for the element with merge-key value `key`. Delete directives go
+    /// after the other items, in walk order (upstream `normalizeSliceOrder`).
+    fn push(&mut self, key: &Value, item: Value) {
+        if is_delete_directive(&item) {
+            self.delete_items.push(item);
+            return;
+        }
+        let right_keys = self.right_keys;
+        let first = self.first_in_right.get_or_insert_with(|| typed_index(right_keys)).get(&TypedKey::of(key));
+        self.items.push((first.unwrap_or(usize::MAX), item));
+    }
+
+    /// Upstream `normalizeSliceOrder(patch, modified)`: stable by first position in `right`,
+    /// then the delete directives, then the deletions.
+    fn into_patch(mut self) -> Vec<Value> {
+        self.items.sort_by_key(|(at, _)| *at);
+        let mut patch: Vec<Value> = self.items.into_iter().map(|(_, v)| v).collect();
+        patch.extend(self.delete_items);
+        patch.extend(self.deletions);
+        patch
+    }
+}
+
+/// `{merge_key: key, $patch: delete}`.
+fn delete_directive(merge_key: &str, key: &Value) -> Value {
+    let mut directive = Map::new();
+    directive.insert(merge_key.to_owned(), key.clone());
+    directive.insert(DIRECTIVE_MARKER.to_owned(), Value::String("delete".into()));
+    Value::Object(directive)
+}
+
+/// The `$setElementOrder` list of a list of objects: the merge keys of `right`, in order.
+fn set_element_order(right_keys: &[Option<&Value>], merge_key: &str) -> Vec<Value> {
+    right_keys
+        .iter()
+        .map(|k| {
+            let mut m = Map::new();
+            m.insert(merge_key.to_owned(), k.cloned().unwrap_or(Value::Null));
+            Value::Object(m)
+        })
+        .collect()
 }
 
 /// Positions ordered by the `%v` string of each key (Go `sort.Sort`, `<=`); elements without

@@ -1,0 +1,184 @@
+//! The blocking part of a sync: everything that calls libgit2.
+//!
+//! A [`Job`] is a validated sync request ([`Job::prepare`]); [`Job::run`] performs it on a
+//! blocking thread:
+//!
+//! * [`remote`]: the redirect check, connecting with the transport's credentials, listing the
+//!   remote's refs and fetching;
+//! * [`plan`]: which refs to fetch for the spec's ref, and the commit they give;
+//! * [`callbacks`]: what libgit2 calls back during a connection (credentials, the server's
+//!   certificate or host key, progress) and what those callbacks record;
+//! * [`cache`]: the cache repository, the checkout of a commit, how two commits relate;
+//! * [`error`]: failures as [`SourceError`]s, categorised and without secrets;
+//! * [`ffi`]: the libgit2 calls git2 binds as unsafe or not at all (the only unsafe code here).
+
+mod cache;
+mod callbacks;
+mod error;
+mod ffi;
+mod plan;
+mod remote;
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use git2::{Oid, Repository};
+
+pub(crate) use ffi::set_global_timeouts;
+
+use super::checkout;
+use super::credentials::Credentials;
+use super::error::{ErrorCategory, ErrorContext, SourceError};
+use super::known_hosts::KnownHosts;
+use super::spec::{RefRequest, SourceSpec};
+use super::tls::CaBundle;
+use super::url::{GitUrl, Transport};
+use super::{Ancestry, Artifact, Counters, Limits, RevisionChange};
+use callbacks::CallbackState;
+
+/// A validated sync request, ready to run on a blocking thread.
+pub(crate) struct Job {
+    pub(crate) ctx: ErrorContext,
+    dir: PathBuf,
+    url: GitUrl,
+    reference: RefRequest,
+    path: PathBuf,
+    path_display: String,
+    creds: Option<Credentials>,
+    known_hosts: Option<KnownHosts>,
+    ca: Option<CaBundle>,
+    limits: Limits,
+    /// The limit of the whole sync (for messages; the caller enforces it).
+    timeout: Duration,
+    /// The revision applied before, to relate the new one to.
+    previous: Option<Previous>,
+}
+
+/// A previous revision: `<name>@sha1:<hex>` or `sha1:<hex>`.
+struct Previous {
+    revision: String,
+    name: Option<String>,
+    oid: Oid,
+}
+
+impl Previous {
+    fn parse(revision: &str) -> Option<Previous> {
+        let (name, hex) = match revision.rsplit_once("@sha1:") {
+            Some((name, hex)) => (Some(name.to_string()), hex),
+            None => (None, revision.strip_prefix("sha1:")?),
+        };
+        Some(Previous {
+            revision: revision.to_string(),
+            name,
+            oid: Oid::from_str(hex).ok().filter(|_| hex.len() == 40)?,
+        })
+    }
+}
+
+/// The commit the spec's ref resolved to.
+struct Resolved {
+    commit: Oid,
+    /// Name for the revision (`main`, `v1.2.3`); `None` for a bare commit pin.
+    revision_name: Option<String>,
+    /// Whether this sync fetched from the remote.
+    fetched: bool,
+}
+
+impl Job {
+    pub(crate) fn prepare(
+        dir: PathBuf,
+        spec: &SourceSpec,
+        creds: Option<Credentials>,
+        limits: Limits,
+        timeout: Duration,
+        previous: Option<&str>,
+    ) -> Result<Job, SourceError> {
+        let url = GitUrl::parse(&spec.url)?;
+        let reference = RefRequest::from_spec(spec.reference.as_ref())?;
+        let ctx = ErrorContext { url: url.scrubbed(), reference: reference.describe() };
+        let path_display = spec.path.clone().unwrap_or_default();
+        let path = checkout::normalise_path(spec.path.as_deref()).map_err(|why| SourceError::PathEscapes {
+            ctx: ctx.clone(),
+            path: path_display.clone(),
+            cause: why,
+        })?;
+        let invalid = |m: String| SourceError::new(ErrorCategory::InvalidSpec, &ctx, m);
+        let known_hosts = match (url.transport(), creds.as_ref().and_then(|c| c.known_hosts.as_deref())) {
+            (Transport::Ssh, Some(text)) => Some(KnownHosts::parse(text).map_err(invalid)?),
+            (Transport::Ssh, None) => {
+                return Err(invalid(
+                    "ssh sources need a secret with known_hosts (the host key is always verified)".to_string(),
+                ));
+            }
+            _ => None,
+        };
+        let ca = match creds.as_ref().and_then(|c| c.ca_cert.as_deref()) {
+            Some(pem) => Some(CaBundle::parse(pem).map_err(invalid)?),
+            None => None,
+        };
+        if let Some(c) = &creds {
+            check_credentials(url.transport(), c).map_err(invalid)?;
+        }
+        Ok(Job {
+            ctx,
+            dir,
+            url,
+            reference,
+            path,
+            path_display,
+            creds,
+            known_hosts,
+            ca,
+            limits,
+            timeout,
+            previous: previous.and_then(Previous::parse),
+        })
+    }
+
+    pub(crate) fn run(self, cancel: &AtomicBool, counters: &Counters) -> Result<Artifact, SourceError> {
+        let repo = self.open_repo()?;
+        let st = CallbackState::new(cancel, self.limits.max_fetch_bytes);
+        let Resolved { commit, revision_name, fetched } = self.resolve_and_fetch(&repo, &st, counters)?;
+        if st.cancelled() {
+            return Err(self.timed_out());
+        }
+        let change = self.revision_change(&repo, commit, revision_name.as_deref());
+        let hex = commit.to_string();
+        let checkout_dir = self.materialise(&repo, commit, &st, counters)?;
+        let dir = checkout::resolve_dir(&checkout_dir, &self.path).map_err(|e| self.path_error(e, &hex))?;
+        let revision = match revision_name {
+            Some(name) => format!("{name}@sha1:{hex}"),
+            None => format!("sha1:{hex}"),
+        };
+        Ok(Artifact { revision, commit: hex, dir, checkout: checkout_dir, fetched, change })
+    }
+
+    /// How `commit` relates to the previous revision: compared only when the same named ref
+    /// moved (see [`cache::ancestry`]).
+    fn revision_change(&self, repo: &Repository, commit: Oid, revision_name: Option<&str>) -> Option<RevisionChange> {
+        let previous = self.previous.as_ref().filter(|p| p.oid != commit)?;
+        let same_ref = previous.name.is_some() && previous.name.as_deref() == revision_name;
+        let ancestry = if !same_ref || matches!(self.reference, RefRequest::Commit { .. }) {
+            Ancestry::NotCompared
+        } else {
+            cache::ancestry(repo, commit, previous.oid)
+        };
+        Some(RevisionChange { previous: previous.revision.clone(), ancestry })
+    }
+}
+
+/// What the transport needs from the secret: an ssh key for ssh; a bearer token that can go in
+/// a header.
+fn check_credentials(transport: Transport, creds: &Credentials) -> Result<(), String> {
+    if transport == Transport::Ssh && creds.identity.is_none() {
+        return Err("ssh sources need a secret with identity (the private key)".to_string());
+    }
+    if let Some(token) = &creds.bearer_token {
+        let ok = token.expose_str().is_some_and(|t| !t.is_empty() && t.bytes().all(|b| b.is_ascii_graphic()));
+        if !ok {
+            return Err("bearerToken must be printable ASCII without spaces".to_string());
+        }
+    }
+    Ok(())
+}

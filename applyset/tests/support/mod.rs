@@ -114,6 +114,36 @@ pub fn kubectl_path() -> Result<PathBuf> {
     Ok(versioned)
 }
 
+/// `kubectl.1.33` with `kubeconfig` and no namespace (for objects that name their own).
+pub fn kubectl_cluster(kubeconfig: &Path) -> Result<Command> {
+    let mut command = Command::new(kubectl_path()?);
+    command.arg("--kubeconfig").arg(kubeconfig);
+    Ok(command)
+}
+
+/// Helm, for the tests that render the chart: `$APPLYSET_TEST_HELM`, else the pinned helm that
+/// `scripts/install-tools --helm-only` installs into `.cache/tools` (once per test binary; only
+/// the first run on a machine downloads it).
+pub fn helm_path() -> Result<PathBuf> {
+    static HELM: OnceLock<std::result::Result<PathBuf, String>> = OnceLock::new();
+    HELM.get_or_init(|| {
+        if let Ok(path) = std::env::var("APPLYSET_TEST_HELM")
+            && !path.is_empty()
+        {
+            return Ok(path.into());
+        }
+        let script = repo_root().join("scripts/install-tools");
+        let output = run(Command::new(&script).arg("--helm-only"), None).map_err(|error| format!("{error:#}"))?;
+        let bin = output.stdout.lines().last().unwrap_or_default().to_owned();
+        if !output.success || bin.is_empty() {
+            return Err(format!("`{} --helm-only` failed:\n{}{}", script.display(), output.stderr, output.stdout));
+        }
+        Ok(Path::new(&bin).join("helm"))
+    })
+    .clone()
+    .map_err(|error| anyhow!("no helm: {error}"))
+}
+
 /// `kubectl.1.33` with `kubeconfig` and `namespace`.
 pub fn kubectl(kubeconfig: &Path, namespace: &str) -> Result<Command> {
     let mut command = Command::new(kubectl_path()?);

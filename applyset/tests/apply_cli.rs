@@ -6,58 +6,13 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, Result, bail};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
-use support::{CommandOutput, TestNamespace, random_suffix, run};
-
-/// `applyset <subcommand> --kubeconfig K <args>`.
-fn applyset_cmd(kubeconfig: &Path, subcommand: &str, args: &[&str]) -> Result<CommandOutput> {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_applyset"));
-    command.env_remove("KUBECONFIG");
-    command.arg(subcommand).arg("--kubeconfig").arg(kubeconfig).args(args);
-    run(&mut command, None)
-}
-
-/// A temporary directory with files, removed when dropped.
-struct Dir(PathBuf);
-
-impl Dir {
-    fn new(files: &[(&str, &str)]) -> Result<Dir> {
-        let dir = std::env::temp_dir().join(format!("applyset-apply-cli-{}", random_suffix()));
-        std::fs::create_dir_all(&dir)?;
-        for (name, text) in files {
-            std::fs::write(dir.join(name), text)?;
-        }
-        Ok(Dir(dir))
-    }
-
-    fn path(&self) -> &str {
-        self.0.to_str().expect("temp paths are UTF-8")
-    }
-
-    fn file(&self, name: &str) -> String {
-        self.0.join(name).to_str().expect("UTF-8").to_owned()
-    }
-
-    fn write(&self, name: &str, text: &str) -> Result<()> {
-        std::fs::write(self.0.join(name), text).map_err(Into::into)
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn lines(text: &str) -> Vec<&str> {
-    text.lines().collect()
-}
+use support::{CrdCleanup, ManifestDir, TestNamespace, applyset_cli, lines, random_suffix};
 
 async fn configmap(ns: &TestNamespace, name: &str) -> Result<ConfigMap> {
     Api::<ConfigMap>::namespaced(ns.client.clone(), &ns.name)
@@ -134,9 +89,9 @@ spec:
 async fn create_then_unchanged_then_configured_with_kubectls_annotation() -> Result<()> {
     let ours = TestNamespace::create("apply-ours").await?;
     let theirs = TestNamespace::create("apply-kubectl").await?;
-    let dir = Dir::new(&[("app.yaml", APP)])?;
+    let dir = ManifestDir::new(&[("app.yaml", APP)])?;
 
-    let first = applyset_cmd(&ours.kubeconfig, "apply", &["-f", dir.path(), "-n", &ours.name])?.success_stdout()?;
+    let first = applyset_cli(&ours.kubeconfig, "apply", &["-f", dir.path(), "-n", &ours.name])?.success_stdout()?;
     assert_eq!(lines(&first), ["configmap/settings created", "deployment.apps/web created"]);
     let kubectl_out = theirs.kubectl_ok(&["apply", "-f", dir.path()], None)?;
     assert_eq!(lines(&kubectl_out), lines(&first), "same output as kubectl");
@@ -161,11 +116,11 @@ async fn create_then_unchanged_then_configured_with_kubectls_annotation() -> Res
     };
     assert_eq!(deployment_annotation(&ours)?, swap(deployment_annotation(&theirs)?));
 
-    let again = applyset_cmd(&ours.kubeconfig, "apply", &["-f", dir.path(), "-n", &ours.name])?.success_stdout()?;
+    let again = applyset_cli(&ours.kubeconfig, "apply", &["-f", dir.path(), "-n", &ours.name])?.success_stdout()?;
     assert_eq!(lines(&again), ["configmap/settings unchanged", "deployment.apps/web unchanged"]);
 
     dir.write("app.yaml", &APP.replace("mode: \"fast\"", "mode: \"slow\"").replace("replicas: 2", "replicas: 3"))?;
-    let changed = applyset_cmd(&ours.kubeconfig, "apply", &["-f", dir.path(), "-n", &ours.name])?.success_stdout()?;
+    let changed = applyset_cli(&ours.kubeconfig, "apply", &["-f", dir.path(), "-n", &ours.name])?.success_stdout()?;
     assert_eq!(lines(&changed), ["configmap/settings configured", "deployment.apps/web configured"]);
     theirs.kubectl_ok(&["apply", "-f", dir.path()], None)?;
     let our_cm = configmap(&ours, "settings").await?;
@@ -175,10 +130,10 @@ async fn create_then_unchanged_then_configured_with_kubectls_annotation() -> Res
     assert_eq!(deployment_annotation(&ours)?, swap(deployment_annotation(&theirs)?));
 
     // Where kubectl patches on every run, so do we, with the same annotation.
-    let quirky = Dir::new(&[("quirky.yaml", QUIRKY)])?;
+    let quirky = ManifestDir::new(&[("quirky.yaml", QUIRKY)])?;
     for _ in 0..2 {
         let ours_out =
-            applyset_cmd(&ours.kubeconfig, "apply", &["-f", quirky.path(), "-n", &ours.name])?.success_stdout()?;
+            applyset_cli(&ours.kubeconfig, "apply", &["-f", quirky.path(), "-n", &ours.name])?.success_stdout()?;
         let theirs_out = theirs.kubectl_ok(&["apply", "-f", quirky.path()], None)?;
         assert_eq!(ours_out, theirs_out);
     }
@@ -197,7 +152,7 @@ async fn create_then_unchanged_then_configured_with_kubectls_annotation() -> Res
     assert_eq!(quirky_annotation(&ours)?, swap(quirky_annotation(&theirs)?));
 
     // `-o name` prints only the names.
-    let named = applyset_cmd(&ours.kubeconfig, "apply", &["-f", dir.path(), "-n", &ours.name, "-o", "name"])?
+    let named = applyset_cli(&ours.kubeconfig, "apply", &["-f", dir.path(), "-n", &ours.name, "-o", "name"])?
         .success_stdout()?;
     assert_eq!(lines(&named), ["configmap/settings", "deployment.apps/web"]);
     Ok(())
@@ -231,10 +186,10 @@ spec:
     );
     let cr = format!("apiVersion: {group}/v1\nkind: Widget\nmetadata:\n  name: w1\nspec:\n  size: 3\n  tags: [a, b]\n");
     // File order puts the custom resource first: the CRD stage runs before it anyway.
-    let dir = Dir::new(&[("a-widget.yaml", &cr), ("b-crd.yaml", &crd)])?;
-    let cleanup = CrdCleanup { kubeconfig: ns.kubeconfig.clone(), name: format!("widgets.{group}") };
+    let dir = ManifestDir::new(&[("a-widget.yaml", &cr), ("b-crd.yaml", &crd)])?;
+    let cleanup = CrdCleanup::new(&ns.kubeconfig, [format!("widgets.{group}")]);
 
-    let out = applyset_cmd(&ns.kubeconfig, "apply", &["-f", dir.path(), "-n", &ns.name])?.success_stdout()?;
+    let out = applyset_cli(&ns.kubeconfig, "apply", &["-f", dir.path(), "-n", &ns.name])?.success_stdout()?;
     assert_eq!(
         lines(&out),
         [
@@ -242,14 +197,14 @@ spec:
             format!("customresourcedefinition.apiextensions.k8s.io/widgets.{group} created").as_str()
         ]
     );
-    let again = applyset_cmd(&ns.kubeconfig, "apply", &["-f", dir.path(), "-n", &ns.name])?.success_stdout()?;
+    let again = applyset_cli(&ns.kubeconfig, "apply", &["-f", dir.path(), "-n", &ns.name])?.success_stdout()?;
     assert!(again.contains(&format!("widget.{group}/w1 unchanged")), "{again}");
     assert!(again.contains(&format!("widgets.{group} unchanged")), "{again}");
 
     // Custom resources take the JSON merge patch: the list is replaced whole.
     dir.write("a-widget.yaml", &cr.replace("tags: [a, b]", "tags: [c]"))?;
     let changed =
-        applyset_cmd(&ns.kubeconfig, "apply", &["-f", &dir.file("a-widget.yaml"), "-n", &ns.name])?.success_stdout()?;
+        applyset_cli(&ns.kubeconfig, "apply", &["-f", &dir.file("a-widget.yaml"), "-n", &ns.name])?.success_stdout()?;
     assert_eq!(lines(&changed), [format!("widget.{group}/w1 configured").as_str()]);
     let tags = ns.kubectl_ok(&["get", &format!("widgets.{group}"), "w1", "-o", "jsonpath={.spec.tags}"], None)?;
     assert_eq!(tags, r#"["c"]"#);
@@ -257,27 +212,14 @@ spec:
     Ok(())
 }
 
-struct CrdCleanup {
-    kubeconfig: PathBuf,
-    name: String,
-}
-
-impl Drop for CrdCleanup {
-    fn drop(&mut self) {
-        if let Ok(mut command) = support::kubectl(&self.kubeconfig, "default") {
-            let _ = run(command.args(["delete", "crd", &self.name, "--wait=false"]), None);
-        }
-    }
-}
-
 #[tokio::test]
 async fn unknown_kind_fails_only_that_object() -> Result<()> {
     let ns = TestNamespace::create("apply-unknown").await?;
-    let dir = Dir::new(&[(
+    let dir = ManifestDir::new(&[(
         "mixed.yaml",
         "apiVersion: example.com/v1\nkind: Nope\nmetadata: {name: nope1}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: fine}\n",
     )])?;
-    let out = applyset_cmd(&ns.kubeconfig, "apply", &["-f", dir.path(), "-n", &ns.name])?;
+    let out = applyset_cli(&ns.kubeconfig, "apply", &["-f", dir.path(), "-n", &ns.name])?;
     assert!(!out.success);
     assert_eq!(lines(&out.stdout), ["configmap/fine created"]);
     assert!(
@@ -305,9 +247,9 @@ async fn unknown_kind_fails_only_that_object() -> Result<()> {
 async fn invalid_objects_show_the_apiservers_message_like_kubectl() -> Result<()> {
     let ns = TestNamespace::create("apply-invalid").await?;
     let bad = APP.split("---\n").nth(1).unwrap().replace("replicas: 2", "replicas: -1");
-    let dir = Dir::new(&[("bad.yaml", &bad)])?;
+    let dir = ManifestDir::new(&[("bad.yaml", &bad)])?;
     // A lone Invalid error: kubectl's short form, led by the file and document it came from.
-    let out = applyset_cmd(&ns.kubeconfig, "apply", &["-f", dir.path(), "-n", &ns.name])?;
+    let out = applyset_cli(&ns.kubeconfig, "apply", &["-f", dir.path(), "-n", &ns.name])?;
     assert!(!out.success);
     assert!(out.stdout.is_empty(), "{}", out.stdout);
     let kubectl_form =
@@ -318,7 +260,7 @@ async fn invalid_objects_show_the_apiservers_message_like_kubectl() -> Result<()
 
     // Several failures: each names its file, as kubectl's list of errors does.
     dir.write("other.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: Bad_Name}\n")?;
-    let out = applyset_cmd(&ns.kubeconfig, "apply", &["-f", dir.path(), "-n", &ns.name])?;
+    let out = applyset_cli(&ns.kubeconfig, "apply", &["-f", dir.path(), "-n", &ns.name])?;
     assert!(!out.success);
     let lines: Vec<&str> = out.stderr.lines().collect();
     assert_eq!(lines.len(), 2, "{}", out.stderr);
@@ -344,11 +286,11 @@ async fn invalid_objects_show_the_apiservers_message_like_kubectl() -> Result<()
 #[tokio::test]
 async fn server_warnings_are_printed_once() -> Result<()> {
     let ns = TestNamespace::create("apply-warn").await?;
-    let dir = Dir::new(&[(
+    let dir = ManifestDir::new(&[(
         "cms.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\nbogus: 1\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\nbogus: 2\n",
     )])?;
-    let out = applyset_cmd(&ns.kubeconfig, "apply", &["-f", dir.path(), "-n", &ns.name, "--validate=warn"])?;
+    let out = applyset_cli(&ns.kubeconfig, "apply", &["-f", dir.path(), "-n", &ns.name, "--validate=warn"])?;
     assert!(out.success, "{}", out.stderr);
     assert_eq!(out.stderr, "Warning: unknown field \"bogus\"\n");
     Ok(())
@@ -357,9 +299,11 @@ async fn server_warnings_are_printed_once() -> Result<()> {
 #[tokio::test]
 async fn namespace_rules() -> Result<()> {
     let ns = TestNamespace::create("apply-ns").await?;
-    let dir =
-        Dir::new(&[("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: elsewhere, namespace: other}\n")])?;
-    let out = applyset_cmd(&ns.kubeconfig, "apply", &["-f", dir.path(), "-n", &ns.name])?;
+    let dir = ManifestDir::new(&[(
+        "cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: elsewhere, namespace: other}\n",
+    )])?;
+    let out = applyset_cli(&ns.kubeconfig, "apply", &["-f", dir.path(), "-n", &ns.name])?;
     assert!(!out.success);
     assert!(
         out.stderr.contains(&format!(
@@ -371,11 +315,11 @@ async fn namespace_rules() -> Result<()> {
     );
 
     // The same object twice (once defaulted, once explicit) stops the run before any write.
-    let dup = Dir::new(&[
+    let dup = ManifestDir::new(&[
         ("a.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: twice}\n"),
         ("b.yaml", &format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: twice, namespace: {}}}\n", ns.name)),
     ])?;
-    let out = applyset_cmd(&ns.kubeconfig, "apply", &["-f", dup.path(), "-n", &ns.name])?;
+    let out = applyset_cli(&ns.kubeconfig, "apply", &["-f", dup.path(), "-n", &ns.name])?;
     assert!(!out.success);
     assert!(out.stderr.contains("defined twice"), "{}", out.stderr);
     assert!(out.stderr.contains("a.yaml") && out.stderr.contains("b.yaml"), "{}", out.stderr);
@@ -386,10 +330,10 @@ async fn namespace_rules() -> Result<()> {
 #[tokio::test]
 async fn dry_runs_change_nothing() -> Result<()> {
     let ns = TestNamespace::create("apply-dry").await?;
-    let dir = Dir::new(&[("app.yaml", APP)])?;
+    let dir = ManifestDir::new(&[("app.yaml", APP)])?;
     for (mode, suffix) in [("client", "(dry run)"), ("server", "(server dry run)")] {
         let out =
-            applyset_cmd(&ns.kubeconfig, "apply", &["-f", dir.path(), "-n", &ns.name, &format!("--dry-run={mode}")])?
+            applyset_cli(&ns.kubeconfig, "apply", &["-f", dir.path(), "-n", &ns.name, &format!("--dry-run={mode}")])?
                 .success_stdout()?;
         assert_eq!(
             lines(&out),
@@ -397,11 +341,11 @@ async fn dry_runs_change_nothing() -> Result<()> {
         );
         assert!(configmap(&ns, "settings").await.is_err(), "--dry-run={mode} created the object");
     }
-    applyset_cmd(&ns.kubeconfig, "apply", &["-f", dir.path(), "-n", &ns.name])?.success_stdout()?;
+    applyset_cli(&ns.kubeconfig, "apply", &["-f", dir.path(), "-n", &ns.name])?.success_stdout()?;
     dir.write("app.yaml", &APP.replace("mode: \"fast\"", "mode: \"slow\""))?;
     for (mode, suffix) in [("client", "(dry run)"), ("server", "(server dry run)")] {
         let out =
-            applyset_cmd(&ns.kubeconfig, "apply", &["-f", dir.path(), "-n", &ns.name, &format!("--dry-run={mode}")])?
+            applyset_cli(&ns.kubeconfig, "apply", &["-f", dir.path(), "-n", &ns.name, &format!("--dry-run={mode}")])?
                 .success_stdout()?;
         assert_eq!(
             lines(&out),
@@ -416,17 +360,17 @@ async fn dry_runs_change_nothing() -> Result<()> {
 async fn force_recreates_on_an_immutable_change() -> Result<()> {
     let ns = TestNamespace::create("apply-force").await?;
     let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: frozen}\nimmutable: true\ndata: {a: \"1\"}\n";
-    let dir = Dir::new(&[("cm.yaml", cm)])?;
-    applyset_cmd(&ns.kubeconfig, "apply", &["-f", dir.path(), "-n", &ns.name])?.success_stdout()?;
+    let dir = ManifestDir::new(&[("cm.yaml", cm)])?;
+    applyset_cli(&ns.kubeconfig, "apply", &["-f", dir.path(), "-n", &ns.name])?.success_stdout()?;
     let before = configmap(&ns, "frozen").await?.metadata.uid;
     dir.write("cm.yaml", &cm.replace("a: \"1\"", "a: \"2\""))?;
 
-    let refused = applyset_cmd(&ns.kubeconfig, "apply", &["-f", dir.path(), "-n", &ns.name])?;
+    let refused = applyset_cli(&ns.kubeconfig, "apply", &["-f", dir.path(), "-n", &ns.name])?;
     assert!(!refused.success);
     assert!(refused.stderr.contains(r#"The ConfigMap "frozen" is invalid"#), "{}", refused.stderr);
 
     let forced =
-        applyset_cmd(&ns.kubeconfig, "apply", &["-f", dir.path(), "-n", &ns.name, "--force"])?.success_stdout()?;
+        applyset_cli(&ns.kubeconfig, "apply", &["-f", dir.path(), "-n", &ns.name, "--force"])?.success_stdout()?;
     assert_eq!(lines(&forced), ["configmap/frozen configured"]);
     let after = configmap(&ns, "frozen").await?;
     assert_eq!(after.data.unwrap()["a"], "2");
@@ -438,8 +382,11 @@ async fn force_recreates_on_an_immutable_change() -> Result<()> {
 async fn missing_annotation_is_warned_about_and_added() -> Result<()> {
     let ns = TestNamespace::create("apply-missing").await?;
     ns.kubectl_ok(&["create", "configmap", "bare", "--from-literal=a=1"], None)?;
-    let dir = Dir::new(&[("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: bare}\ndata: {a: \"2\"}\n")])?;
-    let out = applyset_cmd(&ns.kubeconfig, "apply", &["-f", dir.path(), "-n", &ns.name])?;
+    let dir = ManifestDir::new(&[(
+        "cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: bare}\ndata: {a: \"2\"}\n",
+    )])?;
+    let out = applyset_cli(&ns.kubeconfig, "apply", &["-f", dir.path(), "-n", &ns.name])?;
     assert!(out.success, "{}", out.stderr);
     assert_eq!(lines(&out.stdout), ["configmap/bare configured"]);
     assert!(
@@ -453,14 +400,14 @@ async fn missing_annotation_is_warned_about_and_added() -> Result<()> {
 
 #[tokio::test]
 async fn unreachable_apiserver_is_one_clear_error() -> Result<()> {
-    let dir = Dir::new(&[
+    let dir = ManifestDir::new(&[
         (
             "kubeconfig",
             "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: \"https://127.0.0.1:1\", insecure-skip-tls-verify: true}\nusers:\n- name: u\n  user: {token: t}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n",
         ),
         ("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"),
     ])?;
-    let out = applyset_cmd(Path::new(&dir.file("kubeconfig")), "apply", &["-f", &dir.file("cm.yaml")])?;
+    let out = applyset_cli(Path::new(&dir.file("kubeconfig")), "apply", &["-f", &dir.file("cm.yaml")])?;
     assert!(!out.success);
     assert!(out.stdout.is_empty());
     assert!(
@@ -475,18 +422,18 @@ async fn unreachable_apiserver_is_one_clear_error() -> Result<()> {
 #[tokio::test]
 async fn diff_shows_patch_and_exit_codes() -> Result<()> {
     let ns = TestNamespace::create("apply-diff").await?;
-    let dir = Dir::new(&[("app.yaml", APP)])?;
-    let out = applyset_cmd(&ns.kubeconfig, "diff", &["-f", dir.path(), "-n", &ns.name])?;
+    let dir = ManifestDir::new(&[("app.yaml", APP)])?;
+    let out = applyset_cli(&ns.kubeconfig, "diff", &["-f", dir.path(), "-n", &ns.name])?;
     assert_eq!(out.stdout.matches("create (the object does not exist)").count(), 2, "{}", out.stdout);
     assert!(!out.success);
 
-    applyset_cmd(&ns.kubeconfig, "apply", &["-f", dir.path(), "-n", &ns.name])?.success_stdout()?;
-    let same = applyset_cmd(&ns.kubeconfig, "diff", &["-f", dir.path(), "-n", &ns.name])?;
+    applyset_cli(&ns.kubeconfig, "apply", &["-f", dir.path(), "-n", &ns.name])?.success_stdout()?;
+    let same = applyset_cli(&ns.kubeconfig, "diff", &["-f", dir.path(), "-n", &ns.name])?;
     assert!(same.success, "{}{}", same.stdout, same.stderr);
     assert!(same.stdout.is_empty(), "{}", same.stdout);
 
     dir.write("app.yaml", &APP.replace("replicas: 2", "replicas: 5"))?;
-    let changed = applyset_cmd(&ns.kubeconfig, "diff", &["-f", dir.path(), "-n", &ns.name])?;
+    let changed = applyset_cli(&ns.kubeconfig, "diff", &["-f", dir.path(), "-n", &ns.name])?;
     assert!(!changed.success);
     assert!(changed.stdout.contains("diff deployment.apps/web"), "{}", changed.stdout);
     assert!(changed.stdout.contains("patch (application/strategic-merge-patch+json):"), "{}", changed.stdout);

@@ -13,7 +13,7 @@ use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, ServiceAccount};
 use kube::api::{ListParams, ObjectMeta, PostParams};
 use kube::{Api, ResourceExt};
-use support::{TestNamespace, client_for, eventually, kubectl, run};
+use support::{CrdCleanup, TestNamespace, client_for, eventually, kubectl, run};
 
 /// Controllers react within seconds; generous for a loaded 2-core machine.
 const CONTROLLER_TIMEOUT: Duration = Duration::from_secs(90);
@@ -76,22 +76,6 @@ async fn deployment_gets_replicaset_and_pods_which_are_garbage_collected() -> Re
     Ok(())
 }
 
-/// Deletes a cluster-scoped CRD when the test ends, whatever its outcome.
-struct CrdGuard<'a> {
-    namespace: &'a TestNamespace,
-    name: String,
-}
-
-impl Drop for CrdGuard<'_> {
-    fn drop(&mut self) {
-        let deleted =
-            self.namespace.kubectl_ok(&["delete", "crd", &self.name, "--wait=false", "--ignore-not-found"], None);
-        if let Err(error) = deleted {
-            eprintln!("warning: could not delete CRD {}: {error:#}", self.name);
-        }
-    }
-}
-
 #[tokio::test]
 async fn crd_and_custom_resource_apply_and_list() -> Result<()> {
     let namespace = TestNamespace::create("crd").await?;
@@ -123,7 +107,7 @@ spec:
               size: {{type: integer}}
 "#
     );
-    let _crd_guard = CrdGuard { namespace: &namespace, name: crd_name.clone() };
+    let _crd_cleanup = CrdCleanup::new(&namespace.kubeconfig, [crd_name.clone()]);
     namespace.kubectl_ok(&["apply", "-f", "-"], Some(&crd))?;
     namespace
         .kubectl_ok(&["wait", "--for=condition=Established", &format!("crd/{crd_name}"), "--timeout=60s"], None)?;

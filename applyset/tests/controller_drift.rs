@@ -14,22 +14,15 @@ use anyhow::{Context as _, Result, bail, ensure};
 use applyset::operator::api::{ApplySet, DriftedObject};
 use git::Fixture;
 use k8s_openapi::api::coordination::v1::Lease;
-use kube::Api;
 use operator::{
-    ControllerOptions, ControllerProcess, condition, create_applyset, failed_with, get_applyset, http_get, is_ready,
-    request_reconcile, wait_for_applyset,
+    ControllerFixture, ControllerOptions, ControllerProcess, condition, config_map, create_applyset, failed_with,
+    get_applyset, http_get, is_ready, ready_at, request_reconcile, revision, start_controller, wait_for_applyset,
 };
-use support::TestNamespace;
+use support::{TestNamespace, lease_holder};
 
 const T: Duration = Duration::from_secs(90);
 /// Long enough that only `request_reconcile` (or a spec change) starts a run during a test.
 const NEVER: &str = "1h";
-
-fn config_map(name: &str, namespace: &str, value: &str) -> String {
-    format!(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {namespace}\ndata:\n  value: {value}\n"
-    )
-}
 
 /// A Deployment with one container `app`; `env` adds environment variables to it.
 fn deployment(name: &str, namespace: &str, image: &str, replicas: u32, env: &[(&str, &str)]) -> String {
@@ -89,11 +82,6 @@ spec:
     )
 }
 
-/// Starts a controller for the namespace that accepts file:// sources.
-fn start_controller(ns: &TestNamespace) -> Result<ControllerProcess> {
-    ControllerProcess::start(ControllerOptions::new(&ns.kubeconfig, &ns.name).arg("--allow-local-sources"))
-}
-
 /// A real `kubectl edit` whose editor is a `sed -i` script (kubectl runs `$KUBE_EDITOR` through
 /// the shell when it holds quotes, with the temp file appended). Fails unless kubectl says it
 /// edited the object, so a script that matched nothing ("Edit cancelled") is caught.
@@ -105,10 +93,6 @@ fn kubectl_edit(ns: &TestNamespace, resource: &str, sed_script: &str) -> Result<
     let stdout = output.success_stdout()?;
     ensure!(stdout.contains("edited"), "kubectl edit {resource} did not edit it: {stdout}");
     Ok(())
-}
-
-fn jsonpath(ns: &TestNamespace, resource: &str, path: &str) -> Result<String> {
-    ns.kubectl_ok(&["get", resource, "-o", &format!("jsonpath={path}")], None)
 }
 
 fn status_of(applyset: &ApplySet) -> applyset::operator::api::ApplySetStatus {
@@ -130,14 +114,6 @@ async fn reconcile_now(ns: &TestNamespace, name: &str, controller: &ControllerPr
 
 fn drifted_object<'a>(applyset: &'a ApplySet, kind: &str, name: &str) -> Option<&'a DriftedObject> {
     applyset.status.as_ref()?.drift.as_ref()?.objects.iter().find(|o| o.kind == kind && o.name == name)
-}
-
-fn revision(sha: &str) -> String {
-    format!("main@sha1:{sha}")
-}
-
-fn applied_revision(applyset: &ApplySet) -> Option<String> {
-    applyset.status.as_ref()?.last_applied_revision.clone()
 }
 
 /// The value of one sample line (`name{labels}` exactly as rendered) in a Prometheus text page.
@@ -184,9 +160,7 @@ fn label_values(metrics: &str) -> Vec<String> {
 //    Warning Event) with the field path and the manager, and left as the user made it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn report_mode_reports_a_kubectl_edit_and_leaves_it() -> Result<()> {
-    let ns = TestNamespace::create("drift-report").await?;
-    operator::install_crd(&ns.kubeconfig)?;
-    let repo = Fixture::new(&format!("drift-report-{}", ns.name));
+    let ControllerFixture { ns, repo } = ControllerFixture::new("drift-report").await?;
     // Limits the apiserver canonicalizes: never drift (as `kubectl diff` agrees).
     repo.write("web.yaml", with_limits(deployment("web", &ns.name, "registry.example/app:1", 1, &[])));
     repo.write("settings.yaml", config_map("settings", &ns.name, "blue"));
@@ -201,14 +175,14 @@ async fn report_mode_reports_a_kubectl_edit_and_leaves_it() -> Result<()> {
     wait_for_applyset(&ns, "app", &controller, "Ready", T, is_ready).await?;
     let ready = reconcile_now(&ns, "app", &controller).await?;
     assert_eq!(condition(&ready, "Drifted").map(|c| c.1), Some("NoDrift".to_owned()), "{:?}", ready.status);
-    assert_eq!(jsonpath(&ns, "deployment/web", "{.spec.template.spec.containers[0].resources.limits.cpu}")?, "1");
+    assert_eq!(ns.jsonpath("deployment/web", "{.spec.template.spec.containers[0].resources.limits.cpu}")?, "1");
 
     kubectl_edit(
         &ns,
         "deployment/web",
         r"s|^\( *\)- image: registry.example/app:1$|\1- image: registry.example/app:2|",
     )?;
-    assert_eq!(jsonpath(&ns, "deployment/web", "{.spec.template.spec.containers[0].image}")?, "registry.example/app:2");
+    assert_eq!(ns.jsonpath("deployment/web", "{.spec.template.spec.containers[0].image}")?, "registry.example/app:2");
 
     let after = reconcile_now(&ns, "app", &controller).await?;
     let (drifted, reason, message) = condition(&after, "Drifted").context("no Drifted condition")?;
@@ -238,10 +212,10 @@ async fn report_mode_reports_a_kubectl_edit_and_leaves_it() -> Result<()> {
     assert_eq!(sample(&metrics, "applyset_drift_corrected_objects_total"), Some(0.0), "{metrics}");
 
     // Not reverted, not even after another run.
-    assert_eq!(jsonpath(&ns, "deployment/web", "{.spec.template.spec.containers[0].image}")?, "registry.example/app:2");
+    assert_eq!(ns.jsonpath("deployment/web", "{.spec.template.spec.containers[0].image}")?, "registry.example/app:2");
     let again = reconcile_now(&ns, "app", &controller).await?;
     assert_eq!(condition(&again, "Drifted").map(|c| c.1), Some("DriftDetected".to_owned()));
-    assert_eq!(jsonpath(&ns, "deployment/web", "{.spec.template.spec.containers[0].image}")?, "registry.example/app:2");
+    assert_eq!(ns.jsonpath("deployment/web", "{.spec.template.spec.containers[0].image}")?, "registry.example/app:2");
 
     // A transient failure (the git server is away for a while) changes nothing of that: when
     // it is back, at the same revision and spec, the edit is still only reported.
@@ -256,7 +230,7 @@ async fn report_mode_reports_a_kubectl_edit_and_leaves_it() -> Result<()> {
     let back = reconcile_now(&ns, "app", &controller).await?;
     assert!(is_ready(&back), "{:?}", back.status);
     assert_eq!(
-        jsonpath(&ns, "deployment/web", "{.spec.template.spec.containers[0].image}")?,
+        ns.jsonpath("deployment/web", "{.spec.template.spec.containers[0].image}")?,
         "registry.example/app:2",
         "Report mode reverted the edit after a transient failure"
     );
@@ -272,7 +246,7 @@ async fn report_mode_reports_a_kubectl_edit_and_leaves_it() -> Result<()> {
     })
     .await?;
     assert_eq!(
-        jsonpath(&ns, "deployment/web", "{.spec.template.spec.containers[0].image}")?,
+        ns.jsonpath("deployment/web", "{.spec.template.spec.containers[0].image}")?,
         "registry.example/app:2",
         "Report mode reverted the edit after an unrelated spec change"
     );
@@ -294,9 +268,7 @@ async fn report_mode_reports_a_kubectl_edit_and_leaves_it() -> Result<()> {
 //    correction is reported (Event with path and manager, status.drift, Drifted=False).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn correct_mode_reverts_a_kubectl_edit() -> Result<()> {
-    let ns = TestNamespace::create("drift-correct").await?;
-    operator::install_crd(&ns.kubeconfig)?;
-    let repo = Fixture::new(&format!("drift-correct-{}", ns.name));
+    let ControllerFixture { ns, repo } = ControllerFixture::new("drift-correct").await?;
     repo.write("settings.yaml", config_map("settings", &ns.name, "blue"));
     repo.write("web.yaml", deployment("web", &ns.name, "registry.example/app:1", 1, &[]));
     repo.commit("first");
@@ -310,11 +282,11 @@ async fn correct_mode_reverts_a_kubectl_edit() -> Result<()> {
         "deployment/web",
         r"s|^\( *\)- image: registry.example/app:1$|\1- image: registry.example/app:2|",
     )?;
-    assert_eq!(jsonpath(&ns, "configmap/settings", "{.data.value}")?, "red");
+    assert_eq!(ns.jsonpath("configmap/settings", "{.data.value}")?, "red");
 
     let after = reconcile_now(&ns, "app", &controller).await?;
-    assert_eq!(jsonpath(&ns, "configmap/settings", "{.data.value}")?, "blue", "the edit is reverted to git's value");
-    assert_eq!(jsonpath(&ns, "deployment/web", "{.spec.template.spec.containers[0].image}")?, "registry.example/app:1");
+    assert_eq!(ns.jsonpath("configmap/settings", "{.data.value}")?, "blue", "the edit is reverted to git's value");
+    assert_eq!(ns.jsonpath("deployment/web", "{.spec.template.spec.containers[0].image}")?, "registry.example/app:1");
     let (drifted, reason, message) = condition(&after, "Drifted").context("no Drifted condition")?;
     assert_eq!((drifted.as_str(), reason.as_str()), ("False", "DriftCorrected"), "{message}");
     assert_eq!(condition(&after, "Ready").map(|c| c.0), Some("True".to_owned()));
@@ -357,9 +329,7 @@ async fn correct_mode_reverts_a_kubectl_edit() -> Result<()> {
 //    the rule (a second ApplySet), the scale is reverted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ignored_replicas_survive_reconciles_and_git_changes() -> Result<()> {
-    let ns = TestNamespace::create("drift-ignore").await?;
-    operator::install_crd(&ns.kubeconfig)?;
-    let repo = Fixture::new(&format!("drift-ignore-{}", ns.name));
+    let ControllerFixture { ns, repo } = ControllerFixture::new("drift-ignore").await?;
     repo.write("web.yaml", deployment("web", &ns.name, "registry.example/app:1", 2, &[("MODE", "one")]));
     repo.commit("first");
     let plain_repo = Fixture::new(&format!("drift-ignore-plain-{}", ns.name));
@@ -380,14 +350,14 @@ async fn ignored_replicas_survive_reconciles_and_git_changes() -> Result<()> {
         .await?;
     wait_for_applyset(&ns, "scaled", &controller, "scaled Ready", T, is_ready).await?;
     wait_for_applyset(&ns, "plain", &controller, "plain Ready", T, is_ready).await?;
-    assert_eq!(jsonpath(&ns, "deployment/web", "{.spec.replicas}")?, "2");
+    assert_eq!(ns.jsonpath("deployment/web", "{.spec.replicas}")?, "2");
 
     ns.kubectl_ok(&["scale", "deployment/web", "--replicas=5"], None)?;
     ns.kubectl_ok(&["scale", "deployment/plain", "--replicas=5"], None)?;
 
     for round in 0..3 {
         let after = reconcile_now(&ns, "scaled", &controller).await?;
-        assert_eq!(jsonpath(&ns, "deployment/web", "{.spec.replicas}")?, "5", "round {round}: the scale is kept");
+        assert_eq!(ns.jsonpath("deployment/web", "{.spec.replicas}")?, "5", "round {round}: the scale is kept");
         assert_eq!(
             condition(&after, "Drifted").map(|c| c.1),
             Some("NoDrift".to_owned()),
@@ -403,20 +373,20 @@ async fn ignored_replicas_survive_reconciles_and_git_changes() -> Result<()> {
     let second = repo.commit("second");
     reconcile_now(&ns, "scaled", &controller).await?;
     let after = wait_for_applyset(&ns, "scaled", &controller, "the second commit applied", T, |a| {
-        applied_revision(a) == Some(revision(&second)) && is_ready(a)
+        ready_at(revision(&second))(a)
     })
     .await?;
-    assert_eq!(jsonpath(&ns, "deployment/web", "{.spec.template.spec.containers[0].env[0].value}")?, "two");
-    assert_eq!(jsonpath(&ns, "deployment/web", "{.spec.replicas}")?, "5", "the git change kept the scale");
+    assert_eq!(ns.jsonpath("deployment/web", "{.spec.template.spec.containers[0].env[0].value}")?, "two");
+    assert_eq!(ns.jsonpath("deployment/web", "{.spec.replicas}")?, "5", "the git change kept the scale");
     assert_eq!(status_of(&after).drift.map(|d| d.count), Some(0));
     let after = reconcile_now(&ns, "scaled", &controller).await?;
-    assert_eq!(jsonpath(&ns, "deployment/web", "{.spec.replicas}")?, "5");
+    assert_eq!(ns.jsonpath("deployment/web", "{.spec.replicas}")?, "5");
     assert_eq!(condition(&after, "Drifted").map(|c| c.1), Some("NoDrift".to_owned()));
 
     // Contrast: without the rule the scale is drift, corrected back to git's 2.
     let plain = reconcile_now(&ns, "plain", &controller).await?;
     assert_eq!(
-        jsonpath(&ns, "deployment/plain", "{.spec.replicas}")?,
+        ns.jsonpath("deployment/plain", "{.spec.replicas}")?,
         "2",
         "without an ignore rule the scale is reverted"
     );
@@ -434,9 +404,7 @@ async fn ignored_replicas_survive_reconciles_and_git_changes() -> Result<()> {
 //    left deleted) in Report mode.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deleted_objects_are_recreated_or_reported() -> Result<()> {
-    let ns = TestNamespace::create("drift-deleted").await?;
-    operator::install_crd(&ns.kubeconfig)?;
-    let correct_repo = Fixture::new(&format!("drift-deleted-c-{}", ns.name));
+    let ControllerFixture { ns, repo: correct_repo } = ControllerFixture::new("drift-deleted").await?;
     correct_repo.write("a.yaml", config_map("correct-a", &ns.name, "one"));
     correct_repo.write("b.yaml", config_map("correct-b", &ns.name, "one"));
     correct_repo.commit("first");
@@ -455,14 +423,14 @@ async fn deleted_objects_are_recreated_or_reported() -> Result<()> {
     .await?;
     wait_for_applyset(&ns, "correct", &controller, "correct Ready", T, is_ready).await?;
     wait_for_applyset(&ns, "report", &controller, "report Ready", T, is_ready).await?;
-    let old_uid = jsonpath(&ns, "configmap/correct-a", "{.metadata.uid}")?;
+    let old_uid = ns.jsonpath("configmap/correct-a", "{.metadata.uid}")?;
 
     ns.kubectl_ok(&["delete", "configmap", "correct-a", "report-a", "--wait=true"], None)?;
 
     let correct = reconcile_now(&ns, "correct", &controller).await?;
-    let new_uid = jsonpath(&ns, "configmap/correct-a", "{.metadata.uid}")?;
+    let new_uid = ns.jsonpath("configmap/correct-a", "{.metadata.uid}")?;
     assert_ne!(new_uid, old_uid, "re-created");
-    assert_eq!(jsonpath(&ns, "configmap/correct-a", "{.data.value}")?, "one");
+    assert_eq!(ns.jsonpath("configmap/correct-a", "{.data.value}")?, "one");
     assert_eq!(condition(&correct, "Drifted").map(|c| c.1), Some("DriftCorrected".to_owned()), "{:?}", correct.status);
     let object = drifted_object(&correct, "ConfigMap", "correct-a").with_context(|| format!("{:?}", correct.status))?;
     assert_eq!(object.fields.iter().map(|f| f.path.as_str()).collect::<Vec<_>>(), ["(object deleted)"]);
@@ -481,7 +449,7 @@ async fn deleted_objects_are_recreated_or_reported() -> Result<()> {
     assert_eq!(object.fields.iter().map(|f| f.path.as_str()).collect::<Vec<_>>(), ["(object deleted)"]);
     let gone = ns.kubectl()?.args(["get", "configmap", "report-a"]).output()?;
     assert!(!gone.status.success(), "Report mode must not re-create the object");
-    assert_eq!(jsonpath(&ns, "configmap/report-b", "{.data.value}")?, "one");
+    assert_eq!(ns.jsonpath("configmap/report-b", "{.data.value}")?, "one");
     let events = operator::events_for(&ns, "report").await?;
     assert!(
         events
@@ -492,13 +460,9 @@ async fn deleted_objects_are_recreated_or_reported() -> Result<()> {
     Ok(())
 }
 
+/// The controller's Lease in the namespace.
 async fn lease(ns: &TestNamespace) -> Result<Option<Lease>> {
-    let api: Api<Lease> = Api::namespaced(ns.client.clone(), &ns.name);
-    Ok(api.get_opt("applyset-controller").await?)
-}
-
-fn holder(lease: &Lease) -> Option<String> {
-    lease.spec.as_ref()?.holder_identity.clone()
+    support::read_lease(&ns.client, &ns.name, "applyset-controller").await
 }
 
 /// The `reportingInstance` of the Events recorded on an ApplySet.
@@ -510,14 +474,12 @@ async fn event_instances(ns: &TestNamespace, name: &str) -> Result<Vec<String>> 
 //    SIGKILLed leader is replaced and the new leader applies the next commit.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn standby_takes_over_from_a_killed_leader() -> Result<()> {
-    let ns = TestNamespace::create("leader").await?;
-    operator::install_crd(&ns.kubeconfig)?;
-    let repo = Fixture::new(&format!("leader-{}", ns.name));
+    let ControllerFixture { ns, repo } = ControllerFixture::new("leader").await?;
     repo.write("a.yaml", config_map("a", &ns.name, "one"));
     let first = repo.commit("first");
     let options = |identity: &str| {
-        ControllerOptions::new(&ns.kubeconfig, &ns.name)
-            .arg("--allow-local-sources")
+        ControllerOptions::for_namespace(&ns)
+            .local_sources()
             .arg("--leader-elect")
             .arg("--leader-election-namespace")
             .arg(ns.name.clone())
@@ -527,13 +489,13 @@ async fn standby_takes_over_from_a_killed_leader() -> Result<()> {
             .arg("--renew-deadline=3s")
             .arg("--retry-period=1s")
     };
-    let mut alpha = ControllerProcess::start(options("alpha"))?;
+    let mut alpha = options("alpha").start()?;
     // alpha leads before beta starts, so which one leads is known.
     let alpha_identity = support::eventually("alpha to hold the lease", T, || async {
-        Ok(lease(&ns).await?.and_then(|l| holder(&l)).filter(|h| h.starts_with("alpha_")))
+        Ok(lease(&ns).await?.and_then(|l| lease_holder(&l)).filter(|h| h.starts_with("alpha_")))
     })
     .await?;
-    let beta = ControllerProcess::start(options("beta"))?;
+    let beta = options("beta").start()?;
 
     create_applyset(&ns, "app", serde_json::json!({ "source": { "url": repo.url() }, "interval": "2s" })).await?;
     wait_for_applyset(&ns, "app", &alpha, "Ready", T, is_ready).await?;
@@ -545,7 +507,7 @@ async fn standby_takes_over_from_a_killed_leader() -> Result<()> {
     .await?;
 
     let current = lease(&ns).await?.context("no lease")?;
-    assert_eq!(holder(&current).as_deref(), Some(alpha_identity.as_str()));
+    assert_eq!(lease_holder(&current).as_deref(), Some(alpha_identity.as_str()));
     assert_eq!(current.spec.as_ref().and_then(|s| s.lease_duration_seconds), Some(4));
     assert_eq!(sample(&alpha_metrics, "applyset_leader"), Some(1.0), "{alpha_metrics}");
     let beta_metrics = beta.metrics()?;
@@ -565,7 +527,7 @@ async fn standby_takes_over_from_a_killed_leader() -> Result<()> {
     assert_eq!(http_get(beta.health_port, "/healthz")?.0, 200);
     let instances = event_instances(&ns, "app").await?;
     assert!(!instances.is_empty() && instances.iter().all(|i| *i == alpha_identity), "{instances:?}");
-    assert_eq!(jsonpath(&ns, "configmap/a", "{.data.value}")?, "one");
+    assert_eq!(ns.jsonpath("configmap/a", "{.data.value}")?, "one");
     let status = status_of(&get_applyset(&ns, "app").await?);
     assert_eq!(status.last_applied_revision, Some(revision(&first)));
 
@@ -573,14 +535,12 @@ async fn standby_takes_over_from_a_killed_leader() -> Result<()> {
     repo.write("a.yaml", config_map("a", &ns.name, "two"));
     let second = repo.commit("second");
     let beta_identity = support::eventually("beta to take the lease", T, || async {
-        Ok(lease(&ns).await?.and_then(|l| holder(&l)).filter(|h| h.starts_with("beta_")))
+        Ok(lease(&ns).await?.and_then(|l| lease_holder(&l)).filter(|h| h.starts_with("beta_")))
     })
     .await?;
-    wait_for_applyset(&ns, "app", &beta, "the second commit applied by beta", T, |a| {
-        applied_revision(a) == Some(revision(&second)) && is_ready(a)
-    })
-    .await?;
-    assert_eq!(jsonpath(&ns, "configmap/a", "{.data.value}")?, "two");
+    wait_for_applyset(&ns, "app", &beta, "the second commit applied by beta", T, |a| ready_at(revision(&second))(a))
+        .await?;
+    assert_eq!(ns.jsonpath("configmap/a", "{.data.value}")?, "two");
     let transitions = lease(&ns).await?.and_then(|l| l.spec).and_then(|s| s.lease_transitions);
     assert!(transitions.unwrap_or(0) >= 1, "leaseTransitions: {transitions:?}");
     let beta_metrics = beta.metrics()?;
@@ -600,8 +560,7 @@ async fn standby_takes_over_from_a_killed_leader() -> Result<()> {
 //    is pruned after the failure; granting the right makes the ApplySet Ready.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn service_account_rights_bound_what_is_applied() -> Result<()> {
-    let ns = TestNamespace::create("impersonate").await?;
-    operator::install_crd(&ns.kubeconfig)?;
+    let ControllerFixture { ns, repo } = ControllerFixture::new("impersonate").await?;
     ns.kubectl_ok(&["create", "serviceaccount", "deployer"], None)?;
     ns.kubectl_ok(
         &["create", "role", "configmaps", "--verb=get,list,watch,create,update,patch,delete", "--resource=configmaps"],
@@ -610,7 +569,6 @@ async fn service_account_rights_bound_what_is_applied() -> Result<()> {
     let subject = format!("--serviceaccount={}:deployer", ns.name);
     ns.kubectl_ok(&["create", "rolebinding", "deployer-configmaps", "--role=configmaps", &subject], None)?;
 
-    let repo = Fixture::new(&format!("impersonate-{}", ns.name));
     repo.write("a.yaml", config_map("a", &ns.name, "one"));
     repo.write("b.yaml", config_map("b", &ns.name, "one"));
     let first = repo.commit("configmaps only");
@@ -623,7 +581,7 @@ async fn service_account_rights_bound_what_is_applied() -> Result<()> {
     .await?;
     wait_for_applyset(&ns, "app", &controller, "Ready as deployer", T, is_ready).await?;
     // Written as the ServiceAccount, not as the controller's admin identity.
-    let managers = jsonpath(&ns, "configmap/a", "{.metadata.managedFields[*].manager}")?;
+    let managers = ns.jsonpath("configmap/a", "{.metadata.managedFields[*].manager}")?;
     assert_eq!(managers, "applyset-controller");
 
     // b.yaml leaves (a prune candidate) and a Secret arrives, in one commit.
@@ -644,7 +602,7 @@ async fn service_account_rights_bound_what_is_applied() -> Result<()> {
     assert_eq!(status.last_attempted_revision, Some(revision(&second)));
     let secret = ns.kubectl()?.args(["get", "secret", "creds"]).output()?;
     assert!(!secret.status.success(), "the Secret must not exist: the controller itself is admin");
-    assert_eq!(jsonpath(&ns, "configmap/b", "{.data.value}")?, "one", "nothing pruned after a failed apply");
+    assert_eq!(ns.jsonpath("configmap/b", "{.data.value}")?, "one", "nothing pruned after a failed apply");
     let events = operator::events_for(&ns, "app").await?;
     assert!(
         events
@@ -659,25 +617,23 @@ async fn service_account_rights_bound_what_is_applied() -> Result<()> {
     )?;
     ns.kubectl_ok(&["create", "rolebinding", "deployer-secrets", "--role=secrets", &subject], None)?;
     wait_for_applyset(&ns, "app", &controller, "Ready once the right is granted", T, |a| {
-        is_ready(a) && applied_revision(a) == Some(revision(&second))
+        ready_at(revision(&second))(a)
     })
     .await?;
-    assert_eq!(jsonpath(&ns, "secret/creds", "{.data.password}")?, "aHVudGVyMg==");
+    assert_eq!(ns.jsonpath("secret/creds", "{.data.password}")?, "aHVudGVyMg==");
     support::eventually("b to be pruned", T, || async {
         let b = ns.kubectl()?.args(["get", "configmap", "b", "--ignore-not-found", "-o", "name"]).output()?;
         Ok(String::from_utf8_lossy(&b.stdout).trim().is_empty().then_some(()))
     })
     .await?;
-    assert_eq!(jsonpath(&ns, "configmap/a", "{.data.value}")?, "one");
+    assert_eq!(ns.jsonpath("configmap/a", "{.data.value}")?, "one");
     Ok(())
 }
 
 // 7. /metrics after a success and a failure: bounded labels only (no ApplySet name, no URL).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_count_outcomes_with_bounded_labels() -> Result<()> {
-    let ns = TestNamespace::create("metrics").await?;
-    operator::install_crd(&ns.kubeconfig)?;
-    let repo = Fixture::new(&format!("metrics-{}", ns.name));
+    let ControllerFixture { ns, repo } = ControllerFixture::new("metrics").await?;
     repo.write("a.yaml", config_map("a", &ns.name, "one"));
     repo.write("b.yaml", config_map("b", &ns.name, "one"));
     repo.write("c.yaml", service("c", &ns.name));
@@ -736,16 +692,14 @@ async fn metrics_count_outcomes_with_bounded_labels() -> Result<()> {
 
 /// The resourceVersion of each object, in the order given.
 fn resource_versions(ns: &TestNamespace, resources: &[&str]) -> Result<Vec<String>> {
-    resources.iter().map(|r| jsonpath(ns, r, "{.metadata.resourceVersion}")).collect()
+    resources.iter().map(|r| ns.jsonpath(r, "{.metadata.resourceVersion}")).collect()
 }
 
 // 8. An interval run that finds nothing to do writes nothing: neither the ApplySet (status or
 //    metadata) nor the objects it manages.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn interval_runs_without_changes_write_nothing() -> Result<()> {
-    let ns = TestNamespace::create("noop").await?;
-    operator::install_crd(&ns.kubeconfig)?;
-    let repo = Fixture::new(&format!("noop-{}", ns.name));
+    let ControllerFixture { ns, repo } = ControllerFixture::new("noop").await?;
     repo.write("a.yaml", config_map("a", &ns.name, "one"));
     repo.write("b.yaml", config_map("b", &ns.name, "two"));
     repo.write("web.yaml", service("web", &ns.name));
@@ -761,7 +715,7 @@ async fn interval_runs_without_changes_write_nothing() -> Result<()> {
     let before = get_applyset(&ns, "app").await?;
     let objects_before = resource_versions(&ns, &objects)?;
     // The Deployment's status is written by its controller; its spec only bumps the generation.
-    let generation_before = jsonpath(&ns, "deployment/web", "{.metadata.generation}")?;
+    let generation_before = ns.jsonpath("deployment/web", "{.metadata.generation}")?;
     let events_before = operator::events_for(&ns, "app").await?.len();
     let runs_before = successes(&controller.metrics()?);
     support::eventually("3 more interval runs", Duration::from_secs(30), || async {
@@ -778,7 +732,7 @@ async fn interval_runs_without_changes_write_nothing() -> Result<()> {
         );
     }
     assert_eq!(resource_versions(&ns, &objects)?, objects_before, "managed objects were written by no-op runs");
-    assert_eq!(jsonpath(&ns, "deployment/web", "{.metadata.generation}")?, generation_before);
+    assert_eq!(ns.jsonpath("deployment/web", "{.metadata.generation}")?, generation_before);
     assert_eq!(operator::events_for(&ns, "app").await?.len(), events_before, "no-op runs record no Events");
     assert_eq!(condition(&after, "Drifted").map(|c| c.1), Some("NoDrift".to_owned()));
     Ok(())

@@ -10,11 +10,10 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use applyset::operator::api::ApplySet;
-use git::Fixture;
 use operator::{
-    ControllerOptions, ControllerProcess, condition, create_applyset, failed_with, is_ready, wait_for_applyset,
+    ControllerFixture, ControllerOptions, ControllerProcess, condition, config_map, create_applyset, failed_with,
+    is_ready, ready_at, revision, start_controller, wait_for_applyset,
 };
-use operator::{applied_revision, config_map};
 use support::TestNamespace;
 
 const T: Duration = Duration::from_secs(90);
@@ -23,21 +22,9 @@ fn namespace_manifest(name: &str) -> String {
     format!("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {name}\n")
 }
 
-fn start(ns: &TestNamespace) -> Result<ControllerProcess> {
-    ControllerProcess::start(ControllerOptions::new(&ns.kubeconfig, &ns.name).arg("--allow-local-sources"))
-}
-
-fn ready_at(commit: &str) -> impl Fn(&ApplySet) -> bool + '_ {
-    move |a| is_ready(a) && applied_revision(a) == Some(format!("main@sha1:{commit}").as_str())
-}
-
 fn exists(ns: &TestNamespace, kind_name: &str) -> Result<bool> {
     let out = ns.kubectl_ok(&["get", kind_name, "--ignore-not-found", "-o", "name"], None)?;
     Ok(!out.trim().is_empty())
-}
-
-fn jsonpath(ns: &TestNamespace, kind_name: &str, path: &str) -> Result<String> {
-    ns.kubectl_ok(&["get", kind_name, "-o", &format!("jsonpath={path}")], None)
 }
 
 /// Everything a user (or anyone who may read the ApplySet) sees: its status, its Events, the
@@ -63,8 +50,7 @@ fn id_of(applyset: &ApplySet) -> String {
 //    and the last-applied annotation with the old values); none of it may be published.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refused_secret_patches_publish_no_values() -> Result<()> {
-    let ns = TestNamespace::create("secretleak").await?;
-    operator::install_crd(&ns.kubeconfig)?;
+    let ControllerFixture { ns, repo } = ControllerFixture::new("secretleak").await?;
     ns.kubectl_ok(&["create", "serviceaccount", "deployer"], None)?;
     // May create Secrets, not patch them.
     ns.kubectl_ok(
@@ -86,17 +72,16 @@ async fn refused_secret_patches_publish_no_values() -> Result<()> {
             ns.name
         )
     };
-    let repo = Fixture::new(&format!("secretleak-{}", ns.name));
     repo.write("creds.yaml", secret(old_password));
     let first = repo.commit("a secret");
-    let controller = start(&ns)?;
+    let controller = start_controller(&ns)?;
     create_applyset(
         &ns,
         "app",
         serde_json::json!({ "source": { "url": repo.url() }, "interval": "2s", "serviceAccountName": "deployer" }),
     )
     .await?;
-    wait_for_applyset(&ns, "app", &controller, "Ready", T, ready_at(&first)).await?;
+    wait_for_applyset(&ns, "app", &controller, "Ready", T, ready_at(revision(&first))).await?;
 
     repo.write("creds.yaml", secret(new_password));
     repo.commit("a new password");
@@ -122,19 +107,17 @@ fn base64_encode(text: &str) -> String {
 //    does not manage are kept and reported; an empty Namespace that left git is pruned.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prune_deletes_only_what_the_applyset_applied() -> Result<()> {
-    let ns = TestNamespace::create("strangers").await?;
-    operator::install_crd(&ns.kubeconfig)?;
+    let ControllerFixture { ns, repo } = ControllerFixture::new("strangers").await?;
     let (busy, empty) = (format!("{}-busy", ns.name), format!("{}-empty", ns.name));
-    let repo = Fixture::new(&format!("strangers-{}", ns.name));
     repo.write("a.yaml", config_map("a", &ns.name, "1"));
     repo.write("b.yaml", config_map("b", &ns.name, "1"));
     repo.write("ns-own.yaml", namespace_manifest(&ns.name));
     repo.write("ns-busy.yaml", namespace_manifest(&busy));
     repo.write("ns-empty.yaml", namespace_manifest(&empty));
     let first = repo.commit("first");
-    let controller = start(&ns)?;
+    let controller = start_controller(&ns)?;
     create_applyset(&ns, "app", serde_json::json!({ "source": { "url": repo.url() }, "interval": "2s" })).await?;
-    let ready = wait_for_applyset(&ns, "app", &controller, "Ready", T, ready_at(&first)).await?;
+    let ready = wait_for_applyset(&ns, "app", &controller, "Ready", T, ready_at(revision(&first))).await?;
     let id = id_of(&ready);
     let members =
         ready.status.as_ref().and_then(|s| s.inventory.as_ref()).and_then(|i| i.members.clone()).unwrap_or_default();
@@ -150,7 +133,8 @@ async fn prune_deletes_only_what_the_applyset_applied() -> Result<()> {
     repo.remove("ns-busy.yaml");
     repo.remove("ns-empty.yaml");
     let second = repo.commit("b and the namespaces leave");
-    let done = wait_for_applyset(&ns, "app", &controller, "Ready at the second commit", T, ready_at(&second)).await?;
+    let done = wait_for_applyset(&ns, "app", &controller, "Ready at the second commit", T, ready_at(revision(&second)))
+        .await?;
     let status = done.status.clone().unwrap();
     let skipped: Vec<(String, String)> =
         status.prune_skipped.iter().map(|o| (o.name.clone(), o.state.clone())).collect();
@@ -179,23 +163,21 @@ async fn prune_deletes_only_what_the_applyset_applied() -> Result<()> {
 //    `applyset.dev/take-ownership` keeps the object (same UID) instead of delete-and-recreate.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_applyset_does_not_take_an_object() -> Result<()> {
-    let ns = TestNamespace::create("owners").await?;
-    operator::install_crd(&ns.kubeconfig)?;
-    let repo = Fixture::new(&format!("owners-{}", ns.name));
+    let ControllerFixture { ns, repo } = ControllerFixture::new("owners").await?;
     repo.write("a/shared.yaml", config_map("shared", &ns.name, "from-a"));
     repo.write("a/only-a.yaml", config_map("only-a", &ns.name, "1"));
     repo.write("b/shared.yaml", config_map("shared", &ns.name, "from-b"));
     repo.write("b/only-b.yaml", config_map("only-b", &ns.name, "1"));
     let first = repo.commit("two sets, one shared object");
-    let controller = start(&ns)?;
+    let controller = start_controller(&ns)?;
     create_applyset(
         &ns,
         "alpha",
         serde_json::json!({ "source": { "url": repo.url(), "path": "a" }, "interval": "2s" }),
     )
     .await?;
-    let alpha = wait_for_applyset(&ns, "alpha", &controller, "alpha Ready", T, ready_at(&first)).await?;
-    let uid = jsonpath(&ns, "configmap/shared", "{.metadata.uid}")?;
+    let alpha = wait_for_applyset(&ns, "alpha", &controller, "alpha Ready", T, ready_at(revision(&first))).await?;
+    let uid = ns.jsonpath("configmap/shared", "{.metadata.uid}")?;
 
     create_applyset(&ns, "beta", serde_json::json!({ "source": { "url": repo.url(), "path": "b" }, "interval": "2s" }))
         .await?;
@@ -208,9 +190,9 @@ async fn a_second_applyset_does_not_take_an_object() -> Result<()> {
     assert!(exists(&ns, "configmap/only-b")?, "the rest of the set applies");
     // Give both a few intervals: nobody fights over the object.
     tokio::time::sleep(Duration::from_secs(6)).await;
-    assert_eq!(jsonpath(&ns, "configmap/shared", "{.data.value}")?, "from-a");
+    assert_eq!(ns.jsonpath("configmap/shared", "{.data.value}")?, "from-a");
     assert_eq!(
-        jsonpath(&ns, "configmap/shared", "{.metadata.labels.applyset\\.kubernetes\\.io/part-of}")?,
+        ns.jsonpath("configmap/shared", "{.metadata.labels.applyset\\.kubernetes\\.io/part-of}")?,
         id_of(&alpha)
     );
     let alpha_now = operator::get_applyset(&ns, "alpha").await?;
@@ -225,37 +207,36 @@ async fn a_second_applyset_does_not_take_an_object() -> Result<()> {
         ),
     );
     let second = repo.commit("beta takes shared");
-    wait_for_applyset(&ns, "beta", &controller, "beta Ready", T, ready_at(&second)).await?;
+    wait_for_applyset(&ns, "beta", &controller, "beta Ready", T, ready_at(revision(&second))).await?;
     wait_for_applyset(&ns, "alpha", &controller, "alpha refuses to take it back", T, failed_with("OwnershipConflict"))
         .await?;
     repo.remove("a/shared.yaml");
     let third = repo.commit("alpha lets go");
-    wait_for_applyset(&ns, "alpha", &controller, "alpha Ready", T, ready_at(&third)).await?;
-    assert_eq!(jsonpath(&ns, "configmap/shared", "{.metadata.uid}")?, uid, "moved, never deleted");
-    assert_eq!(jsonpath(&ns, "configmap/shared", "{.data.value}")?, "from-b");
+    wait_for_applyset(&ns, "alpha", &controller, "alpha Ready", T, ready_at(revision(&third))).await?;
+    assert_eq!(ns.jsonpath("configmap/shared", "{.metadata.uid}")?, uid, "moved, never deleted");
+    assert_eq!(ns.jsonpath("configmap/shared", "{.data.value}")?, "from-b");
     Ok(())
 }
 
 // 8a. allowEmpty: a source with no objects applies nothing and prunes everything.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn allow_empty_prunes_everything() -> Result<()> {
-    let ns = TestNamespace::create("empty").await?;
-    operator::install_crd(&ns.kubeconfig)?;
-    let repo = Fixture::new(&format!("empty-{}", ns.name));
+    let ControllerFixture { ns, repo } = ControllerFixture::new("empty").await?;
     repo.write("app/a.yaml", config_map("a", &ns.name, "1"));
     repo.write("app/README.md", "docs only\n");
     let first = repo.commit("one object");
-    let controller = start(&ns)?;
+    let controller = start_controller(&ns)?;
     create_applyset(
         &ns,
         "app",
         serde_json::json!({ "source": { "url": repo.url(), "path": "app" }, "interval": "2s", "allowEmpty": true }),
     )
     .await?;
-    wait_for_applyset(&ns, "app", &controller, "Ready", T, ready_at(&first)).await?;
+    wait_for_applyset(&ns, "app", &controller, "Ready", T, ready_at(revision(&first))).await?;
     repo.remove("app/a.yaml");
     let second = repo.commit("nothing left");
-    let done = wait_for_applyset(&ns, "app", &controller, "Ready with an empty source", T, ready_at(&second)).await?;
+    let done = wait_for_applyset(&ns, "app", &controller, "Ready with an empty source", T, ready_at(revision(&second)))
+        .await?;
     assert!(!exists(&ns, "configmap/a")?, "everything is pruned");
     assert_eq!(done.status.and_then(|s| s.inventory).map(|i| i.count), Some(0));
     Ok(())
@@ -264,8 +245,7 @@ async fn allow_empty_prunes_everything() -> Result<()> {
 // 8b. Intervals: the CRD refuses sub-second ones, the controller anything under --min-interval.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn intervals_have_a_floor() -> Result<()> {
-    let ns = TestNamespace::create("floor").await?;
-    operator::install_crd(&ns.kubeconfig)?;
+    let ControllerFixture { ns, repo } = ControllerFixture::new("floor").await?;
     let refused = create_applyset(
         &ns,
         "tiny",
@@ -275,12 +255,9 @@ async fn intervals_have_a_floor() -> Result<()> {
     let error = format!("{:#}", refused.expect_err("the apiserver refuses a 1ms interval"));
     assert!(error.contains("interval must be at least 1s"), "{error}");
 
-    let repo = Fixture::new(&format!("floor-{}", ns.name));
     repo.write("a.yaml", config_map("a", &ns.name, "1"));
     repo.commit("one");
-    let controller = ControllerProcess::start(
-        ControllerOptions::new(&ns.kubeconfig, &ns.name).arg("--allow-local-sources").arg("--min-interval").arg("10s"),
-    )?;
+    let controller = ControllerOptions::for_namespace(&ns).local_sources().arg("--min-interval").arg("10s").start()?;
     create_applyset(&ns, "fast", serde_json::json!({ "source": { "url": repo.url() }, "interval": "2s" })).await?;
     let stalled = wait_for_applyset(&ns, "fast", &controller, "InvalidSpec", T, failed_with("InvalidSpec")).await?;
     let (_, _, message) = condition(&stalled, "Ready").unwrap();
@@ -312,20 +289,18 @@ fn deletes_of(ns: &TestNamespace, resource: &str) -> Result<f64> {
 //    again at every interval, and the set becomes Ready once it is gone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_terminating_object_is_reported_not_deleted_again() -> Result<()> {
-    let ns = TestNamespace::create("finalizer").await?;
-    operator::install_crd(&ns.kubeconfig)?;
+    let ControllerFixture { ns, repo } = ControllerFixture::new("finalizer").await?;
     // PodTemplates: a kind no other test deletes, so the apiserver's DELETE count is ours.
     let held = format!(
         "apiVersion: v1\nkind: PodTemplate\nmetadata:\n  name: held\n  namespace: {}\n  finalizers: [example.com/hold]\ntemplate:\n  spec:\n    containers: [{{name: c, image: busybox}}]\n",
         ns.name
     );
-    let repo = Fixture::new(&format!("finalizer-{}", ns.name));
     repo.write("held.yaml", held);
     repo.write("a.yaml", config_map("a", &ns.name, "1"));
     let first = repo.commit("first");
-    let controller = start(&ns)?;
+    let controller = start_controller(&ns)?;
     create_applyset(&ns, "app", serde_json::json!({ "source": { "url": repo.url() }, "interval": "2s" })).await?;
-    wait_for_applyset(&ns, "app", &controller, "Ready", T, ready_at(&first)).await?;
+    wait_for_applyset(&ns, "app", &controller, "Ready", T, ready_at(revision(&first))).await?;
 
     let before = deletes_of(&ns, "podtemplates")?;
     repo.remove("held.yaml");
@@ -351,8 +326,7 @@ async fn a_terminating_object_is_reported_not_deleted_again() -> Result<()> {
 // 7. After a failure heals, the status holds no trace of it and a no-op interval writes nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_healed_failure_leaves_a_clean_status_that_is_not_rewritten() -> Result<()> {
-    let ns = TestNamespace::create("heal").await?;
-    operator::install_crd(&ns.kubeconfig)?;
+    let ControllerFixture { ns, repo } = ControllerFixture::new("heal").await?;
     let invalid = format!(
         "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\n  namespace: {}\nspec:\n  ports: []\n",
         ns.name
@@ -361,11 +335,10 @@ async fn a_healed_failure_leaves_a_clean_status_that_is_not_rewritten() -> Resul
         "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\n  namespace: {}\nspec:\n  ports: [{{port: 80}}]\n",
         ns.name
     );
-    let repo = Fixture::new(&format!("heal-{}", ns.name));
     repo.write("a.yaml", config_map("a", &ns.name, "1"));
     repo.write("web.yaml", invalid);
     repo.commit("an invalid Service");
-    let controller = start(&ns)?;
+    let controller = start_controller(&ns)?;
     create_applyset(&ns, "app", serde_json::json!({ "source": { "url": repo.url() }, "interval": "2s" })).await?;
     let failed = wait_for_applyset(&ns, "app", &controller, "ApplyFailed", T, failed_with("ApplyFailed")).await?;
     let states = failed.status.and_then(|s| s.inventory).map(|i| i.states).unwrap_or_default();
@@ -373,7 +346,7 @@ async fn a_healed_failure_leaves_a_clean_status_that_is_not_rewritten() -> Resul
 
     repo.write("web.yaml", valid);
     let fixed = repo.commit("fixed");
-    let healed = wait_for_applyset(&ns, "app", &controller, "Ready", T, ready_at(&fixed)).await?;
+    let healed = wait_for_applyset(&ns, "app", &controller, "Ready", T, ready_at(revision(&fixed))).await?;
     let inventory = healed.status.clone().and_then(|s| s.inventory).context("inventory")?;
     assert!(!inventory.states.contains_key("Failed"), "stale state left behind: {:?}", inventory.states);
     assert!(inventory.objects.iter().all(|o| o.message.is_none()), "{:?}", inventory.objects);
@@ -390,13 +363,11 @@ async fn a_healed_failure_leaves_a_clean_status_that_is_not_rewritten() -> Resul
 // 12. Each distinct failure is visible as an Event: a series keeps repeats, not new messages.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_distinct_failure_is_its_own_event() -> Result<()> {
-    let ns = TestNamespace::create("events").await?;
-    operator::install_crd(&ns.kubeconfig)?;
-    let repo = Fixture::new(&format!("events-{}", ns.name));
+    let ControllerFixture { ns, repo } = ControllerFixture::new("events").await?;
     repo.write("a.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n data: [\n");
     repo.write("b.yaml", config_map("b", &ns.name, "1"));
     repo.commit("a is broken");
-    let controller = start(&ns)?;
+    let controller = start_controller(&ns)?;
     create_applyset(&ns, "app", serde_json::json!({ "source": { "url": repo.url() }, "interval": "2s" })).await?;
     wait_for_applyset(&ns, "app", &controller, "LoadFailed on a.yaml", T, |a| {
         failed_with("LoadFailed")(a) && condition(a, "Ready").is_some_and(|c| c.2.contains("a.yaml"))
@@ -424,8 +395,7 @@ async fn each_distinct_failure_is_its_own_event() -> Result<()> {
 // 11. A tenant's refused namespace does not poison the parent: once it leaves git, the set heals.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_namespace_does_not_poison_later_runs() -> Result<()> {
-    let ns = TestNamespace::create("poison").await?;
-    operator::install_crd(&ns.kubeconfig)?;
+    let ControllerFixture { ns, repo } = ControllerFixture::new("poison").await?;
     let other = format!("{}-other", ns.name);
     ns.kubectl_ok(&["create", "namespace", &other], None)?;
     ns.kubectl_ok(&["create", "serviceaccount", "deployer"], None)?;
@@ -437,11 +407,10 @@ async fn a_refused_namespace_does_not_poison_later_runs() -> Result<()> {
         &["create", "rolebinding", "deployer", "--role=deployer", &format!("--serviceaccount={}:deployer", ns.name)],
         None,
     )?;
-    let repo = Fixture::new(&format!("poison-{}", ns.name));
     repo.write("a.yaml", config_map("a", &ns.name, "1"));
     repo.write("x.yaml", config_map("x", &other, "1"));
     repo.commit("one object out of bounds");
-    let controller = start(&ns)?;
+    let controller = start_controller(&ns)?;
     create_applyset(
         &ns,
         "app",
@@ -452,9 +421,10 @@ async fn a_refused_namespace_does_not_poison_later_runs() -> Result<()> {
     assert!(condition(&failed, "Ready").unwrap().2.contains("forbidden"));
     repo.remove("x.yaml");
     let fixed = repo.commit("back in bounds");
-    wait_for_applyset(&ns, "app", &controller, "Ready after the refused object left", T, ready_at(&fixed)).await?;
+    wait_for_applyset(&ns, "app", &controller, "Ready after the refused object left", T, ready_at(revision(&fixed)))
+        .await?;
     let namespaces =
-        jsonpath(&ns, "applyset/app", "{.metadata.annotations.applyset\\.kubernetes\\.io/additional-namespaces}")?;
+        ns.jsonpath("applyset/app", "{.metadata.annotations.applyset\\.kubernetes\\.io/additional-namespaces}")?;
     assert!(!namespaces.contains(&other), "the parent no longer records {other}: {namespaces}");
     ns.kubectl_ok(&["delete", "namespace", &other, "--wait=false"], None)?;
     Ok(())
@@ -465,15 +435,13 @@ async fn a_refused_namespace_does_not_poison_later_runs() -> Result<()> {
 //    removed, the next run applies it and prunes what left git meanwhile.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unusable_annotation_is_explained_and_heals() -> Result<()> {
-    let ns = TestNamespace::create("annotation").await?;
-    operator::install_crd(&ns.kubeconfig)?;
-    let repo = Fixture::new(&format!("annotation-{}", ns.name));
+    let ControllerFixture { ns, repo } = ControllerFixture::new("annotation").await?;
     repo.write("a.yaml", config_map("a", &ns.name, "1"));
     repo.write("b.yaml", config_map("b", &ns.name, "1"));
     let first = repo.commit("first");
-    let controller = start(&ns)?;
+    let controller = start_controller(&ns)?;
     create_applyset(&ns, "app", serde_json::json!({ "source": { "url": repo.url() }, "interval": "2s" })).await?;
-    wait_for_applyset(&ns, "app", &controller, "Ready", T, ready_at(&first)).await?;
+    wait_for_applyset(&ns, "app", &controller, "Ready", T, ready_at(revision(&first))).await?;
 
     let annotation = "kubectl.kubernetes.io/last-applied-configuration";
     ns.kubectl_ok(&["annotate", "configmap", "a", "--overwrite", &format!("{annotation}=[1,2,3]")], None)?;
@@ -488,8 +456,9 @@ async fn an_unusable_annotation_is_explained_and_heals() -> Result<()> {
     assert!(exists(&ns, "configmap/b")?, "nothing is pruned while a fails");
 
     ns.kubectl_ok(&["annotate", "configmap", "a", &format!("{annotation}-")], None)?;
-    wait_for_applyset(&ns, "app", &controller, "Ready once the annotation is gone", T, ready_at(&second)).await?;
-    assert_eq!(jsonpath(&ns, "configmap/a", "{.data.value}")?, "2");
+    wait_for_applyset(&ns, "app", &controller, "Ready once the annotation is gone", T, ready_at(revision(&second)))
+        .await?;
+    assert_eq!(ns.jsonpath("configmap/a", "{.data.value}")?, "2");
     assert!(!exists(&ns, "configmap/b")?, "b is pruned");
     Ok(())
 }

@@ -10,19 +10,12 @@ use std::io::Write;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use git::Fixture;
-use operator::config_map;
 use operator::{
-    ControllerOptions, ControllerProcess, condition, create_applyset, failed_with, is_ready, wait_for_applyset,
+    ControllerFixture, ControllerProcess, applied, condition, config_map, create_applyset, failed_with, is_ready,
+    ready_at, revision, start_controller, wait_for_applyset,
 };
-use support::TestNamespace;
 
 const T: Duration = Duration::from_secs(120);
-
-fn revision_is(applyset: &applyset::operator::api::ApplySet, commit: &str) -> bool {
-    applyset.status.as_ref().and_then(|s| s.last_applied_revision.as_deref())
-        == Some(format!("main@sha1:{commit}").as_str())
-}
 
 /// The controller's peak resident memory (`VmHWM`), in bytes.
 fn peak_rss(controller: &ControllerProcess) -> Result<u64> {
@@ -37,14 +30,11 @@ const MI: u64 = 1024 * 1024;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_100_mb_manifest_fails_the_load_without_being_read() -> Result<()> {
-    let ns = TestNamespace::create("bigfile").await?;
-    operator::install_crd(&ns.kubeconfig)?;
-    let repo = Fixture::new(&format!("bigfile-{}", ns.name));
+    let ControllerFixture { ns, repo } = ControllerFixture::new("bigfile").await?;
     repo.write("app/a.yaml", config_map("a", &ns.name, "1"));
     repo.write("app/b.yaml", config_map("b", &ns.name, "1"));
     let good = repo.commit("good");
-    let mut controller =
-        ControllerProcess::start(ControllerOptions::new(&ns.kubeconfig, &ns.name).arg("--allow-local-sources"))?;
+    let mut controller = start_controller(&ns)?;
     create_applyset(
         &ns,
         "app",
@@ -81,7 +71,7 @@ async fn a_100_mb_manifest_fails_the_load_without_being_read() -> Result<()> {
     assert!(!message.contains(&repo.root.display().to_string()), "{message}");
     let status = failed.status.clone().unwrap();
     assert_eq!(status.last_attempted_revision.as_deref(), Some(format!("main@sha1:{bad}").as_str()));
-    assert!(revision_is(&failed, &good));
+    assert!(applied(revision(&good))(&failed));
     // Nothing applied, nothing pruned.
     for name in ["a", "b"] {
         assert_eq!(ns.kubectl_ok(&["get", "configmap", name, "-o", "jsonpath={.data.value}"], None)?, "1");
@@ -128,16 +118,13 @@ const LAST_APPLIED: &str = "jsonpath={.metadata.annotations.kubectl\\.kubernetes
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_patch_directive_in_git_is_refused_and_a_revert_recovers() -> Result<()> {
-    let ns = TestNamespace::create("directive").await?;
-    operator::install_crd(&ns.kubeconfig)?;
-    let repo = Fixture::new(&format!("directive-{}", ns.name));
+    let ControllerFixture { ns, repo } = ControllerFixture::new("directive").await?;
     repo.write("web.yaml", deployment(&ns.name, ""));
     repo.write("extra.yaml", config_map("extra", &ns.name, "1"));
     let first = repo.commit("web");
-    let controller =
-        ControllerProcess::start(ControllerOptions::new(&ns.kubeconfig, &ns.name).arg("--allow-local-sources"))?;
+    let controller = start_controller(&ns)?;
     create_applyset(&ns, "app", serde_json::json!({ "source": { "url": repo.url() }, "interval": "2s" })).await?;
-    wait_for_applyset(&ns, "app", &controller, "Ready", T, |s| is_ready(s) && revision_is(s, &first)).await?;
+    wait_for_applyset(&ns, "app", &controller, "Ready", T, ready_at(revision(&first))).await?;
     let live = |what: &str| ns.kubectl_ok(&["get", "deployment", "web", "-o", what], None);
     let containers = "jsonpath={.spec.template.spec.containers[*].name}";
     let annotation = live(LAST_APPLIED)?;
@@ -163,7 +150,7 @@ async fn a_patch_directive_in_git_is_refused_and_a_revert_recovers() -> Result<(
         failed.status.as_ref().and_then(|s| s.last_attempted_revision.as_deref()),
         Some(format!("main@sha1:{second}").as_str())
     );
-    assert!(revision_is(&failed, &first));
+    assert!(applied(revision(&first))(&failed));
     // Let a few more runs fail, then: nothing changed, nothing pruned, the annotation never
     // got the key.
     tokio::time::sleep(Duration::from_secs(5)).await;
@@ -176,8 +163,7 @@ async fn a_patch_directive_in_git_is_refused_and_a_revert_recovers() -> Result<(
     repo.write("web.yaml", deployment(&ns.name, ""));
     repo.write("extra.yaml", config_map("extra", &ns.name, "1"));
     let third = repo.commit("revert");
-    wait_for_applyset(&ns, "app", &controller, "Ready after the revert", T, |s| is_ready(s) && revision_is(s, &third))
-        .await?;
+    wait_for_applyset(&ns, "app", &controller, "Ready after the revert", T, ready_at(revision(&third))).await?;
     assert_eq!(live(containers)?, "a b");
     assert_eq!(live(LAST_APPLIED)?, annotation);
     Ok(())

@@ -14,43 +14,19 @@ use anyhow::{Result, ensure};
 use applyset::operator::api::ApplySet;
 use git::{Fixture, GitHttpServer, HttpAuth, SilentServer};
 use operator::{
-    ControllerOptions, ControllerProcess, condition, create_applyset, events_for, failed_with, is_ready,
-    request_reconcile, wait_for_applyset,
+    ControllerFixture, ControllerOptions, applied_revision, condition, config_map, config_map_value, crd_namespace,
+    create_applyset, events_for, failed_with, is_ready, ready_at, request_reconcile, wait_for_applyset,
 };
-use operator::{applied_revision, config_map, config_map_value};
-use support::TestNamespace;
 
 const T: Duration = Duration::from_secs(60);
-
-fn applied(revision: String) -> impl Fn(&ApplySet) -> bool {
-    move |applyset| applied_revision(applyset) == Some(revision.as_str()) && is_ready(applyset)
-}
 
 fn ready_message(applyset: &ApplySet) -> String {
     condition(applyset, "Ready").map(|(_, _, message)| message).unwrap_or_default()
 }
 
-/// Removes the finalizer from ApplySets left behind (no controller will run it), so that the
-/// namespace can be deleted. Declared right after the namespace.
-struct ReleaseFinalizers<'a>(&'a TestNamespace);
-
-impl Drop for ReleaseFinalizers<'_> {
-    fn drop(&mut self) {
-        let Ok(names) = self.0.kubectl_ok(&["get", "applysets", "-o", "name"], None) else {
-            return;
-        };
-        for name in names.lines().filter(|line| !line.is_empty()) {
-            let patch = r#"{"metadata":{"finalizers":null}}"#;
-            let _ = self.0.kubectl_ok(&["patch", name, "--type=merge", "-p", patch], None);
-        }
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_redirect_to_another_server_is_refused_and_nothing_is_pruned() -> Result<()> {
-    let ns = TestNamespace::create("redirect").await?;
-    let _finalizers = ReleaseFinalizers(&ns);
-    operator::install_crd(&ns.kubeconfig)?;
+    let ns = crd_namespace("redirect").await?;
     let repo_a = Fixture::new(&format!("redirect-a-{}", ns.name));
     repo_a.write("a.yaml", config_map("a", &ns.name, "from-a"));
     repo_a.write("keep.yaml", config_map("keep", &ns.name, "from-a"));
@@ -63,7 +39,7 @@ async fn a_redirect_to_another_server_is_refused_and_nothing_is_pruned() -> Resu
     let server_b = GitHttpServer::start(repo_b.bare.parent().unwrap(), HttpAuth::None, None);
     let url_a = server_a.url("repo.git");
     let url_b = server_b.url("repo.git");
-    let controller = ControllerProcess::start(ControllerOptions::new(&ns.kubeconfig, &ns.name))?;
+    let controller = ControllerOptions::for_namespace(&ns).start()?;
     create_applyset(&ns, "app", serde_json::json!({ "source": { "url": url_a }, "interval": "1h" })).await?;
     let ready = wait_for_applyset(&ns, "app", &controller, "Ready on server A", T, is_ready).await?;
     assert_eq!(applied_revision(&ready), Some(format!("main@sha1:{first}").as_str()));
@@ -95,12 +71,10 @@ async fn a_redirect_to_another_server_is_refused_and_nothing_is_pruned() -> Resu
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hanging_fetch_reports_the_real_limit() -> Result<()> {
-    let ns = TestNamespace::create("hanging").await?;
-    let _finalizers = ReleaseFinalizers(&ns);
-    operator::install_crd(&ns.kubeconfig)?;
+    let ns = crd_namespace("hanging").await?;
     let silent = SilentServer::start();
     let url = format!("http://127.0.0.1:{}/repo.git", silent.port);
-    let controller = ControllerProcess::start(ControllerOptions::new(&ns.kubeconfig, &ns.name))?;
+    let controller = ControllerOptions::for_namespace(&ns).start()?;
     create_applyset(&ns, "app", serde_json::json!({ "source": { "url": url }, "interval": "1h", "timeout": "3s" }))
         .await?;
     let failed =
@@ -125,27 +99,24 @@ async fn a_hanging_fetch_reports_the_real_limit() -> Result<()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_force_push_backwards_is_reported() -> Result<()> {
-    let ns = TestNamespace::create("rewrite").await?;
-    let _finalizers = ReleaseFinalizers(&ns);
-    operator::install_crd(&ns.kubeconfig)?;
-    let repo = Fixture::new(&format!("rewrite-{}", ns.name));
+    let ControllerFixture { ns, repo } = ControllerFixture::new("rewrite").await?;
     repo.write("one.yaml", config_map("one", &ns.name, "1"));
     repo.write("two.yaml", config_map("two", &ns.name, "1"));
     let a = repo.commit("a");
     // Over HTTP: the controller's cache is shallow, as with any real server.
     let server = GitHttpServer::start(repo.bare.parent().unwrap(), HttpAuth::None, None);
-    let controller = ControllerProcess::start(ControllerOptions::new(&ns.kubeconfig, &ns.name))?;
+    let controller = ControllerOptions::for_namespace(&ns).start()?;
     create_applyset(&ns, "app", serde_json::json!({ "source": { "url": server.url("repo.git") }, "interval": "1h" }))
         .await?;
     let rev_a = format!("main@sha1:{a}");
-    wait_for_applyset(&ns, "app", &controller, "Ready at A", T, applied(rev_a.clone())).await?;
+    wait_for_applyset(&ns, "app", &controller, "Ready at A", T, ready_at(rev_a.clone())).await?;
 
     // A fast-forward to B: a Normal NewRevision event says old → new.
     repo.write("three.yaml", config_map("three", &ns.name, "1"));
     let b = repo.commit("b");
     let rev_b = format!("main@sha1:{b}");
     request_reconcile(&ns, "app").await?;
-    let at_b = wait_for_applyset(&ns, "app", &controller, "Ready at B", T, applied(rev_b.clone())).await?;
+    let at_b = wait_for_applyset(&ns, "app", &controller, "Ready at B", T, ready_at(rev_b.clone())).await?;
     assert_eq!(ready_message(&at_b), format!("Applied revision: {rev_b}"));
     assert_eq!(config_map_value(&ns, "three")?.as_deref(), Some("1"));
     let events = events_for(&ns, "app").await?;
@@ -162,7 +133,7 @@ async fn a_force_push_backwards_is_reported() -> Result<()> {
     let c = repo.commit("c");
     let rev_c = format!("main@sha1:{c}");
     request_reconcile(&ns, "app").await?;
-    let at_c = wait_for_applyset(&ns, "app", &controller, "Ready at C", T, applied(rev_c.clone())).await?;
+    let at_c = wait_for_applyset(&ns, "app", &controller, "Ready at C", T, ready_at(rev_c.clone())).await?;
     let message = ready_message(&at_c);
     assert_eq!(message, format!("Applied revision: {rev_c} (history rewritten: was {rev_b}, not an ancestor)"));
     let events = events_for(&ns, "app").await?;

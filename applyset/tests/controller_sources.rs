@@ -13,21 +13,16 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, ensure};
 use applyset::operator::api::ApplySet;
-use git::{Fixture, GitHttpServer, HttpAuth, SilentServer, Sshd};
+use git::{GitHttpServer, HttpAuth, SilentServer, Sshd};
 use kube::Api;
 use operator::{
-    ControllerOptions, ControllerProcess, condition, create_applyset, failed_with, get_applyset, is_ready, patch_spec,
-    request_reconcile, wait_for_applyset,
+    ControllerFixture, ControllerOptions, ControllerProcess, applied, applied_revision, condition, config_map,
+    config_map_value, crd_namespace, create_applyset, failed_with, get_applyset, is_ready, patch_spec,
+    request_reconcile, start_controller, wait_for_applyset,
 };
-use operator::{applied_revision, config_map, config_map_value};
 use support::TestNamespace;
 
 const T: Duration = Duration::from_secs(60);
-
-/// `lastAppliedRevision` is `revision`.
-fn applied(revision: String) -> impl Fn(&ApplySet) -> bool {
-    move |applyset| applied_revision(applyset) == Some(revision.as_str())
-}
 
 fn ready_reason(applyset: &ApplySet) -> Option<String> {
     condition(applyset, "Ready").map(|(_, reason, _)| reason)
@@ -62,23 +57,6 @@ async fn assert_not_leaked(ns: &TestNamespace, name: &str, controller: &Controll
     Ok(())
 }
 
-/// Declared right after the namespace (so it is dropped after the controller, before the
-/// namespace): removes the finalizer from the ApplySets left behind, which no controller will
-/// ever run, so that the namespace can actually be deleted.
-struct ReleaseFinalizers<'a>(&'a TestNamespace);
-
-impl Drop for ReleaseFinalizers<'_> {
-    fn drop(&mut self) {
-        let Ok(names) = self.0.kubectl_ok(&["get", "applysets", "-o", "name"], None) else { return };
-        for name in names.lines().filter(|line| !line.is_empty()) {
-            let patch = r#"{"metadata":{"finalizers":null}}"#;
-            if let Err(error) = self.0.kubectl_ok(&["patch", name, "--type=merge", "-p", patch], None) {
-                eprintln!("warning: cannot release {name} in {}: {error:#}", self.0.name);
-            }
-        }
-    }
-}
-
 fn write_file(dir: &Path, name: &str, content: impl AsRef<[u8]>) -> Result<String> {
     let path = dir.join(name);
     std::fs::write(&path, content).with_context(|| format!("writing {}", path.display()))?;
@@ -87,10 +65,7 @@ fn write_file(dir: &Path, name: &str, content: impl AsRef<[u8]>) -> Result<Strin
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn https_basic_auth_with_a_private_ca() -> Result<()> {
-    let ns = TestNamespace::create("https").await?;
-    let _finalizers = ReleaseFinalizers(&ns);
-    operator::install_crd(&ns.kubeconfig)?;
-    let repo = Fixture::new(&format!("https-{}", ns.name));
+    let ControllerFixture { ns, repo } = ControllerFixture::new("https").await?;
     repo.write("deploy/a.yaml", config_map("a", &ns.name, "1"));
     let first = repo.commit("first");
     let password = "s3cr3t-Pa55word-9f2c";
@@ -102,7 +77,7 @@ async fn https_basic_auth_with_a_private_ca() -> Result<()> {
     );
     let url = format!("https://127.0.0.1:{}/repo.git", server.port);
     let ca = write_file(&repo.root, "ca.crt", &pki.ca_pem)?;
-    let controller = ControllerProcess::start(ControllerOptions::new(&ns.kubeconfig, &ns.name))?;
+    let controller = ControllerOptions::for_namespace(&ns).start()?;
 
     // Without the CA the server's certificate is not trusted.
     apply_secret(
@@ -146,10 +121,7 @@ async fn https_basic_auth_with_a_private_ca() -> Result<()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wrong_password_fails_the_fetch_and_prunes_nothing() -> Result<()> {
-    let ns = TestNamespace::create("badpass").await?;
-    let _finalizers = ReleaseFinalizers(&ns);
-    operator::install_crd(&ns.kubeconfig)?;
-    let repo = Fixture::new(&format!("badpass-{}", ns.name));
+    let ControllerFixture { ns, repo } = ControllerFixture::new("badpass").await?;
     repo.write("a.yaml", config_map("a", &ns.name, "1"));
     repo.write("b.yaml", config_map("b", &ns.name, "1"));
     let good = repo.commit("good");
@@ -161,7 +133,7 @@ async fn wrong_password_fails_the_fetch_and_prunes_nothing() -> Result<()> {
         None,
     );
     let url = server.url("repo.git");
-    let controller = ControllerProcess::start(ControllerOptions::new(&ns.kubeconfig, &ns.name))?;
+    let controller = ControllerOptions::for_namespace(&ns).start()?;
     apply_secret(
         &ns,
         "git-auth",
@@ -222,14 +194,11 @@ async fn wrong_password_fails_the_fetch_and_prunes_nothing() -> Result<()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unreachable_repository_times_out_and_prunes_nothing() -> Result<()> {
-    let ns = TestNamespace::create("unreach").await?;
-    let _finalizers = ReleaseFinalizers(&ns);
-    operator::install_crd(&ns.kubeconfig)?;
-    let repo = Fixture::new(&format!("unreach-{}", ns.name));
+    let ControllerFixture { ns, repo } = ControllerFixture::new("unreach").await?;
     repo.write("a.yaml", config_map("a", &ns.name, "1"));
     let good = repo.commit("good");
     let server = GitHttpServer::start(repo.bare.parent().unwrap(), HttpAuth::None, None);
-    let controller = ControllerProcess::start(ControllerOptions::new(&ns.kubeconfig, &ns.name))?;
+    let controller = ControllerOptions::for_namespace(&ns).start()?;
     create_applyset(
         &ns,
         "app",
@@ -239,7 +208,7 @@ async fn unreachable_repository_times_out_and_prunes_nothing() -> Result<()> {
     wait_for_applyset(&ns, "app", &controller, "Ready", T, is_ready).await?;
 
     // A closed port (the git host is down): refused at once.
-    let closed_url = format!("http://127.0.0.1:{}/repo.git", git::free_port());
+    let closed_url = format!("http://127.0.0.1:{}/repo.git", support::free_port());
     patch_spec(&ns, "app", serde_json::json!({ "source": { "url": closed_url } })).await?;
     let failed =
         wait_for_applyset(&ns, "app", &controller, "FetchFailed (closed port)", Duration::from_secs(30), |a| {
@@ -273,16 +242,13 @@ async fn unreachable_repository_times_out_and_prunes_nothing() -> Result<()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ssh_with_a_deploy_key() -> Result<()> {
-    let ns = TestNamespace::create("ssh").await?;
-    let _finalizers = ReleaseFinalizers(&ns);
-    operator::install_crd(&ns.kubeconfig)?;
-    let repo = Fixture::new(&format!("ssh-{}", ns.name));
+    let ControllerFixture { ns, repo } = ControllerFixture::new("ssh").await?;
     repo.write("deploy/a.yaml", config_map("a", &ns.name, "over-ssh"));
     let first = repo.commit("first");
     let sshd = Sshd::start(&repo.root.join("sshd"));
     let identity = repo.root.join("sshd/client_key").display().to_string();
     let known_hosts = write_file(&repo.root, "known_hosts", &sshd.known_hosts)?;
-    let controller = ControllerProcess::start(ControllerOptions::new(&ns.kubeconfig, &ns.name))?;
+    let controller = ControllerOptions::for_namespace(&ns).start()?;
     apply_secret(
         &ns,
         "deploy-key",
@@ -318,15 +284,11 @@ async fn ssh_with_a_deploy_key() -> Result<()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn suspend_stops_applying_until_resumed() -> Result<()> {
-    let ns = TestNamespace::create("suspend").await?;
-    let _finalizers = ReleaseFinalizers(&ns);
-    operator::install_crd(&ns.kubeconfig)?;
-    let repo = Fixture::new(&format!("suspend-{}", ns.name));
+    let ControllerFixture { ns, repo } = ControllerFixture::new("suspend").await?;
     repo.write("a.yaml", config_map("a", &ns.name, "1"));
     repo.write("b.yaml", config_map("b", &ns.name, "1"));
     let first = repo.commit("first");
-    let controller =
-        ControllerProcess::start(ControllerOptions::new(&ns.kubeconfig, &ns.name).arg("--allow-local-sources"))?;
+    let controller = start_controller(&ns)?;
     create_applyset(&ns, "app", serde_json::json!({ "source": { "url": repo.url() }, "interval": "2s" })).await?;
     wait_for_applyset(&ns, "app", &controller, "Ready", T, is_ready).await?;
 
@@ -368,15 +330,11 @@ async fn suspend_stops_applying_until_resumed() -> Result<()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reconcile_request_applies_a_new_commit_before_the_interval() -> Result<()> {
-    let ns = TestNamespace::create("request").await?;
-    let _finalizers = ReleaseFinalizers(&ns);
-    operator::install_crd(&ns.kubeconfig)?;
-    let repo = Fixture::new(&format!("request-{}", ns.name));
+    let ControllerFixture { ns, repo } = ControllerFixture::new("request").await?;
     repo.write("slow/a.yaml", config_map("slow", &ns.name, "1"));
     repo.write("fast/a.yaml", config_map("fast", &ns.name, "1"));
     let first = repo.commit("first");
-    let controller =
-        ControllerProcess::start(ControllerOptions::new(&ns.kubeconfig, &ns.name).arg("--allow-local-sources"))?;
+    let controller = start_controller(&ns)?;
     create_applyset(
         &ns,
         "slow",
@@ -429,8 +387,7 @@ async fn reconcile_request_applies_a_new_commit_before_the_interval() -> Result<
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_apiserver_rejects_invalid_applysets() -> Result<()> {
-    let ns = TestNamespace::create("invalid").await?;
-    operator::install_crd(&ns.kubeconfig)?;
+    let ns = crd_namespace("invalid").await?;
     let applyset = |name: &str, spec: &str| {
         format!("apiVersion: applyset.dev/v1alpha1\nkind: ApplySet\nmetadata:\n  name: {name}\nspec:\n{spec}")
     };
@@ -472,16 +429,12 @@ async fn the_apiserver_rejects_invalid_applysets() -> Result<()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deleting_an_applyset_deletes_or_orphans_its_objects() -> Result<()> {
-    let ns = TestNamespace::create("delete").await?;
-    let _finalizers = ReleaseFinalizers(&ns);
-    operator::install_crd(&ns.kubeconfig)?;
-    let repo = Fixture::new(&format!("delete-{}", ns.name));
+    let ControllerFixture { ns, repo } = ControllerFixture::new("delete").await?;
     repo.write("owned/a.yaml", config_map("owned-a", &ns.name, "1"));
     repo.write("owned/b.yaml", config_map("owned-b", &ns.name, "1"));
     repo.write("kept/a.yaml", config_map("kept-a", &ns.name, "1"));
     repo.commit("first");
-    let controller =
-        ControllerProcess::start(ControllerOptions::new(&ns.kubeconfig, &ns.name).arg("--allow-local-sources"))?;
+    let controller = start_controller(&ns)?;
     create_applyset(
         &ns,
         "owned",
@@ -521,14 +474,10 @@ async fn deleting_an_applyset_deletes_or_orphans_its_objects() -> Result<()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_recognises_the_applyset_as_a_parent_it_does_not_manage() -> Result<()> {
-    let ns = TestNamespace::create("kubectl").await?;
-    let _finalizers = ReleaseFinalizers(&ns);
-    operator::install_crd(&ns.kubeconfig)?;
-    let repo = Fixture::new(&format!("kubectl-{}", ns.name));
+    let ControllerFixture { ns, repo } = ControllerFixture::new("kubectl").await?;
     repo.write("a.yaml", config_map("a", &ns.name, "1"));
     repo.commit("first");
-    let controller =
-        ControllerProcess::start(ControllerOptions::new(&ns.kubeconfig, &ns.name).arg("--allow-local-sources"))?;
+    let controller = start_controller(&ns)?;
     create_applyset(&ns, "app", serde_json::json!({ "source": { "url": repo.url() }, "interval": "1h" })).await?;
     let ready = wait_for_applyset(&ns, "app", &controller, "Ready", T, is_ready).await?;
     let tooling = ready.metadata.annotations.as_ref().and_then(|a| a.get("applyset.kubernetes.io/tooling")).cloned();
@@ -557,10 +506,7 @@ async fn kubectl_recognises_the_applyset_as_a_parent_it_does_not_manage() -> Res
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tags_and_semver_ranges_pick_the_right_commit() -> Result<()> {
-    let ns = TestNamespace::create("tags").await?;
-    let _finalizers = ReleaseFinalizers(&ns);
-    operator::install_crd(&ns.kubeconfig)?;
-    let repo = Fixture::new(&format!("tags-{}", ns.name));
+    let ControllerFixture { ns, repo } = ControllerFixture::new("tags").await?;
     let release = |version: &str| {
         repo.write("pinned/a.yaml", config_map("pinned", &ns.name, version));
         repo.write("ranged/a.yaml", config_map("ranged", &ns.name, version));
@@ -575,8 +521,7 @@ async fn tags_and_semver_ranges_pick_the_right_commit() -> Result<()> {
     release("2.0.0");
     repo.tag("v2.0.0", true);
     release("unreleased"); // main moves on, untagged
-    let controller =
-        ControllerProcess::start(ControllerOptions::new(&ns.kubeconfig, &ns.name).arg("--allow-local-sources"))?;
+    let controller = start_controller(&ns)?;
     create_applyset(
         &ns,
         "pinned",

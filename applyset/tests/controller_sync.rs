@@ -9,25 +9,20 @@ mod support;
 use std::time::Duration;
 
 use anyhow::Result;
-use git::Fixture;
-use operator::config_map;
 use operator::{
-    ControllerOptions, ControllerProcess, condition, create_applyset, failed_with, is_ready, wait_for_applyset,
+    ControllerFixture, condition, config_map, create_applyset, failed_with, is_ready, start_controller,
+    wait_for_applyset,
 };
-use support::TestNamespace;
 
 const T: Duration = Duration::from_secs(90);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn follows_commits_and_prunes_removed_files() -> Result<()> {
-    let ns = TestNamespace::create("follow").await?;
-    operator::install_crd(&ns.kubeconfig)?;
-    let repo = Fixture::new(&format!("follow-{}", ns.name));
+    let ControllerFixture { ns, repo } = ControllerFixture::new("follow").await?;
     repo.write("app/a.yaml", config_map("a", &ns.name, "1"));
     repo.write("app/b.yaml", config_map("b", &ns.name, "1"));
     let first = repo.commit("first");
-    let controller =
-        ControllerProcess::start(ControllerOptions::new(&ns.kubeconfig, &ns.name).arg("--allow-local-sources"))?;
+    let controller = start_controller(&ns)?;
 
     create_applyset(
         &ns,
@@ -85,14 +80,11 @@ async fn follows_commits_and_prunes_removed_files() -> Result<()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn broken_yaml_fails_the_load_and_changes_nothing() -> Result<()> {
-    let ns = TestNamespace::create("broken").await?;
-    operator::install_crd(&ns.kubeconfig)?;
-    let repo = Fixture::new(&format!("broken-{}", ns.name));
+    let ControllerFixture { ns, repo } = ControllerFixture::new("broken").await?;
     repo.write("a.yaml", config_map("a", &ns.name, "1"));
     repo.write("b.yaml", config_map("b", &ns.name, "1"));
     let good = repo.commit("good");
-    let controller =
-        ControllerProcess::start(ControllerOptions::new(&ns.kubeconfig, &ns.name).arg("--allow-local-sources"))?;
+    let controller = start_controller(&ns)?;
     create_applyset(&ns, "app", serde_json::json!({ "source": { "url": repo.url() }, "interval": "2s" })).await?;
     wait_for_applyset(&ns, "app", &controller, "Ready", T, is_ready).await?;
 
@@ -122,10 +114,8 @@ fn widget_crd(group: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn custom_resources_with_their_crd_and_a_crd_deleted_by_hand() -> Result<()> {
-    let ns = TestNamespace::create("crd").await?;
-    operator::install_crd(&ns.kubeconfig)?;
+    let ControllerFixture { ns, repo } = ControllerFixture::new("crd").await?;
     let group = format!("{}.example.test", support::random_suffix());
-    let repo = Fixture::new(&format!("crd-{}", ns.name));
     repo.write("crd.yaml", widget_crd(&group));
     repo.write(
         "widget.yaml",
@@ -133,8 +123,7 @@ async fn custom_resources_with_their_crd_and_a_crd_deleted_by_hand() -> Result<(
     );
     repo.write("config.yaml", config_map("a", &ns.name, "1"));
     repo.commit("crd, widget, config");
-    let controller =
-        ControllerProcess::start(ControllerOptions::new(&ns.kubeconfig, &ns.name).arg("--allow-local-sources"))?;
+    let controller = start_controller(&ns)?;
     create_applyset(&ns, "app", serde_json::json!({ "source": { "url": repo.url() }, "interval": "2s" })).await?;
     let ready = wait_for_applyset(&ns, "app", &controller, "Ready", T, is_ready).await?;
     let kinds = ready

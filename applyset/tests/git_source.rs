@@ -3,6 +3,7 @@
 //! a private CA) and an sshd with a deploy key, all on this machine.
 
 mod git;
+mod support;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};

@@ -1,5 +1,7 @@
 //! The manifest loader against real files: what `kubectl apply -f … [-R]` would read.
 
+mod support;
+
 use std::fs;
 use std::io::Cursor;
 use std::path::{Path, PathBuf};
@@ -15,10 +17,7 @@ fn fixtures() -> PathBuf {
 
 /// A fresh, empty directory for one test.
 fn temp_dir(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("manifest_loading").join(name);
-    let _ = fs::remove_dir_all(&dir);
-    fs::create_dir_all(&dir).unwrap();
-    dir
+    support::scratch_dir("manifest_loading", name)
 }
 
 fn no_stdin() -> Cursor<Vec<u8>> {

@@ -1,6 +1,8 @@
 //! `applyset patch` as a user runs it: hand-written YAML/JSON files in, one JSON object out,
 //! exit codes 0 / 1 (error naming the file) / 3 (conflict).
 
+mod support;
+
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
@@ -11,10 +13,7 @@ const DEPLOYMENT: &str = "io.k8s.api.apps.v1.Deployment";
 
 /// A scratch directory per test, under cargo's per-target temp dir.
 fn scratch(test: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("patch_cli").join(test);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    support::scratch_dir("patch_cli", test)
 }
 
 fn write(dir: &std::path::Path, name: &str, text: &str) -> String {

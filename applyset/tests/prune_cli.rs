@@ -5,8 +5,6 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use anyhow::{Context, Result, ensure};
 use applyset::apply::applyset_parent::{
@@ -15,9 +13,9 @@ use applyset::apply::applyset_parent::{
 };
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::Api;
-use kube::api::{DeleteParams, DynamicObject};
+use kube::api::DynamicObject;
 use kube::core::{ApiResource, GroupVersionKind};
-use support::{CommandOutput, TestNamespace, random_suffix, run};
+use support::{CommandOutput, CrdCleanup, ManifestDir, TestNamespace, applyset_cli, lines, random_suffix, run};
 
 /// A label key no other object on the cluster uses: the default allow-list also lists
 /// cluster-scoped kinds (Namespace, PersistentVolume).
@@ -39,28 +37,14 @@ fn deployment(name: &str) -> String {
     )
 }
 
-/// A fresh manifest directory holding `files` (name → content).
-fn manifest_dir(tag: &str, files: &[(&str, String)]) -> Result<PathBuf> {
-    let dir = std::env::temp_dir().join(format!("applyset-prune-{tag}-{}", random_suffix()));
-    std::fs::create_dir_all(&dir)?;
-    for (name, content) in files {
-        std::fs::write(dir.join(name), content)?;
-    }
-    Ok(dir)
-}
-
 /// `applyset apply --kubeconfig … -n NS <args>`.
 fn applyset(ns: &TestNamespace, args: &[&str]) -> Result<CommandOutput> {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_applyset"));
-    command.arg("apply").arg("--kubeconfig").arg(&ns.kubeconfig).arg("-n").arg(&ns.name).args(args);
-    run(&mut command, None)
+    applyset_cli(&ns.kubeconfig, "apply", &[&["-n", &ns.name][..], args].concat())
 }
 
 /// `applyset apply` without `-n`.
 fn applyset_no_namespace(ns: &TestNamespace, args: &[&str]) -> Result<CommandOutput> {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_applyset"));
-    command.arg("apply").arg("--kubeconfig").arg(&ns.kubeconfig).args(args);
-    run(&mut command, None)
+    applyset_cli(&ns.kubeconfig, "apply", args)
 }
 
 /// `KUBECTL_APPLYSET=true kubectl.1.33 --namespace NS <args>`.
@@ -68,14 +52,6 @@ fn kubectl_applyset(ns: &TestNamespace, args: &[&str]) -> Result<CommandOutput> 
     let mut command = ns.kubectl()?;
     command.env("KUBECTL_APPLYSET", "true").args(args);
     run(&mut command, None)
-}
-
-fn lines(text: &str) -> Vec<&str> {
-    text.lines().collect()
-}
-
-fn path(dir: &Path) -> &str {
-    dir.to_str().expect("temp paths are UTF-8")
 }
 
 async fn config_map_names(ns: &TestNamespace) -> Result<Vec<String>> {
@@ -114,31 +90,30 @@ async fn label_selector_prune_removes_only_departed_applied_objects() -> Result<
     // Applied, but with another label: kept.
     ns.kubectl_ok(&["apply", "-f", "-"], Some(&config_map("other", &[(SEL_KEY, "two")])))?;
 
-    let dir = manifest_dir(
-        "selector",
-        &[("a.yaml", config_map("a", &[(SEL_KEY, "one")])), ("b.yaml", config_map("b", &[(SEL_KEY, "one")]))],
-    )?;
-    let first = applyset(&ns, &["-f", path(&dir), "-l", SEL_X, "--prune"])?.success_stdout()?;
+    let dir = ManifestDir::new(&[
+        ("a.yaml", &config_map("a", &[(SEL_KEY, "one")])),
+        ("b.yaml", &config_map("b", &[(SEL_KEY, "one")])),
+    ])?;
+    let first = applyset(&ns, &["-f", dir.path(), "-l", SEL_X, "--prune"])?.success_stdout()?;
     assert_eq!(lines(&first), ["configmap/a created", "configmap/b created"]);
 
-    std::fs::remove_file(dir.join("b.yaml"))?;
+    dir.remove("b.yaml")?;
     let client_dry =
-        applyset(&ns, &["-f", path(&dir), "-l", SEL_X, "--prune", "--dry-run=client"])?.success_stdout()?;
+        applyset(&ns, &["-f", dir.path(), "-l", SEL_X, "--prune", "--dry-run=client"])?.success_stdout()?;
     assert_eq!(lines(&client_dry), ["configmap/a unchanged (dry run)", "configmap/b pruned (dry run)"]);
     let server_dry =
-        applyset(&ns, &["-f", path(&dir), "-l", SEL_X, "--prune", "--dry-run=server"])?.success_stdout()?;
+        applyset(&ns, &["-f", dir.path(), "-l", SEL_X, "--prune", "--dry-run=server"])?.success_stdout()?;
     assert_eq!(lines(&server_dry), ["configmap/a unchanged (server dry run)", "configmap/b pruned (server dry run)"]);
     assert_eq!(config_map_names(&ns).await?, ["a", "b", "manual", "other"]);
 
-    let output = applyset(&ns, &["-f", path(&dir), "-l", SEL_X, "--prune"])?;
+    let output = applyset(&ns, &["-f", dir.path(), "-l", SEL_X, "--prune"])?;
     let pruned = output.success_stdout()?;
     assert_eq!(lines(&pruned), ["configmap/a unchanged", "configmap/b pruned"]);
     assert_eq!(config_map_names(&ns).await?, ["a", "manual", "other"]);
 
     // kubectl, given the same directory and flags, finds nothing more to prune.
-    let kubectl = ns.kubectl_ok(&["apply", "-f", path(&dir), "-l", SEL_X, "--prune"], None)?;
+    let kubectl = ns.kubectl_ok(&["apply", "-f", dir.path(), "-l", SEL_X, "--prune"], None)?;
     assert_eq!(lines(&kubectl), ["configmap/a unchanged"]);
-    std::fs::remove_dir_all(&dir)?;
     Ok(())
 }
 
@@ -148,9 +123,9 @@ async fn prune_all_with_allowlist_prunes_what_kubectl_applied() -> Result<()> {
     // Applied by kubectl: carries the last-applied annotation, so `--all` prunes it.
     ns.kubectl_ok(&["apply", "-f", "-"], Some(&config_map("from-kubectl", &[])))?;
     ns.kubectl_ok(&["apply", "-f", "-"], Some(&deployment("web")))?;
-    let dir = manifest_dir("all", &[("keep.yaml", config_map("keep", &[]))])?;
+    let dir = ManifestDir::new(&[("keep.yaml", &config_map("keep", &[]))])?;
 
-    let output = applyset(&ns, &["-f", path(&dir), "--prune", "--all", "--prune-allowlist=core/v1/ConfigMap"])?;
+    let output = applyset(&ns, &["-f", dir.path(), "--prune", "--all", "--prune-allowlist=core/v1/ConfigMap"])?;
     assert_eq!(lines(&output.success_stdout()?), ["configmap/keep created", "configmap/from-kubectl pruned"]);
     assert_eq!(config_map_names(&ns).await?, ["keep"]);
     // Deployments were not allow-listed.
@@ -168,14 +143,13 @@ async fn prune_all_with_allowlist_prunes_what_kubectl_applied() -> Result<()> {
         ),
         (vec!["--prune"], vec!["--prune"]),
     ] {
-        let ours = applyset(&ns, &[&["-f", path(&dir)][..], &args].concat())?;
-        let theirs = run(ns.kubectl()?.args([&["apply", "-f", path(&dir)][..], &kubectl_args].concat()), None)?;
+        let ours = applyset(&ns, &[&["-f", dir.path()][..], &args].concat())?;
+        let theirs = run(ns.kubectl()?.args([&["apply", "-f", dir.path()][..], &kubectl_args].concat()), None)?;
         ensure!(!ours.success && !theirs.success, "both must fail: {ours:?} {theirs:?}");
         let theirs_error =
             theirs.stderr.lines().find(|l| l.starts_with("error: ")).context("kubectl error")?.to_owned();
         ensure!(ours.stderr.lines().any(|l| l == theirs_error), "expected {theirs_error:?} in {:?}", ours.stderr);
     }
-    std::fs::remove_dir_all(&dir)?;
     Ok(())
 }
 
@@ -187,18 +161,15 @@ async fn prune_all_with_allowlist_prunes_what_kubectl_applied() -> Result<()> {
 async fn applyset_secret_parent_is_kubectls_and_prunes() -> Result<()> {
     let ours = TestNamespace::create("applyset-ours").await?;
     let theirs = TestNamespace::create("applyset-kubectl").await?;
-    let dir = manifest_dir(
-        "secret-parent",
-        &[
-            ("a.yaml", config_map("a", &[])),
-            ("b.yaml", config_map("b", &[("app", "b")])),
-            ("web.yaml", deployment("web")),
-        ],
-    )?;
-    let applied = applyset(&ours, &["-f", path(&dir), "--prune", "--applyset=set"])?.success_stdout()?;
+    let dir = ManifestDir::new(&[
+        ("a.yaml", &config_map("a", &[])),
+        ("b.yaml", &config_map("b", &[("app", "b")])),
+        ("web.yaml", &deployment("web")),
+    ])?;
+    let applied = applyset(&ours, &["-f", dir.path(), "--prune", "--applyset=set"])?.success_stdout()?;
     assert_eq!(lines(&applied), ["configmap/a created", "configmap/b created", "deployment.apps/web created"]);
     let kubectl =
-        kubectl_applyset(&theirs, &["apply", "-f", path(&dir), "--prune", "--applyset=set"])?.success_stdout()?;
+        kubectl_applyset(&theirs, &["apply", "-f", dir.path(), "--prune", "--applyset=set"])?.success_stdout()?;
     assert_eq!(lines(&kubectl), lines(&applied));
 
     let (our_labels, our_annotations, our_managers) = secret_meta(&ours, "set").await?;
@@ -228,9 +199,9 @@ async fn applyset_secret_parent_is_kubectls_and_prunes() -> Result<()> {
     }
 
     // Dropping a file prunes its object (dry runs first), like kubectl does in its namespace.
-    std::fs::remove_file(dir.join("b.yaml"))?;
+    dir.remove("b.yaml")?;
     let dry =
-        applyset(&ours, &["-f", path(&dir), "--prune", "--applyset=set", "--dry-run=server"])?.success_stdout()?;
+        applyset(&ours, &["-f", dir.path(), "--prune", "--applyset=set", "--dry-run=server"])?.success_stdout()?;
     assert_eq!(
         lines(&dry),
         [
@@ -240,41 +211,40 @@ async fn applyset_secret_parent_is_kubectls_and_prunes() -> Result<()> {
         ]
     );
     let dry =
-        applyset(&ours, &["-f", path(&dir), "--prune", "--applyset=set", "--dry-run=client"])?.success_stdout()?;
+        applyset(&ours, &["-f", dir.path(), "--prune", "--applyset=set", "--dry-run=client"])?.success_stdout()?;
     assert!(lines(&dry).contains(&"configmap/b pruned (dry run)"), "{dry}");
     assert_eq!(config_map_names(&ours).await?, ["a", "b"]);
-    let pruned = applyset(&ours, &["-f", path(&dir), "--prune", "--applyset=set"])?.success_stdout()?;
+    let pruned = applyset(&ours, &["-f", dir.path(), "--prune", "--applyset=set"])?.success_stdout()?;
     let kubectl =
-        kubectl_applyset(&theirs, &["apply", "-f", path(&dir), "--prune", "--applyset=set"])?.success_stdout()?;
+        kubectl_applyset(&theirs, &["apply", "-f", dir.path(), "--prune", "--applyset=set"])?.success_stdout()?;
     assert_eq!(lines(&pruned), ["configmap/a unchanged", "deployment.apps/web unchanged", "configmap/b pruned"]);
     assert_eq!(lines(&pruned), lines(&kubectl));
     assert_eq!(config_map_names(&ours).await?, ["a"]);
 
     // The latest set: dropping every ConfigMap leaves only the Deployment recorded.
-    std::fs::remove_file(dir.join("a.yaml"))?;
-    let pruned = applyset(&ours, &["-f", path(&dir), "--prune", "--applyset=set"])?.success_stdout()?;
+    dir.remove("a.yaml")?;
+    let pruned = applyset(&ours, &["-f", dir.path(), "--prune", "--applyset=set"])?.success_stdout()?;
     assert_eq!(lines(&pruned), ["deployment.apps/web unchanged", "configmap/a pruned"]);
     let (_, annotations, _) = secret_meta(&ours, "set").await?;
     assert_eq!(annotations[GROUP_KINDS_ANNOTATION], "Deployment.apps");
-    std::fs::remove_dir_all(&dir)?;
     Ok(())
 }
 
 #[tokio::test]
 async fn failed_apply_means_no_prune() -> Result<()> {
     let ns = TestNamespace::create("applyset-failure").await?;
-    let dir = manifest_dir("failure", &[("a.yaml", config_map("a", &[])), ("b.yaml", config_map("b", &[]))])?;
-    applyset(&ns, &["-f", path(&dir), "--prune", "--applyset=set"])?.success_stdout()?;
-    applyset(&ns, &["-f", path(&dir), "--prune", "-l", SEL_ANY, "--prune-allowlist=core/v1/ConfigMap"])?
+    let dir = ManifestDir::new(&[("a.yaml", &config_map("a", &[])), ("b.yaml", &config_map("b", &[]))])?;
+    applyset(&ns, &["-f", dir.path(), "--prune", "--applyset=set"])?.success_stdout()?;
+    applyset(&ns, &["-f", dir.path(), "--prune", "-l", SEL_ANY, "--prune-allowlist=core/v1/ConfigMap"])?
         .success_stdout()?;
 
-    std::fs::remove_file(dir.join("b.yaml"))?;
+    dir.remove("b.yaml")?;
     // An invalid object (the apiserver refuses the name) makes the run fail before pruning.
-    std::fs::write(dir.join("c.yaml"), config_map("Not_Valid", &[]))?;
+    dir.write("c.yaml", &config_map("Not_Valid", &[]))?;
     for args in
         [&["--prune", "--applyset=set"][..], &["--prune", "-l", SEL_ANY, "--prune-allowlist=core/v1/ConfigMap"][..]]
     {
-        let output = applyset(&ns, &[&["-f", path(&dir)][..], args].concat())?;
+        let output = applyset(&ns, &[&["-f", dir.path()][..], args].concat())?;
         assert!(!output.success, "{output:?}");
         assert!(!output.stdout.contains("pruned"), "{output:?}");
         assert_eq!(config_map_names(&ns).await?, ["a", "b"]);
@@ -282,27 +252,26 @@ async fn failed_apply_means_no_prune() -> Result<()> {
     // The parent kept the superset.
     let (_, annotations, _) = secret_meta(&ns, "set").await?;
     assert_eq!(annotations[GROUP_KINDS_ANNOTATION], "ConfigMap");
-    std::fs::remove_dir_all(&dir)?;
     Ok(())
 }
 
 #[tokio::test]
 async fn kubectl_reads_our_parent_and_members() -> Result<()> {
     let ns = TestNamespace::create("applyset-interop").await?;
-    let dir = manifest_dir("interop", &[("a.yaml", config_map("a", &[])), ("b.yaml", config_map("b", &[]))])?;
-    applyset(&ns, &["-f", path(&dir), "--prune", "--applyset=set"])?.success_stdout()?;
+    let dir = ManifestDir::new(&[("a.yaml", &config_map("a", &[])), ("b.yaml", &config_map("b", &[]))])?;
+    applyset(&ns, &["-f", dir.path(), "--prune", "--applyset=set"])?.success_stdout()?;
 
     // kubectl reads our parent and refuses it because of the tooling annotation...
-    let refused = kubectl_applyset(&ns, &["apply", "-f", path(&dir), "--prune", "--applyset=set"])?;
+    let refused = kubectl_applyset(&ns, &["apply", "-f", dir.path(), "--prune", "--applyset=set"])?;
     assert!(!refused.success);
     assert_eq!(
         refused.stderr.trim(),
         r#"error: ApplySet parent object "secrets./set" already exists and is managed by tooling "applyset" instead of "kubectl""#
     );
     // ...as we refuse kubectl's (its set has other objects: an object belongs to one set).
-    let kubectl_dir = manifest_dir("interop-kubectl", &[("k.yaml", config_map("k", &[]))])?;
-    kubectl_applyset(&ns, &["apply", "-f", path(&kubectl_dir), "--prune", "--applyset=kset"])?.success_stdout()?;
-    let ours = applyset(&ns, &["-f", path(&kubectl_dir), "--prune", "--applyset=kset"])?;
+    let kubectl_dir = ManifestDir::new(&[("k.yaml", &config_map("k", &[]))])?;
+    kubectl_applyset(&ns, &["apply", "-f", kubectl_dir.path(), "--prune", "--applyset=kset"])?.success_stdout()?;
+    let ours = applyset(&ns, &["-f", kubectl_dir.path(), "--prune", "--applyset=kset"])?;
     assert!(!ours.success);
     assert!(
         ours.stderr.contains(r#"ApplySet parent object "secrets./kset" already exists and is managed by tooling "kubectl" instead of "applyset""#),
@@ -314,19 +283,17 @@ async fn kubectl_reads_our_parent_and_members() -> Result<()> {
         &["annotate", "secret", "set", "--overwrite", &format!("{TOOLING_ANNOTATION}=kubectl/v1.33.1")],
         None,
     )?;
-    std::fs::remove_file(dir.join("b.yaml"))?;
-    let pruned = kubectl_applyset(&ns, &["apply", "-f", path(&dir), "--prune", "--applyset=set"])?.success_stdout()?;
+    dir.remove("b.yaml")?;
+    let pruned = kubectl_applyset(&ns, &["apply", "-f", dir.path(), "--prune", "--applyset=set"])?.success_stdout()?;
     assert_eq!(lines(&pruned), ["configmap/a unchanged", "configmap/b pruned"]);
     assert_eq!(config_map_names(&ns).await?, ["a", "k"]);
-    std::fs::remove_dir_all(&dir)?;
-    std::fs::remove_dir_all(&kubectl_dir)?;
     Ok(())
 }
 
 #[tokio::test]
 async fn parent_validation_messages_are_kubectls() -> Result<()> {
     let ns = TestNamespace::create("applyset-validation").await?;
-    let dir = manifest_dir("validation", &[("a.yaml", config_map("a", &[]))])?;
+    let dir = ManifestDir::new(&[("a.yaml", &config_map("a", &[]))])?;
     let cases: [&[&str]; 4] = [
         &["--applyset=deployments.apps/x"],
         &["--applyset=namespaces/x"],
@@ -334,17 +301,16 @@ async fn parent_validation_messages_are_kubectls() -> Result<()> {
         &["--applyset=secret/"],
     ];
     for case in cases {
-        let ours = applyset(&ns, &[&["-f", path(&dir), "--prune"][..], case].concat())?;
-        let theirs = kubectl_applyset(&ns, &[&["apply", "-f", path(&dir), "--prune"][..], case].concat())?;
+        let ours = applyset(&ns, &[&["-f", dir.path(), "--prune"][..], case].concat())?;
+        let theirs = kubectl_applyset(&ns, &[&["apply", "-f", dir.path(), "--prune"][..], case].concat())?;
         assert!(!ours.success && !theirs.success);
         assert_eq!(ours.stderr.trim(), theirs.stderr.trim(), "{case:?}");
     }
     // Without -n (kubectl prints the two aggregated errors one per line, without a prefix).
-    let ours = applyset_no_namespace(&ns, &["-f", path(&dir), "--prune", "--applyset=set"])?;
+    let ours = applyset_no_namespace(&ns, &["-f", dir.path(), "--prune", "--applyset=set"])?;
     assert!(!ours.success);
     assert_eq!(ours.stderr.trim(), "error: namespace is required to use namespace-scoped ApplySet");
     assert_eq!(config_map_names(&ns).await?, Vec::<String>::new());
-    std::fs::remove_dir_all(&dir)?;
     Ok(())
 }
 
@@ -360,8 +326,7 @@ async fn custom_resource_parent_whose_crd_is_labelled() -> Result<()> {
             plural.trim_end_matches('s')
         )
     };
-    let cleanup =
-        CrdCleanup { kubeconfig: ns.kubeconfig.clone(), names: vec![crd_name.clone(), format!("others.{group}")] };
+    let cleanup = CrdCleanup::new(&ns.kubeconfig, [crd_name.clone(), format!("others.{group}")]);
     ns.kubectl_ok(&["apply", "-f", "-"], Some(&crd(true, "sets", "Set")))?;
     ns.kubectl_ok(&["apply", "-f", "-"], Some(&crd(false, "others", "Other")))?;
     ns.kubectl_ok(
@@ -369,17 +334,17 @@ async fn custom_resource_parent_whose_crd_is_labelled() -> Result<()> {
         None,
     )?;
 
-    let dir = manifest_dir("cr-parent", &[("a.yaml", config_map("a", &[])), ("b.yaml", config_map("b", &[]))])?;
+    let dir = ManifestDir::new(&[("a.yaml", &config_map("a", &[])), ("b.yaml", &config_map("b", &[]))])?;
     let reference = format!("--applyset=sets.{group}/parent");
 
     // A CRD without the label is refused; a missing custom resource parent is not created.
-    let other = applyset(&ns, &["-f", path(&dir), "--prune", &format!("--applyset=others.{group}/parent")])?;
+    let other = applyset(&ns, &["-f", dir.path(), "--prune", &format!("--applyset=others.{group}/parent")])?;
     assert_eq!(
         other.stderr.trim(),
         format!(r#"error: resource "{group}/v1, Resource=others" is not permitted as an ApplySet parent"#)
     );
-    let missing = applyset(&ns, &["-f", path(&dir), "--prune", &reference])?;
-    let kubectl_missing = kubectl_applyset(&ns, &["apply", "-f", path(&dir), "--prune", &reference])?;
+    let missing = applyset(&ns, &["-f", dir.path(), "--prune", &reference])?;
+    let kubectl_missing = kubectl_applyset(&ns, &["apply", "-f", dir.path(), "--prune", &reference])?;
     assert_eq!(missing.stderr.trim(), "error: custom resource ApplySet parents cannot be created automatically");
     assert_eq!(missing.stderr.trim(), kubectl_missing.stderr.trim());
 
@@ -388,7 +353,7 @@ async fn custom_resource_parent_whose_crd_is_labelled() -> Result<()> {
         &["create", "-f", "-"],
         Some(&format!("apiVersion: {group}/v1\nkind: Set\nmetadata:\n  name: parent\n  annotations:\n    {TOOLING_ANNOTATION}: {}\n    {GROUP_KINDS_ANNOTATION}: \"\"\n  labels:\n    {PARENT_ID_LABEL}: {}\n", tooling(), applyset_id("parent", "", "Set", &group))),
     )?;
-    let applied = applyset(&ns, &["-f", path(&dir), "--prune", &reference])?.success_stdout()?;
+    let applied = applyset(&ns, &["-f", dir.path(), "--prune", &reference])?.success_stdout()?;
     assert_eq!(lines(&applied), ["configmap/a created", "configmap/b created"]);
     let sets = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(&group, "v1", "Set"), "sets");
     let parent = Api::<DynamicObject>::all_with(ns.client.clone(), &sets).get("parent").await?;
@@ -397,42 +362,10 @@ async fn custom_resource_parent_whose_crd_is_labelled() -> Result<()> {
     // A cluster-scoped parent records the members' namespace as an additional one.
     assert_eq!(annotations[ADDITIONAL_NAMESPACES_ANNOTATION], ns.name);
 
-    std::fs::remove_file(dir.join("b.yaml"))?;
-    let pruned = applyset(&ns, &["-f", path(&dir), "--prune", &reference])?.success_stdout()?;
+    dir.remove("b.yaml")?;
+    let pruned = applyset(&ns, &["-f", dir.path(), "--prune", &reference])?.success_stdout()?;
     assert_eq!(lines(&pruned), ["configmap/a unchanged", "configmap/b pruned"]);
     assert_eq!(config_map_names(&ns).await?, ["a"]);
-    std::fs::remove_dir_all(&dir)?;
     drop(cleanup);
     Ok(())
-}
-
-/// Deletes the test's CRDs (cluster-scoped, so not removed with the namespace).
-struct CrdCleanup {
-    kubeconfig: PathBuf,
-    names: Vec<String>,
-}
-
-impl Drop for CrdCleanup {
-    fn drop(&mut self) {
-        // A client of its own: the test's client belongs to the test's (now blocked) runtime.
-        let kubeconfig = self.kubeconfig.clone();
-        let names = std::mem::take(&mut self.names);
-        let _ = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().ok()?;
-            runtime.block_on(async {
-                let client = support::client_for(&kubeconfig).await.ok()?;
-                let crds = ApiResource::from_gvk_with_plural(
-                    &GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
-                    "customresourcedefinitions",
-                );
-                let api = Api::<DynamicObject>::all_with(client, &crds);
-                for name in names {
-                    let _ = api.delete(&name, &DeleteParams::background()).await;
-                }
-                Some(())
-            });
-            Some(())
-        })
-        .join();
-    }
 }

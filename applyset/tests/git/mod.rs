@@ -16,12 +16,11 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use crate::support::{free_port, scratch_dir};
+
 /// A fresh directory under the test target's temp dir.
 pub fn temp_dir(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("git_source").join(format!("{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    scratch_dir("git_source", &format!("{name}-{}", std::process::id()))
 }
 
 /// Run git with a config isolated from the machine's.
@@ -128,11 +127,6 @@ pub fn noise(len: usize, seed: u64) -> Vec<u8> {
     }
     out.truncate(len);
     out
-}
-
-/// A free loopback port (bound then released).
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 // ---------------------------------------------------------------------------

@@ -1,6 +1,10 @@
 //! Test support for the operator: the real `applyset controller` binary run as a process
 //! against the test control plane, scoped to one test's namespace (`--watch-namespace`), so
 //! tests run in parallel without seeing each other's ApplySets.
+//!
+//! A controller test starts from a [`ControllerFixture`] (a namespace of its own with the CRD
+//! installed, and a git repository), commits what it needs, then starts its controller with
+//! [`start_controller`] or [`ControllerOptions`].
 
 #![allow(dead_code)]
 
@@ -16,8 +20,37 @@ use applyset::operator::api::ApplySet;
 use kube::Api;
 use kube::api::{Patch, PatchParams};
 
-use crate::git::free_port;
-use crate::support::{self, TestNamespace};
+use crate::git::Fixture;
+use crate::support::{self, TestNamespace, free_port};
+
+/// What every controller test starts from: a namespace of its own with the ApplySet CRD
+/// installed, and a git repository (work tree and bare remote) named after it.
+pub struct ControllerFixture {
+    pub ns: TestNamespace,
+    pub repo: Fixture,
+}
+
+impl ControllerFixture {
+    /// Namespace `applyset-test-<prefix>-<random>`, repository `<prefix>-<namespace>`.
+    pub async fn new(prefix: &str) -> Result<ControllerFixture> {
+        let ns = crd_namespace(prefix).await?;
+        let repo = Fixture::new(&format!("{prefix}-{}", ns.name));
+        Ok(ControllerFixture { ns, repo })
+    }
+}
+
+/// A namespace of its own with the ApplySet CRD installed (for tests whose sources are not
+/// one local repository).
+pub async fn crd_namespace(prefix: &str) -> Result<TestNamespace> {
+    let ns = TestNamespace::create(prefix).await?;
+    install_crd(&ns.kubeconfig)?;
+    Ok(ns)
+}
+
+/// A controller for the namespace that accepts `file://` sources (what most tests run).
+pub fn start_controller(ns: &TestNamespace) -> Result<ControllerProcess> {
+    ControllerOptions::for_namespace(ns).local_sources().start()
+}
 
 /// A ConfigMap manifest with one `data.value`, as the controller tests commit them.
 pub fn config_map(name: &str, namespace: &str, value: &str) -> String {
@@ -38,6 +71,21 @@ pub fn applied_revision(applyset: &ApplySet) -> Option<&str> {
     applyset.status.as_ref()?.last_applied_revision.as_deref()
 }
 
+/// The revision of commit `sha` on `main`, as the status shows it.
+pub fn revision(sha: &str) -> String {
+    format!("main@sha1:{sha}")
+}
+
+/// `lastAppliedRevision` is `revision`.
+pub fn applied(revision: String) -> impl Fn(&ApplySet) -> bool {
+    move |applyset| applied_revision(applyset) == Some(revision.as_str())
+}
+
+/// Ready for the current generation, with `revision` applied.
+pub fn ready_at(revision: String) -> impl Fn(&ApplySet) -> bool {
+    move |applyset| applied_revision(applyset) == Some(revision.as_str()) && is_ready(applyset)
+}
+
 /// Installs the CRD from `crds/` (as users do) once per test binary.
 pub fn install_crd(kubeconfig: &Path) -> Result<()> {
     static INSTALLED: OnceLock<std::result::Result<(), String>> = OnceLock::new();
@@ -55,11 +103,10 @@ pub fn install_crd(kubeconfig: &Path) -> Result<()> {
         .map_err(|e| anyhow::anyhow!("installing the ApplySet CRD: {e}"))
 }
 
-/// A running `applyset controller`; stopped (SIGTERM, then kill) when dropped.
+/// A running `applyset controller`; stopped (SIGTERM, then kill) when dropped. (The namespace's
+/// ApplySets keep their finalizers: the [`TestNamespace`] drops them before it goes.)
 pub struct ControllerProcess {
     child: Option<Child>,
-    kubeconfig: PathBuf,
-    namespace: String,
     pub metrics_port: u16,
     pub health_port: u16,
     pub log_path: PathBuf,
@@ -67,6 +114,7 @@ pub struct ControllerProcess {
 }
 
 /// How to start a controller.
+#[derive(Clone)]
 pub struct ControllerOptions<'a> {
     pub kubeconfig: &'a Path,
     /// `--watch-namespace` (always set in tests, to isolate them).
@@ -74,16 +122,33 @@ pub struct ControllerOptions<'a> {
     pub extra_args: Vec<String>,
     /// Wait for /readyz before returning.
     pub wait_ready: bool,
+    /// `Some`: the process gets only `PATH`, a `HOME` of its own and these variables, as a pod
+    /// gets its Deployment's, and no `--watch-namespace` (they must name it).
+    pub pod_env: Option<Vec<(String, String)>>,
 }
 
 impl<'a> ControllerOptions<'a> {
     pub fn new(kubeconfig: &'a Path, namespace: &'a str) -> Self {
-        ControllerOptions { kubeconfig, namespace, extra_args: Vec::new(), wait_ready: true }
+        ControllerOptions { kubeconfig, namespace, extra_args: Vec::new(), wait_ready: true, pod_env: None }
+    }
+
+    /// A controller for `ns` with the admin kubeconfig, watching `ns` only.
+    pub fn for_namespace(ns: &'a TestNamespace) -> Self {
+        Self::new(&ns.kubeconfig, &ns.name)
     }
 
     pub fn arg(mut self, arg: impl Into<String>) -> Self {
         self.extra_args.push(arg.into());
         self
+    }
+
+    /// `--allow-local-sources`: `file://` repositories (a user's controller refuses them).
+    pub fn local_sources(self) -> Self {
+        self.arg("--allow-local-sources")
+    }
+
+    pub fn start(self) -> Result<ControllerProcess> {
+        ControllerProcess::start(self)
     }
 }
 
@@ -91,44 +156,47 @@ impl ControllerProcess {
     pub fn start(options: ControllerOptions<'_>) -> Result<ControllerProcess> {
         let metrics_port = free_port();
         let health_port = free_port();
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("controller").join(format!(
-            "{}-{}",
-            options.namespace,
-            support::random_suffix()
-        ));
-        std::fs::create_dir_all(&dir)?;
+        let dir = support::scratch_dir("controller", &format!("{}-{}", options.namespace, support::random_suffix()));
         let log_path = dir.join("controller.log");
         let cache_dir = dir.join("cache");
         let log = std::fs::File::create(&log_path)?;
-        let child = Command::new(env!("CARGO_BIN_EXE_applyset"))
-            .arg("controller")
-            .arg("--kubeconfig")
-            .arg(options.kubeconfig)
-            .args(["--watch-namespace", options.namespace])
+        let mut command = Command::new(env!("CARGO_BIN_EXE_applyset"));
+        command.arg("controller").arg("--kubeconfig").arg(options.kubeconfig);
+        if options.pod_env.is_none() {
+            command.args(["--watch-namespace", options.namespace]);
+        }
+        command
             .arg("--cache-dir")
             .arg(&cache_dir)
             .args(["--metrics-bind-address", &format!("127.0.0.1:{metrics_port}")])
             .args(["--health-probe-bind-address", &format!("127.0.0.1:{health_port}")])
-            .args(&options.extra_args)
-            .env("RUST_LOG", "info,applyset=debug")
-            // The tests use intervals of a few seconds (a user's controller refuses less than 10s).
-            .env("APPLYSET_MIN_INTERVAL", "1s")
-            .env_remove("POD_NAME")
-            .env_remove("POD_NAMESPACE")
+            .args(&options.extra_args);
+        match &options.pod_env {
+            None => {
+                command
+                    .env("RUST_LOG", "info,applyset=debug")
+                    // The tests use intervals of a few seconds (a user's controller refuses less than 10s).
+                    .env("APPLYSET_MIN_INTERVAL", "1s")
+                    .env_remove("POD_NAME")
+                    .env_remove("POD_NAMESPACE");
+            }
+            Some(env) => {
+                let home = dir.join("home");
+                std::fs::create_dir_all(&home)?;
+                command
+                    .env_clear()
+                    .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+                    .env("HOME", &home)
+                    .envs(env.iter().map(|(name, value)| (name, value)));
+            }
+        }
+        let child = command
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log)
             .spawn()
             .context("starting applyset controller")?;
-        let mut process = ControllerProcess {
-            child: Some(child),
-            kubeconfig: options.kubeconfig.to_path_buf(),
-            namespace: options.namespace.to_owned(),
-            metrics_port,
-            health_port,
-            log_path,
-            cache_dir,
-        };
+        let mut process = ControllerProcess { child: Some(child), metrics_port, health_port, log_path, cache_dir };
         if options.wait_ready {
             process.wait_ready(Duration::from_secs(60))?;
         }
@@ -200,19 +268,8 @@ impl ControllerProcess {
 }
 
 impl Drop for ControllerProcess {
-    /// Stops the controller, then drops the finalizers it put on the namespace's ApplySets:
-    /// with no controller left to honour them, the test namespace could never be deleted.
     fn drop(&mut self) {
         self.stop();
-        let Ok(mut list) = support::kubectl(&self.kubeconfig, &self.namespace) else { return };
-        list.args(["get", "applysets", "-o", "name"]);
-        let Ok(names) = support::run(&mut list, None).and_then(|o| o.success_stdout()) else { return };
-        for name in names.lines().filter(|l| !l.is_empty()) {
-            if let Ok(mut patch) = support::kubectl(&self.kubeconfig, &self.namespace) {
-                patch.args(["patch", name, "--type=merge", "-p", r#"{"metadata":{"finalizers":null}}"#]);
-                let _ = support::run(&mut patch, None);
-            }
-        }
     }
 }
 

@@ -13,6 +13,7 @@
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
@@ -20,9 +21,11 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Namespace;
-use kube::api::{DeleteParams, ObjectMeta, PostParams};
+use kube::api::{DeleteParams, DynamicObject, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::core::{ApiResource, GroupVersionKind};
 use kube::{Api, Client, Config};
 
 /// Label on every namespace the tests create, to find leftovers.
@@ -75,7 +78,8 @@ fn start_or_attach() -> Result<ControlPlane> {
     Ok(ControlPlane { kubeconfig: kubeconfig.into() })
 }
 
-fn repo_root() -> PathBuf {
+/// The workspace root (the repository's top directory).
+pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("the applyset package lives in the workspace root")
@@ -108,6 +112,36 @@ pub fn kubectl_path() -> Result<PathBuf> {
         bail!("{} does not exist (looked beside {})", versioned.display(), kubectl.display());
     }
     Ok(versioned)
+}
+
+/// `kubectl.1.33` with `kubeconfig` and no namespace (for objects that name their own).
+pub fn kubectl_cluster(kubeconfig: &Path) -> Result<Command> {
+    let mut command = Command::new(kubectl_path()?);
+    command.arg("--kubeconfig").arg(kubeconfig);
+    Ok(command)
+}
+
+/// Helm, for the tests that render the chart: `$APPLYSET_TEST_HELM`, else the pinned helm that
+/// `scripts/install-tools --helm-only` installs into `.cache/tools` (once per test binary; only
+/// the first run on a machine downloads it).
+pub fn helm_path() -> Result<PathBuf> {
+    static HELM: OnceLock<std::result::Result<PathBuf, String>> = OnceLock::new();
+    HELM.get_or_init(|| {
+        if let Ok(path) = std::env::var("APPLYSET_TEST_HELM")
+            && !path.is_empty()
+        {
+            return Ok(path.into());
+        }
+        let script = repo_root().join("scripts/install-tools");
+        let output = run(Command::new(&script).arg("--helm-only"), None).map_err(|error| format!("{error:#}"))?;
+        let bin = output.stdout.lines().last().unwrap_or_default().to_owned();
+        if !output.success || bin.is_empty() {
+            return Err(format!("`{} --helm-only` failed:\n{}{}", script.display(), output.stderr, output.stdout));
+        }
+        Ok(Path::new(&bin).join("helm"))
+    })
+    .clone()
+    .map_err(|error| anyhow!("no helm: {error}"))
 }
 
 /// `kubectl.1.33` with `kubeconfig` and `namespace`.
@@ -197,6 +231,11 @@ impl TestNamespace {
         run(self.kubectl()?.args(args), stdin)?.success_stdout()
     }
 
+    /// `kubectl get RESOURCE -o jsonpath=PATH` in this namespace.
+    pub fn jsonpath(&self, resource: &str, path: &str) -> Result<String> {
+        self.kubectl_ok(&["get", resource, "-o", &format!("jsonpath={path}")], None)
+    }
+
     /// Writes a kubeconfig for the same cluster that authenticates with
     /// `token` only (no client certificate), for kubectl and kube clients.
     /// The file is removed when the returned value is dropped.
@@ -226,6 +265,8 @@ impl Drop for TokenKubeconfig {
 }
 
 impl Drop for TestNamespace {
+    /// Drops the finalizers of the namespace's ApplySets (no controller is left to honour them,
+    /// and the namespace could never go), then deletes the namespace.
     fn drop(&mut self) {
         // Drop cannot await, and blocking inside the test's runtime would
         // stall it, so the deletion runs on a runtime of its own.
@@ -235,12 +276,17 @@ impl Drop for TestNamespace {
             let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
             runtime.block_on(async {
                 let client = client_for(&kubeconfig).await?;
-                let namespaces = Api::<Namespace>::all(client);
-                match tokio::time::timeout(CLEANUP_TIMEOUT, namespaces.delete(&name, &DeleteParams::background())).await
-                {
+                let cleanup = async {
+                    release_applyset_finalizers(&client, &name).await?;
+                    let namespaces = Api::<Namespace>::all(client.clone());
+                    match namespaces.delete(&name, &DeleteParams::background()).await {
+                        Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+                        result => result.map(|_| ()).map_err(anyhow::Error::from),
+                    }
+                };
+                match tokio::time::timeout(CLEANUP_TIMEOUT, cleanup).await {
                     Err(_) => bail!("timed out after {CLEANUP_TIMEOUT:?}"),
-                    Ok(Err(kube::Error::Api(status))) if status.code == 404 => Ok(()),
-                    Ok(result) => result.map(|_| ()).map_err(Into::into),
+                    Ok(result) => result,
                 }
             })
         });
@@ -250,6 +296,125 @@ impl Drop for TestNamespace {
             Err(_) => eprintln!("warning: deleting test namespace {} panicked", self.name),
         }
     }
+}
+
+/// Removes the finalizer from every ApplySet in `namespace` (nothing to do where the CRD is not
+/// installed).
+async fn release_applyset_finalizers(client: &Client, namespace: &str) -> Result<()> {
+    let resource =
+        ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("applyset.dev", "v1alpha1", "ApplySet"), "applysets");
+    let applysets = Api::<DynamicObject>::namespaced_with(client.clone(), namespace, &resource);
+    let list = match applysets.list(&ListParams::default()).await {
+        Err(kube::Error::Api(status)) if status.code == 404 => return Ok(()),
+        list => list?,
+    };
+    let patch = serde_json::json!({ "metadata": { "finalizers": null } });
+    for applyset in list.items.iter().filter(|a| a.metadata.finalizers.as_ref().is_some_and(|f| !f.is_empty())) {
+        let name = applyset.metadata.name.as_deref().unwrap_or_default();
+        applysets
+            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .with_context(|| format!("removing the finalizers of ApplySet {namespace}/{name}"))?;
+    }
+    Ok(())
+}
+
+/// Deletes cluster-scoped CRDs a test created (the namespace's deletion leaves them), whatever
+/// the test's outcome.
+pub struct CrdCleanup {
+    kubeconfig: PathBuf,
+    names: Vec<String>,
+}
+
+impl CrdCleanup {
+    pub fn new(kubeconfig: &Path, names: impl IntoIterator<Item = String>) -> CrdCleanup {
+        CrdCleanup { kubeconfig: kubeconfig.to_path_buf(), names: names.into_iter().collect() }
+    }
+}
+
+impl Drop for CrdCleanup {
+    fn drop(&mut self) {
+        let Ok(mut command) = kubectl(&self.kubeconfig, "default") else { return };
+        command.args(["delete", "crd", "--wait=false", "--ignore-not-found"]).args(&self.names);
+        if let Err(error) = run(&mut command, None).and_then(CommandOutput::success_stdout) {
+            eprintln!("warning: could not delete CRDs {:?}: {error:#}", self.names);
+        }
+    }
+}
+
+/// The Lease `name` in `namespace`, if there is one.
+pub async fn read_lease(client: &Client, namespace: &str, name: &str) -> Result<Option<Lease>> {
+    Ok(Api::<Lease>::namespaced(client.clone(), namespace).get_opt(name).await?)
+}
+
+/// Who holds the Lease (`None` when released: no holder, or an empty one).
+pub fn lease_holder(lease: &Lease) -> Option<String> {
+    lease.spec.as_ref()?.holder_identity.clone().filter(|holder| !holder.is_empty())
+}
+
+/// A free loopback port (bound then released).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").expect("binding a loopback port").local_addr().expect("a local address").port()
+}
+
+/// A fresh, empty directory `<area>/<name>` under the test target's temp dir.
+pub fn scratch_dir(area: &str, name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(area).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap_or_else(|error| panic!("cannot create {}: {error}", dir.display()));
+    dir
+}
+
+/// A temporary directory of manifest files, removed when dropped.
+pub struct ManifestDir(PathBuf);
+
+impl ManifestDir {
+    /// A new directory holding `files` (name, content).
+    pub fn new(files: &[(&str, &str)]) -> Result<ManifestDir> {
+        let dir = std::env::temp_dir().join(format!("applyset-manifests-{}", random_suffix()));
+        std::fs::create_dir_all(&dir)?;
+        let dir = ManifestDir(dir);
+        for (name, text) in files {
+            dir.write(name, text)?;
+        }
+        Ok(dir)
+    }
+
+    pub fn path(&self) -> &str {
+        self.0.to_str().expect("temp paths are UTF-8")
+    }
+
+    pub fn file(&self, name: &str) -> String {
+        self.0.join(name).to_str().expect("UTF-8").to_owned()
+    }
+
+    pub fn write(&self, name: &str, text: &str) -> Result<()> {
+        std::fs::write(self.0.join(name), text).map_err(Into::into)
+    }
+
+    pub fn remove(&self, name: &str) -> Result<()> {
+        std::fs::remove_file(self.0.join(name)).map_err(Into::into)
+    }
+}
+
+impl Drop for ManifestDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `applyset SUBCOMMAND --kubeconfig K ARGS…`, run to completion (never with the developer's
+/// `$KUBECONFIG`).
+pub fn applyset_cli(kubeconfig: &Path, subcommand: &str, args: &[&str]) -> Result<CommandOutput> {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_applyset"));
+    command.env_remove("KUBECONFIG");
+    command.arg(subcommand).arg("--kubeconfig").arg(kubeconfig).args(args);
+    run(&mut command, None)
+}
+
+/// The lines of a command's output.
+pub fn lines(text: &str) -> Vec<&str> {
+    text.lines().collect()
 }
 
 /// A DNS-label-safe suffix unique within this run and unlikely to repeat

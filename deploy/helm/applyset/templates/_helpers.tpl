@@ -80,8 +80,8 @@ Where cluster-admin is bound: "cluster" or "namespace" (see values.yaml).
 {{/*
 The controller's own rules (applying ApplySets' objects aside): the same as a
 ClusterRole for all namespaces or as a Role in watchNamespace. Exactly the
-requests it makes: scripts/check-rbac runs the controller with these rules only,
-and fails it without any one of them.
+requests it makes: applyset/tests/chart_rbac.rs runs the controller with these
+rules only, and fails it without any one of them.
   applysets         list, watch (the controller's cache); patch (finalizer, the
                     KEP-3659 parent labels and annotations, server-side apply)
   applysets/status  patch (merge patch of the status)

@@ -1,6 +1,7 @@
 //! The `applyset` operator and its command-line tools.
 
 pub mod apply;
+pub mod applyset;
 pub mod cli;
 pub mod commands;
 pub mod document;

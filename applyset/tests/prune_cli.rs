@@ -7,7 +7,7 @@ mod support;
 use std::collections::BTreeMap;
 
 use anyhow::{Context, Result, ensure};
-use applyset::apply::applyset_parent::{
+use applyset::applyset::{
     ADDITIONAL_NAMESPACES_ANNOTATION, FIELD_MANAGER, GROUP_KINDS_ANNOTATION, PARENT_ID_LABEL, PART_OF_LABEL,
     TOOLING_ANNOTATION, applyset_id, tooling,
 };

@@ -16,7 +16,7 @@ use applyset_merge::Value;
 use applyset_merge::openapi::OpenApi;
 use kube::core::{ApiResource, GroupVersionKind};
 
-use super::applyset_parent::ApiIndex;
+use crate::applyset::ApiIndex;
 use tokio::sync::{OnceCell, RwLock};
 
 /// A `metav1.Status` failure answered by the apiserver.

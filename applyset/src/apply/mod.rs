@@ -14,7 +14,6 @@
 //!    every request passes the cluster's rate limiter.
 //! 4. Results come back in input order; the caller prints them and, if nothing failed, prunes.
 
-pub mod applyset_parent;
 pub mod cluster;
 pub mod metadata;
 pub mod object;

@@ -26,7 +26,7 @@
 //! plus the `-n` namespace when it was given explicitly.
 //!
 //! The shared result type [`PruneSummary`] and [`DeleteOptions`] live in
-//! [`super::applyset_parent`] and are re-exported here.
+//! [`crate::applyset`] and are re-exported here.
 //!
 //! Differences from kubectl: namespaces are visited in sorted order (kubectl: Go map order);
 //! LISTs are paginated and up to four run at once; the klog deprecation warning is returned in
@@ -36,14 +36,12 @@
 use std::collections::{BTreeSet, HashSet};
 
 use futures::StreamExt;
-use kube::Client;
 use kube::core::{ApiResource, GroupVersionKind};
 
-use super::Visited;
-use super::applyset_parent::{
-    ApiIndex, LIST_CONCURRENCY, delete_one, dry_run_suffix, error_text, gvk_string, list_all, printed_name,
-};
-pub use super::applyset_parent::{DeleteOptions, Listed, Propagation, PruneSummary};
+use super::{Cluster, Visited};
+use crate::applyset::prune::{LIST_CONCURRENCY, delete_one, list_all};
+use crate::applyset::{ApiIndex, Error, gvk_string, printed_name};
+pub use crate::applyset::{DeleteOptions, Listed, Propagation, PruneSummary, PrunedObject};
 
 /// kubectl's deprecation warning, logged whenever the default allow-list is used with a
 /// namespace (always, since it defaults to the context's).
@@ -131,8 +129,8 @@ pub fn map_allowlist(index: &ApiIndex, allowlist: &[GroupVersionKind]) -> Result
 }
 
 /// The REST mapping kubectl performs when it parses `--prune-allowlist` (before applying).
-pub async fn check_allowlist(client: &Client, allowlist: &[GroupVersionKind]) -> Result<Vec<PruneType>, String> {
-    let index = ApiIndex::load(client).await?;
+pub async fn check_allowlist(cluster: &Cluster, allowlist: &[GroupVersionKind]) -> Result<Vec<PruneType>, String> {
+    let index = cluster.api_index().await.map_err(|e| e.to_string())?;
     map_allowlist(&index, allowlist)
 }
 
@@ -167,7 +165,7 @@ pub fn plan<'a>(
 /// `selector` is the `-l` value; with `all` it must be absent. Validate both beforehand with
 /// [`validate_selection`]; this function refuses them too.
 pub async fn by_selector(
-    client: &Client,
+    cluster: &Cluster,
     selector: Option<&str>,
     all: bool,
     allowlist: &[GroupVersionKind],
@@ -177,14 +175,15 @@ pub async fn by_selector(
 ) -> PruneSummary {
     let mut summary = PruneSummary::default();
     if let Err(error) = validate_selection(selector, all) {
-        summary.errors.push(error);
+        summary.errors.push(Error::InvalidPrune(error));
         return summary;
     }
     let selector = selector.unwrap_or("");
-    let index = match ApiIndex::load(client).await {
+    let client = cluster.client();
+    let index = match cluster.api_index().await {
         Ok(index) => index,
         Err(error) => {
-            summary.errors.push(format!("error retrieving RESTMappings to prune: {error}"));
+            summary.errors.push(Error::InvalidPrune(format!("error retrieving RESTMappings to prune: {error}")));
             return summary;
         }
     };
@@ -195,7 +194,7 @@ pub async fn by_selector(
         match map_allowlist(&index, allowlist) {
             Ok(types) => types,
             Err(error) => {
-                summary.errors.push(error);
+                summary.errors.push(Error::InvalidPrune(error));
                 return summary;
             }
         }
@@ -208,10 +207,10 @@ pub async fn by_selector(
                 types.push((prune_type, api_resource));
             }
             Err(error) => {
-                summary.errors.push(format!(
+                summary.errors.push(Error::InvalidPrune(format!(
                     "error retrieving RESTMappings to prune: invalid resource {}: {error}",
                     prune_type.describe()
-                ));
+                )));
                 return summary;
             }
         }
@@ -230,24 +229,22 @@ pub async fn by_selector(
         position += 1;
         let gvk = gvk_string(&prune_type.gvk.group, &prune_type.gvk.version, &prune_type.gvk.kind);
         let scope = if prune_type.namespaced { "namespaced" } else { "nonNamespaced" };
-        let fail = |error: &kube::Error| format!("error pruning {scope} object {gvk}: {}", error_text(error));
+        let fail = |error: kube::Error| Error::request(format!("error pruning {scope} object {gvk}"), error);
         let items = match result {
             Ok(items) => items,
             Err(error) => {
-                summary.errors.push(fail(&error));
+                summary.errors.push(fail(error));
                 return summary;
             }
         };
         for item in select_candidates(&items, &visited) {
             if let Err(error) = delete_one(client, api_resource, ns, &item.name, options).await {
-                summary.errors.push(fail(&error));
+                summary.errors.push(fail(error));
                 return summary;
             }
-            summary.pruned.push(format!(
-                "{} pruned{}",
-                printed_name(api_resource, &item.name),
-                dry_run_suffix(options.dry_run)
-            ));
+            summary
+                .pruned
+                .push(PrunedObject { name: printed_name(api_resource, &item.name), namespace: item.namespace.clone() });
         }
     }
     summary
@@ -256,7 +253,7 @@ pub async fn by_selector(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::apply::applyset_parent::ApiEntry;
+    use crate::applyset::ApiEntry;
 
     #[test]
     fn allowlist_parsing() {

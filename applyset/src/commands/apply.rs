@@ -6,11 +6,11 @@
 
 use std::process::ExitCode;
 
-use crate::apply::applyset_parent::{self, DeleteOptions, FieldValidation, Parent};
 use crate::apply::cluster::collecting_warnings;
 use crate::apply::prune;
 use crate::apply::selector::Selector;
 use crate::apply::{self, ApplyOptions, ApplyReport, Cluster, ConnectOptions, DryRun};
+use crate::applyset::{DeleteOptions, FieldValidation, Parent, ParentWrites, Run};
 use crate::cli::{ApplyArgs, ClusterArgs, InputArgs};
 use crate::manifest::{self, LoadedObject};
 
@@ -193,44 +193,31 @@ fn execute(args: ApplyArgs) -> Result<ExitCode, String> {
 
         // ApplySet: the parent is validated and its ID computed before anything is read or
         // written; every object then carries the part-of label (inside its annotation).
-        let mut parent = match &args.applyset {
+        let mut run = match &args.applyset {
             Some(reference) => {
-                let mut parent = Parent::prepare(cluster.client(), reference, args.input.namespace.as_deref())
+                let mut parent = Parent::prepare(&cluster, reference, args.input.namespace.as_deref())
                     .await
-                    .map_err(|e| unreachable_or(&cluster, e))?;
+                    .map_err(|e| e.to_string())?;
                 parent.field_validation = Some(match options.field_validation.as_str() {
                     "Warn" => FieldValidation::Warn,
                     "Ignore" => FieldValidation::Ignore,
                     _ => FieldValidation::Strict,
                 });
                 options.applyset_label = Some(parent.id().to_owned());
-                Some(parent)
+                Some(Run::new(&cluster, parent, ParentWrites::Kubectl, dry_run))
             }
             None => None,
         };
 
         // kubectl maps --prune-allowlist kinds before applying anything: a bad kind changes nothing.
         if !allowlist.is_empty() {
-            prune::check_allowlist(cluster.client(), &allowlist).await?;
+            prune::check_allowlist(&cluster, &allowlist).await?;
         }
         let plan = apply::plan(&cluster, objects, &options).await.map_err(|e| e.to_string())?;
-        if let Some(parent) = parent.as_mut() {
-            let members = plan.members();
-            let result = parent
-                .update_superset(
-                    cluster.client(),
-                    members.iter().map(|m| applyset_parent::Member {
-                        api_resource: &m.api_resource,
-                        namespaced: m.namespaced,
-                        namespace: m.namespace.as_deref(),
-                    }),
-                    dry_run,
-                )
-                .await;
-            for warning in parent.warnings.drain(..) {
-                eprintln!("{warning}");
-            }
-            result?;
+        if let Some(run) = run.as_mut() {
+            let begun = run.begin(&plan).await;
+            print_warnings(run.take_warnings());
+            begun.map_err(|e| e.to_string())?;
         }
         let report = apply::execute(&cluster, plan, &options).await;
         if print_report(&report, dry_run, name_only) {
@@ -243,11 +230,11 @@ fn execute(args: ApplyArgs) -> Result<ExitCode, String> {
         // Prune only after every object applied. The server's warnings on its LISTs and
         // DELETEs follow prune's own warnings, as kubectl prints them.
         let (summary, server_warnings) = collecting_warnings(async {
-            match parent.as_mut() {
-                Some(parent) => parent.prune(cluster.client(), &report.visited, &delete_options).await,
+            match run.as_ref() {
+                Some(run) => run.prune(&report.visited, &delete_options).await,
                 None => {
                     prune::by_selector(
-                        cluster.client(),
+                        &cluster,
                         args.input.selector.as_deref(),
                         args.all,
                         &allowlist,
@@ -267,11 +254,13 @@ fn execute(args: ApplyArgs) -> Result<ExitCode, String> {
                 eprintln!("{warning}");
             }
         }
-        for line in &summary.pruned {
+        for object in &summary.pruned {
             // `-o name` prints bare names, as kubectl's name printer does for pruned objects too.
-            let line =
-                if name_only { line.rsplit_once(" pruned").map_or(line.as_str(), |(name, _)| name) } else { line };
-            println!("{line}");
+            if name_only {
+                println!("{}", object.name);
+            } else {
+                println!("{}", object.line(dry_run));
+            }
         }
         if !summary.errors.is_empty() {
             for error in &summary.errors {
@@ -279,25 +268,17 @@ fn execute(args: ApplyArgs) -> Result<ExitCode, String> {
             }
             return Ok(ExitCode::from(1));
         }
-        if let Some(parent) = parent.as_mut() {
-            let result = parent.update_latest(cluster.client(), dry_run).await;
-            for warning in parent.warnings.drain(..) {
-                eprintln!("{warning}");
-            }
-            result?;
+        if let Some(run) = run.as_mut() {
+            let finished = run.finish().await;
+            print_warnings(run.take_warnings());
+            finished.map_err(|e| e.to_string())?;
         }
         Ok(ExitCode::SUCCESS)
     })
 }
 
-/// The parent's own errors, except that a transport failure gets the run's one clear
-/// "cannot reach" message.
-fn unreachable_or(cluster: &Cluster, error: String) -> String {
-    let lower = error.to_ascii_lowercase();
-    if lower.contains("connection refused") || lower.contains("error trying to connect") || lower.contains("dns error")
-    {
-        format!("cannot reach the Kubernetes API server at {}: {error}", cluster.server())
-    } else {
-        error
+fn print_warnings(warnings: Vec<String>) {
+    for warning in warnings {
+        eprintln!("{warning}");
     }
 }

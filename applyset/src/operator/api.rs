@@ -9,7 +9,7 @@ use kube::{CustomResource, CustomResourceExt};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::apply::applyset_parent::PARENT_CRD_LABEL;
+use crate::applyset::PARENT_CRD_LABEL;
 use crate::source::SourceSpec;
 
 pub const GROUP: &str = "applyset.dev";

@@ -11,7 +11,7 @@ use super::api::ApplySet;
 use super::events::{EventPublisher, NewEvent};
 use super::metrics::Metrics;
 use crate::apply::Cluster;
-use crate::apply::applyset_parent::ApiIndex;
+use crate::applyset::ApiIndex;
 use crate::source::GitSource;
 
 /// Settings from the command line that shape every reconcile.

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use super::api::{InventoryMember, InventoryObject};
 use crate::apply::Visited;
-use crate::apply::applyset_parent::{Candidate, GroupKind};
+use crate::applyset::{Candidate, GroupKind};
 
 /// Why prune left an object in place (`status.pruneSkipped[].state`).
 pub mod skipped {
@@ -102,7 +102,7 @@ pub fn skipped_entry(candidate: &Candidate, reason: &str, message: String) -> In
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::apply::applyset_parent::{Listed, RecordedKind};
+    use crate::applyset::{Listed, RecordedKind};
     use kube::core::{ApiResource, GroupVersionKind};
 
     fn config_maps() -> ApiResource {

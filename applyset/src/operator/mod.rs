@@ -12,6 +12,7 @@ pub mod inventory;
 pub mod leader;
 pub mod metrics;
 pub mod outcome;
+mod pipeline;
 pub mod prune;
 pub mod reconcile;
 pub mod schedule;

@@ -7,9 +7,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use super::api::{ApplySetStatus, DriftedField, DriftedObject, InventoryObject};
 use super::drift;
 use super::status::{self, DRIFTED, reason};
-use crate::apply::applyset_parent::GroupKind;
-use crate::apply::applyset_parent::LAST_APPLIED_ANNOTATION as LAST_APPLIED;
 use crate::apply::{ApplyReport, ObjectReport, Verb};
+use crate::applyset::GroupKind;
+use crate::applyset::LAST_APPLIED_ANNOTATION as LAST_APPLIED;
 
 /// What a successful pipeline run did, for the Ready message, Events and metrics.
 #[derive(Debug, Default)]

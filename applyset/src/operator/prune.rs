@@ -15,10 +15,7 @@ use kube::{Api, Client};
 use super::api::{InventoryMember, InventoryObject};
 use super::inventory::{self, skipped};
 use crate::apply::Visited;
-use crate::apply::applyset_parent::{
-    ApiIndex, Candidate, DeleteOptions, ForbiddenLists, GroupKind, LIST_PAGE_SIZE, Parent, delete_candidates,
-    error_text,
-};
+use crate::applyset::{ApiIndex, Candidate, DeleteOptions, ForbiddenLists, GroupKind, LIST_PAGE_SIZE, Run, error_text};
 
 /// What the prune step did.
 #[derive(Debug, Default)]
@@ -48,18 +45,18 @@ pub struct Scope<'a> {
 }
 
 pub async fn prune(
-    client: &Client,
-    parent: &Parent,
+    run: &Run<'_>,
     index: &ApiIndex,
     visited: &[Visited],
     scope: Scope<'_>,
     options: &DeleteOptions,
 ) -> Pruned {
     let mut pruned = Pruned { members: scope.members.to_vec(), ..Pruned::default() };
-    let candidates = match parent.prune_candidates(client, visited, ForbiddenLists::Skip).await {
+    let client = run.client();
+    let candidates = match run.prune_candidates(visited, ForbiddenLists::Skip).await {
         Ok(candidates) => candidates,
         Err(error) => {
-            pruned.error = Some(error);
+            pruned.error = Some(error.to_string());
             return pruned;
         }
     };
@@ -99,12 +96,12 @@ pub async fn prune(
         }
     }
 
-    let deleted = delete_candidates(client, &to_delete, options).await;
+    let deleted = run.delete(&to_delete, options).await;
     pruned.deleted = deleted.deleted.iter().map(Candidate::printed_name).collect();
     pruned.terminating.extend(deleted.terminating.iter().map(terminating_text));
     let gone: Vec<InventoryMember> = deleted.deleted.iter().map(inventory::member_of_candidate).collect();
     kept.extend(to_delete.iter().map(inventory::member_of_candidate).filter(|m| !gone.contains(m)));
-    pruned.error = deleted.error;
+    pruned.error = deleted.error.map(|e| e.to_string());
     pruned.members = inventory::after_prune(visited, kept);
     pruned
 }

@@ -1,0 +1,135 @@
+//! The ApplySet metadata written on parents and members (pure): labels, annotations, the
+//! set's ID, and kubectl's checks of an existing parent.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use sha2::{Digest, Sha256};
+
+use super::mapper::GroupKind;
+
+/// Parent label carrying the set's ID.
+pub const PARENT_ID_LABEL: &str = "applyset.kubernetes.io/id";
+/// Member label carrying the set's ID.
+pub const PART_OF_LABEL: &str = "applyset.kubernetes.io/part-of";
+/// Parent annotation naming the managing tool (`<tool>/<version>`).
+pub const TOOLING_ANNOTATION: &str = "applyset.kubernetes.io/tooling";
+/// Parent annotation listing the members' group-kinds.
+pub const GROUP_KINDS_ANNOTATION: &str = "applyset.kubernetes.io/contains-group-kinds";
+/// Legacy parent annotation listing group-resources (read only when group-kinds is absent).
+pub const DEPRECATED_GROUP_RESOURCES_ANNOTATION: &str = "applyset.kubernetes.io/contains-group-resources";
+/// Parent annotation listing member namespaces other than the parent's.
+pub const ADDITIONAL_NAMESPACES_ANNOTATION: &str = "applyset.kubernetes.io/additional-namespaces";
+/// CRD label making the CRD's custom resources valid ApplySet parents.
+pub const PARENT_CRD_LABEL: &str = "applyset.kubernetes.io/is-parent-type";
+/// Field manager of the parent's server-side apply (kubectl's, see the module docs).
+pub const FIELD_MANAGER: &str = "kubectl-applyset";
+/// Our tool name in the tooling annotation.
+pub const TOOL_NAME: &str = "applyset";
+/// The last-applied annotation (legacy prune keys on it).
+pub const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// The tooling annotation value we write: `applyset/v<version>`.
+pub fn tooling() -> String {
+    format!("{TOOL_NAME}/v{}", env!("CARGO_PKG_VERSION"))
+}
+
+/// kubectl's tool base name of a tooling annotation: everything before the last `/`
+/// (the whole value when it has no `/`).
+pub fn tooling_base_name(tooling: &str) -> &str {
+    match tooling.rfind('/') {
+        Some(index) => &tooling[..index],
+        None => tooling,
+    }
+}
+
+/// The ApplySet ID: `applyset-` + base64url-nopad(sha256(`name.namespace.Kind.group`)) + `-v1`.
+pub fn applyset_id(name: &str, namespace: &str, kind: &str, group: &str) -> String {
+    use base64::Engine as _;
+    let unencoded = [name, namespace, kind, group].join(".");
+    let hashed = Sha256::digest(unencoded.as_bytes());
+    let encoded = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(hashed);
+    format!("applyset-{encoded}-v1")
+}
+
+/// The `contains-group-kinds` value: sorted (byte order), comma-joined `Kind[.group]`.
+pub fn group_kinds_annotation<'a>(kinds: impl IntoIterator<Item = &'a GroupKind>) -> String {
+    let mut texts: Vec<String> = kinds.into_iter().map(ToString::to_string).collect();
+    texts.sort();
+    texts.dedup();
+    texts.join(",")
+}
+
+/// The `additional-namespaces` value: sorted, comma-joined, without `parent_namespace`.
+pub fn namespaces_annotation<'a>(namespaces: impl IntoIterator<Item = &'a String>, parent_namespace: &str) -> String {
+    let set: BTreeSet<&str> = namespaces.into_iter().map(String::as_str).filter(|ns| *ns != parent_namespace).collect();
+    set.into_iter().collect::<Vec<_>>().join(",")
+}
+
+/// kubectl's `parseNamespacesAnnotation`: absent or empty → none.
+pub fn parse_namespaces_annotation(value: Option<&str>) -> BTreeSet<String> {
+    match value {
+        None | Some("") => BTreeSet::new(),
+        Some(text) => text.split(',').map(str::to_owned).collect(),
+    }
+}
+
+/// The group-kinds recorded on a parent, parsed but not yet mapped: the group-kinds annotation,
+/// or (only when it is absent and non-empty) the legacy group-resources annotation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RecordedKinds {
+    GroupKinds(Vec<GroupKind>),
+    /// `(resource, group)` pairs from `contains-group-resources`.
+    GroupResources(Vec<(String, String)>),
+}
+
+/// kubectl's `parseKindAnnotation` before the REST mapping.
+pub fn parse_recorded_kinds(annotations: &BTreeMap<String, String>) -> Result<RecordedKinds, String> {
+    match annotations.get(GROUP_KINDS_ANNOTATION) {
+        Some(value) if value.is_empty() => Ok(RecordedKinds::GroupKinds(Vec::new())),
+        Some(value) => Ok(RecordedKinds::GroupKinds(value.split(',').map(GroupKind::parse).collect())),
+        None => match annotations.get(DEPRECATED_GROUP_RESOURCES_ANNOTATION) {
+            Some(value) if !value.is_empty() => Ok(RecordedKinds::GroupResources(
+                value
+                    .split(',')
+                    .map(|gr| {
+                        let (resource, group) = gr.split_once('.').unwrap_or((gr, ""));
+                        (resource.to_owned(), group.to_owned())
+                    })
+                    .collect(),
+            )),
+            _ => Err(format!(
+                "kubectl requires the {GROUP_KINDS_ANNOTATION:?} annotation to be set on all ApplySet parent objects"
+            )),
+        },
+    }
+}
+
+/// kubectl's checks of an existing parent's metadata (`fetchParent`), in kubectl's order;
+/// `reference` is `<resource>.<group>/<name>`.
+pub fn check_existing_parent(
+    reference: &str,
+    id: &str,
+    labels: &BTreeMap<String, String>,
+    annotations: &BTreeMap<String, String>,
+) -> Result<(), String> {
+    let Some(tooling) = annotations.get(TOOLING_ANNOTATION) else {
+        return Err(format!(
+            "ApplySet parent object {reference:?} already exists and is missing required annotation {TOOLING_ANNOTATION:?}"
+        ));
+    };
+    let managed_by = tooling_base_name(tooling);
+    if managed_by != TOOL_NAME {
+        return Err(format!(
+            "ApplySet parent object {reference:?} already exists and is managed by tooling {managed_by:?} instead of {TOOL_NAME:?}"
+        ));
+    }
+    match labels.get(PARENT_ID_LABEL) {
+        None => Err(format!(
+            "ApplySet parent object {reference:?} exists and does not have required label {PARENT_ID_LABEL}"
+        )),
+        Some(found) if found != id => Err(format!(
+            "ApplySet parent object {reference:?} exists and has incorrect value for label {PARENT_ID_LABEL:?} (got: {found}, want: {id})"
+        )),
+        Some(_) => Ok(()),
+    }
+}

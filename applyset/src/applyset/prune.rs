@@ -1,0 +1,355 @@
+//! Pruning an ApplySet's members: LISTs by the part-of label over the recorded kinds and
+//! namespaces, the candidates this run did not visit, and their DELETEs (kubectl's order: sorted,
+//! stopping at the first failure). Also the LIST and DELETE helpers legacy prune shares.
+
+use std::collections::HashSet;
+
+use futures::StreamExt;
+use kube::Client;
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, PropagationPolicy};
+use kube::core::ApiResource;
+
+use super::codec::LAST_APPLIED_ANNOTATION;
+use super::error::{Error, is_status};
+use super::mapper::{GroupKind, gvk_string, printed_name};
+use super::parent::{Parent, RecordedKind};
+use crate::apply::{DryRun, Visited};
+
+/// How many LIST requests run at once.
+pub(crate) const LIST_CONCURRENCY: usize = 4;
+/// Page size of LIST requests.
+pub const LIST_PAGE_SIZE: u32 = 500;
+
+/// The result of a prune, in kubectl's order: the objects a DELETE was sent for (or, for a
+/// client dry run, would have been), the errors (the run fails if there is any; kubectl stops at
+/// the first) and the warnings. The CLI prints them as kubectl does; the controller reports them.
+#[derive(Debug, Default)]
+pub struct PruneSummary {
+    pub pruned: Vec<PrunedObject>,
+    pub errors: Vec<Error>,
+    pub warnings: Vec<String>,
+}
+
+/// One pruned object.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PrunedObject {
+    /// kubectl's printed name: `deployment.apps/web`.
+    pub name: String,
+    /// `None` for a cluster-scoped object.
+    pub namespace: Option<String>,
+}
+
+impl PrunedObject {
+    /// kubectl's line for it: `deployment.apps/web pruned` plus the dry-run suffix.
+    pub fn line(&self, dry_run: DryRun) -> String {
+        format!("{} pruned{}", self.name, dry_run.suffix())
+    }
+}
+
+/// Whether a LIST that the apiserver forbids fails the prune (kubectl) or is skipped with a
+/// warning (the controller: an identity that may not list a kind there cannot have created
+/// anything of it there, and a parent that records it must not fail every run for good).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ForbiddenLists {
+    Fail,
+    Skip,
+}
+
+/// A labelled member that this run did not visit.
+#[derive(Clone, Debug)]
+pub struct Candidate {
+    pub kind: RecordedKind,
+    pub listed: Listed,
+}
+
+impl Candidate {
+    /// `deployment.apps/web`.
+    pub fn printed_name(&self) -> String {
+        printed_name(&self.kind.api_resource, &self.listed.name)
+    }
+}
+
+/// What [`Parent::prune_candidates`] found.
+#[derive(Clone, Debug, Default)]
+pub struct Candidates {
+    pub objects: Vec<Candidate>,
+    /// Lists skipped ([`ForbiddenLists::Skip`]): the kind and namespace (`None`: cluster-scoped).
+    pub forbidden: Vec<(GroupKind, Option<String>)>,
+}
+
+impl Candidates {
+    /// One warning per skipped list.
+    pub fn warnings(&self) -> Vec<String> {
+        self.forbidden
+            .iter()
+            .map(|(gk, ns)| {
+                let place = ns.as_ref().map_or_else(|| "the cluster".to_owned(), |ns| format!("namespace {ns}"));
+                format!(
+                    "not allowed to list {gk} in {place}: objects of that kind there were not considered for pruning"
+                )
+            })
+            .collect()
+    }
+}
+
+/// What [`delete_candidates`] did.
+#[derive(Debug, Default)]
+pub struct Deleted {
+    /// Gone (or, for a dry run, would be).
+    pub deleted: Vec<Candidate>,
+    /// Still there after the DELETE, held by finalizers.
+    pub terminating: Vec<Candidate>,
+    /// The first failure; nothing after it was attempted.
+    pub error: Option<Error>,
+}
+
+impl Deleted {
+    /// kubectl's printed lines: every object the DELETE was sent for is "pruned".
+    fn into_summary(self) -> PruneSummary {
+        let pruned = self
+            .deleted
+            .iter()
+            .chain(&self.terminating)
+            .map(|c| PrunedObject { name: c.printed_name(), namespace: c.listed.namespace.clone() })
+            .collect();
+        PruneSummary { pruned, errors: self.error.into_iter().collect(), warnings: Vec::new() }
+    }
+}
+
+/// DELETEs each candidate in order, stopping at the first failure (kubectl's behaviour).
+pub async fn delete_candidates(client: &Client, candidates: &[Candidate], options: &DeleteOptions) -> Deleted {
+    let mut done = Deleted::default();
+    for candidate in candidates {
+        let (api_resource, ns, name) =
+            (&candidate.kind.api_resource, candidate.listed.namespace.as_deref(), &candidate.listed.name);
+        match delete_one(client, api_resource, ns, name, options).await {
+            Ok(Some(remaining)) => {
+                let mut candidate = candidate.clone();
+                candidate.listed.deleting = true;
+                candidate.listed.finalizers = remaining;
+                done.terminating.push(candidate);
+            }
+            Ok(None) => done.deleted.push(candidate.clone()),
+            Err(error) => {
+                let gk = GroupKind::of(api_resource);
+                let object = match ns {
+                    Some(ns) => format!("{gk} {ns}/{name}"),
+                    None => format!("{gk} {name}"),
+                };
+                done.error = Some(Error::request(format!("pruning {object}"), error));
+                return done;
+            }
+        }
+    }
+    done
+}
+
+/// An object a LIST returned, reduced to what pruning needs.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Listed {
+    pub name: String,
+    pub namespace: Option<String>,
+    pub uid: String,
+    pub has_last_applied: bool,
+    /// `metadata.deletionTimestamp` is set: it is being deleted (held by `finalizers`).
+    pub deleting: bool,
+    pub finalizers: Vec<String>,
+}
+
+/// How pruned objects are deleted (kubectl's `--cascade`, `--grace-period`, `--dry-run`).
+#[derive(Clone, Copy, Debug)]
+pub struct DeleteOptions {
+    pub dry_run: DryRun,
+    pub propagation: Propagation,
+    /// Sent only when set (kubectl: `--grace-period >= 0`).
+    pub grace_period_seconds: Option<u32>,
+}
+
+/// `--cascade`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Propagation {
+    #[default]
+    Background,
+    Foreground,
+    Orphan,
+}
+
+impl DeleteOptions {
+    /// kubectl's defaults: Background, no grace period.
+    pub fn new(dry_run: DryRun) -> Self {
+        Self { dry_run, propagation: Propagation::Background, grace_period_seconds: None }
+    }
+
+    fn dry_run_server(&self) -> bool {
+        matches!(self.dry_run, DryRun::Server)
+    }
+
+    fn params(&self) -> DeleteParams {
+        DeleteParams {
+            dry_run: matches!(self.dry_run, DryRun::Server),
+            grace_period_seconds: self.grace_period_seconds,
+            propagation_policy: Some(match self.propagation {
+                Propagation::Background => PropagationPolicy::Background,
+                Propagation::Foreground => PropagationPolicy::Foreground,
+                Propagation::Orphan => PropagationPolicy::Orphan,
+            }),
+            preconditions: None,
+        }
+    }
+}
+
+/// LISTs `api_resource` in `namespace` (all namespaces' worth of nothing: `None` is a
+/// cluster-scoped LIST) with `selector`, following `continue` tokens.
+pub(crate) async fn list_all(
+    client: &Client,
+    api_resource: &ApiResource,
+    namespace: Option<&str>,
+    selector: &str,
+) -> Result<Vec<Listed>, kube::Error> {
+    let api: Api<DynamicObject> = match namespace {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, api_resource),
+        None => Api::all_with(client.clone(), api_resource),
+    };
+    let mut params = ListParams::default().limit(LIST_PAGE_SIZE);
+    if !selector.is_empty() {
+        params = params.labels(selector);
+    }
+    let mut listed = Vec::new();
+    loop {
+        let page = api.list_metadata(&params).await?;
+        for item in page.items {
+            let meta = item.metadata;
+            listed.push(Listed {
+                name: meta.name.unwrap_or_default(),
+                namespace: meta.namespace,
+                uid: meta.uid.unwrap_or_default(),
+                has_last_applied: meta.annotations.as_ref().is_some_and(|a| a.contains_key(LAST_APPLIED_ANNOTATION)),
+                deleting: meta.deletion_timestamp.is_some(),
+                finalizers: meta.finalizers.unwrap_or_default(),
+            });
+        }
+        match page.metadata.continue_.filter(|token| !token.is_empty()) {
+            Some(token) => params = params.continue_token(&token),
+            None => return Ok(listed),
+        }
+    }
+}
+
+/// DELETEs one object (nothing is sent for client dry-run). `Some(finalizers)` when the object
+/// is still there afterwards, being deleted (the apiserver answers with the object instead of
+/// a Status): finalizers hold it.
+pub(crate) async fn delete_one(
+    client: &Client,
+    api_resource: &ApiResource,
+    namespace: Option<&str>,
+    name: &str,
+    options: &DeleteOptions,
+) -> Result<Option<Vec<String>>, kube::Error> {
+    if matches!(options.dry_run, DryRun::Client) {
+        return Ok(None);
+    }
+    let api: Api<DynamicObject> = match namespace {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, api_resource),
+        None => Api::all_with(client.clone(), api_resource),
+    };
+    let answer = api.delete(name, &options.params()).await?;
+    Ok(answer.left().and_then(|object| {
+        let finalizers = object.metadata.finalizers.unwrap_or_default();
+        let held = object.metadata.deletion_timestamp.is_some() && !finalizers.is_empty() && !options.dry_run_server();
+        held.then_some(finalizers)
+    }))
+}
+
+// ------------------------------------------------------------------------------------------
+
+impl Parent {
+    /// Deletes every member recorded before this run that this run did not visit. Call only when
+    /// every object applied successfully; call [`Parent::update_latest`] only when the returned
+    /// summary has no error.
+    pub async fn prune(&self, client: &Client, visited: &[Visited], options: &DeleteOptions) -> PruneSummary {
+        match self.prune_candidates(client, visited, ForbiddenLists::Fail).await {
+            Ok(candidates) => delete_candidates(client, &candidates.objects, options).await.into_summary(),
+            Err(error) => PruneSummary { errors: vec![error], ..PruneSummary::default() },
+        }
+    }
+
+    /// The members recorded before this run (by kind and namespace, labelled with this set's ID)
+    /// that this run did not visit, sorted by group, kind, namespace and name (kubectl's order).
+    pub async fn prune_candidates(
+        &self,
+        client: &Client,
+        visited: &[Visited],
+        forbidden: ForbiddenLists,
+    ) -> Result<Candidates, Error> {
+        let visited: HashSet<&str> = visited.iter().map(|v| v.uid.as_str()).collect();
+        let mut tasks: Vec<(&RecordedKind, Option<&str>)> = Vec::new();
+        for (gk, kind) in &self.current_kinds {
+            if kind.namespaced {
+                for ns in &self.current_namespaces {
+                    if ns.is_empty() {
+                        return Err(Error::InvalidParent(format!(
+                            "unexpectedly encountered empty namespace during prune of namespace-scoped resource {gk}"
+                        )));
+                    }
+                    tasks.push((kind, Some(ns)));
+                }
+            } else {
+                tasks.push((kind, None));
+            }
+        }
+        let selector = self.member_selector();
+        // Owned values (no borrowed closure arguments): a closure over borrowed items is not
+        // provably `Send` for every lifetime, which the controller's spawned reconciles need.
+        let lists: Vec<(ApiResource, Option<String>)> =
+            tasks.iter().map(|(kind, ns)| (kind.api_resource.clone(), ns.map(str::to_owned))).collect();
+        let skip_unknown_kinds = self.skip_unknown_kinds;
+        let results: Vec<_> = futures::stream::iter(lists.into_iter().map(|(api_resource, ns)| {
+            let selector = selector.clone();
+            let client = client.clone();
+            async move {
+                match list_all(&client, &api_resource, ns.as_deref(), &selector).await {
+                    // The kind went away since discovery was read (its CRD deleted): nothing
+                    // of it is left to prune.
+                    Err(error) if skip_unknown_kinds && is_status(&error, 404) => Ok(Some(Vec::new())),
+                    Err(error) if forbidden == ForbiddenLists::Skip && is_status(&error, 403) => Ok(None),
+                    other => other.map(Some),
+                }
+                .map_err(|error| {
+                    let gvk = gvk_string(&api_resource.group, &api_resource.version, &api_resource.kind);
+                    Error::request(format!("listing {gvk} objects for pruning"), error)
+                })
+            }
+        }))
+        .buffered(LIST_CONCURRENCY)
+        .collect()
+        .await;
+        let mut candidates = Candidates::default();
+        for ((kind, ns), result) in tasks.iter().zip(results) {
+            match result? {
+                Some(items) => {
+                    for item in select_applyset_candidates(&items, &visited) {
+                        candidates.objects.push(Candidate { kind: (*kind).clone(), listed: item.clone() });
+                    }
+                }
+                None => candidates.forbidden.push((GroupKind::of(&kind.api_resource), ns.map(str::to_owned))),
+            }
+        }
+        candidates.objects.sort_by(|a, b| {
+            (&a.kind.api_resource.group, &a.kind.api_resource.kind, &a.listed.namespace, &a.listed.name).cmp(&(
+                &b.kind.api_resource.group,
+                &b.kind.api_resource.kind,
+                &b.listed.namespace,
+                &b.listed.name,
+            ))
+        });
+        Ok(candidates)
+    }
+}
+
+/// ApplySet prune candidates: every listed object whose UID was not visited, sorted by
+/// namespace and name.
+pub fn select_applyset_candidates<'a>(items: &'a [Listed], visited: &HashSet<&str>) -> Vec<&'a Listed> {
+    let mut selected: Vec<&Listed> = items.iter().filter(|item| !visited.contains(item.uid.as_str())).collect();
+    selected.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+    selected
+}

@@ -1,0 +1,342 @@
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+
+use kube::core::{ApiResource, GroupVersionKind};
+
+use super::reference::aggregate;
+use super::*;
+use crate::apply::DryRun;
+
+fn ar(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
+    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural)
+}
+
+fn entry(
+    group: &str,
+    version: &str,
+    kind: &str,
+    plural: &str,
+    namespaced: bool,
+    short: &[&str],
+    preferred: bool,
+) -> ApiEntry {
+    ApiEntry {
+        api_resource: ar(group, version, kind, plural),
+        namespaced,
+        singular: kind.to_lowercase(),
+        short_names: short.iter().map(|s| s.to_string()).collect(),
+        preferred,
+        verbs: vec!["list".into()],
+    }
+}
+
+fn index() -> ApiIndex {
+    ApiIndex::from_entries(vec![
+        entry("", "v1", "ConfigMap", "configmaps", true, &["cm"], true),
+        entry("", "v1", "Secret", "secrets", true, &[], true),
+        entry("", "v1", "Namespace", "namespaces", false, &["ns"], true),
+        entry("apps", "v1", "Deployment", "deployments", true, &["deploy"], true),
+        entry("company.com", "v1", "ApplySet", "applysets", false, &[], true),
+        entry("company.com", "v1alpha1", "ApplySet", "applysets", false, &[], false),
+    ])
+}
+
+#[test]
+fn id_test_vectors() {
+    assert_eq!(applyset_id("my-set", "test", "Secret", ""), "applyset-0eFHV8ySqp7XoShsGvyWFQD3s96yqwHmzc4e0HR1dsY-v1");
+    assert_eq!(
+        applyset_id("my-set", "", "ApplySet", "company.com"),
+        "applyset-rhp1a-HVAVT_dFgyEygyA1BEB82HPp2o10UiFTpqtAs-v1"
+    );
+    // Seen on the real kubectl 1.33 parent `myset` in namespace `probe-a`.
+    assert_eq!(
+        applyset_id("myset", "probe-a", "Secret", ""),
+        "applyset-CVmZ4ZXxOBAvEywHTyZE3saQEM3X5srFo2g7BB9dLmk-v1"
+    );
+}
+
+#[test]
+fn tooling_values() {
+    assert_eq!(tooling(), format!("applyset/v{}", env!("CARGO_PKG_VERSION")));
+    assert_eq!(tooling_base_name("kubectl/v1.33.1"), "kubectl");
+    assert_eq!(tooling_base_name("a/b/v1"), "a/b");
+    assert_eq!(tooling_base_name("helm"), "helm");
+}
+
+#[test]
+fn parent_ref_parsing() {
+    assert_eq!(
+        parse_parent_ref("my-set").unwrap(),
+        ParentRefSpec { resource: "secrets".into(), group: "".into(), version: "v1".into(), name: "my-set".into() }
+    );
+    assert_eq!(
+        parse_parent_ref("applysets.company.com/x").unwrap(),
+        ParentRefSpec {
+            resource: "applysets".into(),
+            group: "company.com".into(),
+            version: "".into(),
+            name: "x".into()
+        }
+    );
+    assert_eq!(parse_parent_ref("cm/x").unwrap().resource, "cm");
+    assert_eq!(
+        parse_parent_ref("secret/").unwrap_err().to_string(),
+        r#"invalid parent reference "secret/": name cannot be blank"#
+    );
+    assert_eq!(parse_parent_ref("").unwrap_err().to_string(), r#"invalid parent reference "": name cannot be blank"#);
+}
+
+#[test]
+fn resource_resolution_errors_match_kubectl() {
+    let index = index();
+    assert_eq!(index.for_resource("", "", "").unwrap_err(), "a resource must be present, got: /, Resource=");
+    assert_eq!(index.for_resource("", "", "foo").unwrap_err(), "no matches for /, Resource=foo");
+    assert_eq!(index.for_resource("v1", "", "configmap").unwrap_err(), "no matches for v1/, Resource=configmap");
+    assert_eq!(index.for_resource("", "", "cm").unwrap().api_resource.kind, "ConfigMap");
+    assert_eq!(index.for_resource("", "", "secret").unwrap().api_resource.kind, "Secret");
+    assert_eq!(index.for_resource("", "v1", "secrets").unwrap().api_resource.kind, "Secret");
+    // An empty group matches any group.
+    assert_eq!(index.for_resource("", "", "deployments").unwrap().api_resource.group, "apps");
+    assert_eq!(index.for_resource("company.com", "", "applysets").unwrap().api_resource.version, "v1");
+    assert_eq!(
+        index.for_gvk("apps", "v9", "Deployment").unwrap_err(),
+        r#"no matches for kind "Deployment" in version "apps/v9""#
+    );
+    assert_eq!(index.for_gvk("", "v1", "Foo").unwrap_err(), r#"no matches for kind "Foo" in version "v1""#);
+    assert_eq!(
+        index.for_group_kind(&GroupKind::parse("Foo.bar")).unwrap_err(),
+        r#"no matches for kind "Foo" in group "bar""#
+    );
+    assert_eq!(index.for_group_kind(&GroupKind::parse("ApplySet.company.com")).unwrap().api_resource.version, "v1");
+}
+
+#[test]
+fn validation_messages() {
+    let deployments = ar("apps", "v1", "Deployment", "deployments");
+    assert_eq!(
+        validate_parent(&deployments, true, "", None),
+        vec![
+            "namespace is required to use namespace-scoped ApplySet".to_owned(),
+            r#"resource "apps/v1, Resource=deployments" is not permitted as an ApplySet parent"#.to_owned(),
+        ]
+    );
+    let namespaces = ar("", "v1", "Namespace", "namespaces");
+    assert_eq!(
+        validate_parent(&namespaces, false, "", Some(&Ok(BTreeSet::new()))),
+        vec![r#"resource "/v1, Resource=namespaces" is not permitted as an ApplySet parent"#.to_owned()]
+    );
+    let secrets = ar("", "v1", "Secret", "secrets");
+    assert!(validate_parent(&secrets, true, "ns", None).is_empty());
+    assert_eq!(
+        validate_parent(&secrets, true, "", None),
+        vec!["namespace is required to use namespace-scoped ApplySet"]
+    );
+    let custom = ar("company.com", "v1", "ApplySet", "applysets");
+    let permitted: BTreeSet<_> = [("company.com".to_owned(), "applysets".to_owned())].into();
+    assert!(validate_parent(&custom, false, "", Some(&Ok(permitted))).is_empty());
+    assert_eq!(
+        validate_parent(&custom, false, "", Some(&Err("boom".into()))),
+        vec![
+            "identifying allowed custom resource parent types: boom".to_owned(),
+            r#"resource "company.com/v1, Resource=applysets" is not permitted as an ApplySet parent"#.to_owned(),
+        ]
+    );
+    assert_eq!(aggregate(vec!["a".into(), "b".into()]).unwrap_err().to_string(), "a\nb");
+}
+
+#[test]
+fn annotations_are_sorted_and_joined() {
+    let kinds = [
+        GroupKind::new("apps", "Deployment"),
+        GroupKind::new("", "Service"),
+        GroupKind::new("", "ReplicationController"),
+    ];
+    assert_eq!(group_kinds_annotation(&kinds), "Deployment.apps,ReplicationController,Service");
+    assert_eq!(group_kinds_annotation(&[]), "");
+    // Byte order, like Go's sort.Strings: upper case before lower case.
+    let mixed = [GroupKind::new("", "b"), GroupKind::new("", "B"), GroupKind::new("x.io", "A")];
+    assert_eq!(group_kinds_annotation(&mixed), "A.x.io,B,b");
+    let namespaces: Vec<String> = vec!["zeta".into(), "alpha".into(), "parent".into()];
+    assert_eq!(namespaces_annotation(&namespaces, "parent"), "alpha,zeta");
+    assert_eq!(namespaces_annotation(&namespaces, ""), "alpha,parent,zeta");
+    assert_eq!(namespaces_annotation(&Vec::<String>::new(), "x"), "");
+    assert_eq!(GroupKind::parse("ConfigMap"), GroupKind::new("", "ConfigMap"));
+    assert_eq!(GroupKind::parse("Certificate.cert-manager.io"), GroupKind::new("cert-manager.io", "Certificate"));
+    assert_eq!(parse_namespaces_annotation(Some("")), BTreeSet::new());
+    assert_eq!(parse_namespaces_annotation(None), BTreeSet::new());
+    assert_eq!(parse_namespaces_annotation(Some("b,a")), ["a".to_owned(), "b".to_owned()].into());
+}
+
+fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+}
+
+#[test]
+fn recorded_kinds() {
+    assert_eq!(
+        parse_recorded_kinds(&map(&[(GROUP_KINDS_ANNOTATION, "ConfigMap,Deployment.apps")])).unwrap(),
+        RecordedKinds::GroupKinds(vec![GroupKind::new("", "ConfigMap"), GroupKind::new("apps", "Deployment")])
+    );
+    assert_eq!(parse_recorded_kinds(&map(&[(GROUP_KINDS_ANNOTATION, "")])).unwrap(), RecordedKinds::GroupKinds(vec![]));
+    assert_eq!(
+        parse_recorded_kinds(&map(&[(DEPRECATED_GROUP_RESOURCES_ANNOTATION, "configmaps,deployments.apps")])).unwrap(),
+        RecordedKinds::GroupResources(vec![("configmaps".into(), "".into()), ("deployments".into(), "apps".into())])
+    );
+    assert_eq!(
+        parse_recorded_kinds(&map(&[(DEPRECATED_GROUP_RESOURCES_ANNOTATION, "")])).unwrap_err(),
+        r#"kubectl requires the "applyset.kubernetes.io/contains-group-kinds" annotation to be set on all ApplySet parent objects"#
+    );
+}
+
+#[test]
+fn existing_parent_checks_in_kubectl_order() {
+    let id = "applyset-x-v1";
+    let r = "secrets./myset";
+    let good_labels = map(&[(PARENT_ID_LABEL, id)]);
+    assert_eq!(
+        check_existing_parent(r, id, &good_labels, &map(&[])).unwrap_err(),
+        r#"ApplySet parent object "secrets./myset" already exists and is missing required annotation "applyset.kubernetes.io/tooling""#
+    );
+    assert_eq!(
+        check_existing_parent(r, id, &good_labels, &map(&[(TOOLING_ANNOTATION, "kubectl/v1.33.1")])).unwrap_err(),
+        r#"ApplySet parent object "secrets./myset" already exists and is managed by tooling "kubectl" instead of "applyset""#
+    );
+    let ours = map(&[(TOOLING_ANNOTATION, "applyset/v0.0.1")]);
+    assert_eq!(
+        check_existing_parent(r, id, &map(&[]), &ours).unwrap_err(),
+        r#"ApplySet parent object "secrets./myset" exists and does not have required label applyset.kubernetes.io/id"#
+    );
+    assert_eq!(
+        check_existing_parent(r, id, &map(&[(PARENT_ID_LABEL, "wrong")]), &ours).unwrap_err(),
+        r#"ApplySet parent object "secrets./myset" exists and has incorrect value for label "applyset.kubernetes.io/id" (got: wrong, want: applyset-x-v1)"#
+    );
+    assert!(check_existing_parent(r, id, &good_labels, &ours).is_ok());
+}
+
+fn parent(namespace: &str) -> Parent {
+    Parent::new(ar("", "v1", "Secret", "secrets"), true, "set", namespace, index(), false)
+}
+
+#[test]
+fn superset_and_latest_bodies() {
+    let mut p = parent("ns");
+    p.current_kinds.insert(
+        GroupKind::new("apps", "Deployment"),
+        RecordedKind { api_resource: ar("apps", "v1", "Deployment", "deployments"), namespaced: true },
+    );
+    p.current_namespaces = ["ns".to_owned(), "old".to_owned()].into();
+    p.updated_kinds.insert(GroupKind::new("", "ConfigMap"));
+    p.updated_namespaces.insert("ns".into());
+    let superset = p.superset_body();
+    assert_eq!(
+        superset,
+        serde_json::json!({
+            "kind": "Secret",
+            "apiVersion": "v1",
+            "metadata": {
+                "name": "set",
+                "namespace": "ns",
+                "labels": { PARENT_ID_LABEL: p.id() },
+                "annotations": {
+                    TOOLING_ANNOTATION: tooling(),
+                    GROUP_KINDS_ANNOTATION: "ConfigMap,Deployment.apps",
+                    ADDITIONAL_NAMESPACES_ANNOTATION: "old",
+                },
+            },
+        })
+    );
+    let latest = p.latest_body();
+    assert_eq!(latest["metadata"]["annotations"][GROUP_KINDS_ANNOTATION], "ConfigMap");
+    assert_eq!(latest["metadata"]["annotations"][ADDITIONAL_NAMESPACES_ANNOTATION], "");
+    assert_eq!(p.reference(), "secrets./set");
+    assert_eq!(p.part_of_label(), (PART_OF_LABEL, p.id().to_owned()));
+    assert_eq!(p.member_selector(), format!("applyset.kubernetes.io/part-of={}", p.id()));
+}
+
+#[test]
+fn member_labels() {
+    let p = parent("ns");
+    let mut object = serde_json::json!({"kind": "ConfigMap", "metadata": {"name": "a"}});
+    p.add_labels(&mut object).unwrap();
+    assert_eq!(object["metadata"]["labels"][PART_OF_LABEL], p.id());
+    assert_eq!(
+        p.add_labels(&mut object).unwrap_err().to_string(),
+        r#"ApplySet label "applyset.kubernetes.io/part-of" already set in input data"#
+    );
+    let mut bare = serde_json::json!({"kind": "ConfigMap", "metadata": {"labels": null}});
+    p.add_labels(&mut bare).unwrap();
+    assert_eq!(bare["metadata"]["labels"][PART_OF_LABEL], p.id());
+}
+
+#[test]
+fn an_index_from_aggregated_discovery() {
+    let apis = serde_json::json!({"kind": "APIGroupDiscoveryList", "items": [{
+        "metadata": {"name": "apps"},
+        "versions": [
+            {"version": "v1", "resources": [
+                {"resource": "deployments", "responseKind": {"kind": "Deployment"}, "scope": "Namespaced",
+                 "singularResource": "deployment", "shortNames": ["deploy"], "verbs": ["get", "list"]},
+                {"resource": "deployments/status", "responseKind": {"kind": "Deployment"}, "scope": "Namespaced"}
+            ]},
+            {"version": "v1beta1", "resources": [
+                {"resource": "deployments", "responseKind": {"kind": "Deployment"}, "scope": "Namespaced"}
+            ]}
+        ]
+    }]});
+    let core = serde_json::json!({"kind": "APIGroupDiscoveryList", "items": [{
+        "metadata": {"name": ""},
+        "versions": [{"version": "v1", "resources": [
+            {"resource": "namespaces", "responseKind": {"kind": "Namespace"}, "scope": "Cluster", "verbs": ["list"]}
+        ]}]
+    }]});
+    let index = ApiIndex::from_aggregated(&[&core, &apis]);
+    let deployment = index.for_group_kind(&GroupKind::new("apps", "Deployment")).unwrap();
+    assert_eq!((deployment.api_resource.version.as_str(), deployment.singular.as_str()), ("v1", "deployment"));
+    assert_eq!(deployment.short_names, ["deploy"]);
+    assert!(deployment.namespaced && deployment.preferred);
+    let namespace = index.for_group_kind(&GroupKind::new("", "Namespace")).unwrap();
+    assert!(!namespace.namespaced);
+    assert_eq!(namespace.singular, "namespace", "the kind in lower case when discovery has no singular");
+    let listable: Vec<&str> = index.namespaced_listable().map(|e| e.api_resource.plural.as_str()).collect();
+    assert_eq!(listable, ["deployments"], "preferred versions only, no subresources");
+}
+
+#[test]
+fn applyset_candidates() {
+    let items = vec![
+        Listed {
+            name: "b".into(),
+            namespace: Some("ns".into()),
+            uid: "2".into(),
+            has_last_applied: false,
+            ..Listed::default()
+        },
+        Listed {
+            name: "a".into(),
+            namespace: Some("ns".into()),
+            uid: "1".into(),
+            has_last_applied: true,
+            ..Listed::default()
+        },
+        Listed {
+            name: "c".into(),
+            namespace: Some("ns".into()),
+            uid: "3".into(),
+            has_last_applied: true,
+            ..Listed::default()
+        },
+    ];
+    let visited: HashSet<&str> = ["3"].into();
+    let names: Vec<&str> = select_applyset_candidates(&items, &visited).iter().map(|l| l.name.as_str()).collect();
+    // No last-applied requirement for ApplySet prune.
+    assert_eq!(names, ["a", "b"]);
+}
+
+#[test]
+fn printed_names_and_suffixes() {
+    assert_eq!(printed_name(&ar("", "v1", "ConfigMap", "configmaps"), "x"), "configmap/x");
+    assert_eq!(printed_name(&ar("apps", "v1", "Deployment", "deployments"), "x"), "deployment.apps/x");
+    assert_eq!(DryRun::None.suffix(), "");
+    assert_eq!(DryRun::Client.suffix(), " (dry run)");
+    assert_eq!(DryRun::Server.suffix(), " (server dry run)");
+    assert_eq!(gvk_string("", "v1", "ConfigMap"), "/v1, Kind=ConfigMap");
+}

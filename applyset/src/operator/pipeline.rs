@@ -1,0 +1,452 @@
+//! The steps of one reconcile, top to bottom like Flux's: fetch → load → apply → drift → prune.
+//! Each step is one function returning a [`Failure`] that carries its stage (the condition
+//! reason and the metric label); nothing is pruned unless every earlier step succeeded.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use k8s_openapi::api::core::v1::Secret;
+use kube::Api;
+
+use super::api::{ApplySet, ApplySetStatus, DriftMode, DriftStatus};
+use super::context::Context;
+use super::drift::IgnoreRules;
+use super::inventory;
+use super::outcome::{Classified, Done, classify};
+use super::prune;
+use super::reconcile::{api_resource, redact_owner};
+use super::schedule::Intervals;
+use super::status::{self, DRIFTED, Failure, Stage};
+use crate::apply::{self, ApplyOptions, ApplyReport, Cluster, DryRun, Fatal, Ownership, PatchFilter};
+use crate::applyset::{ApiIndex, DeleteOptions, Parent, ParentWrites, Run};
+use crate::manifest::{self, LoadedObject};
+use crate::redact;
+use crate::source::{Artifact, CacheKey, Credentials, ErrorCategory, GitUrl, Transport};
+
+/// Runs the steps; `status` receives what the steps learn even when a later one fails.
+pub(super) async fn pipeline(
+    applyset: &ApplySet,
+    ctx: &Context,
+    previous: &ApplySetStatus,
+    status: &mut ApplySetStatus,
+    intervals: Intervals,
+) -> Result<Done, Failure> {
+    let artifact = fetch(applyset, ctx, previous, intervals).await?;
+    status.last_attempted_revision = Some(artifact.revision.clone());
+    tracing::Span::current().record("revision", artifact.revision.as_str());
+    let loaded = load(applyset, ctx, &artifact)?;
+    let ignore = IgnoreRules::new(&applyset.spec.drift.ignore).map_err(|e| Failure::new(Stage::InvalidSpec, e))?;
+
+    let cluster = ctx
+        .cluster_for(&applyset.namespace_or_default(), ctx.service_account_for(applyset).as_deref())
+        .map_err(|e| Failure::new(Stage::Apply, e.to_string()))?;
+    let mode = Mode::of(applyset, previous, &artifact);
+    let mut run = begin_run(applyset, ctx, &cluster).await?;
+    let report = apply(applyset, ctx, &cluster, &mut run, loaded, ignore, mode, intervals, &artifact).await?;
+    let mut done = record(applyset, ctx, previous, status, &report, mode, &artifact).await?;
+    if !mode.report_only && applyset.spec.prune {
+        prune(applyset, ctx, &cluster, &mut run, status, &report, previous, &mut done).await?;
+    }
+    Ok(done)
+}
+
+/// Whether this run re-applies what was applied before (any change now is drift), and whether
+/// it only reports drift (a server dry run).
+#[derive(Clone, Copy, Debug)]
+struct Mode {
+    steady: bool,
+    report_only: bool,
+}
+
+impl Mode {
+    /// Steady: this revision, with the spec fields that shape the apply, was applied in full
+    /// before. Both are recorded only by successful runs, so a failed run in between (a git
+    /// server away for a while) does not make a Report-mode run apply for real, nor hide
+    /// corrected drift as a plain apply; and a spec change that does not shape the apply (the
+    /// interval) does not either.
+    fn of(applyset: &ApplySet, previous: &ApplySetStatus, artifact: &Artifact) -> Mode {
+        let digest = applyset.spec.apply_digest();
+        let steady = previous.last_applied_revision.as_deref() == Some(artifact.revision.as_str())
+            && match previous.last_applied_spec_digest.as_deref() {
+                Some(previous_digest) => previous_digest == digest,
+                None => status::condition(previous, DRIFTED)
+                    .is_some_and(|c| c.observed_generation == applyset.metadata.generation),
+            };
+        Mode { steady, report_only: steady && applyset.spec.drift.mode == DriftMode::Report }
+    }
+}
+
+/// fetch: the source's credentials, then the revision from git.
+async fn fetch(
+    applyset: &ApplySet,
+    ctx: &Context,
+    previous: &ApplySetStatus,
+    intervals: Intervals,
+) -> Result<Artifact, Failure> {
+    let credentials = credentials(applyset, ctx).await?;
+    // The source's secrets (URL user info, the auth Secret's values) are redacted from
+    // everything published from here on.
+    let mut source_secrets = redact::Secrets::new();
+    let values = crate::source::url_secrets(&applyset.spec.source.url).into_iter();
+    for value in values.chain(credentials.iter().flat_map(Credentials::secret_values)) {
+        source_secrets.add(&value);
+    }
+    redact::register(&redact_owner(applyset, "source"), source_secrets);
+    if !ctx.settings.allow_local_sources
+        && GitUrl::parse(&applyset.spec.source.url).is_ok_and(|url| url.transport() == Transport::Local)
+    {
+        return Err(Failure::new(
+            Stage::InvalidSpec,
+            "spec.source.url: local repositories (file:// or a path) are disabled on this controller (--allow-local-sources)",
+        ));
+    }
+    let namespace = applyset.namespace_or_default();
+    let fetch_started = Instant::now();
+    let artifact = ctx
+        .git
+        .sync_since(
+            &CacheKey::new(&namespace, applyset.name()),
+            &applyset.spec.source,
+            credentials,
+            intervals.timeout,
+            previous.last_applied_revision.as_deref(),
+        )
+        .await;
+    match artifact {
+        Ok(artifact) => {
+            ctx.metrics.git_fetch(fetch_started.elapsed(), None);
+            Ok(artifact)
+        }
+        Err(error) => {
+            let category = error.category();
+            ctx.metrics.git_fetch(fetch_started.elapsed(), Some(category.as_str()));
+            let stage = if category == ErrorCategory::InvalidSpec { Stage::InvalidSpec } else { Stage::Fetch };
+            Err(Failure::new(stage, error.to_string()))
+        }
+    }
+}
+
+/// load: the revision's manifests (none for an empty source that `allowEmpty` accepts); the
+/// values of the Secrets it applies are redacted from every status, Event and log line before
+/// anything can fail with a message that quotes them.
+fn load(applyset: &ApplySet, ctx: &Context, artifact: &Artifact) -> Result<Vec<LoadedObject>, Failure> {
+    // kubectl refuses a directory without manifests; with allowEmpty it is an empty source.
+    let empty_source =
+        applyset.spec.allow_empty && !manifest::walk::holds_manifests(&artifact.dir, true).unwrap_or(true);
+    let loaded = if empty_source {
+        Vec::new()
+    } else {
+        load_manifests(&artifact.dir, &artifact.checkout, ctx.settings.manifest_limits)?
+    };
+    let mut secrets = redact::Secrets::new();
+    for object in &loaded {
+        secrets.add_manifest(&object.object);
+    }
+    redact::register(&redact_owner(applyset, "manifests"), secrets);
+    if loaded.is_empty() && !applyset.spec.allow_empty {
+        return Err(Failure::new(
+            Stage::Load,
+            format!(
+                "no objects found in {} at {}; nothing was applied or pruned (set spec.allowEmpty to accept an empty source)",
+                applyset.spec.source.path.as_deref().unwrap_or("the repository root"),
+                artifact.revision
+            ),
+        ));
+    }
+    Ok(loaded)
+}
+
+/// The KEP-3659 run over the ApplySet itself as the parent, its metadata written with the
+/// controller's identity (it is our own object).
+async fn begin_run<'c>(applyset: &ApplySet, ctx: &Context, cluster: &'c Cluster) -> Result<Run<'c>, Failure> {
+    let index = ctx.api_index(cluster, false).await.map_err(|e| Failure::new(Stage::Apply, e))?;
+    let labels = applyset.metadata.labels.clone().unwrap_or_default();
+    let annotations = applyset.metadata.annotations.clone().unwrap_or_default();
+    let mut parent = parent_for(applyset, &index, &labels, &annotations)?;
+    if !parent.warnings.is_empty() {
+        // A kind recorded on the parent may be newer than the cached discovery (a CRD the last
+        // run created): look again before treating it as gone.
+        let index = ctx.api_index(cluster, true).await.map_err(|e| Failure::new(Stage::Apply, e))?;
+        parent = parent_for(applyset, &index, &labels, &annotations)?;
+        for warning in parent.warnings.drain(..) {
+            tracing::warn!(applyset = %applyset.key(), "{warning}");
+        }
+    }
+    let writes = ParentWrites::Owned { client: ctx.client.clone(), labels, annotations };
+    Ok(Run::new(cluster, parent, writes, DryRun::None))
+}
+
+/// apply: plan, record the members on the parent (not in Report mode), apply within the
+/// timeout. An empty source applies nothing.
+#[allow(clippy::too_many_arguments)]
+async fn apply(
+    applyset: &ApplySet,
+    ctx: &Context,
+    cluster: &Cluster,
+    run: &mut Run<'_>,
+    loaded: Vec<LoadedObject>,
+    ignore: IgnoreRules,
+    mode: Mode,
+    intervals: Intervals,
+    artifact: &Artifact,
+) -> Result<ApplyReport, Failure> {
+    if loaded.is_empty() {
+        return Ok(ApplyReport::default());
+    }
+    let ignore = Arc::new(ignore);
+    let options = ApplyOptions {
+        // Report mode asks the apiserver what the apply would do (as `kubectl diff` does), so
+        // that values it canonicalizes are not reported as drift.
+        dry_run: if mode.report_only { DryRun::Server } else { DryRun::None },
+        force: applyset.spec.force,
+        default_namespace: Some(applyset.namespace_or_default()),
+        field_manager: ctx.settings.field_manager.clone(),
+        concurrency: ctx.settings.apply_concurrency,
+        applyset_label: Some(run.parent().id().to_owned()),
+        crd_timeout: intervals.timeout,
+        keep_results: true,
+        ownership: Ownership::RefuseOtherSets,
+        patch_filter: (!ignore.is_empty()).then(|| {
+            let ignore = ignore.clone();
+            PatchFilter(Arc::new(move |object, _live, patch| ignore.filter_patch(object, patch)))
+        }),
+        ..ApplyOptions::default()
+    };
+    let plan = plan(cluster, loaded, &options).await?;
+    if !mode.report_only {
+        // Every kind is recorded before anything is applied, so a failed run can still be
+        // pruned later (KEP-3659's superset update).
+        run.begin(&plan).await.map_err(|e| Failure::new(Stage::Apply, e.to_string()))?;
+    }
+    tokio::time::timeout(intervals.timeout, apply::execute(cluster, plan, &options)).await.map_err(|_| {
+        Failure::new(
+            Stage::Apply,
+            format!("applying {} timed out after {:?}; nothing was pruned", artifact.revision, intervals.timeout),
+        )
+    })
+}
+
+/// drift and inventory, from what apply did (or, in Report mode, would do); a failed object
+/// fails the run here, before anything is pruned.
+async fn record(
+    applyset: &ApplySet,
+    ctx: &Context,
+    previous: &ApplySetStatus,
+    status: &mut ApplySetStatus,
+    report: &ApplyReport,
+    mode: Mode,
+    artifact: &Artifact,
+) -> Result<Done, Failure> {
+    let Classified { mut done, inventory, errors } =
+        classify(report, &artifact.revision, mode.steady, mode.report_only);
+    done.history = artifact.change.clone();
+    let previous_members = previous.inventory.as_ref().and_then(|i| i.members.as_deref());
+    // The record grows with every object applied, even by a failed run, so that a later run
+    // can prune it; a Report-mode dry run applies nothing.
+    let members = if mode.report_only {
+        previous_members.map(<[_]>::to_vec)
+    } else {
+        Some(inventory::with_applied(previous_members, &report.visited))
+    };
+    status.inventory = Some(status::inventory(inventory, status::INVENTORY_LIMIT));
+    if let Some(inventory) = &mut status.inventory {
+        inventory.members = members;
+    }
+    status.drift = Some(DriftStatus {
+        count: done.drifted.len() as u64,
+        mode: format!("{:?}", applyset.spec.drift.mode),
+        objects: done.drifted.iter().take(status::DRIFT_LIMIT).cloned().collect(),
+    });
+    if done.corrected && !done.drifted.is_empty() {
+        ctx.metrics.drift_corrected(done.drifted.len() as u64);
+    }
+    if errors.is_empty() {
+        return Ok(done);
+    }
+    let count = errors.len();
+    let conflicts: Vec<&str> =
+        report.objects.iter().filter_map(|o| o.result.as_ref().err()?.conflict_with.as_deref()).collect();
+    let stage = if conflicts.len() == count { Stage::OwnershipConflict } else { Stage::Apply };
+    let mut message = format!("{count} object(s) failed to apply at {}; nothing was pruned:\n", artifact.revision);
+    message.push_str(&errors.into_iter().take(5).collect::<Vec<_>>().join("\n"));
+    if !conflicts.is_empty() {
+        message.push_str(&format!("\nowned by: {}", name_applysets(ctx, &conflicts).await));
+    }
+    Err(Failure::new(stage, message))
+}
+
+/// prune: only after every object applied, through the controller's guards; then the parent
+/// records this run's kinds only.
+#[allow(clippy::too_many_arguments)]
+async fn prune(
+    applyset: &ApplySet,
+    ctx: &Context,
+    cluster: &Cluster,
+    run: &mut Run<'_>,
+    status: &mut ApplySetStatus,
+    report: &ApplyReport,
+    previous: &ApplySetStatus,
+    done: &mut Done,
+) -> Result<(), Failure> {
+    let members = status.inventory.as_ref().and_then(|i| i.members.clone());
+    let namespace = applyset.namespace_or_default();
+    let scope = prune::Scope {
+        members: members.as_deref().unwrap_or_default(),
+        had_record: previous.inventory.as_ref().is_some_and(|i| i.members.is_some()),
+        own_namespace: &namespace,
+        prune_non_empty_namespaces: applyset.spec.prune_non_empty_namespaces,
+    };
+    // The cluster's discovery as it is now: this run may have added kinds (new CRDs).
+    let index = ctx.api_index(cluster, false).await.map_err(|e| Failure::new(Stage::Prune, e))?;
+    let pruned = prune::prune(run, &index, &report.visited, scope, &DeleteOptions::new(DryRun::None)).await;
+    ctx.metrics.pruned(pruned.deleted.len() as u64);
+    if let Some(inventory) = &mut status.inventory {
+        inventory.members = Some(pruned.members.clone());
+    }
+    status.prune_skipped = pruned.skipped.clone();
+    for warning in &pruned.warnings {
+        tracing::warn!(applyset = %applyset.key(), "{warning}");
+    }
+    done.pruned = pruned.deleted.clone();
+    done.prune_skipped = pruned.skipped.iter().map(describe_skipped).chain(pruned.warnings.iter().cloned()).collect();
+    if let Some(error) = pruned.error {
+        return Err(Failure::new(Stage::Prune, error));
+    }
+    if !pruned.terminating.is_empty() {
+        return Err(Failure::new(
+            Stage::Prune,
+            format!(
+                "{} object(s) removed from the source are still being deleted, held by finalizers (not deleted again): {}",
+                pruned.terminating.len(),
+                pruned.terminating.join(", ")
+            ),
+        ));
+    }
+    run.finish().await.map_err(|e| Failure::new(Stage::Apply, e.to_string()))
+}
+
+/// `configmap/x in ns: NotInInventory (…)`.
+pub(super) fn describe_skipped(entry: &super::api::InventoryObject) -> String {
+    let place = entry.namespace.as_ref().map(|ns| format!(" in {ns}")).unwrap_or_default();
+    format!("{} {}{place}: {} ({})", entry.kind, entry.name, entry.state, entry.message.as_deref().unwrap_or_default())
+}
+
+/// `namespace/name` of the ApplySets with these IDs (the parent ID label), or the ID itself
+/// when no ApplySet of this controller has it (a kubectl ApplySet, or one the controller
+/// cannot read).
+async fn name_applysets(ctx: &Context, ids: &[&str]) -> String {
+    let api: Api<ApplySet> = Api::all(ctx.client.clone());
+    let mut names = std::collections::BTreeSet::new();
+    for id in ids.iter().collect::<std::collections::BTreeSet<_>>() {
+        let selector = format!("{}={id}", crate::applyset::PARENT_ID_LABEL);
+        let found = api.list_metadata(&kube::api::ListParams::default().labels(&selector)).await.ok();
+        let named: Vec<String> = found
+            .into_iter()
+            .flat_map(|list| list.items)
+            .map(|item| {
+                format!(
+                    "ApplySet {}/{}",
+                    item.metadata.namespace.unwrap_or_default(),
+                    item.metadata.name.unwrap_or_default()
+                )
+            })
+            .collect();
+        if named.is_empty() {
+            names.insert(format!("the ApplySet with id {id}"));
+        } else {
+            names.extend(named);
+        }
+    }
+    names.into_iter().collect::<Vec<_>>().join(", ")
+}
+
+/// Reads the source `auth` Secret (same namespace) into credentials; never logs its data.
+async fn credentials(applyset: &ApplySet, ctx: &Context) -> Result<Option<Credentials>, Failure> {
+    let Some(secret_ref) = &applyset.spec.source.secret_ref else { return Ok(None) };
+    let namespace = applyset.namespace_or_default();
+    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &namespace);
+    let secret = secrets.get_opt(&secret_ref.name).await.map_err(|e| {
+        Failure::new(
+            Stage::Fetch,
+            format!("reading Secret {namespace}/{}: {}", secret_ref.name, crate::applyset::error_text(&e)),
+        )
+    })?;
+    let Some(secret) = secret else {
+        return Err(Failure::new(
+            Stage::Fetch,
+            format!("Secret {namespace}/{} (spec.source.secretRef) not found", secret_ref.name),
+        ));
+    };
+    let data: BTreeMap<String, Vec<u8>> = secret.data.unwrap_or_default().into_iter().map(|(k, v)| (k, v.0)).collect();
+    Credentials::from_secret_data(&data)
+        .map(Some)
+        .map_err(|e| Failure::new(Stage::Fetch, format!("Secret {namespace}/{}: {e}", secret_ref.name)))
+}
+
+/// Loads every manifest under `dir`; file names in errors and sources are relative to the
+/// repository root. Beyond kubectl: size caps, and patch directives written in a manifest are
+/// refused here, before anything is applied (the check needs nothing from the cluster).
+fn load_manifests(dir: &Path, checkout: &Path, limits: manifest::Limits) -> Result<Vec<LoadedObject>, Failure> {
+    let relative =
+        |path: &Path| path.strip_prefix(checkout).map(Path::to_path_buf).unwrap_or_else(|_| path.to_path_buf());
+    let options = manifest::LoadOptions { limits, reject_patch_directives: true };
+    match manifest::load_with(&[dir.to_path_buf()], true, std::io::empty(), &options) {
+        Ok(mut loaded) => {
+            for object in &mut loaded {
+                object.source.path = relative(&object.source.path);
+            }
+            Ok(loaded)
+        }
+        Err(error) => {
+            let count = error.errors.len();
+            let lines: Vec<String> = error
+                .errors
+                .into_iter()
+                .map(|mut e| {
+                    e.path = e.path.as_deref().map(relative);
+                    let checkout_prefix = format!("{}/", checkout.display());
+                    e.to_string().replace(&checkout_prefix, "")
+                })
+                .take(10)
+                .collect();
+            Err(Failure::new(
+                Stage::Load,
+                format!("{count} error(s) loading the manifests; nothing was applied or pruned:\n{}", lines.join("\n")),
+            ))
+        }
+    }
+}
+
+/// Plans the apply; kinds unknown to a cached discovery are looked up once more.
+async fn plan(cluster: &Cluster, loaded: Vec<LoadedObject>, options: &ApplyOptions) -> Result<apply::Plan, Failure> {
+    let to_failure = |e: Fatal| match e {
+        Fatal::Duplicates(_) | Fatal::NoObjects => Failure::new(Stage::Load, e.to_string()),
+        Fatal::Cluster(e) => Failure::new(Stage::Apply, e.to_string()),
+    };
+    let retry_with = loaded.clone();
+    let plan = apply::plan(cluster, loaded, options).await.map_err(to_failure)?;
+    if !plan.has_failures() {
+        return Ok(plan);
+    }
+    cluster.refresh_discovery().await.map_err(|e| Failure::new(Stage::Apply, e.to_string()))?;
+    apply::plan(cluster, retry_with, options).await.map_err(to_failure)
+}
+
+pub(super) fn parent_for(
+    applyset: &ApplySet,
+    index: &ApiIndex,
+    labels: &BTreeMap<String, String>,
+    annotations: &BTreeMap<String, String>,
+) -> Result<Parent, Failure> {
+    Parent::from_existing(
+        index.clone(),
+        api_resource(),
+        &applyset.name(),
+        &applyset.namespace_or_default(),
+        labels,
+        annotations,
+    )
+    .map_err(|e| Failure::new(Stage::Apply, e.to_string()))
+}

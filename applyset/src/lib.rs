@@ -2,6 +2,7 @@
 
 pub mod apply;
 pub mod cli;
+pub mod cluster;
 pub mod commands;
 pub mod document;
 pub mod manifest;

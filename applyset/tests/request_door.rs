@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use applyset::apply::applyset_parent::{DeleteOptions, Member, Parent};
-use applyset::apply::cluster::ConnectOptions;
-use applyset::apply::{self, ApplyOptions, Cluster, DryRun};
+use applyset::apply::{self, ApplyOptions, DryRun};
+use applyset::cluster::{Cluster, ConnectOptions};
 use support::TestNamespace;
 
 fn config_maps(dir: &std::path::Path, names: &[&str], namespace: &str) -> Result<()> {

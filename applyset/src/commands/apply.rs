@@ -7,11 +7,11 @@
 use std::process::ExitCode;
 
 use crate::apply::applyset_parent::{self, DeleteOptions, FieldValidation, Parent};
-use crate::apply::cluster::collecting_warnings;
 use crate::apply::prune;
 use crate::apply::selector::Selector;
-use crate::apply::{self, ApplyOptions, ApplyReport, Cluster, ConnectOptions, DryRun};
+use crate::apply::{self, ApplyOptions, ApplyReport, DryRun};
 use crate::cli::{ApplyArgs, ClusterArgs, InputArgs};
+use crate::cluster::{Cluster, ConnectOptions, collecting_warnings};
 use crate::manifest::{self, LoadedObject};
 
 pub fn run(args: ApplyArgs) -> ExitCode {

@@ -75,7 +75,7 @@ pub struct ObjectError {
     /// modified and current documents). They may hold Secret values: the controller renders
     /// the error without them ([`ObjectError::render_without_bodies`]).
     pub bodies: Vec<String>,
-    /// Set when the object belongs to another ApplySet ([`Ownership::RefuseOtherSets`]): that
+    /// Set when the object belongs to another ApplySet ([`super::Ownership::RefuseOtherSets`]): that
     /// set's ID.
     pub conflict_with: Option<String>,
     /// The live object's last-applied annotation is not a JSON object, so no patch can be

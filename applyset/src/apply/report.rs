@@ -31,7 +31,7 @@ pub struct ObjectReport {
     pub result: std::result::Result<Verb, ObjectError>,
     /// Lines for stderr, in kubectl's words (missing annotation, fallback warnings…).
     pub warnings: Vec<String>,
-    /// With [`ApplyOptions::keep_results`]: what was computed.
+    /// With [`super::ApplyOptions::keep_results`]: what was computed.
     pub details: Option<Box<Details>>,
 }
 

@@ -8,11 +8,11 @@
 //! Go-exact JSON parser ([`Value`]), content types and query parameters are exactly kubectl's,
 //! and errors keep the apiserver's `Status` ([`ApiStatus`]), typed by [`ErrorCategory`].
 //!
-//! - [`door`]: the rate limiter and the capture of `Warning` headers;
-//! - [`error`]: typed failures and their categories;
-//! - [`discovery`]: GVK → resource and scope;
-//! - [`openapi`]: the OpenAPI caches;
-//! - [`request`]: paths, write parameters and body decoding.
+//! - `door`: the rate limiter and the capture of `Warning` headers;
+//! - `error`: typed failures and their categories;
+//! - `discovery`: GVK → resource and scope;
+//! - `openapi`: the OpenAPI caches;
+//! - `request`: paths, write parameters and body decoding.
 
 mod discovery;
 mod door;
@@ -60,7 +60,7 @@ pub struct Cluster {
     client: kube::Client,
     server: String,
     default_namespace: String,
-    /// Shared with the client's [`Door`]: every request waits for it.
+    /// Shared with the client's door layer: every request waits for it.
     limiter: Arc<RateLimiter>,
     discovery: RwLock<Option<Arc<DiscoveryMap>>>,
     openapi: OpenApiCache,
@@ -161,7 +161,7 @@ impl Cluster {
     // ----------------------------------------------------------------------------------------
     // Raw requests
 
-    /// Sends one request (rate-limited by the client's [`Door`]); a failure status becomes
+    /// Sends one request (rate-limited by the client's door layer); a failure status becomes
     /// [`Error::Api`], a transport failure [`Error::Unreachable`].
     pub async fn send(&self, request: http::Request<Vec<u8>>) -> Result<Vec<u8>> {
         let transport = |e: kube::Error| Error::from_transport(&self.server, &e);
@@ -279,5 +279,28 @@ impl Cluster {
         let path = object_path(mapping, namespace, Some(name), query);
         let request = json_request(http::Method::DELETE, path, Some("application/json"), body.into_bytes())?;
         self.send(request).await.map(|_| ())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A refused connection is recognised from the error's type on both paths: the raw
+    /// requests ([`Error::Unreachable`]) and `kube::Api` calls on [`Cluster::client`].
+    #[tokio::test]
+    async fn refused_connection_is_unreachable() {
+        let config = kube::Config::new("https://127.0.0.1:1".parse().expect("url"));
+        let cluster = Cluster::from_config(config, 0.0, 1).expect("client");
+        let gvk = kube::core::GroupVersionKind::gvk("", "v1", "ConfigMap");
+        let raw = cluster.mapping(&gvk).await.expect_err("nothing listens on port 1");
+        assert!(raw.is_unreachable(), "{raw:?}");
+        assert_eq!(raw.category(), ErrorCategory::Unreachable);
+        let api: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
+            kube::Api::namespaced(cluster.client().clone(), "default");
+        let typed = api.list(&Default::default()).await.expect_err("nothing listens on port 1");
+        assert!(is_unreachable(&typed), "{typed:?}");
+        // Both went through the door (the discovery pair may stop at its first failure).
+        assert!(cluster.requests_sent() >= 2, "{}", cluster.requests_sent());
     }
 }

@@ -67,9 +67,9 @@ pub struct ControllerClusterArgs {
     #[arg(long, value_name = "NAME")]
     pub context: Option<String>,
     /// Requests per second to the apiserver per apply identity (0 = unlimited).
-    #[arg(long, env = "APPLYSET_QPS", default_value_t = crate::apply::cluster::DEFAULT_QPS)]
+    #[arg(long, env = "APPLYSET_QPS", default_value_t = crate::cluster::DEFAULT_QPS)]
     pub qps: f64,
-    #[arg(long, env = "APPLYSET_BURST", default_value_t = crate::apply::cluster::DEFAULT_BURST)]
+    #[arg(long, env = "APPLYSET_BURST", default_value_t = crate::cluster::DEFAULT_BURST)]
     pub burst: u32,
 }
 
@@ -189,10 +189,10 @@ pub struct ClusterArgs {
     /// Maximum requests per second to the apiserver (0 = unlimited). With at most
     /// --concurrency objects in flight this keeps a run's load bounded; the apiserver's own
     /// API Priority and Fairness still applies. (kubectl sends its requests one at a time.)
-    #[arg(long, default_value_t = crate::apply::cluster::DEFAULT_QPS)]
+    #[arg(long, default_value_t = crate::cluster::DEFAULT_QPS)]
     pub qps: f64,
     /// Requests allowed in a burst above --qps.
-    #[arg(long, default_value_t = crate::apply::cluster::DEFAULT_BURST)]
+    #[arg(long, default_value_t = crate::cluster::DEFAULT_BURST)]
     pub burst: u32,
     /// Objects applied at once.
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=256))]

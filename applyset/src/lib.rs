@@ -3,6 +3,7 @@
 pub mod apply;
 pub mod applyset;
 pub mod cli;
+pub mod cluster;
 pub mod commands;
 pub mod document;
 pub mod manifest;

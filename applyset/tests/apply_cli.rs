@@ -458,7 +458,8 @@ mod proxy {
     use std::pin::Pin;
     use std::task::{Context as TaskContext, Poll};
 
-    use applyset::apply::{ApplyOptions, Cluster};
+    use applyset::apply::ApplyOptions;
+    use applyset::cluster::Cluster;
     use kube::client::Body;
 
     /// Requests seen, as `METHOD path` (query stripped); and how many PATCHes to answer with a

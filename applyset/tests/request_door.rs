@@ -10,9 +10,9 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use applyset::apply::cluster::ConnectOptions;
-use applyset::apply::{self, ApplyOptions, Cluster, DryRun};
+use applyset::apply::{self, ApplyOptions, DryRun};
 use applyset::applyset::{DeleteOptions, Parent, ParentWrites, Run};
+use applyset::cluster::{Cluster, ConnectOptions};
 use support::TestNamespace;
 
 fn config_maps(dir: &std::path::Path, names: &[&str], namespace: &str) -> Result<()> {

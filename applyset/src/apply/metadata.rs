@@ -6,7 +6,7 @@
 use applyset_merge::{SchemaRef, Value, json_merge};
 use kube::core::GroupVersionKind;
 
-use super::cluster::{Cluster, PatchType};
+use crate::cluster::{Cluster, PatchType};
 
 /// How a patch is computed and applied.
 #[derive(Debug, Clone)]

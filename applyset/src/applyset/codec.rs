@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use sha2::{Digest, Sha256};
 
-use super::mapper::GroupKind;
+use crate::cluster::mapper::GroupKind;
 
 /// Parent label carrying the set's ID.
 pub const PARENT_ID_LABEL: &str = "applyset.kubernetes.io/id";

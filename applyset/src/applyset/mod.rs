@@ -4,7 +4,7 @@
 //!
 //! * [`codec`] (pure): the labels and annotations, the set's ID, kubectl's checks of a parent;
 //! * [`reference`]: `--applyset` parsing and validation;
-//! * [`mapper`]: Go's string forms and the REST mapper over aggregated discovery;
+//! * Go's string forms and the REST mapper come from [`crate::cluster::mapper`], the one mapper;
 //! * [`parent`]: the parent's lifecycle; [`prune`]: candidates and deletes;
 //! * [`run`]: the order of a run; [`error`]: typed errors rendering kubectl's texts.
 //!
@@ -46,15 +46,15 @@
 
 pub mod codec;
 pub mod error;
-pub mod mapper;
+
 pub mod parent;
 pub mod prune;
 pub mod reference;
 pub mod run;
 
+pub use crate::cluster::mapper::{ApiEntry, ApiIndex, GroupKind, gvk_string, gvr_string, printed_name};
 pub use codec::*;
 pub use error::{Category, Error, error_text};
-pub use mapper::{ApiEntry, ApiIndex, GroupKind, gvk_string, gvr_string, printed_name};
 pub use parent::{FieldValidation, Member, Parent, RecordedKind};
 pub use prune::{
     Candidate, Candidates, DeleteOptions, Deleted, ForbiddenLists, LIST_PAGE_SIZE, Listed, Propagation, PruneSummary,

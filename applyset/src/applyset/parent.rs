@@ -9,9 +9,10 @@ use kube::core::ApiResource;
 
 use super::codec::*;
 use super::error::{Error, error_text, is_status};
-use super::mapper::{ApiIndex, GroupKind};
 use super::reference::{aggregate, is_builtin_parent, parse_parent_ref, permitted_custom_parents, validate_parent};
-use crate::apply::{Cluster, DryRun, Visited};
+use crate::apply::{DryRun, Visited};
+use crate::cluster::Cluster;
+use crate::cluster::mapper::{ApiIndex, GroupKind};
 
 /// A member as the parent records it: its kind, scope and (namespaced only) namespace.
 #[derive(Clone, Debug)]
@@ -78,7 +79,7 @@ impl Parent {
     pub async fn prepare(cluster: &Cluster, parent_ref: &str, explicit_namespace: Option<&str>) -> Result<Self, Error> {
         let spec = parse_parent_ref(parent_ref)?;
         let index = cluster.api_index().await.map_err(|error| match error {
-            crate::apply::Error::Unreachable { .. } => Error::Unreachable(error.to_string()),
+            crate::cluster::Error::Unreachable { .. } => Error::Unreachable(error.to_string()),
             other => Error::InvalidReference(format!("discovery failed: {other}")),
         })?;
         let entry = index

@@ -11,9 +11,9 @@ use kube::core::ApiResource;
 
 use super::codec::LAST_APPLIED_ANNOTATION;
 use super::error::{Error, is_status};
-use super::mapper::{GroupKind, gvk_string, printed_name};
 use super::parent::{Parent, RecordedKind};
 use crate::apply::{DryRun, Visited};
+use crate::cluster::mapper::{GroupKind, gvk_string, printed_name};
 
 /// How many LIST requests run at once.
 pub(crate) const LIST_CONCURRENCY: usize = 4;

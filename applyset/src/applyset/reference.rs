@@ -8,8 +8,8 @@ use kube::core::{ApiResource, GroupVersionKind};
 
 use super::codec::PARENT_CRD_LABEL;
 use super::error::{Error, error_text};
-use super::mapper::gvr_string;
 use super::prune::list_all;
+use crate::cluster::mapper::gvr_string;
 
 /// `--applyset` as typed: `[RESOURCE][.GROUP]/NAME`.
 #[derive(Clone, Debug, PartialEq, Eq)]

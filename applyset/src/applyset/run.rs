@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 use super::error::Error;
 use super::parent::{Member, Parent};
 use super::prune::{Candidate, Candidates, DeleteOptions, Deleted, ForbiddenLists, PruneSummary, delete_candidates};
-use crate::apply::{Cluster, DryRun, Plan, Visited};
+use crate::apply::{DryRun, Plan, Visited};
+use crate::cluster::Cluster;
 
 /// How the parent's ApplySet metadata is written.
 #[derive(Clone)]

@@ -6,12 +6,12 @@
 
 use std::process::ExitCode;
 
-use crate::apply::cluster::collecting_warnings;
 use crate::apply::prune;
 use crate::apply::selector::Selector;
-use crate::apply::{self, ApplyOptions, ApplyReport, Cluster, ConnectOptions, DryRun};
+use crate::apply::{self, ApplyOptions, ApplyReport, DryRun};
 use crate::applyset::{DeleteOptions, FieldValidation, Parent, ParentWrites, Run};
 use crate::cli::{ApplyArgs, ClusterArgs, InputArgs};
+use crate::cluster::{Cluster, ConnectOptions, collecting_warnings};
 use crate::manifest::{self, LoadedObject};
 
 pub fn run(args: ApplyArgs) -> ExitCode {

@@ -10,8 +10,8 @@ use kube::Resource;
 use super::api::ApplySet;
 use super::events::{EventPublisher, NewEvent};
 use super::metrics::Metrics;
-use crate::apply::Cluster;
 use crate::applyset::ApiIndex;
+use crate::cluster::Cluster;
 use crate::source::GitSource;
 
 /// Settings from the command line that shape every reconcile.
@@ -105,7 +105,7 @@ impl Context {
 
     /// The apply cluster for an ApplySet: with a ServiceAccount (of the ApplySet's namespace)
     /// every request is made as that account.
-    pub fn cluster_for(&self, namespace: &str, service_account: Option<&str>) -> crate::apply::Result<Arc<Cluster>> {
+    pub fn cluster_for(&self, namespace: &str, service_account: Option<&str>) -> crate::cluster::Result<Arc<Cluster>> {
         let key = ClusterKey::new(namespace, service_account);
         let mut clusters = self.clusters.lock().unwrap_or_else(|p| p.into_inner());
         if let Some((built, cluster)) = clusters.get(&key)

@@ -18,8 +18,8 @@ use super::http::{self, Health};
 use super::leader::{LeaderElector, LeaseConfig};
 use super::metrics::Metrics;
 use super::{duration, reconcile};
-use crate::apply::{Cluster, ConnectOptions};
 use crate::cli::{ControllerArgs, LeaderArgs, LogFormat};
+use crate::cluster::{Cluster, ConnectOptions};
 use crate::source::GitSource;
 
 pub fn run(args: ControllerArgs) -> ExitCode {

@@ -1,0 +1,237 @@
+//! Steps 2–4 of a run: the stages (Namespaces, then CRDs — waited for until `Established`, with
+//! discovery refreshed — then everything else), each stage one paginated LIST per (resource,
+//! namespace) and then its objects concurrently; results back in input order.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use applyset_merge::Value;
+use futures::StreamExt;
+use kube::core::GroupVersionKind;
+
+use super::object::meta_str;
+use super::one::{Live, apply_one};
+use super::options::{ApplyOptions, DryRun};
+use super::plan::{Plan, Prepared};
+use super::report::{ApplyReport, ObjectReport, Visited};
+use crate::cluster::{Cluster, Mapping, collecting_warnings};
+
+/// One report slot per input object, filled as objects finish (or fail early).
+type Slots = [Option<ObjectReport>];
+
+/// Steps 2–4 of [`super::apply`]: the staged, concurrent writes of a [`Plan`].
+pub async fn execute(cluster: &Cluster, plan: Plan, options: &ApplyOptions) -> ApplyReport {
+    let Plan { items, mut report } = plan;
+    let mut slots: Vec<Option<ObjectReport>> = vec![None; items.len()];
+    let mut stages: [Vec<Prepared>; 3] = Default::default();
+    for (index, item) in items.into_iter().enumerate() {
+        match item {
+            Ok(prepared) => stages[prepared.stage()].push(prepared),
+            Err(failure) => slots[index] = Some(failure),
+        }
+    }
+
+    let [namespaces, crds, rest] = stages;
+    run_stage(cluster, options, namespaces, &mut slots, &mut report).await;
+
+    let crd_names: Vec<String> = crds.iter().map(|c| c.name.clone()).collect();
+    let crd_indexes: Vec<usize> = crds.iter().map(|c| c.index).collect();
+    run_stage(cluster, options, crds, &mut slots, &mut report).await;
+
+    if options.dry_run == DryRun::None && !crd_names.is_empty() {
+        settle_crds(cluster, options, &crd_names, &crd_indexes, &rest, &mut slots).await;
+    }
+    let rest = resolve_predicted(cluster, rest, &mut slots).await;
+    run_stage(cluster, options, rest, &mut slots, &mut report).await;
+
+    report.objects = slots.into_iter().map(|slot| slot.expect("every object has a report")).collect();
+    report
+}
+
+/// After the CRD stage: waits until the applied CRDs are `Established` (a warning on the first
+/// CRD's report for each that is not in time) and, when later objects have kinds only those
+/// CRDs define, until discovery serves them.
+async fn settle_crds(
+    cluster: &Cluster,
+    options: &ApplyOptions,
+    names: &[String],
+    indexes: &[usize],
+    rest: &[Prepared],
+    slots: &mut Slots,
+) {
+    let applied: Vec<&String> = names
+        .iter()
+        .zip(indexes)
+        .filter(|(_, index)| slots[**index].as_ref().is_some_and(|r| r.result.is_ok()))
+        .map(|(name, _)| name)
+        .collect();
+    let mut warnings = wait_for_crds(cluster, &applied, options.crd_timeout).await;
+    if rest.iter().any(|p| p.mapping.is_none()) {
+        refresh_until_known(cluster, rest, options.crd_timeout).await;
+    }
+    if let Some(first) = indexes.first().and_then(|i| slots[*i].as_mut()) {
+        first.warnings.append(&mut warnings);
+    }
+}
+
+/// Kinds known only from a CRD of this input must now resolve for real; those that do not
+/// fail with kubectl's no-match message.
+async fn resolve_predicted(cluster: &Cluster, rest: Vec<Prepared>, slots: &mut Slots) -> Vec<Prepared> {
+    let mut resolved = Vec::with_capacity(rest.len());
+    let mut unresolved = Vec::new();
+    for mut item in rest {
+        if item.mapping.is_none() {
+            match cluster.mapping(&item.gvk).await {
+                Ok(mapping) => item.mapping = Some(mapping),
+                Err(_) => {
+                    unresolved.push((item.index, item.report(Err(item.no_match()), Vec::new())));
+                    continue;
+                }
+            }
+        }
+        resolved.push(item);
+    }
+    for (index, failure) in unresolved {
+        slots[index] = Some(failure);
+    }
+    resolved
+}
+
+/// Polls the CRDs until each has `Established=True`; returns warnings for those that did not
+/// in time.
+async fn wait_for_crds(cluster: &Cluster, names: &[&String], timeout: Duration) -> Vec<String> {
+    let gvk = GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition");
+    let Ok(mapping) = cluster.mapping(&gvk).await else { return Vec::new() };
+    let deadline = tokio::time::Instant::now() + timeout;
+    let waits = names.iter().map(|name| {
+        let mapping = mapping.clone();
+        async move {
+            loop {
+                if let Ok(crd) = cluster.get(&mapping, None, name).await
+                    && established(&crd)
+                {
+                    return None;
+                }
+                if tokio::time::Instant::now() >= deadline {
+                    return Some(format!(
+                        "Warning: customresourcedefinition.apiextensions.k8s.io/{name} is not Established after {timeout:?}; its custom resources may fail"
+                    ));
+                }
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    });
+    futures::future::join_all(waits).await.into_iter().flatten().collect()
+}
+
+fn established(crd: &Value) -> bool {
+    crd.as_object()
+        .and_then(|o| o.get("status"))
+        .and_then(Value::as_object)
+        .and_then(|s| s.get("conditions"))
+        .and_then(Value::as_array)
+        .is_some_and(|conditions| {
+            conditions.iter().filter_map(Value::as_object).any(|c| {
+                c.get("type").and_then(Value::as_str) == Some("Established")
+                    && c.get("status").and_then(Value::as_str) == Some("True")
+            })
+        })
+}
+
+/// Refreshes discovery until every predicted kind of `items` is served (discovery can lag a
+/// CRD's Established condition briefly), or the timeout passes.
+async fn refresh_until_known(cluster: &Cluster, items: &[Prepared], timeout: Duration) {
+    let deadline = tokio::time::Instant::now() + timeout.min(Duration::from_secs(30));
+    loop {
+        if cluster.refresh_discovery().await.is_err() {
+            return;
+        }
+        let mut all_known = true;
+        for item in items.iter().filter(|p| p.mapping.is_none()) {
+            if !cluster.knows(&item.gvk).await.unwrap_or(false) {
+                all_known = false;
+                break;
+            }
+        }
+        if all_known || tokio::time::Instant::now() >= deadline {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+type ListKey = (String, String, String, Option<String>);
+
+fn list_key(mapping: &Mapping, namespace: &Option<String>) -> ListKey {
+    let r = &mapping.resource;
+    (r.group.clone(), r.version.clone(), r.plural.clone(), if mapping.namespaced { namespace.clone() } else { None })
+}
+
+/// Per (resource, namespace): its objects by name, or `None` when the LIST failed.
+type Listed = HashMap<ListKey, Option<HashMap<String, Value>>>;
+
+/// Applies one stage: LIST per (resource, namespace), then every object concurrently.
+async fn run_stage(
+    cluster: &Cluster,
+    options: &ApplyOptions,
+    items: Vec<Prepared>,
+    slots: &mut Slots,
+    report: &mut ApplyReport,
+) {
+    if items.is_empty() {
+        return;
+    }
+    let concurrency = options.concurrency.max(1);
+    let mut lists = list_stage(cluster, &items, concurrency).await;
+    let work: Vec<(Prepared, Live)> = items
+        .into_iter()
+        .map(|item| {
+            let key = list_key(item.mapping.as_ref().expect("resolved"), &item.namespace);
+            let live = match lists.get_mut(&key) {
+                Some(Some(found)) => Live::Listed(found.remove(&item.name)),
+                _ => Live::Unknown,
+            };
+            (item, live)
+        })
+        .collect();
+    let mut outcomes: Vec<(usize, ObjectReport, Option<Visited>)> = futures::stream::iter(work)
+        .map(|(item, live)| async move {
+            let span = tracing::debug_span!("apply_object", object = %item.display(), source = %item.source);
+            let applied = tracing::Instrument::instrument(apply_one(cluster, options, &item, live), span);
+            let ((mut object_report, visited), server_warnings) = collecting_warnings(applied).await;
+            // The missing-annotation warning comes before the patch's server warnings.
+            object_report.warnings.extend(server_warnings);
+            (item.index, object_report, visited)
+        })
+        .buffer_unordered(concurrency)
+        .collect()
+        .await;
+    outcomes.sort_by_key(|(index, _, _)| *index);
+    for (index, object_report, visited) in outcomes {
+        slots[index] = Some(object_report);
+        report.visited.extend(visited);
+    }
+}
+
+/// One paginated LIST per (resource, namespace) of the stage, instead of one GET per object.
+async fn list_stage(cluster: &Cluster, items: &[Prepared], concurrency: usize) -> Listed {
+    let mut groups: HashMap<ListKey, (Mapping, Option<String>)> = HashMap::new();
+    for item in items {
+        let mapping = item.mapping.as_ref().expect("resolved before its stage");
+        groups.entry(list_key(mapping, &item.namespace)).or_insert_with(|| (mapping.clone(), item.namespace.clone()));
+    }
+    futures::stream::iter(groups)
+        .map(|(key, (mapping, namespace))| async move {
+            let namespace = if mapping.namespaced { namespace } else { None };
+            let listed = cluster.list(&mapping, namespace.as_deref(), None).await.ok().map(|items| {
+                items
+                    .into_iter()
+                    .filter_map(|item| meta_str(&item, "name").map(str::to_owned).map(|name| (name, item)))
+                    .collect::<HashMap<_, _>>()
+            });
+            (key, listed)
+        })
+        .buffer_unordered(concurrency)
+        .collect()
+        .await
+}

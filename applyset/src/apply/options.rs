@@ -1,0 +1,139 @@
+//! How a run applies: the options of `kubectl apply` this tool supports, the controller's own
+//! (ownership, patch filter), and the words kubectl prints for each outcome.
+
+use std::time::Duration;
+
+use applyset_merge::Value;
+
+use crate::cluster::WriteParams;
+
+/// `--dry-run`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DryRun {
+    #[default]
+    None,
+    Client,
+    Server,
+}
+
+impl DryRun {
+    /// The suffix kubectl appends to each output line.
+    pub fn suffix(self) -> &'static str {
+        match self {
+            DryRun::None => "",
+            DryRun::Client => " (dry run)",
+            DryRun::Server => " (server dry run)",
+        }
+    }
+}
+
+/// How a run applies.
+#[derive(Debug, Clone)]
+pub struct ApplyOptions {
+    pub dry_run: DryRun,
+    /// Delete and re-create an object whose patch fails with Conflict or Invalid.
+    pub force: bool,
+    pub field_manager: String,
+    /// `Strict` (kubectl's default), `Warn` or `Ignore`.
+    pub field_validation: String,
+    /// `-n` when given explicitly.
+    pub namespace: Option<String>,
+    /// The namespace for objects without one when `namespace` is not given (instead of the
+    /// kubeconfig context's); unlike `namespace`, objects may name another.
+    pub default_namespace: Option<String>,
+    /// Objects in flight at once.
+    pub concurrency: usize,
+    /// Value of the `applyset.kubernetes.io/part-of` label to add to every object.
+    pub applyset_label: Option<String>,
+    /// How long to wait for an applied CRD to become `Established`.
+    pub crd_timeout: Duration,
+    /// How long `--force` waits for a deleted object to disappear.
+    pub force_timeout: Duration,
+    /// Keep the patch, live object and result of each object (for `diff`).
+    pub keep_results: bool,
+    /// Removes parts of each computed patch before it is sent (fields other controllers own).
+    pub patch_filter: Option<PatchFilter>,
+    /// Whether an object that another ApplySet's `part-of` label claims is taken over.
+    pub ownership: Ownership,
+}
+
+/// What to do with an object whose live `applyset.kubernetes.io/part-of` label names another
+/// ApplySet than [`ApplyOptions::applyset_label`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Ownership {
+    /// kubectl's behaviour: the apply relabels it.
+    #[default]
+    Adopt,
+    /// The controller's: the object fails with [`super::ObjectError::conflict_with`] set,
+    /// unless its manifest carries [`TAKE_OWNERSHIP_ANNOTATION`]` = "true"`. Two ApplySets that
+    /// list the same object would otherwise take it from each other at every interval, and the
+    /// one that stops listing it would delete it while the other still declares it.
+    RefuseOtherSets,
+}
+
+/// In a manifest: this object may be taken from another ApplySet (a deliberate move).
+pub const TAKE_OWNERSHIP_ANNOTATION: &str = "applyset.dev/take-ownership";
+
+/// Called with (manifest, live object, computed patch) for every object that exists; may
+/// remove parts of the patch. An emptied patch sends nothing.
+#[derive(Clone)]
+pub struct PatchFilter(pub std::sync::Arc<PatchFilterFn>);
+
+/// (manifest, live object, computed patch) → the patch with parts removed.
+pub type PatchFilterFn = dyn Fn(&Value, &Value, &mut Value) + Send + Sync;
+
+impl std::fmt::Debug for PatchFilter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PatchFilter")
+    }
+}
+
+impl Default for ApplyOptions {
+    fn default() -> Self {
+        ApplyOptions {
+            dry_run: DryRun::None,
+            force: false,
+            field_manager: "kubectl-client-side-apply".into(),
+            field_validation: "Strict".into(),
+            namespace: None,
+            default_namespace: None,
+            concurrency: 16,
+            applyset_label: None,
+            crd_timeout: Duration::from_secs(60),
+            force_timeout: Duration::from_secs(60),
+            keep_results: false,
+            patch_filter: None,
+            ownership: Ownership::Adopt,
+        }
+    }
+}
+
+/// What happened to an object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verb {
+    Created,
+    Configured,
+    Unchanged,
+}
+
+impl Verb {
+    pub fn word(self) -> &'static str {
+        match self {
+            Verb::Created => "created",
+            Verb::Configured => "configured",
+            Verb::Unchanged => "unchanged",
+        }
+    }
+}
+
+impl ApplyOptions {
+    /// The query parameters of this run's writes (server dry run travels as `dryRun=All`;
+    /// client dry run sends no writes at all).
+    pub(super) fn write_params(&self) -> WriteParams {
+        WriteParams {
+            field_manager: self.field_manager.clone(),
+            field_validation: self.field_validation.clone(),
+            server_dry_run: self.dry_run == DryRun::Server,
+        }
+    }
+}

@@ -1,0 +1,62 @@
+//! What a run reports: one [`ObjectReport`] per input object, in input order, and the objects
+//! it visited (for prune and the ApplySet parent).
+
+use std::collections::BTreeSet;
+
+use applyset_merge::Value;
+use kube::core::ApiResource;
+
+use super::error::ObjectError;
+use super::options::Verb;
+use crate::cluster::PatchType;
+use crate::manifest::Source;
+
+/// An object this run created, patched or left unchanged.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Visited {
+    pub api_resource: ApiResource,
+    pub namespaced: bool,
+    pub namespace: Option<String>,
+    pub name: String,
+    /// Empty for an object only created by `--dry-run=client`.
+    pub uid: String,
+}
+
+/// The outcome of one input object.
+#[derive(Debug, Clone)]
+pub struct ObjectReport {
+    pub source: Source,
+    /// `deployment.apps/web` (empty when the object has no usable kind or name).
+    pub name: String,
+    pub result: std::result::Result<Verb, ObjectError>,
+    /// Lines for stderr, in kubectl's words (missing annotation, fallback warnings…).
+    pub warnings: Vec<String>,
+    /// With [`super::ApplyOptions::keep_results`]: what was computed.
+    pub details: Option<Box<Details>>,
+}
+
+/// The computation behind a report, kept for `diff`.
+#[derive(Debug, Clone, Default)]
+pub struct Details {
+    pub live: Option<Value>,
+    pub patch: Option<Value>,
+    pub patch_type: Option<PatchType>,
+    pub result: Option<Value>,
+}
+
+/// A whole run.
+#[derive(Debug, Clone, Default)]
+pub struct ApplyReport {
+    /// One per input object, in input order.
+    pub objects: Vec<ObjectReport>,
+    /// Objects created, patched or unchanged (for prune).
+    pub visited: Vec<Visited>,
+    /// Namespaces of all namespaced input objects, plus an explicit `-n` (for legacy prune).
+    pub namespaces_visited: BTreeSet<String>,
+}
+
+impl ApplyReport {
+    pub fn failed(&self) -> bool {
+        self.objects.iter().any(|o| o.result.is_err())
+    }
+}

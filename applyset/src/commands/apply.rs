@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use crate::apply::prune;
 use crate::apply::selector::Selector;
 use crate::apply::{self, ApplyOptions, ApplyReport, DryRun};
-use crate::applyset::{DeleteOptions, FieldValidation, Parent, ParentWrites, Run};
+use crate::applyset::{DeleteOptions, FieldValidation, Parent, ParentWrites, PruneSummary, Run};
 use crate::cli::{ApplyArgs, ClusterArgs, InputArgs};
 use crate::cluster::{Cluster, ConnectOptions, collecting_warnings};
 use crate::manifest::{self, LoadedObject};
@@ -184,97 +184,112 @@ fn execute(args: ApplyArgs) -> Result<ExitCode, String> {
     };
     let allowlist =
         if args.prune && args.applyset.is_none() { prune::parse_allowlist(&args.prune_allowlist)? } else { Vec::new() };
+    runtime()?.block_on(apply_and_prune(&args, objects, options, &allowlist, dry_run))
+}
+
+/// Applies, then (with `--prune`, and only when everything applied) prunes and, for an
+/// ApplySet, records the latest set: one [`Run`] as the controller drives it.
+async fn apply_and_prune(
+    args: &ApplyArgs,
+    objects: Vec<LoadedObject>,
+    mut options: ApplyOptions,
+    allowlist: &[kube::core::GroupVersionKind],
+    dry_run: DryRun,
+) -> Result<ExitCode, String> {
+    let cluster = connect(&args.cluster).await?;
+    let name_only = args.output.as_deref() == Some("name");
+    let mut run = start_run(&cluster, args, &mut options, dry_run).await?;
+    // kubectl maps --prune-allowlist kinds before applying anything: a bad kind changes nothing.
+    if !allowlist.is_empty() {
+        prune::check_allowlist(&cluster, allowlist).await?;
+    }
+    let plan = apply::plan(&cluster, objects, &options).await.map_err(|e| e.to_string())?;
+    if let Some(run) = run.as_mut() {
+        let begun = run.begin(&plan).await;
+        print_warnings(run.take_warnings());
+        begun.map_err(|e| e.to_string())?;
+    }
+    let report = apply::execute(&cluster, plan, &options).await;
+    if print_report(&report, dry_run, name_only) {
+        return Ok(ExitCode::from(1));
+    }
+    if !args.prune {
+        return Ok(ExitCode::SUCCESS);
+    }
+
+    // Prune only after every object applied. The server's warnings on its LISTs and
+    // DELETEs follow prune's own warnings, as kubectl prints them.
     let delete_options = DeleteOptions::new(dry_run);
-    let runtime = runtime()?;
-    runtime.block_on(async {
-        let mut options = options;
-        let cluster = connect(&args.cluster).await?;
-        let name_only = args.output.as_deref() == Some("name");
-
-        // ApplySet: the parent is validated and its ID computed before anything is read or
-        // written; every object then carries the part-of label (inside its annotation).
-        let mut run = match &args.applyset {
-            Some(reference) => {
-                let mut parent = Parent::prepare(&cluster, reference, args.input.namespace.as_deref())
-                    .await
-                    .map_err(|e| e.to_string())?;
-                parent.field_validation = Some(match options.field_validation.as_str() {
-                    "Warn" => FieldValidation::Warn,
-                    "Ignore" => FieldValidation::Ignore,
-                    _ => FieldValidation::Strict,
-                });
-                options.applyset_label = Some(parent.id().to_owned());
-                Some(Run::new(&cluster, parent, ParentWrites::Kubectl, dry_run))
-            }
-            None => None,
-        };
-
-        // kubectl maps --prune-allowlist kinds before applying anything: a bad kind changes nothing.
-        if !allowlist.is_empty() {
-            prune::check_allowlist(&cluster, &allowlist).await?;
-        }
-        let plan = apply::plan(&cluster, objects, &options).await.map_err(|e| e.to_string())?;
-        if let Some(run) = run.as_mut() {
-            let begun = run.begin(&plan).await;
-            print_warnings(run.take_warnings());
-            begun.map_err(|e| e.to_string())?;
-        }
-        let report = apply::execute(&cluster, plan, &options).await;
-        if print_report(&report, dry_run, name_only) {
-            return Ok(ExitCode::from(1));
-        }
-        if !args.prune {
-            return Ok(ExitCode::SUCCESS);
-        }
-
-        // Prune only after every object applied. The server's warnings on its LISTs and
-        // DELETEs follow prune's own warnings, as kubectl prints them.
-        let (summary, server_warnings) = collecting_warnings(async {
-            match run.as_ref() {
-                Some(run) => run.prune(&report.visited, &delete_options).await,
-                None => {
-                    prune::by_selector(
-                        &cluster,
-                        args.input.selector.as_deref(),
-                        args.all,
-                        &allowlist,
-                        &report.visited,
-                        &report.namespaces_visited,
-                        &delete_options,
-                    )
-                    .await
-                }
-            }
-        })
-        .await;
-        let mut seen: std::collections::HashSet<&str> =
-            report.objects.iter().flat_map(|o| o.warnings.iter().map(String::as_str)).collect();
-        for warning in summary.warnings.iter().chain(&server_warnings) {
-            if seen.insert(warning.as_str()) {
-                eprintln!("{warning}");
+    let (summary, server_warnings) = collecting_warnings(async {
+        match run.as_ref() {
+            Some(run) => run.prune(&report.visited, &delete_options).await,
+            None => {
+                let selector = args.input.selector.as_deref();
+                let (visited, namespaces) = (&report.visited, &report.namespaces_visited);
+                prune::by_selector(&cluster, selector, args.all, allowlist, visited, namespaces, &delete_options).await
             }
         }
-        for object in &summary.pruned {
-            // `-o name` prints bare names, as kubectl's name printer does for pruned objects too.
-            if name_only {
-                println!("{}", object.name);
-            } else {
-                println!("{}", object.line(dry_run));
-            }
-        }
-        if !summary.errors.is_empty() {
-            for error in &summary.errors {
-                eprintln!("error: {error}");
-            }
-            return Ok(ExitCode::from(1));
-        }
-        if let Some(run) = run.as_mut() {
-            let finished = run.finish().await;
-            print_warnings(run.take_warnings());
-            finished.map_err(|e| e.to_string())?;
-        }
-        Ok(ExitCode::SUCCESS)
     })
+    .await;
+    if print_prune(&summary, &server_warnings, &report, dry_run, name_only) {
+        return Ok(ExitCode::from(1));
+    }
+    if let Some(run) = run.as_mut() {
+        let finished = run.finish().await;
+        print_warnings(run.take_warnings());
+        finished.map_err(|e| e.to_string())?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--applyset`: the parent is validated and its ID computed before anything is read or
+/// written; every object then carries the part-of label (inside its annotation).
+async fn start_run<'c>(
+    cluster: &'c Cluster,
+    args: &ApplyArgs,
+    options: &mut ApplyOptions,
+    dry_run: DryRun,
+) -> Result<Option<Run<'c>>, String> {
+    let Some(reference) = &args.applyset else { return Ok(None) };
+    let mut parent =
+        Parent::prepare(cluster, reference, args.input.namespace.as_deref()).await.map_err(|e| e.to_string())?;
+    parent.field_validation = Some(match options.field_validation.as_str() {
+        "Warn" => FieldValidation::Warn,
+        "Ignore" => FieldValidation::Ignore,
+        _ => FieldValidation::Strict,
+    });
+    options.applyset_label = Some(parent.id().to_owned());
+    Ok(Some(Run::new(cluster, parent, ParentWrites::Kubectl, dry_run)))
+}
+
+/// Prints prune's warnings (each once, after the apply's), the pruned objects as kubectl does
+/// and the errors; returns whether anything failed.
+fn print_prune(
+    summary: &PruneSummary,
+    server_warnings: &[String],
+    report: &ApplyReport,
+    dry_run: DryRun,
+    name_only: bool,
+) -> bool {
+    let mut seen: std::collections::HashSet<&str> =
+        report.objects.iter().flat_map(|o| o.warnings.iter().map(String::as_str)).collect();
+    for warning in summary.warnings.iter().chain(server_warnings) {
+        if seen.insert(warning.as_str()) {
+            eprintln!("{warning}");
+        }
+    }
+    for object in &summary.pruned {
+        // `-o name` prints bare names, as kubectl's name printer does for pruned objects too.
+        if name_only {
+            println!("{}", object.name);
+        } else {
+            println!("{}", object.line(dry_run));
+        }
+    }
+    for error in &summary.errors {
+        eprintln!("error: {error}");
+    }
+    !summary.errors.is_empty()
 }
 
 fn print_warnings(warnings: Vec<String>) {

@@ -240,6 +240,13 @@ async fn record(
     mode: Mode,
     artifact: &Artifact,
 ) -> Result<Done, Failure> {
+    // The apiserver's warnings on each object (deprecated APIs, unknown fields with Warn
+    // validation) go to the controller's log, where the CLI prints them to stderr.
+    for object in &report.objects {
+        for warning in &object.warnings {
+            tracing::warn!(applyset = %applyset.key(), object = %object.name, "{warning}");
+        }
+    }
     let Classified { mut done, inventory, errors } =
         classify(report, &artifact.revision, mode.steady, mode.report_only);
     done.history = artifact.change.clone();

@@ -71,7 +71,7 @@ impl Error {
             Error::InvalidObject(_) => Category::InvalidObject,
             Error::InvalidPrune(_) => Category::InvalidPrune,
             Error::Unreachable(_) => Category::Unreachable,
-            Error::Request { source, .. } if is_transport(source) => Category::Unreachable,
+            Error::Request { source, .. } if crate::cluster::is_unreachable(source) => Category::Unreachable,
             Error::Request { .. } => Category::Request,
         }
     }
@@ -87,12 +87,6 @@ impl Error {
             Error::Unreachable(message) => Error::Unreachable(format!("{prefix}{message}")),
         }
     }
-}
-
-/// Whether no request reached the apiserver: decided by the client error's type (a transport or
-/// connection failure), not its text.
-pub fn is_transport(error: &kube::Error) -> bool {
-    matches!(error, kube::Error::HyperError(_) | kube::Error::Service(_))
 }
 
 /// The text kubectl shows for a client error: an API status's message, else the error.

@@ -298,7 +298,7 @@ fn duplicates_are_found_across_files() {
 }
 
 fn with_limits(file: Option<u64>, document: Option<u64>, total: Option<u64>) -> LoadOptions {
-    LoadOptions { limits: Limits { file, document, total }, reject_patch_directives: false }
+    LoadOptions { limits: Limits { file, document, total }, ..LoadOptions::default() }
 }
 
 fn load_with_err(paths: &[PathBuf], options: &LoadOptions) -> LoadError {
@@ -426,4 +426,29 @@ fn patch_directives_are_refused_only_when_asked() {
     assert!(lines[0].contains("patch directive"), "{}", lines[0]);
     let prefix = format!("{}: document 1: line 1: Service s: field spec.$retainKeys: ", dir.join("b.yaml").display());
     assert!(lines[1].starts_with(&prefix), "{}", lines[1]);
+}
+
+#[test]
+fn with_a_base_dir_sources_and_errors_name_files_relative_to_it() {
+    let base = temp_dir("base-dir");
+    let dir = base.join("deploy");
+    fs::create_dir_all(dir.join("nested")).unwrap();
+    fs::write(dir.join("a.yaml"), "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n").unwrap();
+    fs::write(dir.join("nested/b.yaml"), "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\n").unwrap();
+    let options = LoadOptions { base_dir: Some(base.clone()), ..LoadOptions::default() };
+    let loaded = load_with(&[PathBuf::from("deploy")], true, no_stdin(), &options).unwrap();
+    let sources: Vec<&Path> = loaded.iter().map(|o| o.source.path.as_path()).collect();
+    assert_eq!(sources, [Path::new("deploy/a.yaml"), Path::new("deploy/nested/b.yaml")]);
+
+    fs::write(dir.join("nested/c.yaml"), "kind: [\n").unwrap();
+    let e = load_with_err(&[PathBuf::from("deploy")], &options);
+    assert_eq!(e.errors.len(), 1, "{e}");
+    assert_eq!(e.errors[0].path.as_deref(), Some(Path::new("deploy/nested/c.yaml")));
+    let text = e.to_string();
+    assert!(text.starts_with("deploy/nested/c.yaml: "), "{text}");
+    assert!(!text.contains(&*base.to_string_lossy()), "the base directory leaks into: {text}");
+
+    // A path that is not there is named as given, not as where it was looked for.
+    let e = load_with_err(&[PathBuf::from("missing")], &options);
+    assert_eq!(e.to_string(), "the path \"missing\" does not exist");
 }

@@ -178,48 +178,63 @@ pub async fn by_selector(
         summary.errors.push(Error::InvalidPrune(error));
         return summary;
     }
-    let selector = selector.unwrap_or("");
-    let client = cluster.client();
-    let index = match cluster.api_index().await {
-        Ok(index) => index,
+    let types = match prune_types(cluster, allowlist, &mut summary.warnings).await {
+        Ok(types) => types,
         Err(error) => {
-            summary.errors.push(Error::InvalidPrune(format!("error retrieving RESTMappings to prune: {error}")));
+            summary.errors.push(error);
             return summary;
         }
     };
-    let wanted: Vec<PruneType> = if allowlist.is_empty() {
-        summary.warnings.push(DEFAULT_ALLOWLIST_WARNING.to_owned());
-        default_allowlist()
-    } else {
-        match map_allowlist(&index, allowlist) {
-            Ok(types) => types,
-            Err(error) => {
-                summary.errors.push(Error::InvalidPrune(error));
-                return summary;
-            }
-        }
-    };
-    let mut types = Vec::new();
-    for prune_type in wanted {
-        match index.for_gvk(&prune_type.gvk.group, &prune_type.gvk.version, &prune_type.gvk.kind) {
-            Ok(entry) => {
-                let api_resource = entry.api_resource.clone();
-                types.push((prune_type, api_resource));
-            }
-            Err(error) => {
-                summary.errors.push(Error::InvalidPrune(format!(
-                    "error retrieving RESTMappings to prune: invalid resource {}: {error}",
-                    prune_type.describe()
-                )));
-                return summary;
-            }
-        }
-    }
-
     let visited: HashSet<&str> = visited.iter().map(|v| v.uid.as_str()).collect();
     let tasks = plan(&types, visited_namespaces);
-    // LISTs run a few at a time but are consumed in order, so output and the first error are
-    // kubectl's.
+    if let Err(error) =
+        delete_unvisited(cluster.client(), &tasks, selector.unwrap_or(""), &visited, options, &mut summary.pruned).await
+    {
+        summary.errors.push(error);
+    }
+    summary
+}
+
+/// The types to prune (the allowlist, or kubectl's default list with its warning), each mapped
+/// to its resource.
+async fn prune_types(
+    cluster: &Cluster,
+    allowlist: &[GroupVersionKind],
+    warnings: &mut Vec<String>,
+) -> Result<Vec<(PruneType, ApiResource)>, Error> {
+    let index = cluster
+        .api_index()
+        .await
+        .map_err(|error| Error::InvalidPrune(format!("error retrieving RESTMappings to prune: {error}")))?;
+    let wanted: Vec<PruneType> = if allowlist.is_empty() {
+        warnings.push(DEFAULT_ALLOWLIST_WARNING.to_owned());
+        default_allowlist()
+    } else {
+        map_allowlist(&index, allowlist).map_err(Error::InvalidPrune)?
+    };
+    wanted
+        .into_iter()
+        .map(|prune_type| match index.for_gvk(&prune_type.gvk.group, &prune_type.gvk.version, &prune_type.gvk.kind) {
+            Ok(entry) => Ok((prune_type, entry.api_resource.clone())),
+            Err(error) => Err(Error::InvalidPrune(format!(
+                "error retrieving RESTMappings to prune: invalid resource {}: {error}",
+                prune_type.describe()
+            ))),
+        })
+        .collect()
+}
+
+/// Lists each (type, namespace) task by the selector and deletes what this apply did not
+/// visit, stopping at the first error as kubectl does. LISTs run a few at a time but are
+/// consumed in order, so output and the first error are kubectl's.
+async fn delete_unvisited(
+    client: &kube::Client,
+    tasks: &[(&PruneType, &ApiResource, Option<&str>)],
+    selector: &str,
+    visited: &HashSet<&str>,
+    options: &DeleteOptions,
+    pruned: &mut Vec<PrunedObject>,
+) -> Result<(), Error> {
     let mut lists =
         futures::stream::iter(tasks.iter().map(|(_, api_resource, ns)| list_all(client, api_resource, *ns, selector)))
             .buffered(LIST_CONCURRENCY);
@@ -230,24 +245,14 @@ pub async fn by_selector(
         let gvk = gvk_string(&prune_type.gvk.group, &prune_type.gvk.version, &prune_type.gvk.kind);
         let scope = if prune_type.namespaced { "namespaced" } else { "nonNamespaced" };
         let fail = |error: kube::Error| Error::request(format!("error pruning {scope} object {gvk}"), error);
-        let items = match result {
-            Ok(items) => items,
-            Err(error) => {
-                summary.errors.push(fail(error));
-                return summary;
-            }
-        };
-        for item in select_candidates(&items, &visited) {
-            if let Err(error) = delete_one(client, api_resource, ns, &item.name, options).await {
-                summary.errors.push(fail(error));
-                return summary;
-            }
-            summary
-                .pruned
+        let items = result.map_err(fail)?;
+        for item in select_candidates(&items, visited) {
+            delete_one(client, api_resource, ns, &item.name, options).await.map_err(fail)?;
+            pruned
                 .push(PrunedObject { name: printed_name(api_resource, &item.name), namespace: item.namespace.clone() });
         }
     }
-    summary
+    Ok(())
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! both drive.
 //!
 //! * [`codec`] (pure): the labels and annotations, the set's ID, kubectl's checks of a parent;
-//! * [`reference`]: `--applyset` parsing and validation;
+//! * [`reference`](mod@reference): `--applyset` parsing and validation;
 //! * Go's string forms and the REST mapper come from [`crate::cluster::mapper`], the one mapper;
 //! * [`parent`]: the parent's lifecycle; [`prune`]: candidates and deletes;
 //! * [`run`]: the order of a run; [`error`]: typed errors rendering kubectl's texts.

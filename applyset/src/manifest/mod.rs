@@ -146,11 +146,15 @@ impl fmt::Display for LoadError {
 impl std::error::Error for LoadError {}
 
 /// How to load (the controller's checks; the default is kubectl's behaviour).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LoadOptions {
     pub limits: Limits,
     /// Refuse objects carrying strategic-merge-patch directive keys ([`directives`]).
     pub reject_patch_directives: bool,
+    /// Relative paths are read from this directory instead of the working directory, and every
+    /// path in sources and errors stays relative to it (the controller names files from the
+    /// repository root, never from its checkout on disk).
+    pub base_dir: Option<PathBuf>,
 }
 
 /// Reads the objects `kubectl apply -f paths… [-R]` would apply, in order. `stdin` is read only
@@ -168,10 +172,11 @@ pub fn load_with(
     options: &LoadOptions,
 ) -> Result<Vec<LoadedObject>, LoadError> {
     let limits = options.limits;
-    let (inputs, argument_errors) = walk::expand(paths, recursive);
+    let root = walk::Root(options.base_dir.as_deref().unwrap_or_else(|| Path::new("")));
+    let (inputs, argument_errors) = walk::expand(paths, recursive, root);
     let mut errors: Vec<FileError> = argument_errors.into_iter().map(FileError::argument).collect();
     if limits.file.is_some() || limits.total.is_some() {
-        check_sizes(&inputs, &limits, &mut errors);
+        check_sizes(&inputs, &limits, root, &mut errors);
         if errors.iter().any(|e| matches!(e.kind, ErrorKind::TooLarge(_))) {
             return Err(LoadError { errors });
         }
@@ -182,7 +187,7 @@ pub fn load_with(
         let (path, bytes) = match &input {
             Input::Stdin => (PathBuf::from("-"), read_bounded(&mut stdin, limits.file)),
             Input::File(path) => {
-                (path.clone(), std::fs::File::open(path).and_then(|mut f| read_bounded(&mut f, limits.file)))
+                (path.clone(), std::fs::File::open(root.at(path)).and_then(|mut f| read_bounded(&mut f, limits.file)))
             }
         };
         let bytes = match bytes {
@@ -213,12 +218,12 @@ pub fn load_with(
 
 /// The size caps on the files' metadata, in walk order: every file over the per-file cap, and
 /// the file with which the sum of the others goes over the total cap.
-fn check_sizes(inputs: &[Input], limits: &Limits, errors: &mut Vec<FileError>) {
+fn check_sizes(inputs: &[Input], limits: &Limits, root: walk::Root<'_>, errors: &mut Vec<FileError>) {
     let mut total: u64 = 0;
     for input in inputs {
         let Input::File(path) = input else { continue };
         // A file that cannot be inspected is reported when it is read.
-        let Ok(meta) = std::fs::metadata(path) else { continue };
+        let Ok(meta) = std::fs::metadata(root.at(path)) else { continue };
         let size = meta.len();
         if let Some(limit) = limits.file
             && size > limit

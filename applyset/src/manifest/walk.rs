@@ -16,9 +16,28 @@ pub enum Input {
     File(PathBuf),
 }
 
+/// The directory relative paths are read from: the process's working directory (empty), or the
+/// one a caller names so that every path it reports stays relative to it (the controller's
+/// checkout). Absolute paths are read as they are.
+#[derive(Debug, Clone, Copy)]
+pub struct Root<'a>(pub &'a Path);
+
+impl Root<'_> {
+    /// The working directory.
+    pub fn current() -> Root<'static> {
+        Root(Path::new(""))
+    }
+
+    /// Where `path`, as reported, is on disk.
+    pub fn at(&self, path: impl AsRef<Path>) -> PathBuf {
+        self.0.join(path)
+    }
+}
+
 /// Expands `-f` values into inputs, in order, with kubectl's errors for values that cannot be
 /// expanded. Later values are still expanded after an error, so every problem is reported.
-pub fn expand(args: &[PathBuf], recursive: bool) -> (Vec<Input>, Vec<String>) {
+/// Inputs and errors name paths as given, relative to `root`.
+pub fn expand(args: &[PathBuf], recursive: bool, root: Root<'_>) -> (Vec<Input>, Vec<String>) {
     let mut inputs = Vec::new();
     let mut errors = Vec::new();
     let mut stdin_used = false;
@@ -40,7 +59,7 @@ pub fn expand(args: &[PathBuf], recursive: bool) -> (Vec<Input>, Vec<String>) {
             ));
             continue;
         }
-        let matches = match expand_if_pattern(arg) {
+        let matches = match expand_if_pattern(arg, root) {
             Ok(m) => m,
             Err(e) => {
                 errors.push(e);
@@ -48,7 +67,7 @@ pub fn expand(args: &[PathBuf], recursive: bool) -> (Vec<Input>, Vec<String>) {
             }
         };
         for path in &matches {
-            match fs::metadata(path) {
+            match fs::metadata(root.at(path)) {
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {
                     errors.push(format!("the path {} does not exist", go_quote(&path.to_string_lossy())));
                     continue;
@@ -59,7 +78,7 @@ pub fn expand(args: &[PathBuf], recursive: bool) -> (Vec<Input>, Vec<String>) {
                 }
                 Ok(_) => {}
             }
-            if let Err(e) = walk(path, recursive, &mut inputs) {
+            if let Err(e) = walk(path, recursive, root, &mut inputs) {
                 errors.push(format!("error reading {}: {e}", go_quote(&path.to_string_lossy())));
             }
         }
@@ -76,13 +95,13 @@ pub fn expand(args: &[PathBuf], recursive: bool) -> (Vec<Input>, Vec<String>) {
 }
 
 /// kubectl's `expandIfFilePattern`: a path that does not exist is tried as a glob.
-fn expand_if_pattern(arg: &Path) -> Result<Vec<PathBuf>, String> {
-    match fs::metadata(arg) {
+fn expand_if_pattern(arg: &Path, root: Root<'_>) -> Result<Vec<PathBuf>, String> {
+    match fs::metadata(root.at(arg)) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
         _ => return Ok(vec![arg.to_path_buf()]),
     }
     let pattern = arg.to_string_lossy();
-    match glob(&pattern) {
+    match glob(&pattern, root) {
         Ok(m) if m.is_empty() => Err(format!("the path {} does not exist", go_quote(&pattern))),
         Ok(m) => Ok(m),
         Err(BadPattern) => Err(format!("pattern {} is not valid: syntax error in pattern", go_quote(&pattern))),
@@ -91,25 +110,25 @@ fn expand_if_pattern(arg: &Path) -> Result<Vec<PathBuf>, String> {
 
 /// Go's `filepath.Walk` with kubectl's callback. The root is not followed if it is a symbolic
 /// link (it is then read as a file); entries are visited in byte order of their names.
-fn walk(root: &Path, recursive: bool, inputs: &mut Vec<Input>) -> io::Result<()> {
-    let meta = fs::symlink_metadata(root)?;
+fn walk(top: &Path, recursive: bool, root: Root<'_>, inputs: &mut Vec<Input>) -> io::Result<()> {
+    let meta = fs::symlink_metadata(root.at(top))?;
     if !meta.is_dir() {
         // Named explicitly: read whatever its extension.
-        inputs.push(Input::File(root.to_path_buf()));
+        inputs.push(Input::File(top.to_path_buf()));
         return Ok(());
     }
-    walk_dir(root, recursive, inputs)
+    walk_dir(top, recursive, root, inputs)
 }
 
-fn walk_dir(dir: &Path, recursive: bool, inputs: &mut Vec<Input>) -> io::Result<()> {
-    let mut names: Vec<_> = fs::read_dir(dir)?.map(|e| e.map(|e| e.file_name())).collect::<Result<_, _>>()?;
+fn walk_dir(dir: &Path, recursive: bool, root: Root<'_>, inputs: &mut Vec<Input>) -> io::Result<()> {
+    let mut names: Vec<_> = fs::read_dir(root.at(dir))?.map(|e| e.map(|e| e.file_name())).collect::<Result<_, _>>()?;
     names.sort_by(|a, b| a.as_encoded_bytes().cmp(b.as_encoded_bytes()));
     for name in names {
         let path = dir.join(&name);
-        let meta = fs::symlink_metadata(&path)?;
+        let meta = fs::symlink_metadata(root.at(&path))?;
         if meta.is_dir() {
             if recursive {
-                walk_dir(&path, recursive, inputs)?;
+                walk_dir(&path, recursive, root, inputs)?;
             }
             continue;
         }
@@ -124,7 +143,7 @@ fn walk_dir(dir: &Path, recursive: bool, inputs: &mut Vec<Input>) -> io::Result<
 /// `allowEmpty`: kubectl treats a directory without one as an error).
 pub fn holds_manifests(dir: &Path, recursive: bool) -> io::Result<bool> {
     let mut inputs = Vec::new();
-    walk(dir, recursive, &mut inputs)?;
+    walk(dir, recursive, Root::current(), &mut inputs)?;
     Ok(!inputs.is_empty())
 }
 
@@ -143,17 +162,17 @@ fn has_meta(s: &str) -> bool {
     s.contains(['*', '?', '[', '\\'])
 }
 
-fn glob(pattern: &str) -> Result<Vec<PathBuf>, BadPattern> {
-    glob_depth(pattern, 0)
+fn glob(pattern: &str, root: Root<'_>) -> Result<Vec<PathBuf>, BadPattern> {
+    glob_depth(pattern, root, 0)
 }
 
-fn glob_depth(pattern: &str, depth: usize) -> Result<Vec<PathBuf>, BadPattern> {
+fn glob_depth(pattern: &str, root: Root<'_>, depth: usize) -> Result<Vec<PathBuf>, BadPattern> {
     if depth > 10_000 {
         return Err(BadPattern);
     }
     go_match(pattern, "")?;
     if !has_meta(pattern) {
-        return Ok(if fs::symlink_metadata(pattern).is_ok() { vec![PathBuf::from(pattern)] } else { vec![] });
+        return Ok(if fs::symlink_metadata(root.at(pattern)).is_ok() { vec![PathBuf::from(pattern)] } else { vec![] });
     }
     let (dir, file) = match pattern.rfind('/') {
         Some(i) => (&pattern[..=i], &pattern[i + 1..]),
@@ -166,24 +185,24 @@ fn glob_depth(pattern: &str, depth: usize) -> Result<Vec<PathBuf>, BadPattern> {
     };
     let mut matches = Vec::new();
     if !has_meta(&dir) {
-        glob_in(&dir, file, &mut matches)?;
+        glob_in(&dir, file, root, &mut matches)?;
         return Ok(matches);
     }
     if dir == pattern {
         return Err(BadPattern);
     }
-    for d in glob_depth(&dir, depth + 1)? {
-        glob_in(&d.to_string_lossy(), file, &mut matches)?;
+    for d in glob_depth(&dir, root, depth + 1)? {
+        glob_in(&d.to_string_lossy(), file, root, &mut matches)?;
     }
     Ok(matches)
 }
 
-fn glob_in(dir: &str, pattern: &str, matches: &mut Vec<PathBuf>) -> Result<(), BadPattern> {
-    let Ok(meta) = fs::metadata(dir) else { return Ok(()) };
+fn glob_in(dir: &str, pattern: &str, root: Root<'_>, matches: &mut Vec<PathBuf>) -> Result<(), BadPattern> {
+    let Ok(meta) = fs::metadata(root.at(dir)) else { return Ok(()) };
     if !meta.is_dir() {
         return Ok(());
     }
-    let Ok(entries) = fs::read_dir(dir) else { return Ok(()) };
+    let Ok(entries) = fs::read_dir(root.at(dir)) else { return Ok(()) };
     let mut names: Vec<String> =
         entries.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect();
     names.sort();

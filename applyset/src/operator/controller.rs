@@ -71,6 +71,28 @@ async fn termination() {
     let _ = tokio::signal::ctrl_c().await;
 }
 
+/// A shutdown signal shared by the HTTP servers and the controller.
+#[derive(Clone)]
+struct Stop(watch::Sender<bool>);
+
+impl Stop {
+    fn new() -> Stop {
+        Stop(watch::channel(false).0)
+    }
+
+    fn send(&self) {
+        let _ = self.0.send(true);
+    }
+
+    /// Resolves once [`Stop::send`] was called.
+    fn stopped(&self) -> impl Future<Output = ()> + Send + 'static {
+        let mut stopped = self.0.subscribe();
+        async move {
+            let _ = stopped.wait_for(|s| *s).await;
+        }
+    }
+}
+
 async fn serve(args: ControllerArgs) -> anyhow::Result<()> {
     let connect = ConnectOptions {
         kubeconfig: args.cluster.kubeconfig.clone(),
@@ -83,56 +105,90 @@ async fn serve(args: ControllerArgs) -> anyhow::Result<()> {
     let client = Cluster::from_config(config.clone(), args.cluster.qps, args.cluster.burst)?.client().clone();
     let metrics = Arc::new(Metrics::new());
     let health = Health::new();
+    let stop = Stop::new();
+    let server_tasks = start_servers(&args, &metrics, &health, &stop).await?;
 
-    let (stop, stopped) = watch::channel(false);
-    let when_stopped = move || {
-        let mut stopped = stopped.clone();
-        async move {
-            let _ = stopped.wait_for(|s| *s).await;
-        }
-    };
-    // The metrics server answers the probes too; a second one only for a different address.
-    let mut servers = vec![http::bind(args.serving.metrics_bind_address, Some(metrics.clone()), health.clone()).await?];
-    if args.serving.health_probe_bind_address != args.serving.metrics_bind_address {
-        servers.push(http::bind(args.serving.health_probe_bind_address, None, health.clone()).await?);
-    }
-    let mut server_tasks = Vec::new();
-    for server in servers {
-        server_tasks.push(tokio::spawn(server.run(when_stopped())));
-    }
-
-    // The CRD must be installed; say so plainly instead of retrying a failing watch forever.
     let applysets: Api<ApplySet> = match &args.scope.watch_namespace {
         Some(namespace) => Api::namespaced(client.clone(), namespace),
         None => Api::all(client.clone()),
     };
-    if let Err(error) = applysets.list_metadata(&ListParams::default().limit(1)).await {
-        anyhow::bail!(
-            "cannot list ApplySets ({error}); are the CRDs installed (`applyset crd | kubectl apply -f -`) and may this identity list applysets.applyset.dev?"
-        );
-    }
+    check_crd_installed(&applysets).await?;
 
     let mut elector = match args.leader.leader_elect {
         true => Some(LeaderElector::new(client.clone(), lease_config(&args.leader)?)),
         false => None,
     };
-    // A standby is healthy and ready: it serves probes while it waits for the lease.
-    health.set_ready(elector.is_some());
-    if let Some(elector) = elector.as_mut() {
-        tracing::info!(identity = elector.identity(), "waiting to lead");
-        tokio::select! {
-            _ = elector.acquire() => {}
-            _ = termination() => {
-                let _ = stop.send(true);
-                return Ok(());
-            }
-        }
-        tracing::info!(identity = elector.identity(), "leading");
+    if !lead(elector.as_mut(), &health, &stop).await {
+        return Ok(());
     }
     metrics.set_leader(true);
 
     let identity = elector.as_ref().map_or_else(instance_name, |e| e.identity().to_owned());
-    let settings = Settings {
+    let git = GitSource::new(&args.scope.cache_dir);
+    let context = Arc::new(Context::new(client.clone(), config, git, metrics.clone(), settings(&args)?, identity));
+    let controller = Controller::new(applysets, watcher::Config::default().any_semantic()).with_config(
+        ControllerConfig::default().concurrency(args.scope.concurrent_reconciles).debounce(Duration::from_millis(500)),
+    );
+    tokio::spawn(ready_once_synced(controller.store(), health.clone()));
+    let running =
+        controller.graceful_shutdown_on(stop.stopped()).run(reconcile::reconcile, reconcile::error_policy, context);
+    let outcome = run_until_stopped(running, elector.as_mut(), &metrics, &stop).await;
+
+    stop.send();
+    if outcome.is_ok()
+        && let Some(elector) = elector.as_mut()
+    {
+        elector.release().await;
+    }
+    for task in server_tasks {
+        let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
+    }
+    outcome
+}
+
+/// The metrics server answers the probes too; a second server only for a different address.
+async fn start_servers(
+    args: &ControllerArgs,
+    metrics: &Arc<Metrics>,
+    health: &Arc<Health>,
+    stop: &Stop,
+) -> anyhow::Result<Vec<tokio::task::JoinHandle<()>>> {
+    let mut servers = vec![http::bind(args.serving.metrics_bind_address, Some(metrics.clone()), health.clone()).await?];
+    if args.serving.health_probe_bind_address != args.serving.metrics_bind_address {
+        servers.push(http::bind(args.serving.health_probe_bind_address, None, health.clone()).await?);
+    }
+    Ok(servers.into_iter().map(|server| tokio::spawn(server.run(stop.stopped()))).collect())
+}
+
+/// The CRD must be installed; say so plainly instead of retrying a failing watch forever.
+async fn check_crd_installed(applysets: &Api<ApplySet>) -> anyhow::Result<()> {
+    if let Err(error) = applysets.list_metadata(&ListParams::default().limit(1)).await {
+        anyhow::bail!(
+            "cannot list ApplySets ({error}); are the CRDs installed (`applyset crd | kubectl apply -f -`) and may this identity list applysets.applyset.dev?"
+        );
+    }
+    Ok(())
+}
+
+/// Waits for the lease when leader election is on; false when asked to stop while waiting.
+async fn lead(elector: Option<&mut LeaderElector>, health: &Health, stop: &Stop) -> bool {
+    // A standby is healthy and ready: it serves probes while it waits for the lease.
+    health.set_ready(elector.is_some());
+    let Some(elector) = elector else { return true };
+    tracing::info!(identity = elector.identity(), "waiting to lead");
+    tokio::select! {
+        _ = elector.acquire() => {}
+        _ = termination() => {
+            stop.send();
+            return false;
+        }
+    }
+    tracing::info!(identity = elector.identity(), "leading");
+    true
+}
+
+fn settings(args: &ControllerArgs) -> anyhow::Result<Settings> {
+    Ok(Settings {
         qps: args.cluster.qps,
         burst: args.cluster.burst,
         apply_concurrency: args.scope.apply_concurrency as usize,
@@ -146,49 +202,52 @@ async fn serve(args: ControllerArgs) -> anyhow::Result<()> {
             document: Some(args.manifests.max_manifest_document_size),
             total: Some(args.manifests.max_manifest_revision_size),
         },
-    };
-    let git = GitSource::new(&args.scope.cache_dir);
-    let context = Arc::new(Context::new(client.clone(), config, git, metrics.clone(), settings, identity));
+    })
+}
 
-    let controller = Controller::new(applysets, watcher::Config::default().any_semantic()).with_config(
-        ControllerConfig::default().concurrency(args.scope.concurrent_reconciles).debounce(Duration::from_millis(500)),
-    );
-    let store = controller.store();
-    let ready_health = health.clone();
-    tokio::spawn(async move {
-        // Asked again every second: a wait begun before the first list completes has been seen
-        // to miss its wake-up.
-        loop {
-            match tokio::time::timeout(Duration::from_secs(1), store.wait_until_ready()).await {
-                Ok(Ok(())) => break,
-                Ok(Err(_)) => return,
-                Err(_) => continue,
-            }
+/// Ready once the ApplySet cache has listed. Asked again every second: a wait begun before the
+/// first list completes has been seen to miss its wake-up.
+async fn ready_once_synced(store: kube::runtime::reflector::Store<ApplySet>, health: Arc<Health>) {
+    loop {
+        match tokio::time::timeout(Duration::from_secs(1), store.wait_until_ready()).await {
+            Ok(Ok(())) => break,
+            Ok(Err(_)) => return,
+            Err(_) => continue,
         }
-        ready_health.set_ready(true);
-        tracing::info!("ApplySet cache synced");
-    });
-    let running = controller
-        .graceful_shutdown_on(when_stopped())
-        .run(reconcile::reconcile, reconcile::error_policy, context)
-        .for_each(|result| async move {
-            if let Err(error) = result {
-                tracing::debug!(%error, "controller event");
-            }
-        });
-    tokio::pin!(running);
+    }
+    health.set_ready(true);
+    tracing::info!("ApplySet cache synced");
+}
 
+/// Drives the controller until it ends, a signal asks to stop (reconciles in flight get 30 s),
+/// or the lease is lost.
+async fn run_until_stopped<S, T, E>(
+    running: S,
+    elector: Option<&mut LeaderElector>,
+    metrics: &Metrics,
+    stop: &Stop,
+) -> anyhow::Result<()>
+where
+    S: futures::Stream<Item = Result<T, E>>,
+    E: std::fmt::Display,
+{
+    let running = running.for_each(|result| async move {
+        if let Err(error) = result {
+            tracing::debug!(%error, "controller event");
+        }
+    });
+    tokio::pin!(running);
     let lost = async {
-        match elector.as_mut() {
+        match elector {
             Some(elector) => elector.renew_until_lost().await.to_string(),
             None => std::future::pending().await,
         }
     };
-    let outcome = tokio::select! {
+    tokio::select! {
         _ = &mut running => Ok(()),
         _ = termination() => {
             tracing::info!("stopping: finishing reconciles in flight");
-            let _ = stop.send(true);
+            stop.send();
             let _ = tokio::time::timeout(Duration::from_secs(30), &mut running).await;
             Ok(())
         }
@@ -197,17 +256,7 @@ async fn serve(args: ControllerArgs) -> anyhow::Result<()> {
             metrics.set_leader(false);
             Err(anyhow::anyhow!("lost leadership: {reason}"))
         }
-    };
-    let _ = stop.send(true);
-    if outcome.is_ok()
-        && let Some(elector) = elector.as_mut()
-    {
-        elector.release().await;
     }
-    for task in server_tasks {
-        let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
-    }
-    outcome
 }
 
 fn lease_config(args: &LeaderArgs) -> anyhow::Result<LeaseConfig> {

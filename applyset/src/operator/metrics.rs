@@ -50,83 +50,93 @@ struct ObjectCounts {
     totals: [u64; 3],
 }
 
+/// Registers a metric (the definitions are constants: failing is a bug) and returns it.
+fn register<C: prometheus::core::Collector + Clone + 'static>(registry: &Registry, metric: prometheus::Result<C>) -> C {
+    let metric = metric.expect("valid metric definition");
+    registry.register(Box::new(metric.clone())).expect("metric names are unique");
+    metric
+}
+
 impl Metrics {
     /// Creates and registers all metrics, including the `process_*` ones (resident memory, CPU
     /// time, open file descriptors) on Linux.
     pub fn new() -> Metrics {
         let registry = Registry::new();
 
-        let reconciles = IntCounterVec::new(
-            Opts::new(
-                "applyset_reconcile_total",
-                "Reconciles of ApplySets that finished, by result: \"success\" or the failure category.",
+        let reconciles = register(
+            &registry,
+            IntCounterVec::new(
+                Opts::new(
+                    "applyset_reconcile_total",
+                    "Reconciles of ApplySets that finished, by result: \"success\" or the failure category.",
+                ),
+                &["result"],
             ),
-            &["result"],
-        )
-        .expect("valid metric definition");
-        let reconcile_duration = HistogramVec::new(
-            HistogramOpts::new(
-                "applyset_reconcile_duration_seconds",
-                "How long reconciles of ApplySets took, by result.",
-            )
-            .buckets(RECONCILE_BUCKETS.to_vec()),
-            &["result"],
-        )
-        .expect("valid metric definition");
-        let objects = IntGaugeVec::new(
-            Opts::new(
-                "applyset_objects",
-                "Objects of all ApplySets by state at their latest reconcile: applied, drifted (differs from git), failed (could not be applied).",
+        );
+        let reconcile_duration = register(
+            &registry,
+            HistogramVec::new(
+                HistogramOpts::new(
+                    "applyset_reconcile_duration_seconds",
+                    "How long reconciles of ApplySets took, by result.",
+                )
+                .buckets(RECONCILE_BUCKETS.to_vec()),
+                &["result"],
             ),
-            &["state"],
-        )
-        .expect("valid metric definition");
-        let pruned = IntCounter::new(
-            "applyset_pruned_objects_total",
-            "Objects deleted because they left an ApplySet's manifests.",
-        )
-        .expect("valid metric definition");
-        let drift_corrected = IntCounter::new(
-            "applyset_drift_corrected_objects_total",
-            "Objects re-applied because they had drifted from git.",
-        )
-        .expect("valid metric definition");
-        let git_fetch_duration = Histogram::with_opts(
-            HistogramOpts::new(
-                "applyset_git_fetch_duration_seconds",
-                "How long fetches from git took, failed ones included.",
-            )
-            .buckets(GIT_FETCH_BUCKETS.to_vec()),
-        )
-        .expect("valid metric definition");
-        let git_fetch_failures = IntCounterVec::new(
-            Opts::new("applyset_git_fetch_failures_total", "Fetches from git that failed, by category."),
-            &["category"],
-        )
-        .expect("valid metric definition");
-        let last_successful_sync = Gauge::new(
-            "applyset_last_successful_sync_timestamp_seconds",
-            "Unix time of the latest successful sync of any ApplySet (0 before the first).",
-        )
-        .expect("valid metric definition");
-        let leader =
-            IntGauge::new("applyset_leader", "1 while this replica holds the leader lease and reconciles, else 0.")
-                .expect("valid metric definition");
+        );
+        let objects = register(
+            &registry,
+            IntGaugeVec::new(
+                Opts::new(
+                    "applyset_objects",
+                    "Objects of all ApplySets by state at their latest reconcile: applied, drifted (differs from git), failed (could not be applied).",
+                ),
+                &["state"],
+            ),
+        );
+        let pruned = register(
+            &registry,
+            IntCounter::new(
+                "applyset_pruned_objects_total",
+                "Objects deleted because they left an ApplySet's manifests.",
+            ),
+        );
+        let drift_corrected = register(
+            &registry,
+            IntCounter::new(
+                "applyset_drift_corrected_objects_total",
+                "Objects re-applied because they had drifted from git.",
+            ),
+        );
+        let git_fetch_duration = register(
+            &registry,
+            Histogram::with_opts(
+                HistogramOpts::new(
+                    "applyset_git_fetch_duration_seconds",
+                    "How long fetches from git took, failed ones included.",
+                )
+                .buckets(GIT_FETCH_BUCKETS.to_vec()),
+            ),
+        );
+        let git_fetch_failures = register(
+            &registry,
+            IntCounterVec::new(
+                Opts::new("applyset_git_fetch_failures_total", "Fetches from git that failed, by category."),
+                &["category"],
+            ),
+        );
+        let last_successful_sync = register(
+            &registry,
+            Gauge::new(
+                "applyset_last_successful_sync_timestamp_seconds",
+                "Unix time of the latest successful sync of any ApplySet (0 before the first).",
+            ),
+        );
+        let leader = register(
+            &registry,
+            IntGauge::new("applyset_leader", "1 while this replica holds the leader lease and reconciles, else 0."),
+        );
 
-        let collectors: [Box<dyn prometheus::core::Collector>; 9] = [
-            Box::new(reconciles.clone()),
-            Box::new(reconcile_duration.clone()),
-            Box::new(objects.clone()),
-            Box::new(pruned.clone()),
-            Box::new(drift_corrected.clone()),
-            Box::new(git_fetch_duration.clone()),
-            Box::new(git_fetch_failures.clone()),
-            Box::new(last_successful_sync.clone()),
-            Box::new(leader.clone()),
-        ];
-        for collector in collectors {
-            registry.register(collector).expect("metric names are unique");
-        }
         #[cfg(target_os = "linux")]
         registry
             .register(Box::new(prometheus::process_collector::ProcessCollector::for_self()))

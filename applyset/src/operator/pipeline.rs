@@ -397,34 +397,17 @@ async fn credentials(applyset: &ApplySet, ctx: &Context) -> Result<Option<Creden
 /// repository root. Beyond kubectl: size caps, and patch directives written in a manifest are
 /// refused here, before anything is applied (the check needs nothing from the cluster).
 fn load_manifests(dir: &Path, checkout: &Path, limits: manifest::Limits) -> Result<Vec<LoadedObject>, Failure> {
-    let relative =
-        |path: &Path| path.strip_prefix(checkout).map(Path::to_path_buf).unwrap_or_else(|_| path.to_path_buf());
-    let options = manifest::LoadOptions { limits, reject_patch_directives: true };
-    match manifest::load_with(&[dir.to_path_buf()], true, std::io::empty(), &options) {
-        Ok(mut loaded) => {
-            for object in &mut loaded {
-                object.source.path = relative(&object.source.path);
-            }
-            Ok(loaded)
-        }
-        Err(error) => {
-            let count = error.errors.len();
-            let lines: Vec<String> = error
-                .errors
-                .into_iter()
-                .map(|mut e| {
-                    e.path = e.path.as_deref().map(relative);
-                    let checkout_prefix = format!("{}/", checkout.display());
-                    e.to_string().replace(&checkout_prefix, "")
-                })
-                .take(10)
-                .collect();
-            Err(Failure::new(
-                Stage::Load,
-                format!("{count} error(s) loading the manifests; nothing was applied or pruned:\n{}", lines.join("\n")),
-            ))
-        }
-    }
+    // The fetch resolved `dir` inside the checkout; "" is the repository root itself.
+    let within = dir.strip_prefix(checkout).unwrap_or(dir);
+    let options = manifest::LoadOptions { limits, reject_patch_directives: true, base_dir: Some(checkout.into()) };
+    manifest::load_with(&[within.to_path_buf()], true, std::io::empty(), &options).map_err(|error| {
+        let count = error.errors.len();
+        let lines: Vec<String> = error.errors.iter().take(10).map(ToString::to_string).collect();
+        Failure::new(
+            Stage::Load,
+            format!("{count} error(s) loading the manifests; nothing was applied or pruned:\n{}", lines.join("\n")),
+        )
+    })
 }
 
 /// Plans the apply; kinds unknown to a cached discovery are looked up once more.

@@ -48,7 +48,7 @@ fn now() -> Time {
     Time(k8s_openapi::jiff::Timestamp::now())
 }
 
-/// The controller's entry point: finalizer handling, then [`sync`] or [`cleanup`].
+/// The controller's entry point: finalizer handling, then `sync` or `cleanup`.
 pub async fn reconcile(applyset: Arc<ApplySet>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
     let api: Api<ApplySet> = Api::namespaced(ctx.client.clone(), &applyset.namespace_or_default());
     finalizer::finalizer(&api, FINALIZER, applyset, |event| async {

@@ -59,71 +59,27 @@ impl CaBundle {
     }
 }
 
+// The unit tests use the integration tests' PKI builder; they need only part of it.
 #[cfg(test)]
-pub(crate) mod tests {
+#[allow(dead_code)]
+#[path = "../../tests/support/pki.rs"]
+mod pki;
+
+#[cfg(test)]
+mod tests {
+    use super::pki::ca_and_leaf;
     use super::*;
-    use openssl::asn1::Asn1Time;
-    use openssl::bn::BigNum;
-    use openssl::hash::MessageDigest;
-    use openssl::pkey::{PKey, Private};
-    use openssl::rsa::Rsa;
-    use openssl::x509::extension::{BasicConstraints, SubjectAlternativeName};
-    use openssl::x509::{X509Builder, X509NameBuilder};
-
-    /// A CA and a leaf for `names` signed by it (PEM).
-    pub(crate) fn ca_and_leaf(names: &[&str]) -> (X509, PKey<Private>, X509, PKey<Private>) {
-        let mk_key = || PKey::from_rsa(Rsa::generate(2048).unwrap()).unwrap();
-        let name = |cn: &str| {
-            let mut n = X509NameBuilder::new().unwrap();
-            n.append_entry_by_text("CN", cn).unwrap();
-            n.build()
-        };
-        let ca_key = mk_key();
-        let mut b = X509Builder::new().unwrap();
-        b.set_version(2).unwrap();
-        b.set_serial_number(&BigNum::from_u32(1).unwrap().to_asn1_integer().unwrap()).unwrap();
-        b.set_subject_name(&name("test ca")).unwrap();
-        b.set_issuer_name(&name("test ca")).unwrap();
-        b.set_pubkey(&ca_key).unwrap();
-        b.set_not_before(&Asn1Time::days_from_now(0).unwrap()).unwrap();
-        b.set_not_after(&Asn1Time::days_from_now(2).unwrap()).unwrap();
-        b.append_extension(BasicConstraints::new().critical().ca().build().unwrap()).unwrap();
-        b.sign(&ca_key, MessageDigest::sha256()).unwrap();
-        let ca = b.build();
-
-        let leaf_key = mk_key();
-        let mut b = X509Builder::new().unwrap();
-        b.set_version(2).unwrap();
-        b.set_serial_number(&BigNum::from_u32(2).unwrap().to_asn1_integer().unwrap()).unwrap();
-        b.set_subject_name(&name(names[0])).unwrap();
-        b.set_issuer_name(ca.subject_name()).unwrap();
-        b.set_pubkey(&leaf_key).unwrap();
-        b.set_not_before(&Asn1Time::days_from_now(0).unwrap()).unwrap();
-        b.set_not_after(&Asn1Time::days_from_now(2).unwrap()).unwrap();
-        let mut san = SubjectAlternativeName::new();
-        for n in names {
-            if n.parse::<std::net::IpAddr>().is_ok() {
-                san.ip(n);
-            } else {
-                san.dns(n);
-            }
-        }
-        let san = san.build(&b.x509v3_context(Some(&ca), None)).unwrap();
-        b.append_extension(san).unwrap();
-        b.sign(&ca_key, MessageDigest::sha256()).unwrap();
-        (ca, ca_key, b.build(), leaf_key)
-    }
 
     #[test]
     fn verifies_leaf_against_bundle_and_host() {
-        let (ca, _, leaf, _) = ca_and_leaf(&["git.internal", "127.0.0.1"]);
-        let (other_ca, _, _, _) = ca_and_leaf(&["x"]);
-        let bundle = CaBundle::parse(&ca.to_pem().unwrap()).unwrap();
-        let der = leaf.to_der().unwrap();
+        let ours = ca_and_leaf(&["git.internal", "127.0.0.1"]);
+        let other = ca_and_leaf(&["x"]);
+        let bundle = CaBundle::parse(&ours.ca.to_pem().unwrap()).unwrap();
+        let der = ours.leaf.to_der().unwrap();
         bundle.verifies(&der, "git.internal").unwrap();
         bundle.verifies(&der, "127.0.0.1").unwrap();
         assert!(bundle.verifies(&der, "evil.example").is_err());
-        let other = CaBundle::parse(&other_ca.to_pem().unwrap()).unwrap();
+        let other = CaBundle::parse(&other.ca.to_pem().unwrap()).unwrap();
         assert!(other.verifies(&der, "git.internal").is_err());
         assert!(CaBundle::parse(b"not pem").is_err());
     }

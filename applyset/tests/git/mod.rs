@@ -425,61 +425,14 @@ pub struct TestPki {
 
 /// A throwaway CA and a server certificate for `127.0.0.1`/`localhost`.
 pub fn test_pki() -> TestPki {
-    use openssl::asn1::Asn1Time;
-    use openssl::bn::BigNum;
-    use openssl::ec::{EcGroup, EcKey};
-    use openssl::hash::MessageDigest;
-    use openssl::nid::Nid;
-    use openssl::pkey::PKey;
     use openssl::ssl::{SslAcceptor, SslMethod};
-    use openssl::x509::extension::{BasicConstraints, SubjectAlternativeName};
-    use openssl::x509::{X509Builder, X509NameBuilder};
 
-    let key = || {
-        let group = EcGroup::from_curve_name(Nid::X9_62_PRIME256V1).unwrap();
-        PKey::from_ec_key(EcKey::generate(&group).unwrap()).unwrap()
-    };
-    let name = |cn: &str| {
-        let mut n = X509NameBuilder::new().unwrap();
-        n.append_entry_by_text("CN", cn).unwrap();
-        n.build()
-    };
-    let ca_key = key();
-    let mut b = X509Builder::new().unwrap();
-    b.set_version(2).unwrap();
-    b.set_serial_number(&BigNum::from_u32(1).unwrap().to_asn1_integer().unwrap()).unwrap();
-    b.set_subject_name(&name("applyset test CA")).unwrap();
-    b.set_issuer_name(&name("applyset test CA")).unwrap();
-    b.set_pubkey(&ca_key).unwrap();
-    b.set_not_before(&Asn1Time::days_from_now(0).unwrap()).unwrap();
-    b.set_not_after(&Asn1Time::days_from_now(2).unwrap()).unwrap();
-    b.append_extension(BasicConstraints::new().critical().ca().build().unwrap()).unwrap();
-    b.sign(&ca_key, MessageDigest::sha256()).unwrap();
-    let ca = b.build();
-
-    let leaf_key = key();
-    let mut b = X509Builder::new().unwrap();
-    b.set_version(2).unwrap();
-    b.set_serial_number(&BigNum::from_u32(2).unwrap().to_asn1_integer().unwrap()).unwrap();
-    b.set_subject_name(&name("localhost")).unwrap();
-    b.set_issuer_name(ca.subject_name()).unwrap();
-    b.set_pubkey(&leaf_key).unwrap();
-    b.set_not_before(&Asn1Time::days_from_now(0).unwrap()).unwrap();
-    b.set_not_after(&Asn1Time::days_from_now(2).unwrap()).unwrap();
-    let san = SubjectAlternativeName::new()
-        .dns("localhost")
-        .ip("127.0.0.1")
-        .build(&b.x509v3_context(Some(&ca), None))
-        .unwrap();
-    b.append_extension(san).unwrap();
-    b.sign(&ca_key, MessageDigest::sha256()).unwrap();
-    let leaf = b.build();
-
+    let pki = crate::support::pki::ca_and_leaf(&["localhost", "127.0.0.1"]);
     let mut acceptor = SslAcceptor::mozilla_intermediate_v5(SslMethod::tls()).unwrap();
-    acceptor.set_private_key(&leaf_key).unwrap();
-    acceptor.set_certificate(&leaf).unwrap();
-    acceptor.add_extra_chain_cert(ca.clone()).unwrap();
-    TestPki { ca_pem: ca.to_pem().unwrap(), acceptor: Arc::new(acceptor.build()) }
+    acceptor.set_private_key(&pki.leaf_key).unwrap();
+    acceptor.set_certificate(&pki.leaf).unwrap();
+    acceptor.add_extra_chain_cert(pki.ca.clone()).unwrap();
+    TestPki { ca_pem: pki.ca.to_pem().unwrap(), acceptor: Arc::new(acceptor.build()) }
 }
 
 // ---------------------------------------------------------------------------

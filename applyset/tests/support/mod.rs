@@ -11,6 +11,8 @@
 // Each test binary includes this module and uses a different part of it.
 #![allow(dead_code)]
 
+pub mod pki;
+
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 use std::net::TcpListener;

@@ -15,6 +15,7 @@ use kube::{Api, Client};
 use super::api::{InventoryMember, InventoryObject};
 use super::inventory::{self, skipped};
 use crate::apply::Visited;
+use crate::applyset::error::is_status;
 use crate::applyset::{ApiIndex, Candidate, DeleteOptions, ForbiddenLists, GroupKind, LIST_PAGE_SIZE, Run, error_text};
 
 /// What the prune step did.
@@ -166,10 +167,12 @@ async fn unmanaged_objects(
         let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, resource);
         let mut params = ListParams::default().limit(LIST_PAGE_SIZE);
         loop {
-            let page = api
-                .list_metadata(&params)
-                .await
-                .map_err(|e| format!("listing {}: {}", resource.plural, error_text(&e)))?;
+            let page = match api.list_metadata(&params).await {
+                Ok(page) => page,
+                // The type went away since discovery was cached (a CRD deleted): no objects of it.
+                Err(e) if is_status(&e, 404) => break,
+                Err(e) => return Err(format!("listing {}: {}", resource.plural, error_text(&e))),
+            };
             let kind = GroupKind::of(resource).to_string();
             for meta in page.items.into_iter().map(|item| item.metadata) {
                 if !is_default_object(&resource.kind, &meta)

@@ -6,6 +6,7 @@ pub mod cli;
 pub mod cluster;
 pub mod commands;
 pub mod document;
+pub mod fields;
 pub mod manifest;
 pub mod operator;
 pub mod redact;

@@ -23,12 +23,38 @@ impl Engine {
         }
     }
 
+    /// The three-way patch from `original` (computed again from another original than the
+    /// annotation, see [`crate::fields`]).
+    pub fn three_way(&self, original: &Value, modified: &Value, current: &Value) -> applyset_merge::Result<Value> {
+        match self {
+            Engine::Strategic(schema) => {
+                applyset_merge::create_three_way_merge_patch(original, modified, current, schema.as_ref(), true)
+            }
+            Engine::JsonMerge => json_merge::create_three_way_for_apply(original, modified, current),
+        }
+    }
+
     /// Applies a patch as the server would (used by `--dry-run=client` and `diff`).
     pub fn apply(&self, current: &Value, patch: &Value) -> applyset_merge::Result<Value> {
         match self {
             Engine::Strategic(schema) => applyset_merge::strategic_merge_patch(current, patch, schema.as_ref()),
             Engine::JsonMerge => json_merge::merge_patch(current, patch),
         }
+    }
+}
+
+impl crate::fields::Merger for Engine {
+    fn merge(&self, doc: &Value, patch: &Value) -> Result<Value, String> {
+        self.apply(doc, patch).map_err(|e| e.to_string())
+    }
+
+    fn deletions(&self, original: &Value, modified: &Value) -> Result<Value, String> {
+        // With the manifest as the live object, the patch holds only the deletions.
+        self.three_way(original, modified, modified).map_err(|e| e.to_string())
+    }
+
+    fn merges_lists(&self) -> bool {
+        matches!(self, Engine::Strategic(_))
     }
 }
 

@@ -30,7 +30,9 @@ pub mod selector;
 
 pub use error::{BODY_OMITTED, ErrorCategory, Fatal, ObjectError, render_errors};
 pub use execute::execute;
-pub use options::{ApplyOptions, DryRun, Ownership, PatchFilter, PatchFilterFn, TAKE_OWNERSHIP_ANNOTATION, Verb};
+pub use options::{
+    ApplyOptions, DryRun, FieldPolicyRef, Ownership, PatchFilter, PatchFilterFn, TAKE_OWNERSHIP_ANNOTATION, Verb,
+};
 pub use plan::{Member, Plan, plan};
 pub use report::{ApplyReport, Details, ObjectReport, Visited};
 

@@ -224,6 +224,23 @@ impl One<'_> {
             compute(self.cluster, self.item, modified, current, &mut self.warnings).await.map_err(|error| {
                 error.rewrap(&format!("applying patch:\n\nto:\n{}\nfor:", self.info_text()), &self.source)
             })?;
+        if let Some(policy) = &self.options.field_policy {
+            let annotation = match last_applied(current).map(Value::from_json_str) {
+                Some(Ok(value)) if value.as_object().is_some() => value,
+                _ => Value::Object(Default::default()),
+            };
+            let verdict = policy.0.inspect(&self.item.object, &annotation, modified, current, &computed.engine);
+            self.warnings.extend(verdict.warnings);
+            if let Some(original) = verdict.original {
+                computed.patch = computed.engine.three_way(&original, modified, current).map_err(|e| {
+                    ObjectError::plain(
+                        ErrorCategory::Patch,
+                        format!("error when computing the patch that removes left-behind fields of {:?}: {e}", self.source),
+                    )
+                })?;
+            }
+            self.details.fields = verdict.findings;
+        }
         if let Some(filter) = &self.options.patch_filter {
             (filter.0)(&self.item.object, current, &mut computed.patch);
         }

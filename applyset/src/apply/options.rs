@@ -53,6 +53,9 @@ pub struct ApplyOptions {
     pub keep_results: bool,
     /// Removes parts of each computed patch before it is sent (fields other controllers own).
     pub patch_filter: Option<PatchFilter>,
+    /// Finds the fields kubectl's patch would leave behind (stale, foreign) and may have the
+    /// patch remove them; its findings are kept in each object's details.
+    pub field_policy: Option<FieldPolicyRef>,
     /// Whether an object that another ApplySet's `part-of` label claims is taken over.
     pub ownership: Ownership,
 }
@@ -88,6 +91,16 @@ impl std::fmt::Debug for PatchFilter {
     }
 }
 
+/// A shared [`crate::fields::FieldPolicy`].
+#[derive(Clone)]
+pub struct FieldPolicyRef(pub std::sync::Arc<dyn crate::fields::FieldPolicy>);
+
+impl std::fmt::Debug for FieldPolicyRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("FieldPolicy")
+    }
+}
+
 impl Default for ApplyOptions {
     fn default() -> Self {
         ApplyOptions {
@@ -103,6 +116,7 @@ impl Default for ApplyOptions {
             force_timeout: Duration::from_secs(60),
             keep_results: false,
             patch_filter: None,
+            field_policy: None,
             ownership: Ownership::Adopt,
         }
     }

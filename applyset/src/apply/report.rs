@@ -42,6 +42,8 @@ pub struct Details {
     pub patch: Option<Value>,
     pub patch_type: Option<PatchType>,
     pub result: Option<Value>,
+    /// Stale and foreign fields the field policy found (see [`super::ApplyOptions::field_policy`]).
+    pub fields: Vec<crate::fields::Finding>,
 }
 
 /// A whole run.

@@ -108,6 +108,32 @@ pub struct DriftSpec {
     /// Fields owned by other controllers (e.g. an HPA's replicas): never drift, never reverted.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ignore: Vec<DriftIgnoreRule>,
+    /// Fields an earlier applied revision set that git and the last-applied annotation no
+    /// longer have, yet are live (a `kubectl rollout undo` brought them back): kubectl's
+    /// apply never deletes them. `Report` (default) lists them with `reason: Stale`;
+    /// `Remove` has the apply delete them.
+    #[serde(default)]
+    pub stale_fields: StaleFields,
+    /// Fields git does not set that another field manager wrote (`kubectl edit`, `kubectl set
+    /// env`): `Ignore` (default, as kubectl), `Report` (`reason: Foreign`), or `Remove` (git is
+    /// the whole truth, except the managers of `ignore[].managers` and the cluster's own).
+    #[serde(default)]
+    pub foreign_fields: ForeignFields,
+}
+
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum StaleFields {
+    #[default]
+    Report,
+    Remove,
+}
+
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum ForeignFields {
+    #[default]
+    Ignore,
+    Report,
+    Remove,
 }
 
 #[derive(Deserialize, Serialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
@@ -122,7 +148,12 @@ pub enum DriftMode {
 #[serde(rename_all = "camelCase")]
 pub struct DriftIgnoreRule {
     /// JSON pointers (RFC 6901), e.g. `/spec/replicas`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub paths: Vec<String>,
+    /// Field managers (`metadata.managedFields[].manager`) whose fields are never drift,
+    /// stale or foreign, e.g. an autoscaler that writes `replicas`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub managers: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<DriftTarget>,
 }
@@ -176,6 +207,21 @@ pub struct ApplySetStatus {
     /// (`NotInInventory`, `OwnNamespace`, `NamespaceNotEmpty`) and a message.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub prune_skipped: Vec<InventoryObject>,
+    /// The revisions this ApplySet applied in full, newest first (at most a fixed number): the
+    /// history stale fields are found from.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub applied_revisions: Vec<AppliedRevision>,
+}
+
+/// One revision applied in full.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppliedRevision {
+    /// `<ref>@sha1:<hex>`.
+    pub revision: String,
+    /// `spec.source.path` when it was applied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
 }
 
 /// What the ApplySet manages.
@@ -241,8 +287,16 @@ pub struct DriftStatus {
     pub count: u64,
     /// `Correct` or `Report`, as configured when the drift was found.
     pub mode: String,
+    /// Drifted fields by reason (`Changed`, `Stale`, `Foreign`), over all objects.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub reasons: BTreeMap<String, u64>,
+    /// The first drifted objects, at most a fixed number, each with at most a fixed number of
+    /// fields.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub objects: Vec<DriftedObject>,
+    /// Stale and foreign fields the last run removed (`staleFields`/`foreignFields: Remove`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub removed: Vec<DriftedObject>,
 }
 
 #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
@@ -263,6 +317,13 @@ pub struct DriftedField {
     /// The field manager (from `metadata.managedFields`) that last wrote the field, if known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub manager: Option<String>,
+    /// `Changed` (git sets it, the live value differs), `Stale` (an earlier revision set it,
+    /// nothing deletes it) or `Foreign` (git does not set it, another manager wrote it).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+    /// For a stale field: the newest earlier revision that applied it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub applied_in: Option<String>,
 }
 
 /// The CRD: generated from the types, then given what the derive cannot express (the
@@ -318,6 +379,8 @@ impl ApplySetSpec {
             "prune": self.prune,
             "allowEmpty": self.allow_empty,
             "ignore": self.drift.ignore,
+            "staleFields": self.drift.stale_fields,
+            "foreignFields": self.drift.foreign_fields,
         });
         let digest = sha2::Sha256::digest(shaping.to_string().as_bytes());
         digest.iter().take(8).map(|b| format!("{b:02x}")).collect()

@@ -44,6 +44,8 @@ pub struct Context {
     pub git: GitSource,
     pub metrics: Arc<Metrics>,
     pub settings: Settings,
+    /// Earlier revisions' manifests per ApplySet, for stale fields.
+    pub history: super::history::HistoryCache,
     events: EventPublisher,
     clusters: Mutex<HashMap<ClusterKey, (Instant, Arc<Cluster>)>>,
     /// Consecutive failures per ApplySet (`namespace/name`), for the retry backoff.
@@ -92,6 +94,7 @@ impl Context {
             git,
             metrics,
             settings,
+            history: Default::default(),
             clusters: Mutex::new(HashMap::new()),
             failures: Mutex::new(HashMap::new()),
             runs: Mutex::new(HashMap::new()),

@@ -6,13 +6,10 @@ use applyset_merge::Value;
 
 use super::api::{DriftIgnoreRule, DriftedField};
 use crate::apply::selector::Selector;
+use crate::fields::{FieldPath, Finding, Reason, managed, path};
 
 /// The directive keys a strategic merge patch puts next to a field (`$setElementOrder/x`…).
 const FIELD_DIRECTIVES: [&str; 2] = ["$setElementOrder/", "$deleteFromPrimitiveList/"];
-
-/// List elements are named by the first of these keys they have (the usual merge keys), as
-/// kubectl's errors name them (`containers[name=app]`).
-const ELEMENT_KEYS: [&str; 8] = ["name", "containerPort", "mountPath", "devicePath", "ip", "port", "type", "key"];
 
 /// `spec.drift.ignore`, parsed once per reconcile.
 #[derive(Debug, Clone, Default)]
@@ -23,6 +20,7 @@ pub struct IgnoreRules {
 #[derive(Debug, Clone)]
 struct ParsedRule {
     pointers: Vec<Vec<String>>,
+    managers: Vec<String>,
     group: Option<String>,
     kind: Option<String>,
     name: Option<String>,
@@ -49,6 +47,7 @@ impl IgnoreRules {
                 .map_err(|e| format!("spec.drift.ignore[{index}].target.labelSelector: {e}"))?;
             parsed.push(ParsedRule {
                 pointers,
+                managers: rule.managers.clone(),
                 group: target.group,
                 kind: target.kind,
                 name: target.name,
@@ -65,17 +64,27 @@ impl IgnoreRules {
 
     /// The pointers that apply to `object` (a manifest: apiVersion, kind, metadata).
     pub fn pointers_for<'a>(&'a self, object: &Value) -> Vec<&'a [String]> {
+        self.matching(object).into_iter().flat_map(|rule| rule.pointers.iter().map(Vec::as_slice)).collect()
+    }
+
+    /// The field managers whose fields are never drift, stale or foreign in `object`.
+    pub fn managers_for<'a>(&'a self, object: &Value) -> Vec<&'a str> {
+        self.matching(object).into_iter().flat_map(|rule| rule.managers.iter().map(String::as_str)).collect()
+    }
+
+    fn matching(&self, object: &Value) -> Vec<&ParsedRule> {
         let text = |path: &[&str]| {
             let mut node = object;
             for key in path {
                 node = match node.as_object().and_then(|o| o.get(*key)) {
                     Some(next) => next,
-                    None => return "",
+                    None => return String::new(),
                 };
             }
-            node.as_str().unwrap_or("")
+            node.as_str().unwrap_or("").to_owned()
         };
-        let group = text(&["apiVersion"]).rsplit_once('/').map_or("", |(group, _)| group);
+        let api_version = text(&["apiVersion"]);
+        let group = api_version.rsplit_once('/').map_or("", |(group, _)| group).to_owned();
         let kind = text(&["kind"]);
         let name = text(&["metadata", "name"]);
         let namespace = text(&["metadata", "namespace"]);
@@ -83,13 +92,12 @@ impl IgnoreRules {
         self.rules
             .iter()
             .filter(|rule| {
-                matches(&rule.group, group)
-                    && matches(&rule.kind, kind)
-                    && matches(&rule.name, name)
-                    && matches(&rule.namespace, namespace)
+                matches(&rule.group, &group)
+                    && matches(&rule.kind, &kind)
+                    && matches(&rule.name, &name)
+                    && matches(&rule.namespace, &namespace)
                     && rule.selector.as_ref().is_none_or(|s| s.matches_object(object))
             })
-            .flat_map(|rule| rule.pointers.iter().map(Vec::as_slice))
             .collect()
     }
 
@@ -170,31 +178,20 @@ pub fn server_changed(live: &Value, result: &Value) -> bool {
     strip(live) != strip(result)
 }
 
-/// One changed field: its path segments (map keys, or `[key=value]` list elements).
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Segment {
-    Key(String),
-    Element(String, String),
-}
-
 /// The fields a patch changes, in kubectl's path notation, each with the manager that last
 /// wrote it in `live`'s managedFields. Directive keys are not fields.
 pub fn changed_fields(patch: &Value, live: &Value) -> Vec<DriftedField> {
-    let mut paths = Vec::new();
-    collect(patch, &mut Vec::new(), &mut paths);
-    let managed = live
-        .as_object()
-        .and_then(|o| o.get("metadata"))
-        .and_then(Value::as_object)
-        .and_then(|m| m.get("managedFields"))
-        .and_then(Value::as_array);
-    paths
-        .into_iter()
-        .map(|segments| DriftedField {
-            path: render(&segments),
-            manager: managed.and_then(|entries| manager_of(entries, &segments)),
-        })
-        .collect()
+    let entries = managed::entries(live);
+    path::patch_fields(patch).into_iter().map(|field| changed(&entries, &field)).collect()
+}
+
+fn changed(entries: &[managed::Entry<'_>], field: &FieldPath) -> DriftedField {
+    DriftedField {
+        path: field.to_string(),
+        manager: managed::manager_of(entries, field),
+        reason: Reason::Changed.as_str().into(),
+        applied_in: None,
+    }
 }
 
 /// [`changed_fields`], less the fields whose value in `result` (the apiserver's answer to the
@@ -202,148 +199,21 @@ pub fn changed_fields(patch: &Value, live: &Value) -> Vec<DriftedField> {
 /// (`cpu: 1000m` stored as `1`) are re-sent by every patch of a drifted object without being
 /// drift themselves. Falls back to every patched field if none can be told apart.
 pub fn changed_fields_in(patch: &Value, live: &Value, result: &Value) -> Vec<DriftedField> {
-    let mut paths = Vec::new();
-    collect(patch, &mut Vec::new(), &mut paths);
-    let differs: Vec<bool> = paths.iter().map(|segments| lookup(live, segments) != lookup(result, segments)).collect();
-    let all = changed_fields(patch, live);
-    if !differs.iter().any(|d| *d) || all.len() != differs.len() {
-        return all;
-    }
-    all.into_iter().zip(differs).filter_map(|(field, differs)| differs.then_some(field)).collect()
+    let fields = path::patch_fields(patch);
+    let differs: Vec<bool> = fields.iter().map(|field| field.lookup(live) != field.lookup(result)).collect();
+    let entries = managed::entries(live);
+    let keep_all = !differs.iter().any(|d| *d);
+    fields.iter().zip(differs).filter(|(_, differs)| keep_all || *differs).map(|(f, _)| changed(&entries, f)).collect()
 }
 
-/// The value at a changed field's path, if the object has it.
-fn lookup<'a>(object: &'a Value, segments: &[Segment]) -> Option<&'a Value> {
-    let mut node = object;
-    for segment in segments {
-        node = match segment {
-            Segment::Key(key) => node.as_object()?.get(key)?,
-            Segment::Element(key, value) => node.as_array()?.iter().find(|item| {
-                item.as_object().and_then(|m| m.get(key)).is_some_and(|found| match found {
-                    Value::String(s) => s == value,
-                    other => other.to_json_string() == *value,
-                })
-            })?,
-        };
+/// A stale or foreign field as the drift report lists it.
+pub fn finding_field(finding: &Finding) -> DriftedField {
+    DriftedField {
+        path: finding.path.to_string(),
+        manager: finding.manager.clone(),
+        reason: finding.reason.as_str().into(),
+        applied_in: finding.applied_in.clone(),
     }
-    Some(node)
-}
-
-fn collect(node: &Value, prefix: &mut Vec<Segment>, out: &mut Vec<Vec<Segment>>) {
-    match node {
-        Value::Object(map) if !map.is_empty() => {
-            for (key, value) in map.iter() {
-                if key.starts_with('$') {
-                    continue;
-                }
-                prefix.push(Segment::Key(key.clone()));
-                collect(value, prefix, out);
-                prefix.pop();
-            }
-        }
-        Value::Array(items) if items.iter().any(|item| element_key(item).is_some()) => {
-            for item in items {
-                match element_key(item) {
-                    Some((key, value)) => {
-                        prefix.push(Segment::Element(key.clone(), value.clone()));
-                        let rest = without_key(item, &key);
-                        if rest.as_object().is_some_and(|m| m.keys().all(|k| k.starts_with('$'))) {
-                            out.push(prefix.clone());
-                        } else {
-                            collect(&rest, prefix, out);
-                        }
-                        prefix.pop();
-                    }
-                    None => out.push(prefix.clone()),
-                }
-            }
-        }
-        _ => out.push(prefix.clone()),
-    }
-}
-
-fn element_key(item: &Value) -> Option<(String, String)> {
-    let map = item.as_object()?;
-    ELEMENT_KEYS.iter().find_map(|key| {
-        let value = map.get(*key)?;
-        let text = match value {
-            Value::String(s) => s.clone(),
-            other => other.to_json_string(),
-        };
-        Some(((*key).to_owned(), text))
-    })
-}
-
-fn without_key(item: &Value, key: &str) -> Value {
-    let mut item = item.clone();
-    if let Value::Object(map) = &mut item {
-        map.remove(key);
-    }
-    item
-}
-
-fn render(segments: &[Segment]) -> String {
-    let mut out = String::new();
-    for segment in segments {
-        match segment {
-            Segment::Key(key) => {
-                if !out.is_empty() {
-                    out.push('.');
-                }
-                out.push_str(key);
-            }
-            Segment::Element(key, value) => {
-                out.push_str(&format!("[{key}={value}]"));
-            }
-        }
-    }
-    if out.is_empty() { ".".into() } else { out }
-}
-
-/// The manager whose `fieldsV1` holds the deepest prefix of the path (the most recent entry
-/// on a tie, as the apiserver lists them oldest first).
-fn manager_of(entries: &[Value], segments: &[Segment]) -> Option<String> {
-    let mut best: Option<(usize, String)> = None;
-    for entry in entries {
-        let Some(entry) = entry.as_object() else { continue };
-        let Some(fields) = entry.get("fieldsV1") else { continue };
-        let Some(manager) = entry.get("manager").and_then(Value::as_str) else { continue };
-        let depth = owned_depth(fields, segments);
-        if depth > 0 && best.as_ref().is_none_or(|(d, _)| depth >= *d) {
-            best = Some((depth, manager.to_owned()));
-        }
-    }
-    best.map(|(_, manager)| manager)
-}
-
-/// How many leading segments of the path `fields` (a fieldsV1 set) contains.
-fn owned_depth(fields: &Value, segments: &[Segment]) -> usize {
-    let mut node = fields;
-    let mut depth = 0;
-    for segment in segments {
-        let Some(map) = node.as_object() else { break };
-        let next = match segment {
-            Segment::Key(key) => map.get(&format!("f:{key}")),
-            Segment::Element(key, value) => map.iter().find_map(|(k, v)| {
-                let keyed = k.strip_prefix("k:")?;
-                let parsed = Value::from_json_str(keyed).ok()?;
-                let found = parsed.as_object()?.get(key)?;
-                let matches = match found {
-                    Value::String(s) => s.as_str() == value.as_str(),
-                    other => other.to_json_string() == *value,
-                };
-                matches.then_some(v)
-            }),
-        };
-        match next {
-            Some(next) => {
-                node = next;
-                depth += 1;
-            }
-            None => break,
-        }
-    }
-    depth
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ use super::api::{ApplySetStatus, DriftedField, DriftedObject, InventoryObject};
 use super::drift;
 use super::status::{self, DRIFTED, reason};
 use crate::apply::{ApplyReport, ObjectReport, Verb};
+use crate::fields::Reason;
 use crate::applyset::GroupKind;
 use crate::applyset::LAST_APPLIED_ANNOTATION as LAST_APPLIED;
 
@@ -23,6 +24,15 @@ pub struct Done {
     pub drifted: Vec<DriftedObject>,
     /// Drift was corrected (Correct mode) rather than only reported.
     pub corrected: bool,
+    /// Stale and foreign fields reported and left in place.
+    pub left_behind: Vec<DriftedObject>,
+    /// Stale and foreign fields this run removed.
+    pub removed: Vec<DriftedObject>,
+    /// The reported stale and foreign fields differ from the previous run's (Events are
+    /// published only then, so that a steady report writes nothing).
+    pub left_behind_changed: bool,
+    /// Warnings for the user (earlier revisions that could not be read).
+    pub warnings: Vec<String>,
     pub counts: (u64, u64, u64),
     /// The revision moved since the last applied one: from what, and how.
     pub history: Option<crate::source::RevisionChange>,
@@ -72,25 +82,37 @@ pub fn classify(report: &ApplyReport, revision: &str, steady: bool, report_only:
                     matches!((&d.live, &d.result), (Some(live), Some(result)) if !drift::server_changed(live, result))
                 }) => {}
             Ok(verb) if steady && *verb != Verb::Unchanged => {
-                let fields = match (&object.details, verb) {
-                    (_, Verb::Created) => vec![DriftedField { path: "(object deleted)".into(), manager: None }],
-                    (Some(details), _) => match (&details.patch, &details.live, &details.result) {
-                        (Some(patch), Some(live), Some(result)) => drift::changed_fields_in(patch, live, result),
-                        (Some(patch), Some(live), None) => drift::changed_fields(patch, live),
-                        _ => Vec::new(),
-                    },
-                    _ => Vec::new(),
-                };
-                if !report_only {
-                    entry.state = status::STATE_APPLIED.into();
-                } else {
+                let fields = changed_fields(object, *verb);
+                if report_only {
                     entry.state = status::STATE_DRIFTED.into();
                 }
-                done.drifted.push(DriftedObject { kind: kind.clone(), namespace: object_namespace, name: object_name, fields });
+                // A patch that only removed stale or foreign fields is not drift of git's fields.
+                if !fields.is_empty() {
+                    done.drifted.push(DriftedObject {
+                        kind: kind.clone(),
+                        namespace: object_namespace.clone(),
+                        name: object_name.clone(),
+                        fields,
+                    });
+                }
             }
             Ok(Verb::Created) => done.created.push(object.name.clone()),
             Ok(Verb::Configured) => done.configured.push(object.name.clone()),
             Ok(Verb::Unchanged) => {}
+        }
+        let (removed, reported) = left_behind_fields(object);
+        let drifted_object = |fields| DriftedObject {
+            kind: kind.clone(),
+            namespace: object_namespace.clone(),
+            name: object_name.clone(),
+            fields,
+        };
+        if !reported.is_empty() {
+            entry.state = status::STATE_DRIFTED.into();
+            done.left_behind.push(drifted_object(reported));
+        }
+        if !removed.is_empty() {
+            done.removed.push(drifted_object(removed));
         }
         inventory.push(entry);
     }
@@ -98,6 +120,33 @@ pub fn classify(report: &ApplyReport, revision: &str, steady: bool, report_only:
     let drifted = inventory.iter().filter(|o| o.state == status::STATE_DRIFTED).count() as u64;
     done.counts = (inventory.len() as u64 - failed - drifted, drifted, failed);
     Classified { done, inventory, errors }
+}
+
+/// The fields git sets that a steady run's patch changed (less the stale and foreign fields it
+/// removed); a re-created object is one entry.
+fn changed_fields(object: &ObjectReport, verb: Verb) -> Vec<DriftedField> {
+    let Some(details) = &object.details else { return Vec::new() };
+    if verb == Verb::Created {
+        return vec![DriftedField {
+            path: "(object deleted)".into(),
+            reason: Reason::Changed.as_str().into(),
+            ..DriftedField::default()
+        }];
+    }
+    let fields = match (&details.patch, &details.live, &details.result) {
+        (Some(patch), Some(live), Some(result)) => drift::changed_fields_in(patch, live, result),
+        (Some(patch), Some(live), None) => drift::changed_fields(patch, live),
+        _ => Vec::new(),
+    };
+    let removed: Vec<String> = details.fields.iter().filter(|f| f.removed).map(|f| f.path.to_string()).collect();
+    fields.into_iter().filter(|f| !removed.contains(&f.path)).collect()
+}
+
+/// An object's stale and foreign fields: (removed, reported).
+fn left_behind_fields(object: &ObjectReport) -> (Vec<DriftedField>, Vec<DriftedField>) {
+    let Some(details) = &object.details else { return (Vec::new(), Vec::new()) };
+    let (removed, reported): (Vec<_>, Vec<_>) = details.fields.iter().partition(|f| f.removed);
+    (removed.into_iter().map(drift::finding_field).collect(), reported.into_iter().map(drift::finding_field).collect())
 }
 
 /// `Kind[.group]`, name and namespace of a reported object: from the object itself when the
@@ -127,40 +176,53 @@ fn split_display(display: &str) -> (String, String) {
 }
 
 pub fn set_drift_condition(status: &mut ApplySetStatus, done: &Done, generation: Option<i64>, now: &Time) {
-    let count = done.drifted.len();
-    let (value, why, message) = match (count, done.corrected) {
-        (0, _) => ("False", reason::NO_DRIFT, "No drift from the source".to_owned()),
-        (n, true) => (
-            "False",
-            reason::DRIFT_CORRECTED,
-            format!("Corrected drift in {n} object(s): {}", describe_drift(&done.drifted)),
-        ),
-        (n, false) => (
-            "True",
-            reason::DRIFT_DETECTED,
-            format!("{n} object(s) differ from the source: {}", describe_drift(&done.drifted)),
-        ),
+    let mut problems = Vec::new();
+    if !done.corrected && !done.drifted.is_empty() {
+        problems.push(format!("{} object(s) differ from the source: {}", done.drifted.len(), describe_drift(&done.drifted)));
+    }
+    if !done.left_behind.is_empty() {
+        problems.push(format!(
+            "{} object(s) hold fields apply leaves behind: {}",
+            done.left_behind.len(),
+            describe_drift(&done.left_behind)
+        ));
+    }
+    let (value, why, message) = if !problems.is_empty() {
+        ("True", reason::DRIFT_DETECTED, problems.join("; "))
+    } else if !done.drifted.is_empty() {
+        let n = done.drifted.len();
+        ("False", reason::DRIFT_CORRECTED, format!("Corrected drift in {n} object(s): {}", describe_drift(&done.drifted)))
+    } else {
+        ("False", reason::NO_DRIFT, "No drift from the source".to_owned())
     };
     status::set_condition(&mut status.conditions, DRIFTED, value, why, &message, generation, now);
 }
 
+/// `Kind/name [field (by manager), …]; …`, stale and foreign fields with their reason.
 pub fn describe_drift(objects: &[DriftedObject]) -> String {
     objects
         .iter()
         .take(status::DRIFT_LIMIT)
         .map(|o| {
-            let fields: Vec<String> = o
-                .fields
-                .iter()
-                .map(|f| match &f.manager {
-                    Some(manager) => format!("{} (by {manager})", f.path),
-                    None => f.path.clone(),
-                })
-                .collect();
+            let fields: Vec<String> = o.fields.iter().map(describe_field).collect();
             format!("{}/{} [{}]", o.kind, o.name, fields.join(", "))
         })
         .collect::<Vec<_>>()
         .join("; ")
+}
+
+fn describe_field(field: &DriftedField) -> String {
+    let mut notes = Vec::new();
+    if !field.reason.is_empty() && field.reason != Reason::Changed.as_str() {
+        notes.push(field.reason.to_lowercase());
+    }
+    if let Some(revision) = &field.applied_in {
+        notes.push(format!("applied in {revision}"));
+    }
+    if let Some(manager) = &field.manager {
+        notes.push(format!("by {manager}"));
+    }
+    if notes.is_empty() { field.path.clone() } else { format!("{} ({})", field.path, notes.join(", ")) }
 }
 
 #[cfg(test)]

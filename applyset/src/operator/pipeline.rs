@@ -10,7 +10,7 @@ use std::time::Instant;
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 
-use super::api::{ApplySet, ApplySetStatus, DriftMode, DriftStatus};
+use super::api::{ApplySet, ApplySetStatus, DriftMode, DriftStatus, DriftedObject};
 use super::context::Context;
 use super::drift::IgnoreRules;
 use super::inventory;
@@ -19,9 +19,12 @@ use super::prune;
 use super::reconcile::{api_resource, redact_owner};
 use super::schedule::Intervals;
 use super::status::{self, DRIFTED, Failure, Stage};
-use crate::apply::{self, ApplyOptions, ApplyReport, DryRun, Fatal, Ownership, PatchFilter};
+use super::history::{self, HistoryIndex};
+use super::leftover::LeftoverPolicy;
+use crate::apply::{self, ApplyOptions, ApplyReport, DryRun, Fatal, FieldPolicyRef, Ownership, PatchFilter};
 use crate::applyset::{ApiIndex, DeleteOptions, Parent, ParentWrites, Run};
 use crate::cluster::Cluster;
+use crate::fields::Reason;
 use crate::manifest::{self, LoadedObject};
 use crate::redact;
 use crate::source::{Artifact, CacheKey, Credentials, ErrorCategory, GitUrl, Transport};
@@ -34,19 +37,29 @@ pub(super) async fn pipeline(
     status: &mut ApplySetStatus,
     intervals: Intervals,
 ) -> Result<Done, Failure> {
-    let artifact = fetch(applyset, ctx, previous, intervals).await?;
+    let (artifact, credentials) = fetch(applyset, ctx, previous, intervals).await?;
     status.last_attempted_revision = Some(artifact.revision.clone());
     tracing::Span::current().record("revision", artifact.revision.as_str());
     let loaded = load(applyset, ctx, &artifact)?;
     let ignore = IgnoreRules::new(&applyset.spec.drift.ignore).map_err(|e| Failure::new(Stage::InvalidSpec, e))?;
+    let (history, history_warnings) = history(applyset, ctx, &artifact, &loaded, credentials, intervals).await;
 
     let cluster = ctx
         .cluster_for(&applyset.namespace_or_default(), ctx.service_account_for(applyset).as_deref())
         .map_err(|e| Failure::new(Stage::Apply, e.to_string()))?;
     let mode = Mode::of(applyset, previous, &artifact);
+    let ignore = Arc::new(ignore);
+    let policy = LeftoverPolicy::new(
+        &applyset.spec.drift,
+        !mode.report_only,
+        &ctx.settings.field_manager,
+        ignore.clone(),
+        history,
+    );
     let mut run = begin_run(applyset, ctx, &cluster).await?;
-    let report = apply(applyset, ctx, &cluster, &mut run, loaded, ignore, mode, intervals, &artifact).await?;
+    let report = apply(applyset, ctx, &cluster, &mut run, loaded, (ignore, policy), mode, intervals, &artifact).await?;
     let mut done = record(applyset, ctx, previous, status, &report, mode, &artifact).await?;
+    done.warnings = history_warnings;
     if !mode.report_only && applyset.spec.prune {
         prune(applyset, ctx, &cluster, &mut run, status, &report, previous, &mut done).await?;
     }
@@ -79,13 +92,14 @@ impl Mode {
     }
 }
 
-/// fetch: the source's credentials, then the revision from git.
+/// fetch: the source's credentials, then the revision from git (the credentials are kept to
+/// read earlier revisions).
 async fn fetch(
     applyset: &ApplySet,
     ctx: &Context,
     previous: &ApplySetStatus,
     intervals: Intervals,
-) -> Result<Artifact, Failure> {
+) -> Result<(Artifact, Option<Credentials>), Failure> {
     let credentials = credentials(applyset, ctx).await?;
     // The source's secrets (URL user info, the auth Secret's values) are redacted from
     // everything published from here on.
@@ -110,7 +124,7 @@ async fn fetch(
         .sync_since(
             &CacheKey::new(&namespace, applyset.name()),
             &applyset.spec.source,
-            credentials,
+            credentials.clone(),
             intervals.timeout,
             previous.last_applied_revision.as_deref(),
         )
@@ -118,7 +132,7 @@ async fn fetch(
     match artifact {
         Ok(artifact) => {
             ctx.metrics.git_fetch(fetch_started.elapsed(), None);
-            Ok(artifact)
+            Ok((artifact, credentials))
         }
         Err(error) => {
             let category = error.category();
@@ -159,6 +173,27 @@ fn load(applyset: &ApplySet, ctx: &Context, artifact: &Artifact) -> Result<Vec<L
     Ok(loaded)
 }
 
+/// history: the earlier applied revisions' manifests of the objects git changed since, for
+/// stale fields. A revision that cannot be read is left out with a warning.
+async fn history(
+    applyset: &ApplySet,
+    ctx: &Context,
+    artifact: &Artifact,
+    loaded: &[LoadedObject],
+    credentials: Option<Credentials>,
+    intervals: Intervals,
+) -> (Arc<HistoryIndex>, Vec<String>) {
+    let earlier = history::earlier(applyset, &artifact.revision);
+    let (index, warnings) = ctx
+        .history
+        .index(&ctx.git, applyset, earlier, &artifact.revision, loaded, credentials, intervals.timeout)
+        .await;
+    for warning in &warnings {
+        tracing::warn!(applyset = %applyset.key(), "{warning}");
+    }
+    (index, warnings)
+}
+
 /// The KEP-3659 run over the ApplySet itself as the parent, its metadata written with the
 /// controller's identity (it is our own object).
 async fn begin_run<'c>(applyset: &ApplySet, ctx: &Context, cluster: &'c Cluster) -> Result<Run<'c>, Failure> {
@@ -188,7 +223,7 @@ async fn apply(
     cluster: &Cluster,
     run: &mut Run<'_>,
     loaded: Vec<LoadedObject>,
-    ignore: IgnoreRules,
+    (ignore, policy): (Arc<IgnoreRules>, LeftoverPolicy),
     mode: Mode,
     intervals: Intervals,
     artifact: &Artifact,
@@ -196,7 +231,6 @@ async fn apply(
     if loaded.is_empty() {
         return Ok(ApplyReport::default());
     }
-    let ignore = Arc::new(ignore);
     let options = ApplyOptions {
         // Report mode asks the apiserver what the apply would do (as `kubectl diff` does), so
         // that values it canonicalizes are not reported as drift.
@@ -213,6 +247,7 @@ async fn apply(
             let ignore = ignore.clone();
             PatchFilter(Arc::new(move |object, _live, patch| ignore.filter_patch(object, patch)))
         }),
+        field_policy: (!policy.is_idle()).then(|| FieldPolicyRef(Arc::new(policy))),
         ..ApplyOptions::default()
     };
     let plan = plan(cluster, loaded, &options).await?;
@@ -262,11 +297,8 @@ async fn record(
     if let Some(inventory) = &mut status.inventory {
         inventory.members = members;
     }
-    status.drift = Some(DriftStatus {
-        count: done.drifted.len() as u64,
-        mode: format!("{:?}", applyset.spec.drift.mode),
-        objects: done.drifted.iter().take(status::DRIFT_LIMIT).cloned().collect(),
-    });
+    status.drift = Some(drift_status(&applyset.spec.drift.mode, &done));
+    done.left_behind_changed = left_behind_of(previous.drift.as_ref()) != left_behind_of(status.drift.as_ref());
     if done.corrected && !done.drifted.is_empty() {
         ctx.metrics.drift_corrected(done.drifted.len() as u64);
     }
@@ -283,6 +315,53 @@ async fn record(
         message.push_str(&format!("\nowned by: {}", name_applysets(ctx, &conflicts).await));
     }
     Err(Failure::new(stage, message))
+}
+
+/// The drift report: objects with changed, stale or foreign fields (bounded), counts by reason,
+/// and what this run removed.
+fn drift_status(mode: &DriftMode, done: &Done) -> DriftStatus {
+    let mut objects: Vec<DriftedObject> = done.drifted.clone();
+    for entry in &done.left_behind {
+        match objects.iter_mut().find(|o| o.kind == entry.kind && o.name == entry.name && o.namespace == entry.namespace) {
+            Some(object) => object.fields.extend(entry.fields.iter().cloned()),
+            None => objects.push(entry.clone()),
+        }
+    }
+    let mut reasons = BTreeMap::new();
+    for field in objects.iter().flat_map(|o| &o.fields) {
+        *reasons.entry(field.reason.clone()).or_insert(0u64) += 1;
+    }
+    let bounded = |objects: &[DriftedObject]| -> Vec<DriftedObject> {
+        objects
+            .iter()
+            .take(status::DRIFT_LIMIT)
+            .map(|o| DriftedObject { fields: o.fields.iter().take(status::DRIFT_FIELD_LIMIT).cloned().collect(), ..o.clone() })
+            .collect()
+    };
+    DriftStatus {
+        count: objects.len() as u64,
+        mode: format!("{mode:?}"),
+        reasons,
+        objects: bounded(&objects),
+        removed: bounded(&done.removed),
+    }
+}
+
+/// The stale and foreign fields a drift report lists.
+fn left_behind_of(drift: Option<&DriftStatus>) -> Vec<(String, String, String)> {
+    let Some(drift) = drift else { return Vec::new() };
+    let mut fields: Vec<(String, String, String)> = drift
+        .objects
+        .iter()
+        .flat_map(|o| {
+            o.fields
+                .iter()
+                .filter(|f| f.reason == Reason::Stale.as_str() || f.reason == Reason::Foreign.as_str())
+                .map(|f| (format!("{}/{}", o.kind, o.name), f.path.clone(), f.reason.clone()))
+        })
+        .collect();
+    fields.sort();
+    fields
 }
 
 /// prune: only after every object applied, through the controller's guards; then the parent

@@ -14,7 +14,9 @@ use kube::runtime::finalizer::{self, Event as FinalizerEvent};
 
 use super::api::{ApplySet, ApplySetStatus, DeletionPolicy, FINALIZER, GROUP, KIND, PLURAL};
 use super::context::Context;
+use super::api::DriftedObject;
 use super::outcome::{Done, describe_drift, set_drift_condition};
+use crate::fields::Reason;
 use super::prune;
 use super::schedule::{Intervals, backoff, with_jitter};
 use super::status::{self, Failure, READY, Stage, reason};
@@ -128,6 +130,11 @@ async fn sync(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Action, Reconcil
             status::mark_ready(&mut status, &message, generation, &now);
             set_drift_condition(&mut status, &done, generation, &now);
             status.last_applied_revision = Some(done.revision.clone());
+            status.applied_revisions = super::history::record_applied(
+                &previous.applied_revisions,
+                &done.revision,
+                applyset.spec.source.path.as_deref(),
+            );
             status.last_applied_spec_digest = Some(applyset.spec.apply_digest());
             let was_ready = status::condition(&written, READY).is_some_and(|c| c.status == "True");
             write_status(ctx, &applyset, &written, &mut status).await?;
@@ -242,6 +249,36 @@ async fn publish_success_events(ctx: &Context, applyset: &ApplySet, done: &Done,
         };
         ctx.event(applyset, !done.corrected, why, action, describe_drift(&done.drifted)).await;
     }
+    left_behind_events(ctx, applyset, done).await;
+}
+
+/// Stale and foreign fields: reported when they change (a steady report publishes nothing),
+/// removed whenever a run removes some.
+async fn left_behind_events(ctx: &Context, applyset: &ApplySet, done: &Done) {
+    for (reason, event, removed_event) in
+        [(Reason::Stale, "StaleFields", "StaleFieldsRemoved"), (Reason::Foreign, "ForeignFields", "ForeignFieldsRemoved")]
+    {
+        let only = |objects: &[DriftedObject]| -> Vec<DriftedObject> {
+            objects
+                .iter()
+                .filter_map(|o| {
+                    let fields: Vec<_> = o.fields.iter().filter(|f| f.reason == reason.as_str()).cloned().collect();
+                    (!fields.is_empty()).then(|| DriftedObject { fields, ..o.clone() })
+                })
+                .collect()
+        };
+        let reported = only(&done.left_behind);
+        if done.left_behind_changed && !reported.is_empty() {
+            ctx.event(applyset, true, event, "DetectDrift", describe_drift(&reported)).await;
+        }
+        let removed = only(&done.removed);
+        if !removed.is_empty() {
+            ctx.event(applyset, false, removed_event, "CorrectDrift", describe_drift(&removed)).await;
+        }
+    }
+    if !done.warnings.is_empty() {
+        ctx.event(applyset, true, "HistoryUnavailable", "DetectDrift", done.warnings.join("; ")).await;
+    }
 }
 
 /// Writes the status subresource when it differs from `written` (timestamps aside), after
@@ -319,6 +356,7 @@ async fn cleanup(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Action, Recon
                 .await;
         }
     }
+    ctx.history.forget(&key);
     if let Err(error) = ctx.git.purge(&CacheKey::new(&namespace, applyset.name())).await {
         tracing::warn!(applyset = %key, %error, "cannot remove the git cache");
     }

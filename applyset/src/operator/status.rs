@@ -232,6 +232,8 @@ pub fn merge_patch(written: &ApplySetStatus, next: &ApplySetStatus) -> serde_jso
 pub const INVENTORY_LIMIT: usize = 50;
 /// How many drifted objects `status.drift.objects` lists at most.
 pub const DRIFT_LIMIT: usize = 10;
+/// How many fields each drifted object lists at most.
+pub const DRIFT_FIELD_LIMIT: usize = 20;
 
 pub const STATE_APPLIED: &str = "Applied";
 pub const STATE_DRIFTED: &str = "Drifted";

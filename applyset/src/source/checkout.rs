@@ -103,6 +103,52 @@ pub(crate) fn write_tree(
     Ok(())
 }
 
+/// The manifest files (kubectl's extensions, at every depth) of `tree`, read into memory within
+/// the budget, as (path from `prefix`, content). Symbolic links are not followed.
+pub(crate) fn read_manifest_files(
+    repo: &Repository,
+    tree: &Tree<'_>,
+    prefix: &Path,
+    budget: &mut Budget<'_>,
+    out: &mut Vec<(PathBuf, Vec<u8>)>,
+) -> Result<(), CheckoutError> {
+    for entry in tree.iter() {
+        if (budget.cancelled)() {
+            return Err(CheckoutError::Cancelled);
+        }
+        let Ok(name) = std::str::from_utf8(entry.name_bytes()) else { continue };
+        let path = prefix.join(name);
+        budget.used_files += 1;
+        if budget.used_files > budget.max_files {
+            return Err(CheckoutError::TooLarge(format!("revision has more than {} files", budget.max_files)));
+        }
+        let git = |e: git2::Error| CheckoutError::Io(format!("read object {} ({name}): {}", entry.id(), e.message()));
+        match (entry.kind(), entry.filemode()) {
+            (Some(ObjectType::Tree), _) => {
+                let sub = repo.find_tree(entry.id()).map_err(git)?;
+                read_manifest_files(repo, &sub, &path, budget, out)?;
+            }
+            (Some(ObjectType::Blob), mode) if mode != 0o120000 => {
+                let extension = name.rfind('.').map_or("", |i| &name[i..]);
+                if !crate::manifest::FILE_EXTENSIONS.contains(&extension) {
+                    continue;
+                }
+                let (size, _) = repo.odb().and_then(|odb| odb.read_header(entry.id())).map_err(git)?;
+                budget.used_bytes += size as u64;
+                if size as u64 > budget.max_file_bytes || budget.used_bytes > budget.max_bytes {
+                    return Err(CheckoutError::TooLarge(format!(
+                        "{} is over the checkout size limits",
+                        path.display()
+                    )));
+                }
+                out.push((path, repo.find_blob(entry.id()).map_err(git)?.content().to_vec()));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 /// `source.path` as given, normalised to relative components. `..` and
 /// absolute paths are rejected here, before touching the disk.
 pub(crate) fn normalise_path(path: Option<&str>) -> Result<PathBuf, String> {

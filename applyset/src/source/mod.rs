@@ -285,6 +285,43 @@ impl GitSource {
     ) -> Result<Artifact, SourceError> {
         self.counters.syncs.fetch_add(1, Ordering::Relaxed);
         let job = git::Job::prepare(self.cache_dir(key), spec, auth, self.limits, timeout, previous)?;
+        let result = self.run_locked(key, job, timeout, |job, cancel, counters| job.run(cancel, counters)).await;
+        match &result {
+            Ok(a) => tracing::debug!(key = ?key, revision = %a.revision, fetched = a.fetched, "git source synced"),
+            Err(e) => tracing::debug!(key = ?key, category = %e.category(), error = %e, "git source sync failed"),
+        }
+        result
+    }
+
+    /// The manifest files of an earlier revision: `commit` under `path` (both as they were
+    /// when it was applied), from the cache, or fetched into it when it does not hold the
+    /// commit (a restarted controller with an empty cache). Paths are relative to the
+    /// repository root. Serialised with the key's syncs; bounded by `timeout`.
+    pub async fn read_revision(
+        &self,
+        key: &CacheKey,
+        spec: &SourceSpec,
+        commit: &str,
+        auth: Option<Credentials>,
+        timeout: Duration,
+    ) -> Result<Vec<(PathBuf, Vec<u8>)>, SourceError> {
+        let pinned = SourceSpec {
+            reference: Some(GitRef { commit: Some(commit.to_owned()), ..GitRef::default() }),
+            ..spec.clone()
+        };
+        let job = git::Job::prepare(self.cache_dir(key), &pinned, auth, self.limits, timeout, None)?;
+        self.run_locked(key, job, timeout, |job, cancel, counters| job.read_files(cancel, counters)).await
+    }
+
+    /// Runs `work` on a blocking thread under the key's lock, within `timeout` (the wait for
+    /// the lock included); on expiry a flag makes every libgit2 callback abort.
+    async fn run_locked<T: Send + 'static>(
+        &self,
+        key: &CacheKey,
+        job: git::Job,
+        timeout: Duration,
+        work: impl FnOnce(git::Job, &AtomicBool, &Counters) -> Result<T, SourceError> + Send + 'static,
+    ) -> Result<T, SourceError> {
         let ctx = job.ctx.clone();
         let cancel = Arc::new(AtomicBool::new(false));
         let lock = self.lock_for(key);
@@ -292,27 +329,17 @@ impl GitSource {
         let cancel2 = cancel.clone();
         let locked = Arc::new(AtomicBool::new(false));
         let locked2 = locked.clone();
-        let work = async move {
+        let run = async move {
             let guard = lock.lock_owned().await;
             locked2.store(true, Ordering::SeqCst);
             let handle = tokio::task::spawn_blocking(move || {
                 let _guard = guard;
-                job.run(&cancel2, &counters)
+                work(job, &cancel2, &counters)
             });
             handle.await
         };
-        match tokio::time::timeout(timeout, work).await {
-            Ok(Ok(result)) => {
-                match &result {
-                    Ok(a) => {
-                        tracing::debug!(key = ?key, revision = %a.revision, fetched = a.fetched, "git source synced")
-                    }
-                    Err(e) => {
-                        tracing::debug!(key = ?key, category = %e.category(), error = %e, "git source sync failed")
-                    }
-                }
-                result
-            }
+        match tokio::time::timeout(timeout, run).await {
+            Ok(Ok(result)) => result,
             Ok(Err(join)) => Err(SourceError::new(ErrorCategory::Io, &ctx, format!("sync task failed: {join}"))),
             Err(_) if !locked.load(Ordering::SeqCst) => {
                 // An earlier sync of this key (timed out, but stuck in a socket read that no

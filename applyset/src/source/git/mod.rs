@@ -154,6 +154,38 @@ impl Job {
         Ok(Artifact { revision, commit: hex, dir, checkout: checkout_dir, fetched, change })
     }
 
+    /// The manifest files of the pinned commit under `path` (fetched first if the cache does
+    /// not hold it), read from the object database without a checkout: an earlier revision,
+    /// read beside the current one. Paths are relative to the repository root.
+    pub(crate) fn read_files(self, cancel: &AtomicBool, counters: &Counters) -> Result<Vec<(PathBuf, Vec<u8>)>, SourceError> {
+        let repo = self.open_repo()?;
+        let st = CallbackState::new(cancel, self.limits.max_fetch_bytes);
+        let Resolved { commit, .. } = self.resolve_and_fetch(&repo, &st, counters)?;
+        let hex = commit.to_string();
+        let read = |e: git2::Error| self.err(ErrorCategory::Io, format!("read commit {hex}: {}", e.message()));
+        let mut tree = repo.find_commit(commit).and_then(|c| c.tree()).map_err(read)?;
+        if !self.path.as_os_str().is_empty() {
+            let not_found =
+                || self.err(ErrorCategory::PathNotFound, format!("{} is not a directory at {hex}", self.path_display));
+            let entry = tree.get_path(&self.path).map_err(|_| not_found())?;
+            tree = repo.find_tree(entry.id()).map_err(|_| not_found())?;
+        }
+        let cancelled = || st.cancelled();
+        let mut budget = checkout::Budget {
+            max_bytes: self.limits.max_checkout_bytes,
+            max_files: self.limits.max_checkout_files,
+            max_file_bytes: self.limits.max_checkout_file_bytes,
+            root: &self.path,
+            used_bytes: 0,
+            used_files: 0,
+            cancelled: &cancelled,
+        };
+        let mut files = Vec::new();
+        checkout::read_manifest_files(&repo, &tree, &self.path, &mut budget, &mut files)
+            .map_err(|e| self.checkout_error(e))?;
+        Ok(files)
+    }
+
     /// How `commit` relates to the previous revision: compared only when the same named ref
     /// moved (see [`cache::ancestry`]).
     fn revision_change(&self, repo: &Repository, commit: Oid, revision_name: Option<&str>) -> Option<RevisionChange> {

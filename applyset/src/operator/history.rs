@@ -1,0 +1,257 @@
+//! The revisions an ApplySet applied, kept in its status, and the manifests of the earlier ones
+//! read back from git: what stale fields are found from ([`crate::fields`]).
+//!
+//! Cost: the index is built once per (earlier revisions, current revision) and kept per
+//! ApplySet; a run at an unchanged revision reuses it and reads nothing. It keeps, per object,
+//! only the earlier manifests that differ from the current one (an object git did not change
+//! costs nothing at apply time). Reading a revision the cache no longer holds fetches it.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use applyset_merge::Value;
+
+use super::api::{AppliedRevision, ApplySet};
+use crate::fields::Version;
+use crate::manifest::LoadedObject;
+use crate::source::{CacheKey, Credentials, GitSource};
+
+/// How many applied revisions the status keeps (the newest first).
+pub const HISTORY_LIMIT: usize = 10;
+
+/// The applied revisions after `revision` (at `path`) was applied in full: it goes first, an
+/// earlier entry for the same revision and path is dropped, the oldest beyond the limit too.
+pub fn record_applied(previous: &[AppliedRevision], revision: &str, path: Option<&str>) -> Vec<AppliedRevision> {
+    let current = AppliedRevision { revision: revision.to_owned(), path: path.map(str::to_owned) };
+    let mut applied = vec![current.clone()];
+    applied.extend(previous.iter().filter(|r| **r != current).cloned());
+    applied.truncate(HISTORY_LIMIT);
+    applied
+}
+
+/// The commit of a revision (`main@sha1:<hex>` or `sha1:<hex>`).
+pub fn commit_of(revision: &str) -> Option<&str> {
+    let (_, hex) = revision.rsplit_once("sha1:")?;
+    (hex.len() == 40 && hex.bytes().all(|b| b.is_ascii_hexdigit())).then_some(hex)
+}
+
+/// The revisions applied before the current one, newest first: the status's list, or, for an
+/// ApplySet applied before the list existed, its last applied revision.
+pub fn earlier(applyset: &ApplySet, current: &str) -> Vec<AppliedRevision> {
+    let status = applyset.status.as_ref();
+    let mut applied = status.map(|s| s.applied_revisions.clone()).unwrap_or_default();
+    if applied.is_empty()
+        && let Some(last) = status.and_then(|s| s.last_applied_revision.clone())
+    {
+        applied.push(AppliedRevision { revision: last, path: applyset.spec.source.path.clone() });
+    }
+    let path = applyset.spec.source.path.clone();
+    applied.retain(|r| !(r.revision == current && r.path == path));
+    applied
+}
+
+/// An object's identity across revisions: group, kind, namespace as written (if any), name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct ObjectKey {
+    group: String,
+    kind: String,
+    namespace: Option<String>,
+    name: String,
+}
+
+impl ObjectKey {
+    fn of(object: &Value) -> Option<ObjectKey> {
+        let map = object.as_object()?;
+        let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_owned);
+        let api_version = text(map.get("apiVersion"))?;
+        let metadata = map.get("metadata")?.as_object()?;
+        Some(ObjectKey {
+            group: api_version.rsplit_once('/').map_or("", |(group, _)| group).to_owned(),
+            kind: text(map.get("kind"))?,
+            namespace: text(metadata.get("namespace")),
+            name: text(metadata.get("name"))?,
+        })
+    }
+}
+
+/// The earlier manifests of the objects whose manifest changed since.
+#[derive(Debug, Default)]
+pub struct HistoryIndex {
+    /// What it was built from: the earlier revisions and the current one.
+    built_for: (Vec<AppliedRevision>, String),
+    objects: HashMap<ObjectKey, Vec<Version>>,
+}
+
+impl HistoryIndex {
+    /// An object's earlier manifests, oldest first; empty when it did not change (or is new).
+    pub fn versions_for(&self, manifest: &Value) -> &[Version] {
+        let Some(key) = ObjectKey::of(manifest) else { return &[] };
+        if let Some(found) = self.objects.get(&key) {
+            return found;
+        }
+        // A manifest without a namespace is defaulted before it is applied.
+        let unnamespaced = ObjectKey { namespace: None, ..key };
+        self.objects.get(&unnamespaced).map_or(&[], Vec::as_slice)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.objects.is_empty()
+    }
+
+    /// Built from each earlier revision's objects (newest first, as the status lists them) and
+    /// the current objects.
+    pub fn build(
+        built_for: (Vec<AppliedRevision>, String),
+        revisions: Vec<(String, Vec<LoadedObject>)>,
+        current: &[LoadedObject],
+    ) -> HistoryIndex {
+        let current: HashMap<ObjectKey, &Value> =
+            current.iter().filter_map(|o| Some((ObjectKey::of(&o.object)?, &o.object))).collect();
+        let mut objects: HashMap<ObjectKey, Vec<Version>> = HashMap::new();
+        for (revision, loaded) in revisions.into_iter().rev() {
+            for object in loaded {
+                let Some(key) = ObjectKey::of(&object.object) else { continue };
+                // Only objects git still has can have stale fields (the others are pruned).
+                if !current.contains_key(&key) {
+                    continue;
+                }
+                let versions = objects.entry(key).or_default();
+                let same_as_last = versions.last().is_some_and(|v| v.manifest == object.object);
+                if !same_as_last {
+                    versions.push(Version { revision: revision.clone(), manifest: object.object });
+                } else if let Some(last) = versions.last_mut() {
+                    last.revision = revision.clone();
+                }
+            }
+        }
+        objects.retain(|key, versions| versions.iter().any(|v| Some(&&v.manifest) != current.get(key)));
+        HistoryIndex { built_for, objects }
+    }
+}
+
+/// Per ApplySet, the last index built.
+#[derive(Default)]
+pub struct HistoryCache {
+    indexes: std::sync::Mutex<HashMap<String, Arc<HistoryIndex>>>,
+}
+
+impl HistoryCache {
+    /// The index for `earlier` revisions and the `current` one: the cached one when it was
+    /// built for the same, else read from git. A revision that cannot be read is left out with
+    /// a warning (its fields are not checked), never taken as "nothing was applied".
+    #[allow(clippy::too_many_arguments)]
+    pub async fn index(
+        &self,
+        git: &GitSource,
+        applyset: &ApplySet,
+        earlier: Vec<AppliedRevision>,
+        current_revision: &str,
+        current: &[LoadedObject],
+        credentials: Option<Credentials>,
+        timeout: Duration,
+    ) -> (Arc<HistoryIndex>, Vec<String>) {
+        let key = applyset.key();
+        let built_for = (earlier, current_revision.to_owned());
+        if let Some(found) = self.indexes.lock().unwrap_or_else(|p| p.into_inner()).get(&key)
+            && found.built_for == built_for
+        {
+            return (found.clone(), Vec::new());
+        }
+        let cache_key = CacheKey::new(applyset.namespace_or_default(), applyset.name());
+        let mut revisions = Vec::new();
+        let mut warnings = Vec::new();
+        for applied in &built_for.0 {
+            match read(git, &cache_key, applyset, applied, credentials.clone(), timeout).await {
+                Ok(objects) => revisions.push((applied.revision.clone(), objects)),
+                Err(why) => warnings.push(format!(
+                    "earlier revision {} cannot be read, so fields only it applied are not checked for staleness: {why}",
+                    applied.revision
+                )),
+            }
+        }
+        let index = Arc::new(HistoryIndex::build(built_for, revisions, current));
+        // A failed read is tried again next run rather than cached.
+        if warnings.is_empty() {
+            self.indexes.lock().unwrap_or_else(|p| p.into_inner()).insert(key, index.clone());
+        }
+        (index, warnings)
+    }
+
+    /// Forgets an ApplySet (deleted).
+    pub fn forget(&self, key: &str) {
+        self.indexes.lock().unwrap_or_else(|p| p.into_inner()).remove(key);
+    }
+}
+
+/// One earlier revision's objects, loaded as the controller loads manifests.
+async fn read(
+    git: &GitSource,
+    cache_key: &CacheKey,
+    applyset: &ApplySet,
+    applied: &AppliedRevision,
+    credentials: Option<Credentials>,
+    timeout: Duration,
+) -> Result<Vec<LoadedObject>, String> {
+    let commit = commit_of(&applied.revision).ok_or("not a revision of a commit")?;
+    let spec = crate::source::SourceSpec { path: applied.path.clone(), ..applyset.spec.source.clone() };
+    let files: Vec<(PathBuf, Vec<u8>)> = git
+        .read_revision(cache_key, &spec, commit, credentials, timeout)
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut objects = Vec::new();
+    for (path, bytes) in files {
+        let loaded = crate::manifest::load_bytes(&path, &bytes).map_err(|e| e.to_string())?;
+        objects.extend(loaded);
+    }
+    Ok(objects)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manifest::Source;
+
+    fn loaded(text: &str) -> LoadedObject {
+        LoadedObject {
+            object: Value::from_json_str(text).unwrap(),
+            source: Source { path: "a.yaml".into(), document: 1, line: 1 },
+        }
+    }
+
+    fn config_map(value: &str) -> LoadedObject {
+        loaded(&format!(r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"a"}},"data":{{"k":"{value}"}}}}"#))
+    }
+
+    const SHA: &str = "0123456789abcdef0123456789abcdef01234567";
+
+    #[test]
+    fn the_applied_list_is_newest_first_unique_and_bounded() {
+        let mut applied = Vec::new();
+        for i in 0..12 {
+            applied = record_applied(&applied, &format!("main@sha1:{i}"), Some("deploy"));
+        }
+        assert_eq!(applied.len(), HISTORY_LIMIT);
+        assert_eq!(applied[0].revision, "main@sha1:11");
+        let again = record_applied(&applied, "main@sha1:5", Some("deploy"));
+        assert_eq!(again[0].revision, "main@sha1:5");
+        assert_eq!(again.iter().filter(|r| r.revision == "main@sha1:5").count(), 1);
+        assert_eq!(commit_of(&format!("main@sha1:{SHA}")), Some(SHA));
+        assert_eq!(commit_of("main@sha1:abc"), None);
+    }
+
+    #[test]
+    fn only_objects_whose_manifest_changed_keep_versions() {
+        let unchanged = loaded(r#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s"}}"#);
+        let revisions = vec![
+            ("v2".to_owned(), vec![config_map("2"), unchanged.clone()]),
+            ("v1".to_owned(), vec![config_map("1"), unchanged.clone()]),
+        ];
+        let current = [config_map("3"), unchanged.clone()];
+        let index = HistoryIndex::build(Default::default(), revisions, &current);
+        let versions: Vec<&str> = index.versions_for(&current[0].object).iter().map(|v| v.revision.as_str()).collect();
+        assert_eq!(versions, ["v1", "v2"]);
+        assert!(index.versions_for(&unchanged.object).is_empty());
+    }
+}

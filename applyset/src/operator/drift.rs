@@ -102,9 +102,30 @@ impl IgnoreRules {
     }
 
     /// Removes the ignored fields of `object` from `patch`.
-    pub fn filter_patch(&self, object: &Value, patch: &mut Value) {
+    /// Removes the ignored fields of `object` from `patch`: the rules' paths, and the fields
+    /// the live object's managedFields give to an ignored manager (a list they are in goes
+    /// whole, as a patch's list element cannot be addressed alone).
+    pub fn filter_patch(&self, object: &Value, live: &Value, patch: &mut Value) {
         for pointer in self.pointers_for(object) {
             remove_path(patch, pointer);
+        }
+        let managers = self.managers_for(object);
+        if managers.is_empty() {
+            return;
+        }
+        let entries = managed::entries(live);
+        for field in path::patch_fields(patch) {
+            if managed::manager_of(&entries, &field).is_some_and(|m| managers.contains(&m.as_str())) {
+                let keys: Vec<String> = field
+                    .segments()
+                    .iter()
+                    .map_while(|s| match s {
+                        crate::fields::Segment::Key(key) => Some(key.clone()),
+                        _ => None,
+                    })
+                    .collect();
+                remove_path(patch, &keys);
+            }
         }
     }
 }
@@ -263,7 +284,7 @@ mod tests {
 
     #[test]
     fn targets_select_by_kind_name_namespace_and_labels() {
-        let rule = |target: DriftTarget| DriftIgnoreRule { paths: vec!["/spec/replicas".into()], target: Some(target) };
+        let rule = |target: DriftTarget| DriftIgnoreRule { paths: vec!["/spec/replicas".into()], managers: Vec::new(), target: Some(target) };
         let rules = IgnoreRules::new(&[
             rule(DriftTarget { group: Some("apps".into()), kind: Some("Deployment".into()), ..Default::default() }),
             rule(DriftTarget { kind: Some("StatefulSet".into()), ..Default::default() }),
@@ -275,15 +296,16 @@ mod tests {
         let config_map = json(r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"web"}}"#);
         assert!(rules.pointers_for(&config_map).is_empty());
         let mut patch = json(r#"{"spec":{"replicas":5}}"#);
-        rules.filter_patch(&deployment("{}"), &mut patch);
+        rules.filter_patch(&deployment("{}"), &Value::Null, &mut patch);
         assert_eq!(patch.to_json_string(), "{}");
     }
 
     #[test]
     fn bad_rules_name_the_field() {
-        let error = IgnoreRules::new(&[DriftIgnoreRule { paths: vec!["spec".into()], target: None }]).unwrap_err();
+        let error = IgnoreRules::new(&[DriftIgnoreRule { paths: vec!["spec".into()], managers: Vec::new(), target: None }]).unwrap_err();
         assert!(error.starts_with("spec.drift.ignore[0].paths: "), "{error}");
         let error = IgnoreRules::new(&[DriftIgnoreRule {
+            managers: Vec::new(),
             paths: vec!["/spec".into()],
             target: Some(DriftTarget { label_selector: Some("a in (".into()), ..Default::default() }),
         }])

@@ -259,6 +259,7 @@ mod tests {
             patch: Some(json(r#"{"data":{"value":"git"}}"#)),
             patch_type: None,
             result: Some(config_map("a", "git", "applyset-controller")),
+            fields: Vec::new(),
         };
         let unchanged = Details {
             live: Some(config_map("b", "git", "x")),
@@ -321,6 +322,7 @@ mod tests {
             patch: Some(json(r#"{"data":{"value":"1"}}"#)),
             patch_type: None,
             result: Some(config_map("a", "1", "x")),
+            fields: Vec::new(),
         };
         let report = ApplyReport {
             objects: vec![report("a", Ok(Verb::Configured), Some(canonicalized))],

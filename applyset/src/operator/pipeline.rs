@@ -245,7 +245,7 @@ async fn apply(
         ownership: Ownership::RefuseOtherSets,
         patch_filter: (!ignore.is_empty()).then(|| {
             let ignore = ignore.clone();
-            PatchFilter(Arc::new(move |object, _live, patch| ignore.filter_patch(object, patch)))
+            PatchFilter(Arc::new(move |object, live, patch| ignore.filter_patch(object, live, patch)))
         }),
         field_policy: (!policy.is_idle()).then(|| FieldPolicyRef(Arc::new(policy))),
         ..ApplyOptions::default()

@@ -235,7 +235,10 @@ impl One<'_> {
                 computed.patch = computed.engine.three_way(&original, modified, current).map_err(|e| {
                     ObjectError::plain(
                         ErrorCategory::Patch,
-                        format!("error when computing the patch that removes left-behind fields of {:?}: {e}", self.source),
+                        format!(
+                            "error when computing the patch that removes left-behind fields of {:?}: {e}",
+                            self.source
+                        ),
                     )
                 })?;
             }

@@ -146,7 +146,10 @@ mod tests {
         let live = live();
         let entries = entries(&live);
         let names: Vec<(&str, Option<&str>)> = entries.iter().map(|e| (e.manager, e.subresource)).collect();
-        assert_eq!(names, [("applyset-controller", None), ("kubectl-edit", None), ("kube-controller-manager", Some("status"))]);
+        assert_eq!(
+            names,
+            [("applyset-controller", None), ("kubectl-edit", None), ("kube-controller-manager", Some("status"))]
+        );
     }
 
     #[test]
@@ -163,14 +166,17 @@ mod tests {
             Segment::Element("name".into(), "DEBUG".into()),
         ]);
         assert_eq!(manager_of(&entries, &env).as_deref(), Some("kubectl-edit"));
-        let image = FieldPath(vec![Segment::Key("metadata".into()), Segment::Key("labels".into()), Segment::Key("app".into())]);
+        let image =
+            FieldPath(vec![Segment::Key("metadata".into()), Segment::Key("labels".into()), Segment::Key("app".into())]);
         assert_eq!(manager_of(&entries, &image).as_deref(), Some("applyset-controller"));
     }
 
     #[test]
     fn fields_the_manifest_lacks_are_named_down_to_fields_and_elements() {
         let live = live();
-        let manifest = json(r#"{"metadata":{"labels":{"app":"web"}},"spec":{"template":{"spec":{"containers":[{"name":"app","image":"a"}]}}}}"#);
+        let manifest = json(
+            r#"{"metadata":{"labels":{"app":"web"}},"spec":{"template":{"spec":{"containers":[{"name":"app","image":"a"}]}}}}"#,
+        );
         let entries = entries(&live);
         let edit: Vec<String> =
             fields_absent_from(entries[1].fields, &manifest, &live).iter().map(ToString::to_string).collect();

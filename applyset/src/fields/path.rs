@@ -241,7 +241,10 @@ mod tests {
             r#"{"spec":{"containers":[{"env":[{"name":"Y","value":"2"}],"name":"app"}]}}"#
         );
         let image = path(&[key("spec"), key("containers"), element("name", "app"), key("image")]);
-        assert_eq!(image.extract(&object).unwrap().to_json_string(), r#"{"spec":{"containers":[{"image":"a","name":"app"}]}}"#);
+        assert_eq!(
+            image.extract(&object).unwrap().to_json_string(),
+            r#"{"spec":{"containers":[{"image":"a","name":"app"}]}}"#
+        );
         assert!(path(&[key("spec"), key("containers"), element("name", "web")]).extract(&object).is_none());
     }
 

@@ -82,8 +82,10 @@ fn the_rolled_back_env_var_is_stale_and_named_with_its_revision_and_manager() {
         v1.clone(),
         r#"[{"manager":"kubectl-rollout","operation":"Update","fieldsV1":{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{"f:env":{"k:{\"name\":\"TO_BE_DELETED\"}":{".":{},"f:name":{},"f:value":{}}}}}}}}}}]"#,
     );
-    let history =
-        [Version { revision: "v1".into(), manifest: v1.clone() }, Version { revision: "v2".into(), manifest: v2.clone() }];
+    let history = [
+        Version { revision: "v1".into(), manifest: v1.clone() },
+        Version { revision: "v2".into(), manifest: v2.clone() },
+    ];
     let merger = Strategic(deployment_schema());
     let found = stale_fields(&history, &v2, &v3, &live, &merger, &Guard::default()).unwrap();
     assert_eq!(found.len(), 1, "{found:?}");
@@ -128,7 +130,8 @@ fn nothing_is_stale_when_the_annotation_or_git_still_has_it_or_it_is_gone() {
 
 #[test]
 fn a_custom_resource_field_is_stale_through_json_merge() {
-    let v1 = json(r#"{"apiVersion":"x.dev/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"size":1,"color":"red"}}"#);
+    let v1 =
+        json(r#"{"apiVersion":"x.dev/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"size":1,"color":"red"}}"#);
     let v2 = json(r#"{"apiVersion":"x.dev/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"size":2}}"#);
     let history = [Version { revision: "v1".into(), manifest: v1.clone() }];
     let found = stale_fields(&history, &v2, &v2, &v1, &JsonMerge, &Guard::default()).unwrap();
@@ -144,7 +147,10 @@ fn a_custom_resource_field_is_stale_through_json_merge() {
 fn foreign_fields_are_named_with_their_manager_and_protected_ones_are_not() {
     let manifest = deployment(ANOTHER, "");
     let live = with_managers(
-        deployment(&format!("{ANOTHER},{{\"name\":\"DEBUG\",\"value\":\"1\"}}"), r#","annotations":{"kubectl.kubernetes.io/restartedAt":"now"}"#),
+        deployment(
+            &format!("{ANOTHER},{{\"name\":\"DEBUG\",\"value\":\"1\"}}"),
+            r#","annotations":{"kubectl.kubernetes.io/restartedAt":"now"}"#,
+        ),
         r#"[
           {"manager":"applyset-controller","operation":"Update","fieldsV1":{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{"f:env":{"k:{\"name\":\"ANOTHER_ENV\"}":{".":{}}}}}}}}}},
           {"manager":"kubectl-edit","operation":"Update","fieldsV1":{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{"f:env":{"k:{\"name\":\"DEBUG\"}":{".":{},"f:name":{},"f:value":{}}}}}}}}}},
@@ -161,7 +167,10 @@ fn foreign_fields_are_named_with_their_manager_and_protected_ones_are_not() {
         named,
         [
             ("spec.template.spec.containers[name=app].env[name=DEBUG]".to_owned(), Some("kubectl-edit".to_owned())),
-            ("spec.template.metadata.annotations.kubectl.kubernetes.io/restartedAt".to_owned(), Some("kubectl-rollout".to_owned())),
+            (
+                "spec.template.metadata.annotations.kubectl.kubernetes.io/restartedAt".to_owned(),
+                Some("kubectl-rollout".to_owned())
+            ),
         ]
     );
 }

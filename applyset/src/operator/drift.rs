@@ -284,7 +284,11 @@ mod tests {
 
     #[test]
     fn targets_select_by_kind_name_namespace_and_labels() {
-        let rule = |target: DriftTarget| DriftIgnoreRule { paths: vec!["/spec/replicas".into()], managers: Vec::new(), target: Some(target) };
+        let rule = |target: DriftTarget| DriftIgnoreRule {
+            paths: vec!["/spec/replicas".into()],
+            managers: Vec::new(),
+            target: Some(target),
+        };
         let rules = IgnoreRules::new(&[
             rule(DriftTarget { group: Some("apps".into()), kind: Some("Deployment".into()), ..Default::default() }),
             rule(DriftTarget { kind: Some("StatefulSet".into()), ..Default::default() }),
@@ -302,7 +306,9 @@ mod tests {
 
     #[test]
     fn bad_rules_name_the_field() {
-        let error = IgnoreRules::new(&[DriftIgnoreRule { paths: vec!["spec".into()], managers: Vec::new(), target: None }]).unwrap_err();
+        let error =
+            IgnoreRules::new(&[DriftIgnoreRule { paths: vec!["spec".into()], managers: Vec::new(), target: None }])
+                .unwrap_err();
         assert!(error.starts_with("spec.drift.ignore[0].paths: "), "{error}");
         let error = IgnoreRules::new(&[DriftIgnoreRule {
             managers: Vec::new(),

@@ -196,10 +196,8 @@ async fn read(
 ) -> Result<Vec<LoadedObject>, String> {
     let commit = commit_of(&applied.revision).ok_or("not a revision of a commit")?;
     let spec = crate::source::SourceSpec { path: applied.path.clone(), ..applyset.spec.source.clone() };
-    let files: Vec<(PathBuf, Vec<u8>)> = git
-        .read_revision(cache_key, &spec, commit, credentials, timeout)
-        .await
-        .map_err(|e| e.to_string())?;
+    let files: Vec<(PathBuf, Vec<u8>)> =
+        git.read_revision(cache_key, &spec, commit, credentials, timeout).await.map_err(|e| e.to_string())?;
     let mut objects = Vec::new();
     for (path, bytes) in files {
         let loaded = crate::manifest::load_bytes(&path, &bytes).map_err(|e| e.to_string())?;
@@ -221,7 +219,9 @@ mod tests {
     }
 
     fn config_map(value: &str) -> LoadedObject {
-        loaded(&format!(r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"a"}},"data":{{"k":"{value}"}}}}"#))
+        loaded(&format!(
+            r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"a"}},"data":{{"k":"{value}"}}}}"#
+        ))
     }
 
     const SHA: &str = "0123456789abcdef0123456789abcdef01234567";

@@ -24,7 +24,13 @@ pub struct LeftoverPolicy {
 }
 
 impl LeftoverPolicy {
-    pub fn new(drift: &DriftSpec, writes: bool, own_manager: &str, ignore: Arc<IgnoreRules>, history: Arc<HistoryIndex>) -> Self {
+    pub fn new(
+        drift: &DriftSpec,
+        writes: bool,
+        own_manager: &str,
+        ignore: Arc<IgnoreRules>,
+        history: Arc<HistoryIndex>,
+    ) -> Self {
         LeftoverPolicy {
             stale: drift.stale_fields,
             foreign: drift.foreign_fields,
@@ -42,7 +48,14 @@ impl LeftoverPolicy {
 }
 
 impl FieldPolicy for LeftoverPolicy {
-    fn inspect(&self, manifest: &Value, annotation: &Value, modified: &Value, live: &Value, merger: &dyn Merger) -> Verdict {
+    fn inspect(
+        &self,
+        manifest: &Value,
+        annotation: &Value,
+        modified: &Value,
+        live: &Value,
+        merger: &dyn Merger,
+    ) -> Verdict {
         let mut ignored_managers: Vec<&str> = SYSTEM_MANAGERS.to_vec();
         ignored_managers.extend(self.ignore.managers_for(manifest));
         let guard = Guard { ignored_managers, pointers: self.ignore.pointers_for(manifest) };

@@ -8,9 +8,9 @@ use super::api::{ApplySetStatus, DriftedField, DriftedObject, InventoryObject};
 use super::drift;
 use super::status::{self, DRIFTED, reason};
 use crate::apply::{ApplyReport, ObjectReport, Verb};
-use crate::fields::Reason;
 use crate::applyset::GroupKind;
 use crate::applyset::LAST_APPLIED_ANNOTATION as LAST_APPLIED;
+use crate::fields::Reason;
 
 /// What a successful pipeline run did, for the Ready message, Events and metrics.
 #[derive(Debug, Default)]
@@ -178,7 +178,11 @@ fn split_display(display: &str) -> (String, String) {
 pub fn set_drift_condition(status: &mut ApplySetStatus, done: &Done, generation: Option<i64>, now: &Time) {
     let mut problems = Vec::new();
     if !done.corrected && !done.drifted.is_empty() {
-        problems.push(format!("{} object(s) differ from the source: {}", done.drifted.len(), describe_drift(&done.drifted)));
+        problems.push(format!(
+            "{} object(s) differ from the source: {}",
+            done.drifted.len(),
+            describe_drift(&done.drifted)
+        ));
     }
     if !done.left_behind.is_empty() {
         problems.push(format!(
@@ -191,7 +195,11 @@ pub fn set_drift_condition(status: &mut ApplySetStatus, done: &Done, generation:
         ("True", reason::DRIFT_DETECTED, problems.join("; "))
     } else if !done.drifted.is_empty() {
         let n = done.drifted.len();
-        ("False", reason::DRIFT_CORRECTED, format!("Corrected drift in {n} object(s): {}", describe_drift(&done.drifted)))
+        (
+            "False",
+            reason::DRIFT_CORRECTED,
+            format!("Corrected drift in {n} object(s): {}", describe_drift(&done.drifted)),
+        )
     } else {
         ("False", reason::NO_DRIFT, "No drift from the source".to_owned())
     };

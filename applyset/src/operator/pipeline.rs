@@ -13,14 +13,14 @@ use kube::Api;
 use super::api::{ApplySet, ApplySetStatus, DriftMode, DriftStatus, DriftedObject};
 use super::context::Context;
 use super::drift::IgnoreRules;
+use super::history::{self, HistoryIndex};
 use super::inventory;
+use super::leftover::LeftoverPolicy;
 use super::outcome::{Classified, Done, classify};
 use super::prune;
 use super::reconcile::{api_resource, redact_owner};
 use super::schedule::Intervals;
 use super::status::{self, DRIFTED, Failure, Stage};
-use super::history::{self, HistoryIndex};
-use super::leftover::LeftoverPolicy;
 use crate::apply::{self, ApplyOptions, ApplyReport, DryRun, Fatal, FieldPolicyRef, Ownership, PatchFilter};
 use crate::applyset::{ApiIndex, DeleteOptions, Parent, ParentWrites, Run};
 use crate::cluster::Cluster;
@@ -322,7 +322,10 @@ async fn record(
 fn drift_status(mode: &DriftMode, done: &Done) -> DriftStatus {
     let mut objects: Vec<DriftedObject> = done.drifted.clone();
     for entry in &done.left_behind {
-        match objects.iter_mut().find(|o| o.kind == entry.kind && o.name == entry.name && o.namespace == entry.namespace) {
+        match objects
+            .iter_mut()
+            .find(|o| o.kind == entry.kind && o.name == entry.name && o.namespace == entry.namespace)
+        {
             Some(object) => object.fields.extend(entry.fields.iter().cloned()),
             None => objects.push(entry.clone()),
         }
@@ -335,7 +338,10 @@ fn drift_status(mode: &DriftMode, done: &Done) -> DriftStatus {
         objects
             .iter()
             .take(status::DRIFT_LIMIT)
-            .map(|o| DriftedObject { fields: o.fields.iter().take(status::DRIFT_FIELD_LIMIT).cloned().collect(), ..o.clone() })
+            .map(|o| DriftedObject {
+                fields: o.fields.iter().take(status::DRIFT_FIELD_LIMIT).cloned().collect(),
+                ..o.clone()
+            })
             .collect()
     };
     DriftStatus {

@@ -12,16 +12,16 @@ use kube::core::ApiResource;
 use kube::runtime::controller::Action;
 use kube::runtime::finalizer::{self, Event as FinalizerEvent};
 
+use super::api::DriftedObject;
 use super::api::{ApplySet, ApplySetStatus, DeletionPolicy, FINALIZER, GROUP, KIND, PLURAL};
 use super::context::Context;
-use super::api::DriftedObject;
 use super::outcome::{Done, describe_drift, set_drift_condition};
-use crate::fields::Reason;
 use super::prune;
 use super::schedule::{Intervals, backoff, with_jitter};
 use super::status::{self, Failure, READY, Stage, reason};
 use crate::apply::DryRun;
 use crate::applyset::{DeleteOptions, ParentWrites, Run};
+use crate::fields::Reason;
 use crate::redact;
 use crate::source::{Ancestry, CacheKey};
 
@@ -255,9 +255,10 @@ async fn publish_success_events(ctx: &Context, applyset: &ApplySet, done: &Done,
 /// Stale and foreign fields: reported when they change (a steady report publishes nothing),
 /// removed whenever a run removes some.
 async fn left_behind_events(ctx: &Context, applyset: &ApplySet, done: &Done) {
-    for (reason, event, removed_event) in
-        [(Reason::Stale, "StaleFields", "StaleFieldsRemoved"), (Reason::Foreign, "ForeignFields", "ForeignFieldsRemoved")]
-    {
+    for (reason, event, removed_event) in [
+        (Reason::Stale, "StaleFields", "StaleFieldsRemoved"),
+        (Reason::Foreign, "ForeignFields", "ForeignFieldsRemoved"),
+    ] {
         let only = |objects: &[DriftedObject]| -> Vec<DriftedObject> {
             objects
                 .iter()

@@ -157,7 +157,11 @@ impl Job {
     /// The manifest files of the pinned commit under `path` (fetched first if the cache does
     /// not hold it), read from the object database without a checkout: an earlier revision,
     /// read beside the current one. Paths are relative to the repository root.
-    pub(crate) fn read_files(self, cancel: &AtomicBool, counters: &Counters) -> Result<Vec<(PathBuf, Vec<u8>)>, SourceError> {
+    pub(crate) fn read_files(
+        self,
+        cancel: &AtomicBool,
+        counters: &Counters,
+    ) -> Result<Vec<(PathBuf, Vec<u8>)>, SourceError> {
         let repo = self.open_repo()?;
         let st = CallbackState::new(cancel, self.limits.max_fetch_bytes);
         let Resolved { commit, .. } = self.resolve_and_fetch(&repo, &st, counters)?;

@@ -1,0 +1,267 @@
+//! The rollback post-mortem, end to end: a real controller, real git, the local control plane
+//! and real kubectl (`rollout undo`, `rollout restart`, `edit`).
+//!
+//! v1 sets `TO_BE_DELETED`; v2 drops it (so does the last-applied annotation); `kubectl rollout
+//! undo --to-revision=1` brings it back live; v3 is applied. kubectl's apply keeps it forever.
+//! `staleFields: Report` names it with the revision that applied it; `Remove` deletes it and
+//! nothing else.
+
+mod git;
+mod operator;
+mod support;
+
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use applyset::operator::api::{ApplySet, DriftedField};
+use operator::{
+    ControllerFixture, create_applyset, events_for, patch_spec, ready_at, revision, start_controller, wait_for_applyset,
+};
+use support::TestNamespace;
+
+const T: Duration = Duration::from_secs(90);
+
+fn deployment(image: &str, env: &[(&str, &str)]) -> String {
+    let env: String =
+        env.iter().map(|(name, value)| format!("        - name: {name}\n          value: \"{value}\"\n")).collect();
+    format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 1\n  selector:\n    matchLabels: {{app: web}}\n  template:\n    metadata:\n      labels: {{app: web}}\n    spec:\n      containers:\n      - name: app\n        image: {image}\n        env:\n{env}"
+    )
+}
+
+/// The drift report's fields of `deployment.apps/web` (or `Deployment.apps`), with `reason`.
+fn fields_with(applyset: &ApplySet, reason: &str) -> Vec<DriftedField> {
+    let Some(drift) = applyset.status.as_ref().and_then(|s| s.drift.as_ref()) else { return Vec::new() };
+    drift
+        .objects
+        .iter()
+        .filter(|o| o.name == "web")
+        .flat_map(|o| o.fields.clone())
+        .filter(|f| f.reason == reason)
+        .collect()
+}
+
+fn removed(applyset: &ApplySet) -> Vec<DriftedField> {
+    let Some(drift) = applyset.status.as_ref().and_then(|s| s.drift.as_ref()) else { return Vec::new() };
+    drift.removed.iter().filter(|o| o.name == "web").flat_map(|o| o.fields.clone()).collect()
+}
+
+fn env_names(ns: &TestNamespace) -> Result<String> {
+    ns.kubectl_ok(&["get", "deployment", "web", "-o", "jsonpath={.spec.template.spec.containers[0].env[*].name}"], None)
+}
+
+/// Waits until the Deployment controller recorded `revision` (a ReplicaSet per template).
+async fn wait_for_rollout_revision(ns: &TestNamespace, revision: &str) -> Result<()> {
+    support::eventually(&format!("deployment revision {revision}"), T, || async {
+        let annotation = ns.kubectl_ok(
+            &[
+                "get",
+                "deployment",
+                "web",
+                "-o",
+                "jsonpath={.metadata.annotations.deployment\\.kubernetes\\.io/revision}",
+            ],
+            None,
+        )?;
+        Ok((annotation == revision).then_some(()))
+    })
+    .await
+}
+
+const STALE_PATH: &str = "spec.template.spec.containers[name=app].env[name=TO_BE_DELETED]";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rolled_back_env_var_is_reported_then_removed() -> Result<()> {
+    let ControllerFixture { ns, repo } = ControllerFixture::new("postmortem").await?;
+    repo.write("web.yaml", deployment("nginx:1.0", &[("TO_BE_DELETED", "x"), ("ANOTHER_ENV", "1")]));
+    let v1 = repo.commit("v1");
+    let mut controller = start_controller(&ns)?;
+    create_applyset(&ns, "app", serde_json::json!({ "source": { "url": repo.url() }, "interval": "2s" })).await?;
+    wait_for_applyset(&ns, "app", &controller, "v1 Ready", T, ready_at(revision(&v1))).await?;
+    wait_for_rollout_revision(&ns, "1").await?;
+
+    repo.write("web.yaml", deployment("nginx:2.0", &[("ANOTHER_ENV", "1")]));
+    let v2 = repo.commit("v2 drops TO_BE_DELETED");
+    wait_for_applyset(&ns, "app", &controller, "v2 Ready", T, ready_at(revision(&v2))).await?;
+    wait_for_rollout_revision(&ns, "2").await?;
+    assert_eq!(env_names(&ns)?, "ANOTHER_ENV");
+
+    ns.kubectl_ok(&["rollout", "undo", "deployment/web", "--to-revision=1"], None)?;
+    assert_eq!(env_names(&ns)?, "TO_BE_DELETED ANOTHER_ENV", "the rollback brought it back");
+    ns.kubectl_ok(&["rollout", "restart", "deployment/web"], None)?;
+
+    // Restarted between v2 and v3 (with an empty git cache): the history is in the status.
+    controller.stop();
+    let controller = start_controller(&ns)?;
+    repo.write("web.yaml", deployment("nginx:3.0", &[("ANOTHER_ENV", "1")]));
+    let v3 = repo.commit("v3");
+    let reported = wait_for_applyset(&ns, "app", &controller, "v3 Ready with a stale field", T, |a| {
+        ready_at(revision(&v3))(a) && !fields_with(a, "Stale").is_empty()
+    })
+    .await?;
+    let stale = fields_with(&reported, "Stale");
+    assert_eq!(stale.len(), 1, "{stale:?}");
+    assert_eq!(stale[0].path, STALE_PATH);
+    assert_eq!(stale[0].applied_in.as_deref(), Some(revision(&v1).as_str()));
+    // `rollout undo` sets no field manager: the apiserver names it after kubectl's binary.
+    let manager = stale[0].manager.as_deref().unwrap_or_default();
+    assert!(manager.starts_with("kubectl"), "the rollback put it back: {manager:?}");
+    let drifted = operator::condition(&reported, "Drifted").context("Drifted condition")?;
+    assert_eq!(drifted.0, "True", "{drifted:?}");
+    assert!(drifted.2.contains("TO_BE_DELETED"), "{drifted:?}");
+    assert_eq!(env_names(&ns)?, "TO_BE_DELETED ANOTHER_ENV", "Report leaves it in place");
+    let events = events_for(&ns, "app").await?;
+    assert!(
+        events
+            .iter()
+            .any(|(kind, reason, note)| kind == "Warning" && reason == "StaleFields" && note.contains("TO_BE_DELETED")),
+        "{events:?}"
+    );
+
+    patch_spec(&ns, "app", serde_json::json!({ "drift": { "staleFields": "Remove" } })).await?;
+    let cleaned = wait_for_applyset(&ns, "app", &controller, "the stale field removed", T, |a| {
+        ready_at(revision(&v3))(a) && removed(a).iter().any(|f| f.path == STALE_PATH)
+    })
+    .await?;
+    assert!(fields_with(&cleaned, "Stale").is_empty(), "{:?}", cleaned.status);
+    assert_eq!(env_names(&ns)?, "ANOTHER_ENV", "only the stale field is gone");
+    let image =
+        ns.kubectl_ok(&["get", "deployment", "web", "-o", "jsonpath={.spec.template.spec.containers[0].image}"], None)?;
+    assert_eq!(image, "nginx:3.0");
+    let restarted = ns.kubectl_ok(
+        &[
+            "get",
+            "deployment",
+            "web",
+            "-o",
+            "jsonpath={.spec.template.metadata.annotations.kubectl\\.kubernetes\\.io/restartedAt}",
+        ],
+        None,
+    )?;
+    assert!(!restarted.is_empty(), "the rollout restart annotation is foreign, not stale: kept");
+    let events = events_for(&ns, "app").await?;
+    assert!(
+        events.iter().any(|(_, reason, note)| reason == "StaleFieldsRemoved" && note.contains("TO_BE_DELETED")),
+        "{events:?}"
+    );
+    // Steady afterwards: nothing more to remove, nothing reported.
+    let steady = wait_for_applyset(&ns, "app", &controller, "a clean interval", T, |a| {
+        ready_at(revision(&v3))(a) && removed(a).is_empty() && fields_with(a, "Stale").is_empty()
+    })
+    .await?;
+    assert_eq!(operator::condition(&steady, "Drifted").map(|c| c.0).as_deref(), Some("False"));
+    Ok(())
+}
+
+fn widget_crd() -> &'static str {
+    "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.stale.example.com\nspec:\n  group: stale.example.com\n  names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}\n  scope: Namespaced\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        x-kubernetes-preserve-unknown-fields: true\n"
+}
+
+fn widget(spec: &str) -> String {
+    format!("apiVersion: stale.example.com/v1\nkind: Widget\nmetadata:\n  name: w\nspec: {spec}\n")
+}
+
+/// JSON merge path: a custom resource's field that v1 set, v2 dropped, and a hand edit put back
+/// (without the annotation) is stale; `Remove` deletes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_custom_resource_field_is_stale_through_json_merge() -> Result<()> {
+    let ControllerFixture { ns, repo } = ControllerFixture::new("stalecr").await?;
+    ns.kubectl_ok(&["apply", "-f", "-"], Some(widget_crd()))?;
+    repo.write("w.yaml", widget("{size: 1, color: red}"));
+    let v1 = repo.commit("v1");
+    let controller = start_controller(&ns)?;
+    create_applyset(&ns, "app", serde_json::json!({ "source": { "url": repo.url() }, "interval": "2s" })).await?;
+    wait_for_applyset(&ns, "app", &controller, "v1 Ready", T, ready_at(revision(&v1))).await?;
+    repo.write("w.yaml", widget("{size: 2}"));
+    let v2 = repo.commit("v2 drops color");
+    wait_for_applyset(&ns, "app", &controller, "v2 Ready", T, ready_at(revision(&v2))).await?;
+    ns.kubectl_ok(&["patch", "widget", "w", "--type=merge", "-p", r#"{"spec":{"color":"red"}}"#], None)?;
+    let reported = wait_for_applyset(&ns, "app", &controller, "color reported stale", T, |a| {
+        fields_with_name(a, "w", "Stale").iter().any(|f| f.path == "spec.color")
+    })
+    .await?;
+    let stale = fields_with_name(&reported, "w", "Stale");
+    assert_eq!(stale[0].applied_in.as_deref(), Some(revision(&v1).as_str()), "{stale:?}");
+    patch_spec(&ns, "app", serde_json::json!({ "drift": { "staleFields": "Remove" } })).await?;
+    support::eventually("color removed", T, || async {
+        let color = ns.kubectl_ok(&["get", "widget", "w", "-o", "jsonpath={.spec.color}"], None)?;
+        Ok(color.is_empty().then_some(()))
+    })
+    .await?;
+    assert_eq!(ns.kubectl_ok(&["get", "widget", "w", "-o", "jsonpath={.spec.size}"], None)?, "2");
+    ns.kubectl_ok(&["delete", "crd", "widgets.stale.example.com", "--wait=false"], None)?;
+    Ok(())
+}
+
+fn fields_with_name(applyset: &ApplySet, name: &str, reason: &str) -> Vec<DriftedField> {
+    let Some(drift) = applyset.status.as_ref().and_then(|s| s.drift.as_ref()) else { return Vec::new() };
+    drift
+        .objects
+        .iter()
+        .filter(|o| o.name == name)
+        .flat_map(|o| o.fields.clone())
+        .filter(|f| f.reason == reason)
+        .collect()
+}
+
+/// Foreign fields: `kubectl edit` adds an env var and a label → `Report` names both with their
+/// manager; `Remove` deletes both; `replicas` written by a manager on the ignore list stays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn foreign_fields_are_reported_then_removed_but_ignored_managers_keep_theirs() -> Result<()> {
+    let ControllerFixture { ns, repo } = ControllerFixture::new("foreign").await?;
+    repo.write("web.yaml", deployment("nginx:1.0", &[("ANOTHER_ENV", "1")]));
+    let v1 = repo.commit("v1");
+    let controller = start_controller(&ns)?;
+    let spec = serde_json::json!({
+        "source": { "url": repo.url() },
+        "interval": "2s",
+        "drift": { "foreignFields": "Report", "ignore": [{ "managers": ["autoscaler"] }] }
+    });
+    create_applyset(&ns, "app", spec).await?;
+    let ready = wait_for_applyset(&ns, "app", &controller, "v1 Ready", T, ready_at(revision(&v1))).await?;
+    assert!(fields_with(&ready, "Foreign").is_empty(), "an untouched Deployment has none: {:?}", ready.status);
+
+    // A real `kubectl edit`: the editor is a script that adds the env var and the label.
+    let editor = support::scratch_dir("foreign", "editor").join("edit.py");
+    std::fs::write(
+        &editor,
+        "import json, sys\np = sys.argv[1]\no = json.load(open(p))\no['metadata']['labels'] = dict(o['metadata'].get('labels') or {}, team='payments')\no['spec']['template']['spec']['containers'][0]['env'].append({'name': 'DEBUG', 'value': 'true'})\njson.dump(o, open(p, 'w'))\n",
+    )?;
+    let mut edit = ns.kubectl()?;
+    edit.args(["edit", "deployment/web", "-o", "json"]).env("KUBE_EDITOR", format!("python3 {}", editor.display()));
+    let out = edit.output()?;
+    assert!(out.status.success(), "kubectl edit: {}", String::from_utf8_lossy(&out.stderr));
+    ns.kubectl_ok(
+        &["patch", "deployment", "web", "--field-manager=autoscaler", "-p", r#"{"spec":{"replicas":3}}"#],
+        None,
+    )?;
+
+    let reported = wait_for_applyset(&ns, "app", &controller, "foreign fields reported", T, |a| {
+        fields_with(a, "Foreign").len() >= 2
+    })
+    .await?;
+    let foreign: Vec<(String, Option<String>)> =
+        fields_with(&reported, "Foreign").into_iter().map(|f| (f.path, f.manager)).collect();
+    assert!(foreign.contains(&("metadata.labels.team".into(), Some("kubectl-edit".into()))), "{foreign:?}");
+    assert!(
+        foreign
+            .contains(&("spec.template.spec.containers[name=app].env[name=DEBUG]".into(), Some("kubectl-edit".into()))),
+        "{foreign:?}"
+    );
+    assert_eq!(ns.kubectl_ok(&["get", "deployment", "web", "-o", "jsonpath={.spec.replicas}"], None)?, "3");
+
+    patch_spec(&ns, "app", serde_json::json!({ "drift": { "foreignFields": "Remove" } })).await?;
+    wait_for_applyset(&ns, "app", &controller, "foreign fields removed", T, |a| {
+        removed(a).len() >= 2 && fields_with(a, "Foreign").is_empty()
+    })
+    .await?;
+    assert_eq!(env_names(&ns)?, "ANOTHER_ENV");
+    let labels = ns.kubectl_ok(&["get", "deployment", "web", "-o", "jsonpath={.metadata.labels}"], None)?;
+    assert!(!labels.contains("team"), "{labels}");
+    assert_eq!(
+        ns.kubectl_ok(&["get", "deployment", "web", "-o", "jsonpath={.spec.replicas}"], None)?,
+        "3",
+        "the ignored manager's replicas are never touched"
+    );
+    Ok(())
+}

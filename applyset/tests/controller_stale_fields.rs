@@ -265,3 +265,55 @@ async fn foreign_fields_are_reported_then_removed_but_ignored_managers_keep_thei
     );
     Ok(())
 }
+
+/// A fresh ApplySet of `examples/shop` (and a StatefulSet) with stale and foreign fields
+/// reported: the cluster's own bookkeeping (defaults, revision annotations, status) is not
+/// drift, so nothing is reported, at the first run or later ones.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_untouched_shop_reports_no_drift() -> Result<()> {
+    let ControllerFixture { ns, repo } = ControllerFixture::new("untouched").await?;
+    let shop = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/shop");
+    // The shop's own namespace, created by the ApplySet as a user's would be.
+    let shop_ns = format!("{}-shop", ns.name);
+    for entry in std::fs::read_dir(&shop)? {
+        let path = entry?.path();
+        let text = std::fs::read_to_string(&path)?;
+        // A group of its own: a CRD is cluster-wide, and another run's ApplySet may hold the shop's.
+        let text = text.replace("shop.example.com", &format!("{shop_ns}.example.com"));
+        let text = text.replace("namespace: shop", &format!("namespace: {shop_ns}")).replace(
+            "kind: Namespace\nmetadata:\n  name: shop",
+            &format!("kind: Namespace\nmetadata:\n  name: {shop_ns}"),
+        );
+        repo.write(&path.file_name().unwrap().to_string_lossy(), text);
+    }
+    repo.write(
+        "50-statefulset.yaml",
+        format!(
+            "apiVersion: apps/v1\nkind: StatefulSet\nmetadata:\n  name: db\n  namespace: {shop_ns}\nspec:\n  serviceName: db\n  replicas: 1\n  selector:\n    matchLabels: {{app: db}}\n  template:\n    metadata:\n      labels: {{app: db}}\n    spec:\n      containers:\n      - name: db\n        image: postgres:16\n"
+        ),
+    );
+    let v1 = repo.commit("shop");
+    let controller = start_controller(&ns)?;
+    let spec = serde_json::json!({
+        "source": { "url": repo.url() },
+        "interval": "2s",
+        "drift": { "staleFields": "Report", "foreignFields": "Report" }
+    });
+    create_applyset(&ns, "shop", spec).await?;
+    wait_for_applyset(&ns, "shop", &controller, "Ready", T, ready_at(revision(&v1))).await?;
+    // Two more runs, after the cluster's controllers wrote their bookkeeping.
+    for _ in 0..2 {
+        let asked = operator::request_reconcile(&ns, "shop").await?;
+        let handled = wait_for_applyset(&ns, "shop", &controller, "a requested run", T, |a| {
+            a.status.as_ref().and_then(|s| s.last_handled_reconcile_at.as_deref()) == Some(asked.as_str())
+        })
+        .await?;
+        let drift = handled.status.as_ref().and_then(|s| s.drift.clone()).unwrap_or_default();
+        assert_eq!(drift.count, 0, "{drift:?}");
+        assert!(drift.objects.is_empty() && drift.reasons.is_empty(), "{drift:?}");
+        assert_eq!(operator::condition(&handled, "Drifted").map(|c| c.0).as_deref(), Some("False"));
+    }
+    ns.kubectl_ok(&["delete", "namespace", &shop_ns, "--wait=false"], None)?;
+    ns.kubectl_ok(&["delete", "crd", &format!("featureflags.{shop_ns}.example.com"), "--wait=false"], None)?;
+    Ok(())
+}

@@ -125,6 +125,8 @@ pub fn is_protected(path: &FieldPath) -> bool {
     matches!(path.root(), None | Some("status" | "apiVersion" | "kind"))
         || PROTECTED_METADATA.iter().any(|key| path.starts_with(&["metadata", key]))
         || path.starts_with(&["metadata", "annotations", LAST_APPLIED_ANNOTATION])
+        // Set on every Namespace by the apiserver.
+        || path.starts_with(&["metadata", "labels", "kubernetes.io/metadata.name"])
 }
 
 /// The stale fields of an object: what merging its earlier revisions' manifests (oldest first)

@@ -111,7 +111,7 @@ pub struct DriftSpec {
     /// Fields an earlier applied revision set that git and the last-applied annotation no
     /// longer have, yet are live (a `kubectl rollout undo` brought them back): kubectl's
     /// apply never deletes them. `Report` (default) lists them with `reason: Stale`;
-    /// `Remove` has the apply delete them.
+    /// `Remove` has the apply delete them; `Ignore` does not look for them (as kubectl).
     #[serde(default)]
     pub stale_fields: StaleFields,
     /// Fields git does not set that another field manager wrote (`kubectl edit`, `kubectl set
@@ -123,6 +123,7 @@ pub struct DriftSpec {
 
 #[derive(Deserialize, Serialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
 pub enum StaleFields {
+    Ignore,
     #[default]
     Report,
     Remove,

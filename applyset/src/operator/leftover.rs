@@ -43,7 +43,7 @@ impl LeftoverPolicy {
 
     /// Whether it can find anything at all (no history and foreign fields ignored: nothing).
     pub fn is_idle(&self) -> bool {
-        self.history.is_empty() && self.foreign == ForeignFields::Ignore
+        (self.history.is_empty() || self.stale == StaleFields::Ignore) && self.foreign == ForeignFields::Ignore
     }
 }
 
@@ -60,7 +60,10 @@ impl FieldPolicy for LeftoverPolicy {
         ignored_managers.extend(self.ignore.managers_for(manifest));
         let guard = Guard { ignored_managers, pointers: self.ignore.pointers_for(manifest) };
         let mut verdict = Verdict::default();
-        let versions = self.history.versions_for(manifest);
+        let versions = match self.stale {
+            StaleFields::Ignore => &[],
+            _ => self.history.versions_for(manifest),
+        };
         match stale_fields(versions, annotation, modified, live, merger, &guard) {
             Ok(found) => verdict.findings.extend(found),
             Err(error) => verdict.warnings.push(format!("stale fields could not be computed: {error}")),

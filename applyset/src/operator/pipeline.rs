@@ -10,7 +10,7 @@ use std::time::Instant;
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 
-use super::api::{ApplySet, ApplySetStatus, DriftMode, DriftStatus, DriftedObject};
+use super::api::{ApplySet, ApplySetStatus, DriftMode, DriftStatus, DriftedObject, StaleFields};
 use super::context::Context;
 use super::drift::IgnoreRules;
 use super::history::{self, HistoryIndex};
@@ -183,6 +183,9 @@ async fn history(
     credentials: Option<Credentials>,
     intervals: Intervals,
 ) -> (Arc<HistoryIndex>, Vec<String>) {
+    if applyset.spec.drift.stale_fields == StaleFields::Ignore {
+        return (Arc::new(HistoryIndex::default()), Vec::new());
+    }
     let earlier = history::earlier(applyset, &artifact.revision);
     let (index, warnings) = ctx
         .history

@@ -153,12 +153,15 @@ async fn the_rolled_back_env_var_is_reported_then_removed() -> Result<()> {
     Ok(())
 }
 
-fn widget_crd() -> &'static str {
-    "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.stale.example.com\nspec:\n  group: stale.example.com\n  names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}\n  scope: Namespaced\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        x-kubernetes-preserve-unknown-fields: true\n"
+/// A CRD of the test's own group (another test may hold a `widgets` of its own meanwhile).
+fn widget_crd(group: &str) -> String {
+    format!(
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.{group}\nspec:\n  group: {group}\n  names: {{kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}}\n  scope: Namespaced\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        x-kubernetes-preserve-unknown-fields: true\n"
+    )
 }
 
-fn widget(spec: &str) -> String {
-    format!("apiVersion: stale.example.com/v1\nkind: Widget\nmetadata:\n  name: w\nspec: {spec}\n")
+fn widget(group: &str, spec: &str) -> String {
+    format!("apiVersion: {group}/v1\nkind: Widget\nmetadata:\n  name: w\nspec: {spec}\n")
 }
 
 /// JSON merge path: a custom resource's field that v1 set, v2 dropped, and a hand edit put back
@@ -166,16 +169,26 @@ fn widget(spec: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_custom_resource_field_is_stale_through_json_merge() -> Result<()> {
     let ControllerFixture { ns, repo } = ControllerFixture::new("stalecr").await?;
-    ns.kubectl_ok(&["apply", "-f", "-"], Some(widget_crd()))?;
-    repo.write("w.yaml", widget("{size: 1, color: red}"));
+    let group = format!("{}.example.com", ns.name);
+    let resource = format!("widgets.{group}");
+    ns.kubectl_ok(&["apply", "-f", "-"], Some(&widget_crd(&group)))?;
+    support::eventually("the Widget CRD established", T, || async {
+        let established = ns.kubectl_ok(
+            &["get", "crd", &resource, "-o", "jsonpath={.status.conditions[?(@.type==\"Established\")].status}"],
+            None,
+        )?;
+        Ok((established == "True").then_some(()))
+    })
+    .await?;
+    repo.write("w.yaml", widget(&group, "{size: 1, color: red}"));
     let v1 = repo.commit("v1");
     let controller = start_controller(&ns)?;
     create_applyset(&ns, "app", serde_json::json!({ "source": { "url": repo.url() }, "interval": "2s" })).await?;
     wait_for_applyset(&ns, "app", &controller, "v1 Ready", T, ready_at(revision(&v1))).await?;
-    repo.write("w.yaml", widget("{size: 2}"));
+    repo.write("w.yaml", widget(&group, "{size: 2}"));
     let v2 = repo.commit("v2 drops color");
     wait_for_applyset(&ns, "app", &controller, "v2 Ready", T, ready_at(revision(&v2))).await?;
-    ns.kubectl_ok(&["patch", "widget", "w", "--type=merge", "-p", r#"{"spec":{"color":"red"}}"#], None)?;
+    ns.kubectl_ok(&["patch", &resource, "w", "--type=merge", "-p", r#"{"spec":{"color":"red"}}"#], None)?;
     let reported = wait_for_applyset(&ns, "app", &controller, "color reported stale", T, |a| {
         fields_with_name(a, "w", "Stale").iter().any(|f| f.path == "spec.color")
     })
@@ -184,12 +197,12 @@ async fn a_custom_resource_field_is_stale_through_json_merge() -> Result<()> {
     assert_eq!(stale[0].applied_in.as_deref(), Some(revision(&v1).as_str()), "{stale:?}");
     patch_spec(&ns, "app", serde_json::json!({ "drift": { "staleFields": "Remove" } })).await?;
     support::eventually("color removed", T, || async {
-        let color = ns.kubectl_ok(&["get", "widget", "w", "-o", "jsonpath={.spec.color}"], None)?;
+        let color = ns.kubectl_ok(&["get", &resource, "w", "-o", "jsonpath={.spec.color}"], None)?;
         Ok(color.is_empty().then_some(()))
     })
     .await?;
-    assert_eq!(ns.kubectl_ok(&["get", "widget", "w", "-o", "jsonpath={.spec.size}"], None)?, "2");
-    ns.kubectl_ok(&["delete", "crd", "widgets.stale.example.com", "--wait=false"], None)?;
+    assert_eq!(ns.kubectl_ok(&["get", &resource, "w", "-o", "jsonpath={.spec.size}"], None)?, "2");
+    ns.kubectl_ok(&["delete", "crd", &resource, "--wait=false"], None)?;
     Ok(())
 }
 

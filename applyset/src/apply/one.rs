@@ -220,16 +220,12 @@ impl One<'_> {
 
     /// The patch for the current state, with the caller's filter applied (kept in the details).
     async fn compute(&mut self, modified: &Value, current: &Value) -> Result<ComputedPatch, ObjectError> {
-        let mut computed =
+        let (mut computed, original) =
             compute(self.cluster, self.item, modified, current, &mut self.warnings).await.map_err(|error| {
                 error.rewrap(&format!("applying patch:\n\nto:\n{}\nfor:", self.info_text()), &self.source)
             })?;
         if let Some(policy) = &self.options.field_policy {
-            let annotation = match last_applied(current).map(Value::from_json_str) {
-                Some(Ok(value)) if value.as_object().is_some() => value,
-                _ => Value::Object(Default::default()),
-            };
-            let verdict = policy.0.inspect(&self.item.object, &annotation, modified, current, &computed.engine);
+            let verdict = policy.0.inspect(&self.item.object, &original, modified, current, &computed.engine);
             self.warnings.extend(verdict.warnings);
             if let Some(original) = verdict.original {
                 computed.patch = computed.engine.three_way(&original, modified, current).map_err(|e| {
@@ -390,14 +386,14 @@ fn ownership_conflict(options: &ApplyOptions, item: &Prepared, current: &Value) 
 }
 
 /// kubectl's three-way patch of the object: original (its last-applied annotation), modified
-/// (the manifest with the new annotation), current (the live object).
+/// (the manifest with the new annotation), current (the live object). Returns the original too.
 async fn compute(
     cluster: &Cluster,
     item: &Prepared,
     modified: &Value,
     current: &Value,
     warnings: &mut Vec<String>,
-) -> Result<ComputedPatch, ObjectError> {
+) -> Result<(ComputedPatch, Value), ObjectError> {
     let source = source_text(&item.source);
     let original = match last_applied(current) {
         None | Some("") => Value::Object(Default::default()),
@@ -415,11 +411,13 @@ async fn compute(
         },
     };
     let unusable_last_applied = original.as_object().is_none();
-    metadata::compute_patch(cluster, &item.gvk, &original, modified, current, warnings).await.map_err(|e| {
-        let message = format!("error when {} {}: {}", e.context, go_quote(&source), e.error);
-        let error = ObjectError::plain(ErrorCategory::Patch, message).quoting(e.bodies);
-        ObjectError { unusable_last_applied, ..error }
-    })
+    let computed =
+        metadata::compute_patch(cluster, &item.gvk, &original, modified, current, warnings).await.map_err(|e| {
+            let message = format!("error when {} {}: {}", e.context, go_quote(&source), e.error);
+            let error = ObjectError::plain(ErrorCategory::Patch, message).quoting(e.bodies);
+            ObjectError { unusable_last_applied, ..error }
+        })?;
+    Ok((computed, original))
 }
 
 /// The old live object as a create body: no resourceVersion, uid or timestamps.

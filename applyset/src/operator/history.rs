@@ -31,12 +31,6 @@ pub fn record_applied(previous: &[AppliedRevision], revision: &str, path: Option
     applied
 }
 
-/// The commit of a revision (`main@sha1:<hex>` or `sha1:<hex>`).
-pub fn commit_of(revision: &str) -> Option<&str> {
-    let (_, hex) = revision.rsplit_once("sha1:")?;
-    (hex.len() == 40 && hex.bytes().all(|b| b.is_ascii_hexdigit())).then_some(hex)
-}
-
 /// The revisions applied before the current one, newest first: the status's list, or, for an
 /// ApplySet applied before the list existed, its last applied revision.
 pub fn earlier(applyset: &ApplySet, current: &str) -> Vec<AppliedRevision> {
@@ -194,7 +188,7 @@ async fn read(
     credentials: Option<Credentials>,
     timeout: Duration,
 ) -> Result<Vec<LoadedObject>, String> {
-    let commit = commit_of(&applied.revision).ok_or("not a revision of a commit")?;
+    let (_, commit) = crate::source::parse_revision(&applied.revision).ok_or("not a revision of a commit")?;
     let spec = crate::source::SourceSpec { path: applied.path.clone(), ..applyset.spec.source.clone() };
     let files: Vec<(PathBuf, Vec<u8>)> =
         git.read_revision(cache_key, &spec, commit, credentials, timeout).await.map_err(|e| e.to_string())?;
@@ -237,8 +231,9 @@ mod tests {
         let again = record_applied(&applied, "main@sha1:5", Some("deploy"));
         assert_eq!(again[0].revision, "main@sha1:5");
         assert_eq!(again.iter().filter(|r| r.revision == "main@sha1:5").count(), 1);
-        assert_eq!(commit_of(&format!("main@sha1:{SHA}")), Some(SHA));
-        assert_eq!(commit_of("main@sha1:abc"), None);
+        assert_eq!(crate::source::parse_revision(&format!("main@sha1:{SHA}")), Some((Some("main"), SHA)));
+        assert_eq!(crate::source::parse_revision(&format!("sha1:{SHA}")), Some((None, SHA)));
+        assert_eq!(crate::source::parse_revision("main@sha1:abc"), None);
     }
 
     #[test]

@@ -65,6 +65,16 @@ pub use error::{ErrorCategory, ErrorContext, SourceError};
 pub use spec::{GitRef, SecretRef, SourceSpec};
 pub use url::{GitUrl, Transport, scrub_url, url_secrets};
 
+/// A revision as [`Artifact::revision`] writes it (`<ref>@sha1:<hex>` or `sha1:<hex>`): its ref
+/// name, if any, and its full commit SHA.
+pub fn parse_revision(revision: &str) -> Option<(Option<&str>, &str)> {
+    let (name, hex) = match revision.rsplit_once("@sha1:") {
+        Some((name, hex)) => (Some(name), hex),
+        None => (None, revision.strip_prefix("sha1:")?),
+    };
+    (hex.len() == 40 && hex.bytes().all(|b| b.is_ascii_hexdigit())).then_some((name, hex))
+}
+
 /// Identifies one ApplySet's cache: its namespace and name.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CacheKey {

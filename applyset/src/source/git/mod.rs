@@ -64,15 +64,8 @@ struct Previous {
 
 impl Previous {
     fn parse(revision: &str) -> Option<Previous> {
-        let (name, hex) = match revision.rsplit_once("@sha1:") {
-            Some((name, hex)) => (Some(name.to_string()), hex),
-            None => (None, revision.strip_prefix("sha1:")?),
-        };
-        Some(Previous {
-            revision: revision.to_string(),
-            name,
-            oid: Oid::from_str(hex).ok().filter(|_| hex.len() == 40)?,
-        })
+        let (name, hex) = super::parse_revision(revision)?;
+        Some(Previous { revision: revision.to_string(), name: name.map(str::to_owned), oid: Oid::from_str(hex).ok()? })
     }
 }
 

@@ -22,14 +22,65 @@ use support::TestNamespace;
 const T: Duration = Duration::from_secs(90);
 
 fn deployment(image: &str, env: &[(&str, &str)]) -> String {
-    let env: String =
-        env.iter().map(|(name, value)| format!("        - name: {name}\n          value: \"{value}\"\n")).collect();
-    format!(
-        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 1\n  selector:\n    matchLabels: {{app: web}}\n  template:\n    metadata:\n      labels: {{app: web}}\n    spec:\n      containers:\n      - name: app\n        image: {image}\n        env:\n{env}"
-    )
+    Workload::DEPLOYMENT.manifest(image, env)
 }
 
-/// The drift report's fields of `deployment.apps/web` (or `Deployment.apps`), with `reason`.
+/// The post-mortem's workload: it told the story with a StatefulSet; a Deployment is the
+/// commoner case. Both keep their revisions (ReplicaSets, ControllerRevisions) for `rollout undo`.
+#[derive(Clone, Copy)]
+struct Workload {
+    resource: &'static str,
+    kind: &'static str,
+    /// Fields between `spec:` and `selector:` that the kind needs.
+    extra_spec: &'static str,
+}
+
+impl Workload {
+    const DEPLOYMENT: Workload = Workload { resource: "deployment", kind: "Deployment", extra_spec: "" };
+    const STATEFUL_SET: Workload =
+        Workload { resource: "statefulset", kind: "StatefulSet", extra_spec: "  serviceName: web\n" };
+
+    fn manifest(&self, image: &str, env: &[(&str, &str)]) -> String {
+        let env: String =
+            env.iter().map(|(name, value)| format!("        - name: {name}\n          value: \"{value}\"\n")).collect();
+        format!(
+            "apiVersion: apps/v1\nkind: {kind}\nmetadata:\n  name: web\nspec:\n{extra}  replicas: 1\n  selector:\n    matchLabels: {{app: web}}\n  template:\n    metadata:\n      labels: {{app: web}}\n    spec:\n      containers:\n      - name: app\n        image: {image}\n        env:\n{env}",
+            kind = self.kind,
+            extra = self.extra_spec,
+        )
+    }
+
+    fn get(&self, ns: &TestNamespace, jsonpath: &str) -> Result<String> {
+        ns.kubectl_ok(&["get", self.resource, "web", "-o", &format!("jsonpath={jsonpath}")], None)
+    }
+
+    fn env_names(&self, ns: &TestNamespace) -> Result<String> {
+        self.get(ns, "{.spec.template.spec.containers[0].env[*].name}")
+    }
+
+    /// Waits until the workload's controller recorded `revision` (a ReplicaSet or a
+    /// ControllerRevision per template), which `rollout undo --to-revision` needs.
+    async fn wait_for_rollout_revision(&self, ns: &TestNamespace, revision: &str) -> Result<()> {
+        support::eventually(&format!("{} revision {revision}", self.resource), T, || async {
+            let recorded = match self.kind {
+                "Deployment" => {
+                    self.get(ns, "{.metadata.annotations.deployment\\.kubernetes\\.io/revision}")? == revision
+                }
+                _ => ns
+                    .kubectl_ok(
+                        &["get", "controllerrevisions", "-l", "app=web", "-o", "jsonpath={.items[*].revision}"],
+                        None,
+                    )?
+                    .split_whitespace()
+                    .any(|r| r == revision),
+            };
+            Ok(recorded.then_some(()))
+        })
+        .await
+    }
+}
+
+/// The drift report's fields of the object named `web`, with `reason`.
 fn fields_with(applyset: &ApplySet, reason: &str) -> Vec<DriftedField> {
     let Some(drift) = applyset.status.as_ref().and_then(|s| s.drift.as_ref()) else { return Vec::new() };
     drift
@@ -47,53 +98,44 @@ fn removed(applyset: &ApplySet) -> Vec<DriftedField> {
 }
 
 fn env_names(ns: &TestNamespace) -> Result<String> {
-    ns.kubectl_ok(&["get", "deployment", "web", "-o", "jsonpath={.spec.template.spec.containers[0].env[*].name}"], None)
-}
-
-/// Waits until the Deployment controller recorded `revision` (a ReplicaSet per template).
-async fn wait_for_rollout_revision(ns: &TestNamespace, revision: &str) -> Result<()> {
-    support::eventually(&format!("deployment revision {revision}"), T, || async {
-        let annotation = ns.kubectl_ok(
-            &[
-                "get",
-                "deployment",
-                "web",
-                "-o",
-                "jsonpath={.metadata.annotations.deployment\\.kubernetes\\.io/revision}",
-            ],
-            None,
-        )?;
-        Ok((annotation == revision).then_some(()))
-    })
-    .await
+    Workload::DEPLOYMENT.env_names(ns)
 }
 
 const STALE_PATH: &str = "spec.template.spec.containers[name=app].env[name=TO_BE_DELETED]";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_rolled_back_env_var_is_reported_then_removed() -> Result<()> {
-    let ControllerFixture { ns, repo } = ControllerFixture::new("postmortem").await?;
-    repo.write("web.yaml", deployment("nginx:1.0", &[("TO_BE_DELETED", "x"), ("ANOTHER_ENV", "1")]));
+async fn the_rolled_back_env_var_of_a_deployment_is_reported_then_removed() -> Result<()> {
+    post_mortem(Workload::DEPLOYMENT, "postmortem-deploy").await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rolled_back_env_var_of_a_stateful_set_is_reported_then_removed() -> Result<()> {
+    post_mortem(Workload::STATEFUL_SET, "postmortem-sts").await
+}
+
+async fn post_mortem(workload: Workload, prefix: &str) -> Result<()> {
+    let ControllerFixture { ns, repo } = ControllerFixture::new(prefix).await?;
+    repo.write("web.yaml", workload.manifest("nginx:1.0", &[("TO_BE_DELETED", "x"), ("ANOTHER_ENV", "1")]));
     let v1 = repo.commit("v1");
     let mut controller = start_controller(&ns)?;
     create_applyset(&ns, "app", serde_json::json!({ "source": { "url": repo.url() }, "interval": "2s" })).await?;
     wait_for_applyset(&ns, "app", &controller, "v1 Ready", T, ready_at(revision(&v1))).await?;
-    wait_for_rollout_revision(&ns, "1").await?;
+    workload.wait_for_rollout_revision(&ns, "1").await?;
 
-    repo.write("web.yaml", deployment("nginx:2.0", &[("ANOTHER_ENV", "1")]));
+    repo.write("web.yaml", workload.manifest("nginx:2.0", &[("ANOTHER_ENV", "1")]));
     let v2 = repo.commit("v2 drops TO_BE_DELETED");
     wait_for_applyset(&ns, "app", &controller, "v2 Ready", T, ready_at(revision(&v2))).await?;
-    wait_for_rollout_revision(&ns, "2").await?;
-    assert_eq!(env_names(&ns)?, "ANOTHER_ENV");
+    workload.wait_for_rollout_revision(&ns, "2").await?;
+    assert_eq!(workload.env_names(&ns)?, "ANOTHER_ENV");
 
-    ns.kubectl_ok(&["rollout", "undo", "deployment/web", "--to-revision=1"], None)?;
-    assert_eq!(env_names(&ns)?, "TO_BE_DELETED ANOTHER_ENV", "the rollback brought it back");
-    ns.kubectl_ok(&["rollout", "restart", "deployment/web"], None)?;
+    ns.kubectl_ok(&["rollout", "undo", &format!("{}/web", workload.resource), "--to-revision=1"], None)?;
+    assert_eq!(workload.env_names(&ns)?, "TO_BE_DELETED ANOTHER_ENV", "the rollback brought it back");
+    ns.kubectl_ok(&["rollout", "restart", &format!("{}/web", workload.resource)], None)?;
 
     // Restarted between v2 and v3 (with an empty git cache): the history is in the status.
     controller.stop();
     let controller = start_controller(&ns)?;
-    repo.write("web.yaml", deployment("nginx:3.0", &[("ANOTHER_ENV", "1")]));
+    repo.write("web.yaml", workload.manifest("nginx:3.0", &[("ANOTHER_ENV", "1")]));
     let v3 = repo.commit("v3");
     let reported = wait_for_applyset(&ns, "app", &controller, "v3 Ready with a stale field", T, |a| {
         ready_at(revision(&v3))(a) && !fields_with(a, "Stale").is_empty()
@@ -109,7 +151,7 @@ async fn the_rolled_back_env_var_is_reported_then_removed() -> Result<()> {
     let drifted = operator::condition(&reported, "Drifted").context("Drifted condition")?;
     assert_eq!(drifted.0, "True", "{drifted:?}");
     assert!(drifted.2.contains("TO_BE_DELETED"), "{drifted:?}");
-    assert_eq!(env_names(&ns)?, "TO_BE_DELETED ANOTHER_ENV", "Report leaves it in place");
+    assert_eq!(workload.env_names(&ns)?, "TO_BE_DELETED ANOTHER_ENV", "Report leaves it in place");
     let events = events_for(&ns, "app").await?;
     assert!(
         events
@@ -124,20 +166,10 @@ async fn the_rolled_back_env_var_is_reported_then_removed() -> Result<()> {
     })
     .await?;
     assert!(fields_with(&cleaned, "Stale").is_empty(), "{:?}", cleaned.status);
-    assert_eq!(env_names(&ns)?, "ANOTHER_ENV", "only the stale field is gone");
-    let image =
-        ns.kubectl_ok(&["get", "deployment", "web", "-o", "jsonpath={.spec.template.spec.containers[0].image}"], None)?;
+    assert_eq!(workload.env_names(&ns)?, "ANOTHER_ENV", "only the stale field is gone");
+    let image = workload.get(&ns, "{.spec.template.spec.containers[0].image}")?;
     assert_eq!(image, "nginx:3.0");
-    let restarted = ns.kubectl_ok(
-        &[
-            "get",
-            "deployment",
-            "web",
-            "-o",
-            "jsonpath={.spec.template.metadata.annotations.kubectl\\.kubernetes\\.io/restartedAt}",
-        ],
-        None,
-    )?;
+    let restarted = workload.get(&ns, "{.spec.template.metadata.annotations.kubectl\\.kubernetes\\.io/restartedAt}")?;
     assert!(!restarted.is_empty(), "the rollout restart annotation is foreign, not stale: kept");
     let events = events_for(&ns, "app").await?;
     assert!(

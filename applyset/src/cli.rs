@@ -256,6 +256,11 @@ pub struct ApplyArgs {
 pub struct DiffArgs {
     #[command(flatten)]
     pub input: InputArgs,
+    /// Also list, per object, the live fields apply would leave behind: absent from the manifest
+    /// and the last-applied annotation, written by another field manager (a rollback, `kubectl
+    /// edit`); kubectl's apply never deletes them. Does not change the exit code.
+    #[arg(long)]
+    pub show_left_behind: bool,
     #[command(flatten)]
     pub cluster: ClusterArgs,
 }

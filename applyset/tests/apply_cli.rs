@@ -449,6 +449,67 @@ async fn diff_shows_patch_and_exit_codes() -> Result<()> {
     Ok(())
 }
 
+/// `diff --show-left-behind` names what kubectl's apply is blind to: fields another manager
+/// wrote that neither the manifest nor the annotation has. Real kubectl's apply then keeps
+/// exactly those; the flag never changes the exit code.
+#[tokio::test]
+async fn diff_shows_the_fields_apply_leaves_behind() -> Result<()> {
+    let ns = TestNamespace::create("apply-left-behind").await?;
+    let dir = ManifestDir::new(&[("app.yaml", APP)])?;
+    applyset_cli(&ns.kubeconfig, "apply", &["-f", dir.path(), "-n", &ns.name])?.success_stdout()?;
+    let diff = |extra: &[&str]| {
+        let mut args = vec!["-f", dir.path(), "-n", &ns.name];
+        args.extend_from_slice(extra);
+        applyset_cli(&ns.kubeconfig, "diff", &args)
+    };
+    let clean = diff(&["--show-left-behind"])?;
+    assert!(clean.success && clean.stdout.is_empty(), "nothing is left behind yet: {}", clean.stdout);
+
+    ns.kubectl_ok(&["label", "deployment", "web", "team=payments"], None)?;
+    ns.kubectl_ok(
+        &[
+            "patch",
+            "deployment",
+            "web",
+            "-p",
+            r#"{"spec":{"template":{"spec":{"containers":[{"name":"web","env":[{"name":"DEBUG","value":"true"}]}]}}}}"#,
+        ],
+        None,
+    )?;
+    let plain = diff(&[])?;
+    assert!(!plain.stdout.contains("left behind"), "only when asked: {}", plain.stdout);
+    let shown = diff(&["--show-left-behind"])?;
+    assert_eq!(shown.success, plain.success, "the exit code is apply's: {}{}", shown.stdout, shown.stderr);
+    let listed: Vec<&str> = shown.stdout.lines().filter(|l| l.starts_with("  ")).collect();
+    assert_eq!(
+        listed,
+        [
+            "  metadata.labels.team  (written by kubectl-label)",
+            "  spec.template.spec.containers[name=web].env[name=DEBUG]  (written by kubectl-patch)",
+        ],
+        "{}",
+        shown.stdout
+    );
+    let header = format!("left behind deployment.apps/web ({}/app.yaml: document 2):", dir.path());
+    assert!(shown.stdout.contains(&header), "{}", shown.stdout);
+    assert!(!shown.stdout.contains("left behind configmap/settings"), "{}", shown.stdout);
+
+    // The oracle: kubectl's apply keeps both.
+    let mut apply = ns.kubectl()?;
+    apply.args(["apply", "-f"]).arg(dir.path());
+    support::run(&mut apply, None)?.success_stdout()?;
+    assert_eq!(
+        ns.kubectl_ok(&["get", "deployment", "web", "-o", "jsonpath={.metadata.labels.team}"], None)?,
+        "payments"
+    );
+    let env = ns.kubectl_ok(
+        &["get", "deployment", "web", "-o", "jsonpath={.spec.template.spec.containers[0].env[*].name}"],
+        None,
+    )?;
+    assert_eq!(env, "DEBUG A", "kubectl keeps the patched-in env var (first, where the patch merged it)");
+    Ok(())
+}
+
 // ------------------------------------------------------------------------------------------
 // The library behind a counting, fault-injecting proxy.
 

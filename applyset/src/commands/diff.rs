@@ -7,13 +7,15 @@
 //! Exit code, as `kubectl diff`: 0 nothing would change, 1 something would, 2 an error.
 
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use applyset_merge::Value;
 
 use crate::apply::selector::Selector;
-use crate::apply::{self, ApplyOptions, DryRun, Verb};
+use crate::apply::{self, ApplyOptions, DryRun, FieldPolicyRef, Verb};
 use crate::cli::DiffArgs;
 use crate::commands::apply::{connect, load_input, parse_validate, runtime};
+use crate::fields::{Finding, LeftBehind};
 
 pub fn run(args: DiffArgs) -> ExitCode {
     match execute(args) {
@@ -42,6 +44,9 @@ fn execute(args: DiffArgs) -> Result<ExitCode, String> {
         namespace: args.input.namespace.clone(),
         concurrency: args.cluster.concurrency as usize,
         keep_results: true,
+        field_policy: args
+            .show_left_behind
+            .then(|| FieldPolicyRef(Arc::new(LeftBehind { own_manager: args.input.field_manager.clone() }))),
         ..ApplyOptions::default()
     };
     let runtime = runtime()?;
@@ -67,11 +72,12 @@ fn execute(args: DiffArgs) -> Result<ExitCode, String> {
                     continue;
                 }
             };
+            let details = object.details.as_deref().cloned().unwrap_or_default();
+            print_left_behind(&object.name, &object.source, &details.fields);
             if verb == Verb::Unchanged {
                 continue;
             }
             differs = true;
-            let details = object.details.as_deref().cloned().unwrap_or_default();
             println!("diff {} ({}: document {})", object.name, object.source.path.display(), object.source.document);
             match (&details.patch, details.patch_type) {
                 (Some(patch), Some(patch_type)) => {
@@ -98,6 +104,18 @@ fn execute(args: DiffArgs) -> Result<ExitCode, String> {
             ExitCode::SUCCESS
         })
     })
+}
+
+/// The fields apply leaves behind, one per line with the manager that wrote it.
+fn print_left_behind(name: &str, source: &crate::manifest::Source, fields: &[Finding]) {
+    if fields.is_empty() {
+        return;
+    }
+    println!("left behind {name} ({}: document {}):", source.path.display(), source.document);
+    for field in fields {
+        let manager = field.manager.as_deref().unwrap_or("unknown manager");
+        println!("  {}  (written by {manager})", field.path);
+    }
 }
 
 /// YAML without `metadata.managedFields`.

@@ -240,5 +240,22 @@ pub trait FieldPolicy: Send + Sync {
     ) -> Verdict;
 }
 
+/// The CLI's [`FieldPolicy`] (`applyset diff --show-left-behind`): names the fields apply
+/// leaves behind (live, absent from the manifest and the annotation, written by another manager
+/// than `own_manager`), removes nothing. Without history a CLI cannot tell stale from foreign:
+/// every such field is reported as [`Reason::Foreign`].
+#[derive(Debug, Clone)]
+pub struct LeftBehind {
+    pub own_manager: String,
+}
+
+impl FieldPolicy for LeftBehind {
+    fn inspect(&self, _: &Value, annotation: &Value, modified: &Value, live: &Value, merger: &dyn Merger) -> Verdict {
+        let guard = Guard { ignored_managers: SYSTEM_MANAGERS.to_vec(), pointers: Vec::new() };
+        let findings = foreign_fields(annotation, modified, live, &self.own_manager, merger, &guard);
+        Verdict { findings, ..Verdict::default() }
+    }
+}
+
 #[cfg(test)]
 mod tests;

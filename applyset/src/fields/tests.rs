@@ -185,3 +185,32 @@ fn protected_metadata_and_status_are_never_findings() {
     assert!(!is_protected(&path(&["metadata", "labels", "team"])));
     assert!(!is_protected(&path(&["spec", "replicas"])));
 }
+
+/// The CLI's view of the post-mortem: without history the rolled-back env var is named as
+/// left behind with its manager; the CLI's own and the system's fields are not; nothing is removed.
+#[test]
+fn the_cli_names_what_apply_leaves_behind_and_removes_nothing() {
+    let v3 = deployment(ANOTHER, "");
+    let live = with_managers(
+        deployment(&format!("{TO_BE_DELETED},{ANOTHER}"), ""),
+        r#"[
+          {"manager":"kubectl-client-side-apply","operation":"Update","fieldsV1":{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{"f:image":{}}}}}}}},
+          {"manager":"kubectl","operation":"Update","fieldsV1":{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{"f:env":{"k:{\"name\":\"TO_BE_DELETED\"}":{".":{},"f:name":{},"f:value":{}}}}}}}}}},
+          {"manager":"kube-controller-manager","operation":"Update","fieldsV1":{"f:metadata":{"f:annotations":{"f:deployment.kubernetes.io/revision":{}}}}}
+        ]"#,
+    );
+    let policy = LeftBehind { own_manager: "kubectl-client-side-apply".into() };
+    let verdict = policy.inspect(&v3, &v3, &v3, &live, &Strategic(deployment_schema()));
+    let named: Vec<(String, Reason, Option<String>, bool)> =
+        verdict.findings.iter().map(|f| (f.path.to_string(), f.reason, f.manager.clone(), f.removed)).collect();
+    assert_eq!(
+        named,
+        [(
+            "spec.template.spec.containers[name=app].env[name=TO_BE_DELETED]".to_owned(),
+            Reason::Foreign,
+            Some("kubectl".to_owned()),
+            false
+        )]
+    );
+    assert!(verdict.original.is_none() && verdict.warnings.is_empty());
+}

@@ -163,6 +163,28 @@ pub fn stale_fields(
     Ok(found)
 }
 
+/// What of an earlier manifest can matter for stale fields: the fields `current` lacks. Maps
+/// are compared key by key; a list that differs is kept whole (its items merge by key, so an
+/// item `current` lacks can be stale); a scalar `current` also sets cannot be stale and goes.
+/// `None` when nothing is left. Keeping only this makes the history cost what was removed, not
+/// the whole manifest.
+pub fn absent_from(earlier: &Value, current: &Value) -> Option<Value> {
+    match (earlier, current) {
+        (Value::Object(earlier), Value::Object(current)) => {
+            let kept: applyset_merge::Map = earlier
+                .iter()
+                .filter_map(|(key, value)| match current.get(key) {
+                    None => Some((key.clone(), value.clone())),
+                    Some(now) => absent_from(value, now).map(|rest| (key.clone(), rest)),
+                })
+                .collect();
+            (!kept.is_empty()).then_some(Value::Object(kept))
+        }
+        (Value::Array(_), Value::Array(_)) if earlier != current => Some(earlier.clone()),
+        _ => None,
+    }
+}
+
 /// The earlier revisions' manifests merged into one, oldest first (a later value wins).
 pub fn applied_union(history: &[Version], merger: &dyn Merger) -> Result<Value, String> {
     let mut versions = history.iter();

@@ -214,3 +214,30 @@ fn the_cli_names_what_apply_leaves_behind_and_removes_nothing() {
     );
     assert!(verdict.original.is_none() && verdict.warnings.is_empty());
 }
+
+/// The history keeps only what the current manifest lacks; stale fields found from that are
+/// the ones found from the whole manifests.
+#[test]
+fn the_reduced_history_finds_the_same_stale_fields() {
+    let v1 = deployment(&format!("{TO_BE_DELETED},{ANOTHER}"), r#","annotations":{"old":"1"}"#);
+    let v2 = deployment(ANOTHER, "");
+    let v3 = deployment(ANOTHER, r#","annotations":{"v":"3"}"#);
+    let live = deployment(&format!("{TO_BE_DELETED},{ANOTHER}"), r#","annotations":{"old":"1","v":"3"}"#);
+    let merger = Strategic(deployment_schema());
+    let whole = [Version { revision: "v1".into(), manifest: v1.clone() }];
+    let reduced = absent_from(&v1, &v3).expect("v1 had fields v3 lacks");
+    assert_eq!(
+        reduced.to_json_string(),
+        format!(
+            r#"{{"spec":{{"template":{{"metadata":{{"annotations":{{"old":"1"}}}},"spec":{{"containers":[{{"env":[{TO_BE_DELETED},{ANOTHER}],"image":"nginx","name":"app"}}]}}}}}}}}"#
+        )
+    );
+    let reduced = [Version { revision: "v1".into(), manifest: reduced }];
+    let paths = |history: &[Version]| -> Vec<String> {
+        let found = stale_fields(history, &v2, &v3, &live, &merger, &Guard::default()).unwrap();
+        found.iter().map(|f| format!("{} {:?}", f.path, f.applied_in)).collect()
+    };
+    assert_eq!(paths(&whole), paths(&reduced));
+    assert_eq!(paths(&reduced).len(), 2, "{:?}", paths(&reduced));
+    assert_eq!(absent_from(&v2, &v2), None);
+}

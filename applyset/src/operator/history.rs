@@ -3,8 +3,8 @@
 //!
 //! Cost: the index is built once per (earlier revisions, current revision) and kept per
 //! ApplySet; a run at an unchanged revision reuses it and reads nothing. It keeps, per object,
-//! only the earlier manifests that differ from the current one (an object git did not change
-//! costs nothing at apply time). Reading a revision the cache no longer holds fetches it.
+//! only what earlier manifests had that the current one lacks ([`fields::absent_from`]): an
+//! object git did not change costs nothing, a changed one only its removed fields. Reading a revision the cache no longer holds fetches it.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -14,7 +14,7 @@ use std::time::Duration;
 use applyset_merge::Value;
 
 use super::api::{AppliedRevision, ApplySet};
-use crate::fields::Version;
+use crate::fields::{self, Version};
 use crate::manifest::LoadedObject;
 use crate::source::{CacheKey, Credentials, GitSource};
 
@@ -120,7 +120,18 @@ impl HistoryIndex {
                 }
             }
         }
-        objects.retain(|key, versions| versions.iter().any(|v| Some(&&v.manifest) != current.get(key)));
+        // Only what the current manifest lacks can be stale: the rest is not kept.
+        objects.retain(|key, versions| {
+            let Some(now) = current.get(key) else { return false };
+            versions.retain_mut(|version| match fields::absent_from(&version.manifest, now) {
+                Some(rest) => {
+                    version.manifest = rest;
+                    true
+                }
+                None => false,
+            });
+            !versions.is_empty()
+        });
         HistoryIndex { built_for, objects }
     }
 }
@@ -212,10 +223,8 @@ mod tests {
         }
     }
 
-    fn config_map(value: &str) -> LoadedObject {
-        loaded(&format!(
-            r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"a"}},"data":{{"k":"{value}"}}}}"#
-        ))
+    fn config_map(data: &str) -> LoadedObject {
+        loaded(&format!(r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"a"}},"data":{{{data}}}}}"#))
     }
 
     const SHA: &str = "0123456789abcdef0123456789abcdef01234567";
@@ -237,16 +246,25 @@ mod tests {
     }
 
     #[test]
-    fn only_objects_whose_manifest_changed_keep_versions() {
+    fn only_what_the_current_manifest_lacks_is_kept() {
         let unchanged = loaded(r#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s"}}"#);
         let revisions = vec![
-            ("v2".to_owned(), vec![config_map("2"), unchanged.clone()]),
-            ("v1".to_owned(), vec![config_map("1"), unchanged.clone()]),
+            ("v3".to_owned(), vec![config_map(r#""k":"3""#), unchanged.clone()]),
+            ("v2".to_owned(), vec![config_map(r#""k":"2","gone":"x""#), unchanged.clone()]),
+            ("v1".to_owned(), vec![config_map(r#""k":"1","gone":"x","older":"y""#), unchanged.clone()]),
         ];
-        let current = [config_map("3"), unchanged.clone()];
+        let current = [config_map(r#""k":"4""#), unchanged.clone()];
         let index = HistoryIndex::build(Default::default(), revisions, &current);
-        let versions: Vec<&str> = index.versions_for(&current[0].object).iter().map(|v| v.revision.as_str()).collect();
-        assert_eq!(versions, ["v1", "v2"]);
+        let versions: Vec<(&str, String)> = index
+            .versions_for(&current[0].object)
+            .iter()
+            .map(|v| (v.revision.as_str(), v.manifest.to_json_string()))
+            .collect();
+        // v3 only changed a value git still sets: nothing of it can be stale.
+        assert_eq!(
+            versions,
+            [("v1", r#"{"data":{"gone":"x","older":"y"}}"#.to_owned()), ("v2", r#"{"data":{"gone":"x"}}"#.to_owned())]
+        );
         assert!(index.versions_for(&unchanged.object).is_empty());
     }
 }

@@ -22,11 +22,6 @@ fn namespace_manifest(name: &str) -> String {
     format!("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {name}\n")
 }
 
-fn exists(ns: &TestNamespace, kind_name: &str) -> Result<bool> {
-    let out = ns.kubectl_ok(&["get", kind_name, "--ignore-not-found", "-o", "name"], None)?;
-    Ok(!out.trim().is_empty())
-}
-
 /// Everything a user (or anyone who may read the ApplySet) sees: its status, its Events, the
 /// controller's log and metrics.
 async fn published_text(ns: &TestNamespace, name: &str, controller: &ControllerProcess) -> Result<String> {
@@ -141,9 +136,9 @@ async fn prune_deletes_only_what_the_applyset_applied() -> Result<()> {
     assert!(skipped.contains(&("stranger".into(), "NotInInventory".into())), "{skipped:?}");
     assert!(skipped.contains(&(ns.name.clone(), "OwnNamespace".into())), "{skipped:?}");
     assert!(skipped.contains(&(busy.clone(), "NamespaceNotEmpty".into())), "{skipped:?}");
-    assert!(!exists(&ns, "configmap/b")?, "b left git: pruned");
-    assert!(exists(&ns, "configmap/stranger")?, "a labelled stranger is never pruned");
-    assert!(exists(&ns, &format!("namespace/{busy}"))?, "a namespace with unmanaged objects is kept");
+    assert!(!ns.exists("configmap/b")?, "b left git: pruned");
+    assert!(ns.exists("configmap/stranger")?, "a labelled stranger is never pruned");
+    assert!(ns.exists(&format!("namespace/{busy}"))?, "a namespace with unmanaged objects is kept");
     // Pruned at this revision, or at a later interval when the emptiness check could not list
     // everything (under load a LIST can fail, and the guard then keeps the Namespace).
     support::eventually("the empty namespace pruned", T, || async {
@@ -192,7 +187,7 @@ async fn a_second_applyset_does_not_take_an_object() -> Result<()> {
     let (_, _, message) = condition(&beta, "Ready").unwrap();
     assert!(message.contains(&format!("ApplySet {}/alpha", ns.name)), "names the owner: {message}");
     assert!(message.contains("configmap/shared"), "{message}");
-    assert!(exists(&ns, "configmap/only-b")?, "the rest of the set applies");
+    assert!(ns.exists("configmap/only-b")?, "the rest of the set applies");
     // Give both a few intervals: nobody fights over the object.
     tokio::time::sleep(Duration::from_secs(6)).await;
     assert_eq!(ns.jsonpath("configmap/shared", "{.data.value}")?, "from-a");
@@ -242,7 +237,7 @@ async fn allow_empty_prunes_everything() -> Result<()> {
     let second = repo.commit("nothing left");
     let done = wait_for_applyset(&ns, "app", &controller, "Ready with an empty source", T, ready_at(revision(&second)))
         .await?;
-    assert!(!exists(&ns, "configmap/a")?, "everything is pruned");
+    assert!(!ns.exists("configmap/a")?, "everything is pruned");
     assert_eq!(done.status.and_then(|s| s.inventory).map(|i| i.count), Some(0));
     Ok(())
 }
@@ -268,7 +263,7 @@ async fn intervals_have_a_floor() -> Result<()> {
     let (_, _, message) = condition(&stalled, "Ready").unwrap();
     assert!(message.contains("--min-interval"), "{message}");
     assert_eq!(condition(&stalled, "Stalled").map(|c| c.0), Some("True".into()));
-    assert!(!exists(&ns, "configmap/a")?, "nothing is applied");
+    assert!(!ns.exists("configmap/a")?, "nothing is applied");
     Ok(())
 }
 
@@ -304,7 +299,9 @@ async fn a_terminating_object_is_reported_not_deleted_again() -> Result<()> {
     repo.write("a.yaml", config_map("a", &ns.name, "1"));
     let first = repo.commit("first");
     let controller = start_controller(&ns)?;
-    create_applyset(&ns, "app", serde_json::json!({ "source": { "url": repo.url() }, "interval": "2s" })).await?;
+    // The prune waits up to the timeout for a held object before it reports it.
+    let spec = serde_json::json!({ "source": { "url": repo.url() }, "interval": "2s", "timeout": "5s" });
+    create_applyset(&ns, "app", spec).await?;
     wait_for_applyset(&ns, "app", &controller, "Ready", T, ready_at(revision(&first))).await?;
 
     let before = deletes_of(&ns, "podtemplates")?;
@@ -324,7 +321,7 @@ async fn a_terminating_object_is_reported_not_deleted_again() -> Result<()> {
         None,
     )?;
     wait_for_applyset(&ns, "app", &controller, "Ready once it is gone", T, is_ready).await?;
-    assert!(!exists(&ns, "podtemplate/held")?);
+    assert!(!ns.exists("podtemplate/held")?);
     Ok(())
 }
 
@@ -458,12 +455,12 @@ async fn an_unusable_annotation_is_explained_and_heals() -> Result<()> {
     assert!(message.contains("configmap/a") && message.contains("is not a JSON object"), "{message}");
     assert!(message.contains(&format!("kubectl annotate configmap/a {annotation}-")), "{message}");
     assert!(message.contains("nothing was pruned"), "{message}");
-    assert!(exists(&ns, "configmap/b")?, "nothing is pruned while a fails");
+    assert!(ns.exists("configmap/b")?, "nothing is pruned while a fails");
 
     ns.kubectl_ok(&["annotate", "configmap", "a", &format!("{annotation}-")], None)?;
     wait_for_applyset(&ns, "app", &controller, "Ready once the annotation is gone", T, ready_at(revision(&second)))
         .await?;
     assert_eq!(ns.jsonpath("configmap/a", "{.data.value}")?, "2");
-    assert!(!exists(&ns, "configmap/b")?, "b is pruned");
+    assert!(!ns.exists("configmap/b")?, "b is pruned");
     Ok(())
 }

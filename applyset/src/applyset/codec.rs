@@ -27,6 +27,8 @@ pub const FIELD_MANAGER: &str = "kubectl-applyset";
 pub const TOOL_NAME: &str = "applyset";
 /// The last-applied annotation (legacy prune keys on it).
 pub const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
+/// On an object in git, `disabled`: the controller keeps it (orphaned) when it leaves git.
+pub const PRUNE_OPT_OUT: &str = "applyset.dev/prune";
 
 /// The tooling annotation value we write: `applyset/v<version>`.
 pub fn tooling() -> String {

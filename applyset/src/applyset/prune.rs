@@ -9,7 +9,7 @@ use kube::Client;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, PropagationPolicy};
 use kube::core::ApiResource;
 
-use super::codec::LAST_APPLIED_ANNOTATION;
+use super::codec::{LAST_APPLIED_ANNOTATION, PRUNE_OPT_OUT};
 use super::error::{Error, is_status};
 use super::parent::{Parent, RecordedKind};
 use crate::apply::{DryRun, Visited};
@@ -154,6 +154,9 @@ pub struct Listed {
     /// `metadata.deletionTimestamp` is set: it is being deleted (held by `finalizers`).
     pub deleting: bool,
     pub finalizers: Vec<String>,
+    /// Carries `applyset.dev/prune: disabled` (the controller keeps such objects when they
+    /// leave git; kubectl's prune does not look).
+    pub prune_disabled: bool,
 }
 
 /// How pruned objects are deleted (kubectl's `--cascade`, `--grace-period`, `--dry-run`).
@@ -226,6 +229,10 @@ pub(crate) async fn list_all(
                 has_last_applied: meta.annotations.as_ref().is_some_and(|a| a.contains_key(LAST_APPLIED_ANNOTATION)),
                 deleting: meta.deletion_timestamp.is_some(),
                 finalizers: meta.finalizers.unwrap_or_default(),
+                prune_disabled: meta
+                    .annotations
+                    .as_ref()
+                    .is_some_and(|a| a.get(PRUNE_OPT_OUT).is_some_and(|v| v == "disabled")),
             });
         }
         match page.metadata.continue_.filter(|token| !token.is_empty()) {

@@ -17,6 +17,10 @@ pub const KIND: &str = "ApplySet";
 pub const PLURAL: &str = "applysets";
 /// Set to any new value (Flux uses a timestamp) to ask for a reconcile now.
 pub const RECONCILE_REQUESTED_AT: &str = "applyset.dev/reconcile-requested-at";
+/// On an ApplySet: lets one revision (`main@sha1:…`, the commit, or a prefix of 7 or more of
+/// its hex digits) prune past `spec.pruneGuard`.
+pub const APPROVE_PRUNE: &str = "applyset.dev/approve-prune";
+pub use crate::applyset::PRUNE_OPT_OUT;
 /// Deleting an ApplySet waits for its objects to be pruned (or orphaned).
 pub const FINALIZER: &str = "applyset.dev/finalizer";
 
@@ -83,6 +87,36 @@ pub struct ApplySetSpec {
     /// `status.pruneSkipped`. The ApplySet's own Namespace is never pruned.
     #[serde(default)]
     pub prune_non_empty_namespaces: bool,
+    /// Limits on what one revision may prune. Over a limit, the run applies everything, prunes
+    /// nothing and sets `Ready=False` (`PruneGuarded`, with the count and names) until the
+    /// annotation `applyset.dev/approve-prune: <revision>` lets that revision through.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prune_guard: Option<PruneGuard>,
+    /// How pruned objects' dependents go: `Background` (default, as kubectl), `Foreground`
+    /// (the object goes after its dependents; the prune waits for it), `Orphan` (they stay).
+    #[serde(default)]
+    pub prune_propagation: PrunePropagation,
+}
+
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PruneGuard {
+    /// At most this many objects pruned by one revision.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_objects: Option<u32>,
+    /// At most this percentage (0–100) of the objects the ApplySet manages pruned by one
+    /// revision.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(max = 100))]
+    pub max_percent: Option<u32>,
+}
+
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum PrunePropagation {
+    #[default]
+    Background,
+    Foreground,
+    Orphan,
 }
 
 fn default_interval() -> String {
@@ -404,6 +438,27 @@ impl ApplySet {
 
     pub fn reconcile_requested_at(&self) -> Option<&str> {
         self.metadata.annotations.as_ref()?.get(RECONCILE_REQUESTED_AT).map(String::as_str)
+    }
+
+    /// The annotations a new value of which asks for a run now: `reconcile-requested-at`, and
+    /// `approve-prune` (a guarded revision approved runs at once, not at the next retry).
+    pub fn run_requests(&self) -> Option<String> {
+        let annotations = self.metadata.annotations.as_ref()?;
+        let requested = annotations.get(RECONCILE_REQUESTED_AT);
+        let approved = annotations.get(APPROVE_PRUNE);
+        (requested.is_some() || approved.is_some()).then(|| format!("{requested:?} {approved:?}"))
+    }
+
+    /// How prune and deletion delete objects (`spec.prunePropagation`).
+    pub fn delete_options(&self) -> crate::applyset::DeleteOptions {
+        use crate::applyset::Propagation;
+        let mut options = crate::applyset::DeleteOptions::new(crate::apply::DryRun::None);
+        options.propagation = match self.spec.prune_propagation {
+            PrunePropagation::Background => Propagation::Background,
+            PrunePropagation::Foreground => Propagation::Foreground,
+            PrunePropagation::Orphan => Propagation::Orphan,
+        };
+        options
     }
 
     /// What to do with the objects when the ApplySet is deleted.

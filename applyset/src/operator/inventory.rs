@@ -20,6 +20,8 @@ pub mod skipped {
     pub const OWN_NAMESPACE: &str = "OwnNamespace";
     /// A Namespace holding objects the ApplySet does not manage.
     pub const NAMESPACE_NOT_EMPTY: &str = "NamespaceNotEmpty";
+    /// Left git with `applyset.dev/prune: disabled`: kept on purpose.
+    pub const ORPHANED: &str = "Orphaned";
 }
 
 type Key = (String, Option<String>, String);

@@ -165,7 +165,7 @@ impl Metrics {
 
     /// Counts a finished reconcile. `result` must come from a small fixed set: "success" or a
     /// failure category such as "fetch_failed", "load_failed", "apply_failed", "prune_failed",
-    /// "drift_failed", "status_failed", "suspended".
+    /// "prune_guarded", "suspended" ([`super::status::Stage::metric_label`]).
     pub fn reconcile_finished(&self, result: &'static str, duration: Duration) {
         self.reconciles.with_label_values(&[result]).inc();
         self.reconcile_duration.with_label_values(&[result]).observe(duration.as_secs_f64());

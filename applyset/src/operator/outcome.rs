@@ -33,6 +33,8 @@ pub struct Done {
     pub left_behind_changed: bool,
     /// Warnings for the user (earlier revisions that could not be read).
     pub warnings: Vec<String>,
+    /// Left git with `applyset.dev/prune: disabled` and kept.
+    pub orphaned: Vec<String>,
     pub counts: (u64, u64, u64),
     /// The revision moved since the last applied one: from what, and how.
     pub history: Option<crate::source::RevisionChange>,

@@ -10,7 +10,7 @@ use std::time::Instant;
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 
-use super::api::{ApplySet, ApplySetStatus, DriftMode, DriftStatus, DriftedObject, StaleFields};
+use super::api::{APPROVE_PRUNE, ApplySet, ApplySetStatus, DriftMode, DriftStatus, DriftedObject, StaleFields};
 use super::context::Context;
 use super::drift::IgnoreRules;
 use super::history::{self, HistoryIndex};
@@ -22,7 +22,7 @@ use super::reconcile::{api_resource, redact_owner};
 use super::schedule::Intervals;
 use super::status::{self, DRIFTED, Failure, Stage};
 use crate::apply::{self, ApplyOptions, ApplyReport, DryRun, Fatal, FieldPolicyRef, Ownership, PatchFilter};
-use crate::applyset::{ApiIndex, DeleteOptions, Parent, ParentWrites, Run};
+use crate::applyset::{ApiIndex, Parent, ParentWrites, Run};
 use crate::cluster::Cluster;
 use crate::fields::Reason;
 use crate::manifest::{self, LoadedObject};
@@ -61,7 +61,7 @@ pub(super) async fn pipeline(
     let mut done = record(applyset, ctx, previous, status, &report, mode, &artifact).await?;
     done.warnings = history_warnings;
     if !mode.report_only && applyset.spec.prune {
-        prune(applyset, ctx, &cluster, &mut run, status, &report, previous, &mut done).await?;
+        prune(applyset, ctx, &cluster, &mut run, status, &report, previous, &mut done, intervals).await?;
     }
     Ok(done)
 }
@@ -385,18 +385,26 @@ async fn prune(
     report: &ApplyReport,
     previous: &ApplySetStatus,
     done: &mut Done,
+    intervals: Intervals,
 ) -> Result<(), Failure> {
     let members = status.inventory.as_ref().and_then(|i| i.members.clone());
     let namespace = applyset.namespace_or_default();
+    let approval = applyset.metadata.annotations.as_ref().and_then(|a| a.get(APPROVE_PRUNE)).map(String::as_str);
     let scope = prune::Scope {
         members: members.as_deref().unwrap_or_default(),
         had_record: previous.inventory.as_ref().is_some_and(|i| i.members.is_some()),
         own_namespace: &namespace,
         prune_non_empty_namespaces: applyset.spec.prune_non_empty_namespaces,
+        guard: applyset.spec.prune_guard.as_ref().map(|limits| prune::GuardCheck {
+            limits,
+            approval,
+            revision: &done.revision,
+        }),
+        deadline: std::time::Instant::now() + intervals.timeout,
     };
     // The cluster's discovery as it is now: this run may have added kinds (new CRDs).
     let index = ctx.api_index(cluster, false).await.map_err(|e| Failure::new(Stage::Prune, e))?;
-    let pruned = prune::prune(run, &index, &report.visited, scope, &DeleteOptions::new(DryRun::None)).await;
+    let pruned = prune::prune(run, &index, &report.visited, scope, &applyset.delete_options()).await;
     ctx.metrics.pruned(pruned.deleted.len() as u64);
     if let Some(inventory) = &mut status.inventory {
         inventory.members = Some(pruned.members.clone());
@@ -406,7 +414,21 @@ async fn prune(
         tracing::warn!(applyset = %applyset.key(), "{warning}");
     }
     done.pruned = pruned.deleted.clone();
-    done.prune_skipped = pruned.skipped.iter().map(describe_skipped).chain(pruned.warnings.iter().cloned()).collect();
+    // Orphaned objects were kept on purpose: an `Orphaned` Event, not a warning.
+    let unexpected = pruned.skipped.iter().filter(|e| e.state != inventory::skipped::ORPHANED);
+    done.prune_skipped = unexpected.map(describe_skipped).chain(pruned.warnings.iter().cloned()).collect();
+    // Newly orphaned only: a steady run publishes nothing.
+    let orphaned = pruned.skipped.iter().filter(|e| e.state == inventory::skipped::ORPHANED);
+    done.orphaned = orphaned
+        .filter(|e| !previous.prune_skipped.contains(e))
+        .map(|e| {
+            let place = e.namespace.as_ref().map(|ns| format!(" in {ns}")).unwrap_or_default();
+            format!("{} {}{place}", e.kind, e.name)
+        })
+        .collect();
+    if let Some(message) = pruned.guarded {
+        return Err(Failure::new(Stage::PruneGuarded, message));
+    }
     if let Some(error) = pruned.error {
         return Err(Failure::new(Stage::Prune, error));
     }

@@ -20,7 +20,7 @@ use super::prune;
 use super::schedule::{Intervals, backoff, with_jitter};
 use super::status::{self, Failure, READY, Stage, reason};
 use crate::apply::DryRun;
-use crate::applyset::{DeleteOptions, ParentWrites, Run};
+use crate::applyset::{ParentWrites, Run};
 use crate::fields::Reason;
 use crate::redact;
 use crate::source::{Ancestry, CacheKey};
@@ -96,7 +96,7 @@ async fn sync(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Action, Reconcil
         }
     };
     // A status write or a repeated watch event must not start a new run before it is due.
-    if !ctx.is_due(&key, generation, applyset.reconcile_requested_at()) {
+    if !ctx.is_due(&key, generation, applyset.run_requests().as_deref()) {
         return Ok(Action::requeue(ctx.remaining(&key)));
     }
 
@@ -143,7 +143,7 @@ async fn sync(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Action, Reconcil
             ctx.metrics.reconcile_finished("success", started.elapsed());
             ctx.metrics.sync_succeeded(now.0.as_second() as f64);
             let next = with_jitter(intervals.interval);
-            ctx.ran(&key, generation, applyset.reconcile_requested_at(), next);
+            ctx.ran(&key, generation, applyset.run_requests().as_deref(), next);
             Ok(Action::requeue(next))
         }
         Err(failure) => finish_failed(ctx, &applyset, &written, status, failure, started, Some(intervals)).await,
@@ -176,7 +176,7 @@ async fn finish_failed(
         return Ok(Action::await_change());
     };
     let next = backoff(intervals.retry, intervals.interval, failures);
-    ctx.ran(&key, generation, applyset.reconcile_requested_at(), next);
+    ctx.ran(&key, generation, applyset.run_requests().as_deref(), next);
     Ok(Action::requeue(next))
 }
 
@@ -236,6 +236,10 @@ async fn publish_success_events(ctx: &Context, applyset: &ApplySet, done: &Done,
     }
     if !done.pruned.is_empty() {
         ctx.event(applyset, false, "Pruned", "Prune", format!("pruned: {}", list(&done.pruned))).await;
+    }
+    if !done.orphaned.is_empty() {
+        let note = format!("left git and kept (applyset.dev/prune: disabled): {}", list(&done.orphaned));
+        ctx.event(applyset, false, "Orphaned", "Prune", note).await;
     }
     if !done.prune_skipped.is_empty() {
         ctx.event(applyset, true, "PruneSkipped", "Prune", format!("not pruned: {}", done.prune_skipped.join("; ")))
@@ -307,6 +311,12 @@ async fn write_status(
         .map_err(|source| ReconcileError::Status { key: applyset.key(), source })
 }
 
+/// How long deletion waits for each stage's objects to be gone: the ApplySet's timeout.
+fn deletion_timeout(applyset: &ApplySet) -> std::time::Duration {
+    let timeout = applyset.spec.timeout.as_deref().and_then(|t| super::duration::parse(t).ok());
+    timeout.unwrap_or(std::time::Duration::from_secs(120))
+}
+
 /// Deleting an ApplySet: prune every object it recorded (or orphan them), then drop the git
 /// cache. A failure keeps the finalizer and is retried.
 async fn cleanup(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Action, ReconcileError> {
@@ -330,8 +340,11 @@ async fn cleanup(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Action, Recon
             had_record: members.is_some(),
             own_namespace: &namespace,
             prune_non_empty_namespaces: applyset.spec.prune_non_empty_namespaces,
+            // Deleting the ApplySet deletes what it manages, however much that is.
+            guard: None,
+            deadline: std::time::Instant::now() + deletion_timeout(&applyset),
         };
-        let pruned = prune::prune(&run, &index, &[], scope, &DeleteOptions::new(DryRun::None)).await;
+        let pruned = prune::prune(&run, &index, &[], scope, &applyset.delete_options()).await;
         ctx.metrics.pruned(pruned.deleted.len() as u64);
         let not_yet = pruned.error.clone().or_else(|| {
             (!pruned.terminating.is_empty())

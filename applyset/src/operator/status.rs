@@ -22,6 +22,7 @@ pub mod reason {
     pub const LOAD_FAILED: &str = "LoadFailed";
     pub const APPLY_FAILED: &str = "ApplyFailed";
     pub const PRUNE_FAILED: &str = "PruneFailed";
+    pub const PRUNE_GUARDED: &str = "PruneGuarded";
     pub const DELETE_FAILED: &str = "DeleteFailed";
     pub const DRIFT_DETECTED: &str = "DriftDetected";
     pub const DRIFT_CORRECTED: &str = "DriftCorrected";
@@ -40,6 +41,8 @@ pub enum Stage {
     /// Objects of the source belong to another ApplySet (and nothing else failed).
     OwnershipConflict,
     Prune,
+    /// `spec.pruneGuard` stopped the prune (everything was applied).
+    PruneGuarded,
     Delete,
 }
 
@@ -52,6 +55,7 @@ impl Stage {
             Stage::Apply => reason::APPLY_FAILED,
             Stage::OwnershipConflict => reason::OWNERSHIP_CONFLICT,
             Stage::Prune => reason::PRUNE_FAILED,
+            Stage::PruneGuarded => reason::PRUNE_GUARDED,
             Stage::Delete => reason::DELETE_FAILED,
         }
     }
@@ -65,6 +69,7 @@ impl Stage {
             Stage::Apply => "apply_failed",
             Stage::OwnershipConflict => "ownership_conflict",
             Stage::Prune => "prune_failed",
+            Stage::PruneGuarded => "prune_guarded",
             Stage::Delete => "delete_failed",
         }
     }

@@ -238,6 +238,12 @@ impl TestNamespace {
         self.kubectl_ok(&["get", resource, "-o", &format!("jsonpath={path}")], None)
     }
 
+    /// Whether `kind/name` (in this namespace, or cluster-scoped) exists.
+    pub fn exists(&self, kind_name: &str) -> Result<bool> {
+        let out = self.kubectl_ok(&["get", kind_name, "--ignore-not-found", "-o", "name"], None)?;
+        Ok(!out.trim().is_empty())
+    }
+
     /// Writes a kubeconfig for the same cluster that authenticates with
     /// `token` only (no client certificate), for kubectl and kube clients.
     /// The file is removed when the returned value is dropped.

@@ -6,13 +6,22 @@
 //!   holding objects the ApplySet does not manage;
 //! * a second DELETE of an object that is already terminating (held by finalizers), which is
 //!   reported instead;
-//! * lists the apply identity may not make fail nothing: they are skipped with a warning.
+//! * lists the apply identity may not make fail nothing: they are skipped with a warning;
+//! * objects whose manifest carried `applyset.dev/prune: disabled` (orphaned, reported);
+//! * a revision that would prune more than `spec.pruneGuard` allows ([`guard`]).
+//!
+//! What it deletes goes in the reverse of the apply's stages, each waited for ([`order`]).
+
+mod guard;
+mod order;
+
+use std::time::Instant;
 
 use kube::api::{ListParams, ObjectMeta};
 use kube::core::DynamicObject;
 use kube::{Api, Client};
 
-use super::api::{InventoryMember, InventoryObject};
+use super::api::{InventoryMember, InventoryObject, PRUNE_OPT_OUT, PruneGuard};
 use super::inventory::{self, skipped};
 use crate::apply::Visited;
 use crate::applyset::error::is_status;
@@ -33,6 +42,8 @@ pub struct Pruned {
     pub error: Option<String>,
     /// The record of members after this prune.
     pub members: Vec<InventoryMember>,
+    /// `spec.pruneGuard` stopped this prune (nothing was deleted): why, with the names.
+    pub guarded: Option<String>,
 }
 
 /// What the step needs to know of the ApplySet.
@@ -43,6 +54,17 @@ pub struct Scope<'a> {
     pub had_record: bool,
     pub own_namespace: &'a str,
     pub prune_non_empty_namespaces: bool,
+    /// `spec.pruneGuard` with the approval annotation and this run's revision (none when the
+    /// ApplySet itself is being deleted).
+    pub guard: Option<GuardCheck<'a>>,
+    /// Until when a stage waits for its objects to be gone.
+    pub deadline: Instant,
+}
+
+pub struct GuardCheck<'a> {
+    pub limits: &'a PruneGuard,
+    pub approval: Option<&'a str>,
+    pub revision: &'a str,
 }
 
 pub async fn prune(
@@ -85,9 +107,18 @@ pub async fn prune(
         .cloned()
         .collect();
     let mut to_delete = Vec::new();
+    // Already being deleted: their stage waits for them before the next one starts.
+    let mut held = Vec::new();
     for candidate in recorded {
         if candidate.listed.deleting {
-            pruned.terminating.push(terminating_text(&candidate));
+            kept.push(inventory::member_of_candidate(&candidate));
+            held.push(candidate);
+        } else if candidate.listed.prune_disabled {
+            pruned.skipped.push(inventory::skipped_entry(
+                &candidate,
+                skipped::ORPHANED,
+                format!("left git with {PRUNE_OPT_OUT}: disabled: kept, no longer applied"),
+            ));
             kept.push(inventory::member_of_candidate(&candidate));
         } else if let Some(entry) = namespace_guard(client, index, &candidate, &scope).await {
             pruned.skipped.push(entry);
@@ -96,15 +127,65 @@ pub async fn prune(
             to_delete.push(candidate);
         }
     }
+    if let Some(check) = &scope.guard {
+        let names: Vec<String> = to_delete.iter().map(Candidate::printed_name).collect();
+        pruned.guarded = guard::blocked(check.limits, &names, scope.members.len(), check.approval, check.revision);
+        if pruned.guarded.is_some() {
+            kept.extend(to_delete.iter().map(inventory::member_of_candidate));
+            pruned.terminating = held.iter().map(terminating_text).collect();
+            pruned.members = inventory::after_prune(visited, kept);
+            return pruned;
+        }
+    }
 
-    let deleted = run.delete(&to_delete, options).await;
+    let (deleted, error) = delete_in_stages(client, run, to_delete.clone(), held, options, scope.deadline).await;
     pruned.deleted = deleted.deleted.iter().map(Candidate::printed_name).collect();
-    pruned.terminating.extend(deleted.terminating.iter().map(terminating_text));
+    pruned.terminating = deleted.terminating.iter().map(terminating_text).collect();
     let gone: Vec<InventoryMember> = deleted.deleted.iter().map(inventory::member_of_candidate).collect();
-    kept.extend(to_delete.iter().map(inventory::member_of_candidate).filter(|m| !gone.contains(m)));
-    pruned.error = deleted.error.map(|e| e.to_string());
+    kept.extend(to_delete.iter().map(inventory::member_of_candidate));
+    kept.retain(|m| !gone.contains(m));
+    pruned.error = error;
     pruned.members = inventory::after_prune(visited, kept);
     pruned
+}
+
+/// DELETEs `to_delete` stage by stage ([`order`]); a stage's objects held by finalizers (and
+/// those already being deleted, `held`) are waited for until `deadline`. A stage still held
+/// then, or a failed DELETE, stops the later stages.
+async fn delete_in_stages(
+    client: &Client,
+    run: &Run<'_>,
+    to_delete: Vec<Candidate>,
+    held: Vec<Candidate>,
+    options: &DeleteOptions,
+    deadline: Instant,
+) -> (crate::applyset::Deleted, Option<String>) {
+    let mut stages: Vec<(Vec<Candidate>, Vec<Candidate>)> = vec![Default::default(); order::STAGES];
+    for candidate in to_delete {
+        stages[order::stage_of(&candidate)].0.push(candidate);
+    }
+    for candidate in held {
+        stages[order::stage_of(&candidate)].1.push(candidate);
+    }
+    let mut done = crate::applyset::Deleted::default();
+    for (stage, already_held) in stages {
+        let deleted = run.delete(&stage, options).await;
+        done.deleted.extend(deleted.deleted);
+        if let Some(error) = deleted.error {
+            done.terminating.extend(already_held);
+            return (done, Some(error.to_string()));
+        }
+        let waiting: Vec<Candidate> = already_held.into_iter().chain(deleted.terminating).collect();
+        let still =
+            if waiting.is_empty() { Vec::new() } else { order::wait_gone(client, waiting.clone(), deadline).await };
+        let uid_of_still: Vec<&str> = still.iter().map(|c| c.listed.uid.as_str()).collect();
+        done.deleted.extend(waiting.iter().filter(|c| !uid_of_still.contains(&c.listed.uid.as_str())).cloned());
+        if !still.is_empty() {
+            done.terminating = still;
+            return (done, None);
+        }
+    }
+    (done, None)
 }
 
 fn terminating_text(candidate: &Candidate) -> String {

@@ -100,6 +100,14 @@ pub struct ScopeArgs {
     /// asking for less fails with InvalidSpec instead of hammering git and the apiserver.
     #[arg(long, env = "APPLYSET_MIN_INTERVAL", default_value = "10s", value_name = "DURATION")]
     pub min_interval: String,
+    /// What Secrets' last-applied annotations record for ApplySets without spec.secrets:
+    /// `plain` (their values, as kubectl) or `hashed` (HMAC-SHA256 of each value).
+    #[arg(long, env = "APPLYSET_DEFAULT_SECRETS", value_enum, default_value = "plain", value_name = "MODE")]
+    pub default_secrets: crate::operator::api::SecretsMode,
+    /// The Secret (in the controller's namespace, $POD_NAMESPACE) holding the key of `hashed`
+    /// annotations; the controller creates it with a random key when it is missing.
+    #[arg(long, env = "APPLYSET_SECRET_HASH_KEY", default_value = "applyset-secret-hash-key", value_name = "NAME")]
+    pub secret_hash_key: String,
 }
 
 /// Caps on the manifests of one revision, checked before they are read or parsed, so that one

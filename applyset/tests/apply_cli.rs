@@ -510,6 +510,34 @@ async fn diff_shows_the_fields_apply_leaves_behind() -> Result<()> {
     Ok(())
 }
 
+/// `diff` never prints a Secret's values: kubectl diff's masks for `data` (a changed value
+/// reads `*** (before)` / `*** (after)`), and also inside the last-applied annotation and the
+/// patch, which kubectl diff prints in clear.
+#[tokio::test]
+async fn diff_masks_secret_values_everywhere() -> Result<()> {
+    let ns = TestNamespace::create("apply-diff-secret").await?;
+    use base64::Engine as _;
+    let b64 = |value: &str| base64::engine::general_purpose::STANDARD.encode(value.as_bytes());
+    let secret = |password: &str| {
+        format!(
+            "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\ndata:\n  password: {}\nstringData:\n  user: admin-{password}\n",
+            b64(password)
+        )
+    };
+    let (old, new) = (format!("old-{}", random_suffix()), format!("new-{}", random_suffix()));
+    let dir = ManifestDir::new(&[("db.yaml", &secret(&old))])?;
+    applyset_cli(&ns.kubeconfig, "apply", &["-f", dir.path(), "-n", &ns.name])?.success_stdout()?;
+    dir.write("db.yaml", &secret(&new))?;
+    let out = applyset_cli(&ns.kubeconfig, "diff", &["-f", dir.path(), "-n", &ns.name])?;
+    assert!(out.stdout.contains("diff secret/db"), "{}", out.stdout);
+    for value in [&old, &new] {
+        let encoded = b64(value);
+        assert!(!out.stdout.contains(value.as_str()) && !out.stdout.contains(&encoded), "{}", out.stdout);
+    }
+    assert!(out.stdout.contains("*** (before)") && out.stdout.contains("*** (after)"), "{}", out.stdout);
+    Ok(())
+}
+
 // ------------------------------------------------------------------------------------------
 // The library behind a counting, fault-injecting proxy.
 

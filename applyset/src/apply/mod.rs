@@ -19,6 +19,7 @@
 
 mod error;
 mod execute;
+pub mod last_applied;
 pub mod metadata;
 pub mod object;
 mod one;

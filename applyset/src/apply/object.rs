@@ -21,6 +21,15 @@ pub const ANNOTATIONS_SIZE_LIMIT: usize = 262_144;
 /// absent, `null`, not an object or holds a non-string value reads as empty, and writing the
 /// map back then stores `{}` — which is why `"annotations":{}` appears in `A`.
 pub fn modified_configuration(object: &Value) -> (String, Value) {
+    modified_configuration_with(object, None)
+}
+
+/// [`modified_configuration`] with the annotation's text from `codec` (see
+/// [`super::last_applied`]).
+pub fn modified_configuration_with(
+    object: &Value,
+    codec: Option<&dyn super::last_applied::LastAppliedCodec>,
+) -> (String, Value) {
     let mut object = object.clone();
     let Value::Object(root) = &mut object else {
         return (object.to_json_string() + "\n", object);
@@ -36,7 +45,8 @@ pub fn modified_configuration(object: &Value) -> (String, Value) {
     };
     annotations.remove(LAST_APPLIED);
     metadata.insert("annotations".to_owned(), Value::Object(annotations));
-    let text = object.to_json_string() + "\n";
+    let recorded = codec.and_then(|codec| codec.encode(&object));
+    let text = recorded.as_ref().unwrap_or(&object).to_json_string() + "\n";
     set_annotation(&mut object, LAST_APPLIED, &text);
     (text, object)
 }

@@ -79,7 +79,8 @@ enum Created {
 
 impl One<'_> {
     async fn run(&mut self, live: Live) -> Outcome {
-        let (_, modified) = object::modified_configuration(&self.item.object);
+        let codec = self.options.last_applied.as_ref().map(|codec| codec.0.as_ref());
+        let (_, modified) = object::modified_configuration_with(&self.item.object, codec);
         if let Some(error) = self.annotations_too_large(&modified) {
             return (Err(error), None);
         }
@@ -221,9 +222,9 @@ impl One<'_> {
     /// The patch for the current state, with the caller's filter applied (kept in the details).
     async fn compute(&mut self, modified: &Value, current: &Value) -> Result<ComputedPatch, ObjectError> {
         let (mut computed, original) =
-            compute(self.cluster, self.item, modified, current, &mut self.warnings).await.map_err(|error| {
-                error.rewrap(&format!("applying patch:\n\nto:\n{}\nfor:", self.info_text()), &self.source)
-            })?;
+            compute(self.cluster, self.item, modified, current, self.options, &mut self.warnings).await.map_err(
+                |error| error.rewrap(&format!("applying patch:\n\nto:\n{}\nfor:", self.info_text()), &self.source),
+            )?;
         if let Some(policy) = &self.options.field_policy {
             let verdict = policy.0.inspect(&self.item.object, &original, modified, current, &computed.engine);
             self.warnings.extend(verdict.warnings);
@@ -392,6 +393,7 @@ async fn compute(
     item: &Prepared,
     modified: &Value,
     current: &Value,
+    options: &ApplyOptions,
     warnings: &mut Vec<String>,
 ) -> Result<(ComputedPatch, Value), ObjectError> {
     let source = source_text(&item.source);
@@ -411,6 +413,10 @@ async fn compute(
         },
     };
     let unusable_last_applied = original.as_object().is_none();
+    let original = match &options.last_applied {
+        Some(codec) if !unusable_last_applied => codec.0.decode(&original, &item.object),
+        _ => original,
+    };
     let computed =
         metadata::compute_patch(cluster, &item.gvk, &original, modified, current, warnings).await.map_err(|e| {
             let message = format!("error when {} {}: {}", e.context, go_quote(&source), e.error);

@@ -56,6 +56,8 @@ pub struct ApplyOptions {
     /// Finds the fields kubectl's patch would leave behind (stale, foreign) and may have the
     /// patch remove them; its findings are kept in each object's details.
     pub field_policy: Option<FieldPolicyRef>,
+    /// What the last-applied annotation records (kubectl's copy of the manifest when `None`).
+    pub last_applied: Option<super::last_applied::LastAppliedCodecRef>,
     /// Whether an object that another ApplySet's `part-of` label claims is taken over.
     pub ownership: Ownership,
 }
@@ -117,6 +119,7 @@ impl Default for ApplyOptions {
             keep_results: false,
             patch_filter: None,
             field_policy: None,
+            last_applied: None,
             ownership: Ownership::Adopt,
         }
     }

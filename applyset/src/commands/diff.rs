@@ -11,6 +11,8 @@ use std::sync::Arc;
 
 use applyset_merge::Value;
 
+use crate::apply::last_applied;
+use crate::apply::object::LAST_APPLIED;
 use crate::apply::selector::Selector;
 use crate::apply::{self, ApplyOptions, DryRun, FieldPolicyRef, Verb};
 use crate::cli::DiffArgs;
@@ -79,15 +81,21 @@ fn execute(args: DiffArgs) -> Result<ExitCode, String> {
             }
             differs = true;
             println!("diff {} ({}: document {})", object.name, object.source.path.display(), object.source.document);
+            let secret = [&details.live, &details.result].into_iter().flatten().any(last_applied::is_secret);
             match (&details.patch, details.patch_type) {
                 (Some(patch), Some(patch_type)) => {
                     println!("patch ({}):", patch_type.content_type());
+                    let patch = if secret { masked(patch) } else { patch.clone() };
                     println!("{}", patch.to_json_string());
                 }
                 _ => println!("create (the object does not exist)"),
             }
-            let before = details.live.as_ref().map(render).unwrap_or_default();
-            let after = details.result.as_ref().map(render).unwrap_or_default();
+            let (mut live, mut result) = (details.live.clone(), details.result.clone());
+            if secret {
+                mask_pair(live.as_mut(), result.as_mut());
+            }
+            let before = live.as_ref().map(render).unwrap_or_default();
+            let after = result.as_ref().map(render).unwrap_or_default();
             let diff = similar::TextDiff::from_lines(&before, &after);
             print!(
                 "{}",
@@ -118,6 +126,63 @@ fn print_left_behind(name: &str, source: &crate::manifest::Source, fields: &[Fin
     }
 }
 
+/// kubectl diff's masks for Secret values.
+const MASK: &str = "***";
+const MASK_BEFORE: &str = "*** (before)";
+const MASK_AFTER: &str = "*** (after)";
+
+/// A Secret's patch or object with every value of `data` and `stringData` masked, and the same
+/// inside its last-applied annotation (which kubectl diff prints in clear).
+fn masked(object: &Value) -> Value {
+    let mut object = object.clone();
+    mask_values(&mut object, &|_| MASK);
+    object
+}
+
+/// Masks `data`/`stringData` values (each through `mask`, given the key) and those of the
+/// last-applied annotation (always `***`: hashed ones included, they are no business of a diff).
+fn mask_values(object: &mut Value, mask: &dyn Fn(&str) -> &'static str) {
+    let Some(root) = object.as_object_mut() else { return };
+    for section in ["data", "stringData"] {
+        if let Some(Value::Object(values)) = root.get_mut(section) {
+            for (key, value) in values.iter_mut() {
+                if !value.is_null() {
+                    *value = Value::String(mask(key).to_owned());
+                }
+            }
+        }
+    }
+    let annotation = root
+        .get_mut("metadata")
+        .and_then(Value::as_object_mut)
+        .and_then(|m| m.get_mut("annotations"))
+        .and_then(Value::as_object_mut)
+        .and_then(|a| a.get_mut(LAST_APPLIED));
+    if let Some(Value::String(text)) = annotation
+        && let Ok(mut recorded) = Value::from_json_str(text)
+    {
+        mask_values(&mut recorded, &|_| MASK);
+        *text = recorded.to_json_string() + "\n";
+    }
+}
+
+/// kubectl diff's masking of a Secret's `data`: a key on both sides with different values reads
+/// `*** (before)` / `*** (after)`, any other `***`, so a changed value shows without showing it.
+fn mask_pair(before: Option<&mut Value>, after: Option<&mut Value>) {
+    let data = |object: &Option<&mut Value>| -> std::collections::BTreeMap<String, Value> {
+        let data = object.as_deref().and_then(Value::as_object).and_then(|o| o.get("data")).and_then(Value::as_object);
+        data.map(|d| d.iter().map(|(k, v)| (k.clone(), v.clone())).collect()).unwrap_or_default()
+    };
+    let (from, to) = (data(&before), data(&after));
+    let changed = |key: &str| matches!((from.get(key), to.get(key)), (Some(a), Some(b)) if a != b);
+    if let Some(before) = before {
+        mask_values(before, &|key| if changed(key) { MASK_BEFORE } else { MASK });
+    }
+    if let Some(after) = after {
+        mask_values(after, &|key| if changed(key) { MASK_AFTER } else { MASK });
+    }
+}
+
 /// YAML without `metadata.managedFields`.
 fn render(object: &Value) -> String {
     let mut object = object.clone();
@@ -126,4 +191,34 @@ fn render(object: &Value) -> String {
     }
     serde_yaml_ng::to_string(&object)
         .unwrap_or_else(|e| format!("# cannot render as YAML: {e}\n{}\n", object.to_json_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn json(text: &str) -> Value {
+        Value::from_json_str(text).unwrap()
+    }
+
+    #[test]
+    fn secret_values_are_masked_as_kubectl_diff_does_and_in_the_annotation_too() {
+        let annotation = r#"{\"apiVersion\":\"v1\",\"data\":{\"a\":\"aHVudGVyMg==\"},\"kind\":\"Secret\"}\n"#;
+        let mut live = json(&format!(
+            r#"{{"apiVersion":"v1","kind":"Secret","metadata":{{"annotations":{{"{LAST_APPLIED}":"{annotation}"}}}},"data":{{"a":"aHVudGVyMg==","b":"b2xk","gone":"eA=="}}}}"#
+        ));
+        let mut result =
+            json(r#"{"apiVersion":"v1","kind":"Secret","data":{"a":"aHVudGVyMg==","b":"bmV3","added":"eQ=="}}"#);
+        mask_pair(Some(&mut live), Some(&mut result));
+        let (live, result) = (live.to_json_string(), result.to_json_string());
+        for text in [&live, &result] {
+            assert!(!text.contains("aHVudGVyMg==") && !text.contains("b2xk") && !text.contains("bmV3"), "{text}");
+        }
+        assert!(live.contains(r#""a":"***","b":"*** (before)","gone":"***""#), "{live}");
+        assert!(result.contains(r#""a":"***","added":"***","b":"*** (after)""#), "{result}");
+        assert!(live.contains(r#"\"data\":{\"a\":\"***\"}"#), "the annotation is masked: {live}");
+
+        let patch = json(r#"{"data":{"b":"bmV3","gone":null},"stringData":{"c":"hunter2"}}"#);
+        assert_eq!(masked(&patch).to_json_string(), r#"{"data":{"b":"***","gone":null},"stringData":{"c":"***"}}"#);
+    }
 }

@@ -96,6 +96,18 @@ pub struct ApplySetSpec {
     /// (the object goes after its dependents; the prune waits for it), `Orphan` (they stay).
     #[serde(default)]
     pub prune_propagation: PrunePropagation,
+    /// What the last-applied annotation of a Secret records: `Plain` (its values, as kubectl
+    /// does) or `Hashed` (an HMAC-SHA256 of each value under a key only the controller has).
+    /// Unset: the controller's `--default-secrets`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secrets: Option<SecretsMode>,
+}
+
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema, clap::ValueEnum)]
+pub enum SecretsMode {
+    #[default]
+    Plain,
+    Hashed,
 }
 
 #[derive(Deserialize, Serialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
@@ -416,6 +428,7 @@ impl ApplySetSpec {
             "ignore": self.drift.ignore,
             "staleFields": self.drift.stale_fields,
             "foreignFields": self.drift.foreign_fields,
+            "secrets": self.secrets,
         });
         let digest = sha2::Sha256::digest(shaping.to_string().as_bytes());
         digest.iter().take(8).map(|b| format!("{b:02x}")).collect()

@@ -7,9 +7,10 @@ use std::time::{Duration, Instant};
 
 use kube::Resource;
 
-use super::api::ApplySet;
+use super::api::{ApplySet, SecretsMode};
 use super::events::{EventPublisher, NewEvent};
 use super::metrics::Metrics;
+use crate::apply::last_applied::HashedSecrets;
 use crate::applyset::ApiIndex;
 use crate::cluster::Cluster;
 use crate::source::GitSource;
@@ -31,6 +32,10 @@ pub struct Settings {
     pub min_interval: Duration,
     /// Size caps on each revision's manifests.
     pub manifest_limits: crate::manifest::Limits,
+    /// `spec.secrets` when an ApplySet does not say.
+    pub default_secrets: super::api::SecretsMode,
+    /// Where the key of hashed Secret annotations is kept: (namespace, Secret name).
+    pub secret_hash_key: (String, String),
 }
 
 /// Apply clusters are kept this long, then rebuilt, so that discovery and OpenAPI caches
@@ -53,6 +58,8 @@ pub struct Context {
     /// The last run per ApplySet, so that watch events for our own status writes do not
     /// start runs before they are due.
     runs: Mutex<HashMap<String, LastRun>>,
+    /// The codec of `spec.secrets: Hashed`, once its key was read (or created).
+    hashed_secrets: tokio::sync::OnceCell<Arc<HashedSecrets>>,
 }
 
 #[derive(Debug, Clone)]
@@ -98,7 +105,27 @@ impl Context {
             clusters: Mutex::new(HashMap::new()),
             failures: Mutex::new(HashMap::new()),
             runs: Mutex::new(HashMap::new()),
+            hashed_secrets: tokio::sync::OnceCell::new(),
         }
+    }
+
+    /// The codec of hashed Secret annotations, with the controller's key (read, or created,
+    /// at the first need; a failure is retried at the next need).
+    pub async fn hashed_secrets(&self) -> Result<Arc<HashedSecrets>, String> {
+        let codec = self
+            .hashed_secrets
+            .get_or_try_init(|| async {
+                let (namespace, name) = &self.settings.secret_hash_key;
+                let key = super::secret_key::load_or_create(&self.client, namespace, name).await?;
+                HashedSecrets::new(&key).map(Arc::new).map_err(|e| format!("the hash key: {e}"))
+            })
+            .await?;
+        Ok(codec.clone())
+    }
+
+    /// `spec.secrets`, or the controller's default.
+    pub fn secrets_mode(&self, applyset: &ApplySet) -> SecretsMode {
+        applyset.spec.secrets.unwrap_or(self.settings.default_secrets)
     }
 
     /// The ServiceAccount an ApplySet applies as, if any.

@@ -197,6 +197,11 @@ fn settings(args: &ControllerArgs) -> anyhow::Result<Settings> {
         field_manager: "applyset-controller".into(),
         min_interval: super::duration::parse(&args.scope.min_interval)
             .map_err(|e| anyhow::anyhow!("--min-interval {:?}: {e}", args.scope.min_interval))?,
+        default_secrets: args.scope.default_secrets,
+        secret_hash_key: (
+            args.leader.leader_election_namespace.clone().unwrap_or_else(|| "default".into()),
+            args.scope.secret_hash_key.clone(),
+        ),
         manifest_limits: crate::manifest::Limits {
             file: Some(args.manifests.max_manifest_file_size),
             document: Some(args.manifests.max_manifest_document_size),

@@ -18,4 +18,5 @@ mod pipeline;
 pub mod prune;
 pub mod reconcile;
 pub mod schedule;
+pub mod secret_key;
 pub mod status;

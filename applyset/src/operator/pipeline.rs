@@ -10,7 +10,9 @@ use std::time::Instant;
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 
-use super::api::{APPROVE_PRUNE, ApplySet, ApplySetStatus, DriftMode, DriftStatus, DriftedObject, StaleFields};
+use super::api::{
+    APPROVE_PRUNE, ApplySet, ApplySetStatus, DriftMode, DriftStatus, DriftedObject, SecretsMode, StaleFields,
+};
 use super::context::Context;
 use super::drift::IgnoreRules;
 use super::history::{self, HistoryIndex};
@@ -21,6 +23,7 @@ use super::prune;
 use super::reconcile::{api_resource, redact_owner};
 use super::schedule::Intervals;
 use super::status::{self, DRIFTED, Failure, Stage};
+use crate::apply::last_applied::{self, LastAppliedCodecRef};
 use crate::apply::{self, ApplyOptions, ApplyReport, DryRun, Fatal, FieldPolicyRef, Ownership, PatchFilter};
 use crate::applyset::{ApiIndex, Parent, ParentWrites, Run};
 use crate::cluster::Cluster;
@@ -234,6 +237,7 @@ async fn apply(
     if loaded.is_empty() {
         return Ok(ApplyReport::default());
     }
+    let (loaded, last_applied) = secrets(applyset, ctx, loaded).await?;
     let options = ApplyOptions {
         // Report mode asks the apiserver what the apply would do (as `kubectl diff` does), so
         // that values it canonicalizes are not reported as drift.
@@ -251,6 +255,7 @@ async fn apply(
             PatchFilter(Arc::new(move |object, live, patch| ignore.filter_patch(object, live, patch)))
         }),
         field_policy: (!policy.is_idle()).then(|| FieldPolicyRef(Arc::new(policy))),
+        last_applied,
         ..ApplyOptions::default()
     };
     let plan = plan(cluster, loaded, &options).await?;
@@ -265,6 +270,23 @@ async fn apply(
             format!("applying {} timed out after {:?}; nothing was pruned", artifact.revision, intervals.timeout),
         )
     })
+}
+
+/// `spec.secrets: Hashed`: Secrets' `stringData` folded into `data` (a live Secret has none,
+/// so it would be sent again at every run) and their annotations recorded as hashes.
+async fn secrets(
+    applyset: &ApplySet,
+    ctx: &Context,
+    mut loaded: Vec<LoadedObject>,
+) -> Result<(Vec<LoadedObject>, Option<LastAppliedCodecRef>), Failure> {
+    if ctx.secrets_mode(applyset) != SecretsMode::Hashed {
+        return Ok((loaded, None));
+    }
+    let codec = ctx.hashed_secrets().await.map_err(|e| Failure::new(Stage::Apply, e))?;
+    for object in &mut loaded {
+        last_applied::fold_string_data(&mut object.object);
+    }
+    Ok((loaded, Some(LastAppliedCodecRef(codec))))
 }
 
 /// drift and inventory, from what apply did (or, in Report mode, would do); a failed object

@@ -12,8 +12,8 @@
 //!
 //! What it deletes goes in the reverse of the apply's stages, each waited for ([`order`]).
 
-mod guard;
-mod order;
+pub mod guard;
+pub mod order;
 
 use std::time::Instant;
 

@@ -1,0 +1,77 @@
+//! The key of hashed Secret annotations (`spec.secrets: Hashed`): one per controller, in a
+//! Secret of its own namespace that it creates with 32 random bytes when it is missing. Every
+//! replica reads the same key, so a new leader reads back what the last one recorded.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{ObjectMeta, PostParams};
+use kube::{Api, Client};
+
+use crate::applyset::error::is_status;
+use crate::applyset::error_text;
+
+/// The key's entry in the Secret.
+const KEY: &str = "key";
+/// The shortest key accepted (HMAC-SHA256's block of security).
+const MIN_KEY_LEN: usize = 32;
+
+/// The key in `namespace/name`, created when the Secret does not exist.
+pub async fn load_or_create(client: &Client, namespace: &str, name: &str) -> Result<Vec<u8>, String> {
+    let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
+    let place = format!("Secret {namespace}/{name}");
+    for _ in 0..2 {
+        match api.get_opt(name).await {
+            Ok(Some(secret)) => return key_of(&secret).map_err(|e| format!("{place}: {e}")),
+            Ok(None) => {}
+            Err(error) => return Err(format!("reading the hash key {place}: {}", error_text(&error))),
+        }
+        let mut key = vec![0u8; MIN_KEY_LEN];
+        openssl::rand::rand_bytes(&mut key).map_err(|e| format!("making a hash key: {e}"))?;
+        let secret = Secret {
+            metadata: ObjectMeta {
+                name: Some(name.to_owned()),
+                labels: Some(BTreeMap::from([("app.kubernetes.io/managed-by".to_owned(), "applyset".to_owned())])),
+                ..ObjectMeta::default()
+            },
+            type_: Some("Opaque".into()),
+            data: Some(BTreeMap::from([(KEY.to_owned(), ByteString(key.clone()))])),
+            ..Secret::default()
+        };
+        match api.create(&PostParams::default(), &secret).await {
+            Ok(_) => {
+                tracing::info!(secret = %place, "created the key of hashed Secret annotations");
+                return Ok(key);
+            }
+            // Another replica created it meanwhile: read theirs.
+            Err(error) if is_status(&error, 409) => continue,
+            Err(error) => return Err(format!("creating the hash key {place}: {}", error_text(&error))),
+        }
+    }
+    Err(format!("the hash key {place} was created and is gone again"))
+}
+
+fn key_of(secret: &Secret) -> Result<Vec<u8>, String> {
+    let key = secret.data.as_ref().and_then(|d| d.get(KEY)).map(|k| k.0.clone()).unwrap_or_default();
+    if key.len() < MIN_KEY_LEN {
+        return Err(format!("data.{KEY} must hold at least {MIN_KEY_LEN} bytes (it holds {})", key.len()));
+    }
+    Ok(key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_short_or_missing_key_is_refused() {
+        let with = |bytes: &[u8]| Secret {
+            data: Some(BTreeMap::from([(KEY.to_owned(), ByteString(bytes.to_vec()))])),
+            ..Secret::default()
+        };
+        assert_eq!(key_of(&with(&[7; 32])), Ok(vec![7; 32]));
+        assert!(key_of(&with(&[7; 31])).unwrap_err().contains("at least 32 bytes (it holds 31)"));
+        assert!(key_of(&Secret::default()).is_err());
+    }
+}

@@ -253,6 +253,11 @@ pub struct ApplyArgs {
     /// When a patch fails with Conflict or Invalid, delete the object and create it again.
     #[arg(long)]
     pub force: bool,
+    /// Apply an object whose last-applied annotation would exceed the apiserver's 256 KiB
+    /// limit with server-side apply (field manager `applyset`, no annotation) instead of
+    /// failing it as kubectl does; conflicts are forced only on fields this tool owned.
+    #[arg(long)]
+    pub server_side_fallback: bool,
     /// Output format: only `name` is supported (prints kind/name per object).
     #[arg(short = 'o', long, value_name = "FORMAT")]
     pub output: Option<String>,

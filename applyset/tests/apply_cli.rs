@@ -538,6 +538,32 @@ async fn diff_masks_secret_values_everywhere() -> Result<()> {
     Ok(())
 }
 
+/// `--server-side-fallback`: an object too large for the annotation fails as with kubectl,
+/// unless asked; then it is applied server-side, and a second run changes nothing.
+#[tokio::test]
+async fn server_side_fallback_applies_what_kubectl_cannot() -> Result<()> {
+    let ns = TestNamespace::create("apply-ssa").await?;
+    let big = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: big\ndata:\n  blob: \"{}\"\n",
+        "x".repeat(300 * 1024)
+    );
+    let dir = ManifestDir::new(&[("big.yaml", &big)])?;
+    let refused = applyset_cli(&ns.kubeconfig, "apply", &["-f", dir.path(), "-n", &ns.name])?;
+    assert!(
+        !refused.success && refused.stderr.contains("Too long: may not be more than 262144 bytes"),
+        "{}",
+        refused.stderr
+    );
+    let args = ["-f", dir.path(), "-n", &ns.name, "--server-side-fallback"];
+    let applied = applyset_cli(&ns.kubeconfig, "apply", &args)?.success_stdout()?;
+    assert_eq!(applied.trim(), "configmap/big created");
+    let again = applyset_cli(&ns.kubeconfig, "apply", &args)?.success_stdout()?;
+    assert_eq!(again.trim(), "configmap/big unchanged");
+    let managers = ns.jsonpath("configmap/big", "{.metadata.managedFields[*].manager}")?;
+    assert_eq!(managers, "applyset");
+    Ok(())
+}
+
 // ------------------------------------------------------------------------------------------
 // The library behind a counting, fault-injecting proxy.
 

@@ -22,6 +22,9 @@ pub enum ErrorCategory {
     Patch,
     /// The live object belongs to another ApplySet ([`super::Ownership::RefuseOtherSets`]).
     OwnedByOtherSet,
+    /// A server-side apply (the fallback for objects too large for the annotation) would change
+    /// fields other field managers own.
+    FieldConflict,
     /// `--force` gave up waiting for the old object to disappear.
     Timeout,
     /// The same object was given more than once (the run applies nothing).
@@ -44,6 +47,7 @@ impl ErrorCategory {
             ErrorCategory::NoMatch => "NoMatch",
             ErrorCategory::Patch => "Patch",
             ErrorCategory::OwnedByOtherSet => "OwnedByOtherSet",
+            ErrorCategory::FieldConflict => "FieldConflict",
             ErrorCategory::Timeout => "Timeout",
             ErrorCategory::Duplicates => "Duplicates",
             ErrorCategory::NoObjects => "NoObjects",

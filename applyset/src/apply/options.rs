@@ -56,6 +56,14 @@ pub struct ApplyOptions {
     /// Finds the fields kubectl's patch would leave behind (stale, foreign) and may have the
     /// patch remove them; its findings are kept in each object's details.
     pub field_policy: Option<FieldPolicyRef>,
+    /// The field manager of server-side apply for an object whose last-applied annotation would
+    /// exceed the apiserver's limit; `None`: such an object fails, as with kubectl.
+    pub server_side_fallback: Option<String>,
+    /// With the fallback: force conflicts on every field of the manifest, not only those the
+    /// live object gives to this tool's managers. The controller sets it when it re-applies a
+    /// revision it applied before: every field of it was the ApplySet's, so a field another
+    /// manager took since is drift to correct.
+    pub server_side_force: bool,
     /// What the last-applied annotation records (kubectl's copy of the manifest when `None`).
     pub last_applied: Option<super::last_applied::LastAppliedCodecRef>,
     /// Whether an object that another ApplySet's `part-of` label claims is taken over.
@@ -120,6 +128,8 @@ impl Default for ApplyOptions {
             patch_filter: None,
             field_policy: None,
             last_applied: None,
+            server_side_fallback: None,
+            server_side_force: false,
             ownership: Ownership::Adopt,
         }
     }
@@ -151,6 +161,7 @@ impl ApplyOptions {
             field_manager: self.field_manager.clone(),
             field_validation: self.field_validation.clone(),
             server_dry_run: self.dry_run == DryRun::Server,
+            force: false,
         }
     }
 }

@@ -44,6 +44,8 @@ pub struct Details {
     pub result: Option<Value>,
     /// Stale and foreign fields the field policy found (see [`super::ApplyOptions::field_policy`]).
     pub fields: Vec<crate::fields::Finding>,
+    /// Applied server-side (see [`super::ApplyOptions::server_side_fallback`]): why.
+    pub server_side: Option<String>,
 }
 
 /// A whole run.

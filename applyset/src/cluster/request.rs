@@ -13,6 +13,8 @@ pub struct WriteParams {
     /// `Strict`, `Warn` or `Ignore`.
     pub field_validation: String,
     pub server_dry_run: bool,
+    /// Server-side apply: take the fields other managers own (`force=true`).
+    pub force: bool,
 }
 
 impl WriteParams {
@@ -29,15 +31,20 @@ impl WriteParams {
         if !self.field_validation.is_empty() {
             query.push(("fieldValidation", self.field_validation.clone()));
         }
+        if self.force {
+            query.push(("force", "true".to_owned()));
+        }
         query
     }
 }
 
-/// The two patch formats of client-side apply.
+/// The two patch formats of client-side apply, and server-side apply's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PatchType {
     Strategic,
     JsonMerge,
+    /// Server-side apply (the controller's fallback for objects too large for the annotation).
+    Apply,
 }
 
 impl PatchType {
@@ -45,6 +52,8 @@ impl PatchType {
         match self {
             PatchType::Strategic => "application/strategic-merge-patch+json",
             PatchType::JsonMerge => "application/merge-patch+json",
+            // JSON is YAML: the body is sent as JSON.
+            PatchType::Apply => "application/apply-patch+yaml",
         }
     }
 }
@@ -133,7 +142,12 @@ mod tests {
 
     #[test]
     fn write_query() {
-        let params = WriteParams { field_manager: "m".into(), field_validation: "Strict".into(), server_dry_run: true };
+        let params = WriteParams {
+            field_manager: "m".into(),
+            field_validation: "Strict".into(),
+            server_dry_run: true,
+            force: false,
+        };
         let query = params.query();
         let keys: Vec<&str> = query.iter().map(|(k, _)| *k).collect();
         assert_eq!(keys, ["dryRun", "fieldManager", "fieldValidation"]);

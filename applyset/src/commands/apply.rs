@@ -176,6 +176,7 @@ fn execute(args: ApplyArgs) -> Result<ExitCode, String> {
     let options = ApplyOptions {
         dry_run,
         force: args.force,
+        server_side_fallback: args.server_side_fallback.then(|| "applyset".to_owned()),
         field_manager: args.input.field_manager.clone(),
         field_validation,
         namespace: args.input.namespace.clone(),

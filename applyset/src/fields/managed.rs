@@ -52,6 +52,13 @@ pub fn manager_of(entries: &[Entry<'_>], path: &FieldPath) -> Option<String> {
     best.map(|(_, manager)| manager.to_owned())
 }
 
+/// The manager whose field set holds `path` itself (the most recent on a tie): who a
+/// server-side apply of another value would conflict with. `None` for a field no one set.
+pub fn owner_of(entries: &[Entry<'_>], path: &FieldPath) -> Option<String> {
+    let depth = path.segments().len();
+    entries.iter().rev().find(|e| owned_depth(e.fields, path.segments()) == depth).map(|e| e.manager.to_owned())
+}
+
 /// How many leading segments of the path a fieldsV1 set contains.
 fn owned_depth(fields: &Value, segments: &[Segment]) -> usize {
     let mut node = fields;

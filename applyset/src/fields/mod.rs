@@ -13,6 +13,7 @@
 
 pub mod managed;
 pub mod path;
+pub mod server_side;
 
 use std::collections::BTreeSet;
 use std::fmt;

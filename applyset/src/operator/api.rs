@@ -325,6 +325,10 @@ pub struct InventoryObject {
     pub state: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// `ServerSide` for an object applied with server-side apply (its last-applied annotation
+    /// would exceed the apiserver's limit; `message` says by how much); unset: client-side.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
 }
 
 /// Objects whose live state differs from what apply would produce.

@@ -98,6 +98,7 @@ pub fn skipped_entry(candidate: &Candidate, reason: &str, message: String) -> In
         name: candidate.listed.name.clone(),
         state: reason.to_owned(),
         message: Some(message),
+        method: None,
     }
 }
 

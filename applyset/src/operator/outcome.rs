@@ -40,6 +40,9 @@ pub struct Done {
     pub history: Option<crate::source::RevisionChange>,
 }
 
+/// `status.inventory.objects[].method` of an object applied server-side.
+pub const METHOD_SERVER_SIDE: &str = "ServerSide";
+
 /// [`classify`]'s result.
 #[derive(Debug, Default)]
 pub struct Classified {
@@ -63,7 +66,12 @@ pub fn classify(report: &ApplyReport, revision: &str, steady: bool, report_only:
             name: object_name.clone(),
             state: status::STATE_APPLIED.into(),
             message: None,
+            method: None,
         };
+        if let Some(why) = object.details.as_ref().and_then(|d| d.server_side.as_ref()) {
+            entry.method = Some(METHOD_SERVER_SIDE.into());
+            entry.message = Some(status::truncate(&format!("applied server-side: {why}"), status::MAX_OBJECT_MESSAGE));
+        }
         match &object.result {
             Err(error) => {
                 entry.state = status::STATE_FAILED.into();
@@ -269,7 +277,7 @@ mod tests {
             patch: Some(json(r#"{"data":{"value":"git"}}"#)),
             patch_type: None,
             result: Some(config_map("a", "git", "applyset-controller")),
-            fields: Vec::new(),
+            ..Details::default()
         };
         let unchanged = Details {
             live: Some(config_map("b", "git", "x")),
@@ -332,7 +340,7 @@ mod tests {
             patch: Some(json(r#"{"data":{"value":"1"}}"#)),
             patch_type: None,
             result: Some(config_map("a", "1", "x")),
-            fields: Vec::new(),
+            ..Details::default()
         };
         let report = ApplyReport {
             objects: vec![report("a", Ok(Verb::Configured), Some(canonicalized))],

@@ -256,6 +256,8 @@ async fn apply(
         }),
         field_policy: (!policy.is_idle()).then(|| FieldPolicyRef(Arc::new(policy))),
         last_applied,
+        server_side_fallback: Some(SERVER_SIDE_MANAGER.into()),
+        server_side_force: mode.steady,
         ..ApplyOptions::default()
     };
     let plan = plan(cluster, loaded, &options).await?;
@@ -271,6 +273,9 @@ async fn apply(
         )
     })
 }
+
+/// The field manager of the server-side apply of objects too large for client-side apply.
+pub const SERVER_SIDE_MANAGER: &str = "applyset";
 
 /// `spec.secrets: Hashed`: Secrets' `stringData` folded into `data` (a live Secret has none,
 /// so it would be sent again at every run) and their annotations recorded as hashes.

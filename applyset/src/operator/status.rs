@@ -247,14 +247,14 @@ pub const STATE_FAILED: &str = "Failed";
 /// The inventory summary: counts, kinds, namespaces, and the first objects (failed, then
 /// drifted, then applied; by kind, namespace and name within each).
 pub fn inventory(mut objects: Vec<InventoryObject>, limit: usize) -> InventoryStatus {
-    let rank = |state: &str| match state {
+    // Applied server-side before applied: the exception is worth seeing.
+    let rank = |object: &InventoryObject| match object.state.as_str() {
         STATE_FAILED => 0,
         STATE_DRIFTED => 1,
-        _ => 2,
+        _ if object.method.is_some() => 2,
+        _ => 3,
     };
-    objects.sort_by(|a, b| {
-        (rank(&a.state), &a.kind, &a.namespace, &a.name).cmp(&(rank(&b.state), &b.kind, &b.namespace, &b.name))
-    });
+    objects.sort_by(|a, b| (rank(a), &a.kind, &a.namespace, &a.name).cmp(&(rank(b), &b.kind, &b.namespace, &b.name)));
     let mut states = BTreeMap::new();
     let mut kinds = BTreeSet::new();
     let mut namespaces = BTreeSet::new();
@@ -294,6 +294,7 @@ mod tests {
             name: name.into(),
             state: state.into(),
             message: None,
+            method: None,
         }
     }
 

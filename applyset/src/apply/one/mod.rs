@@ -4,6 +4,8 @@
 //! re-reading and retrying on conflicts, and with `--force` deleting and re-creating the object
 //! when the patch cannot be applied.
 
+mod server_side;
+
 use std::time::Duration;
 
 use applyset_merge::Value;
@@ -82,7 +84,17 @@ impl One<'_> {
         let codec = self.options.last_applied.as_ref().map(|codec| codec.0.as_ref());
         let (_, modified) = object::modified_configuration_with(&self.item.object, codec);
         if let Some(error) = self.annotations_too_large(&modified) {
-            return (Err(error), None);
+            return match self.options.server_side_fallback.clone() {
+                Some(manager) => {
+                    let size = object::annotations_size(&modified);
+                    let why = format!(
+                        "its {LAST_APPLIED} annotation would make its annotations {size} bytes, over the apiserver's limit of {}",
+                        object::ANNOTATIONS_SIZE_LIMIT
+                    );
+                    self.server_side(live, &manager, why).await
+                }
+                None => (Err(error), None),
+            };
         }
         let current = match self.read_live(live).await {
             Ok(Some(current)) => current,
@@ -221,23 +233,19 @@ impl One<'_> {
 
     /// The patch for the current state, with the caller's filter applied (kept in the details).
     async fn compute(&mut self, modified: &Value, current: &Value) -> Result<ComputedPatch, ObjectError> {
-        let (mut computed, original) =
+        let (mut computed, mut original) =
             compute(self.cluster, self.item, modified, current, self.options, &mut self.warnings).await.map_err(
                 |error| error.rewrap(&format!("applying patch:\n\nto:\n{}\nfor:", self.info_text()), &self.source),
             )?;
+        if let Some(owned) = self.returning_to_client_side(current, &computed)? {
+            computed.patch = self.recompute(&computed, &owned, modified, current, "fields it applied server-side")?;
+            original = owned;
+        }
         if let Some(policy) = &self.options.field_policy {
             let verdict = policy.0.inspect(&self.item.object, &original, modified, current, &computed.engine);
             self.warnings.extend(verdict.warnings);
             if let Some(original) = verdict.original {
-                computed.patch = computed.engine.three_way(&original, modified, current).map_err(|e| {
-                    ObjectError::plain(
-                        ErrorCategory::Patch,
-                        format!(
-                            "error when computing the patch that removes left-behind fields of {:?}: {e}",
-                            self.source
-                        ),
-                    )
-                })?;
+                computed.patch = self.recompute(&computed, &original, modified, current, "left-behind fields")?;
             }
             self.details.fields = verdict.findings;
         }
@@ -247,6 +255,40 @@ impl One<'_> {
         self.details.patch = Some(computed.patch.clone());
         self.details.patch_type = Some(computed.engine.patch_type());
         Ok(computed)
+    }
+
+    /// The patch from another original than the annotation, that also deletes `what`.
+    fn recompute(
+        &self,
+        computed: &ComputedPatch,
+        original: &Value,
+        modified: &Value,
+        current: &Value,
+        what: &str,
+    ) -> Result<Value, ObjectError> {
+        computed.engine.three_way(original, modified, current).map_err(|e| {
+            let message = format!("error when computing the patch that removes the {what} of {:?}: {e}", self.source);
+            ObjectError::plain(ErrorCategory::Patch, message)
+        })
+    }
+
+    /// An object that was applied server-side (too large for the annotation) and fits again
+    /// has no annotation: its original is what the server-side manager owned, so the patch
+    /// deletes the fields git dropped meanwhile instead of leaving them behind.
+    fn returning_to_client_side(
+        &self,
+        current: &Value,
+        computed: &ComputedPatch,
+    ) -> Result<Option<Value>, ObjectError> {
+        let Some(manager) = &self.options.server_side_fallback else { return Ok(None) };
+        if last_applied(current).is_some() {
+            return Ok(None);
+        }
+        crate::fields::server_side::owned_document(current, manager, &computed.engine).map_err(|e| {
+            let message =
+                format!("error when reading the fields {manager} applied server-side to {:?}: {e}", self.source);
+            ObjectError::plain(ErrorCategory::Patch, message)
+        })
     }
 
     /// PATCH (or, under `--dry-run=client`, the patch applied locally as the server would).

@@ -1,0 +1,136 @@
+//! Objects too large for client-side apply (their last-applied annotation would pass the
+//! apiserver's 262144-byte limit), end to end: the controller applies them server-side, keeps
+//! them in the set (Ready, `method: ServerSide`), sends nothing on a no-op run, corrects drift,
+//! returns them to client-side apply when they shrink (no field left behind), and prunes them;
+//! a CRD too large for the annotation works the same way.
+
+mod git;
+mod operator;
+mod support;
+
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use operator::{ControllerFixture, create_applyset, ready_at, revision, start_controller, wait_for_applyset};
+use support::TestNamespace;
+
+const T: Duration = Duration::from_secs(90);
+/// Over the annotation limit, under the apiserver's request limit.
+const BLOB: usize = 300 * 1024;
+
+fn big_config_map(namespace: &str, small: &str, blob: Option<usize>) -> String {
+    let blob = blob.map(|size| format!("  blob: \"{}\"\n", "x".repeat(size))).unwrap_or_default();
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: big\n  namespace: {namespace}\ndata:\n  small: \"{small}\"\n{blob}"
+    )
+}
+
+fn managers(ns: &TestNamespace, resource: &str) -> Result<String> {
+    ns.jsonpath(resource, "{range .metadata.managedFields[*]}{.manager}/{.operation} {end}")
+}
+
+fn annotation(ns: &TestNamespace, resource: &str) -> Result<String> {
+    ns.jsonpath(resource, "{.metadata.annotations.kubectl\\.kubernetes\\.io/last-applied-configuration}")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversized_config_map_is_applied_server_side_and_comes_back() -> Result<()> {
+    let ControllerFixture { ns, repo } = ControllerFixture::new("oversized").await?;
+    repo.write("big.yaml", big_config_map(&ns.name, "1", Some(BLOB)));
+    repo.write("other.yaml", operator::config_map("other", &ns.name, "1"));
+    let first = repo.commit("a 300 KiB ConfigMap");
+    let controller = start_controller(&ns)?;
+    create_applyset(&ns, "app", serde_json::json!({ "source": { "url": repo.url() }, "interval": "2s" })).await?;
+    let ready = wait_for_applyset(&ns, "app", &controller, "Ready", T, ready_at(revision(&first))).await?;
+    assert_eq!(ns.jsonpath("configmap/big", "{.data.small}")?, "1");
+    assert_eq!(annotation(&ns, "configmap/big")?, "", "no last-applied annotation");
+    assert!(managers(&ns, "configmap/big")?.contains("applyset/Apply"), "{}", managers(&ns, "configmap/big")?);
+    let inventory = ready.status.and_then(|s| s.inventory).context("inventory")?;
+    let entry = inventory.objects.iter().find(|o| o.name == "big").context("big in the inventory")?;
+    assert_eq!(entry.method.as_deref(), Some("ServerSide"), "{entry:?}");
+    assert!(entry.message.as_deref().unwrap_or_default().contains("over the apiserver's limit of 262144"), "{entry:?}");
+
+    // A no-op run sends nothing.
+    let version = ns.jsonpath("configmap/big", "{.metadata.resourceVersion}")?;
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    assert_eq!(ns.jsonpath("configmap/big", "{.metadata.resourceVersion}")?, version);
+
+    // Changed in git: applied.
+    repo.write("big.yaml", big_config_map(&ns.name, "2", Some(BLOB)));
+    let second = repo.commit("small is 2");
+    wait_for_applyset(&ns, "app", &controller, "Ready", T, ready_at(revision(&second))).await?;
+    assert_eq!(ns.jsonpath("configmap/big", "{.data.small}")?, "2");
+
+    // Changed by hand: a steady run corrects it (forcing the field back).
+    ns.kubectl_ok(&["patch", "configmap", "big", "--type=merge", "-p", r#"{"data":{"small":"hand"}}"#], None)?;
+    support::eventually("the drift corrected", T, || async {
+        Ok((ns.jsonpath("configmap/big", "{.data.small}")? == "2").then_some(()))
+    })
+    .await?;
+
+    // Shrunk back under the limit: client-side again, and the blob git dropped is gone.
+    repo.write("big.yaml", big_config_map(&ns.name, "3", None));
+    let third = repo.commit("small again");
+    let back = wait_for_applyset(&ns, "app", &controller, "Ready", T, ready_at(revision(&third))).await?;
+    assert_eq!(ns.jsonpath("configmap/big", "{.data.small}")?, "3");
+    assert_eq!(ns.jsonpath("configmap/big", "{.data.blob}")?, "", "no field left behind");
+    assert!(annotation(&ns, "configmap/big")?.contains("\"small\":\"3\""), "client-side again");
+    let entry = back.status.and_then(|s| s.inventory).map(|i| i.objects).unwrap_or_default();
+    assert!(entry.iter().all(|o| o.method.is_none()), "{entry:?}");
+
+    // Large again, then pruned.
+    repo.write("big.yaml", big_config_map(&ns.name, "4", Some(BLOB)));
+    let fourth = repo.commit("large again");
+    wait_for_applyset(&ns, "app", &controller, "Ready", T, ready_at(revision(&fourth))).await?;
+    assert_eq!(annotation(&ns, "configmap/big")?, "", "the out-of-date annotation is dropped");
+    assert_eq!(ns.jsonpath("configmap/big", "{.data.small}")?, "4");
+    repo.remove("big.yaml");
+    let fifth = repo.commit("big leaves");
+    wait_for_applyset(&ns, "app", &controller, "Ready", T, ready_at(revision(&fifth))).await?;
+    assert!(!ns.exists("configmap/big")?, "pruned like the others");
+    Ok(())
+}
+
+/// A CRD with a schema of many documented properties: over the annotation limit.
+fn large_crd(group: &str, description: &str) -> String {
+    let properties: String = (0..1500)
+        .map(|i| format!("              field{i:04}:\n                type: string\n                description: \"{description} {i} {}\"\n", "d".repeat(150)))
+        .collect();
+    format!(
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: gadgets.{group}\nspec:\n  group: {group}\n  scope: Namespaced\n  names: {{plural: gadgets, singular: gadget, kind: Gadget, listKind: GadgetList}}\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        properties:\n          spec:\n            type: object\n            properties:\n{properties}"
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversized_crd_and_its_custom_resources_apply() -> Result<()> {
+    let ControllerFixture { ns, repo } = ControllerFixture::new("bigcrd").await?;
+    let group = format!("{}.example.com", ns.name);
+    let crd = format!("crd/gadgets.{group}");
+    repo.write("crd.yaml", large_crd(&group, "v1"));
+    repo.write(
+        "gadget.yaml",
+        format!(
+            "apiVersion: {group}/v1\nkind: Gadget\nmetadata:\n  name: g\n  namespace: {}\nspec:\n  field0001: a\n",
+            ns.name
+        ),
+    );
+    let first = repo.commit("a large CRD and a Gadget");
+    let controller = start_controller(&ns)?;
+    create_applyset(&ns, "app", serde_json::json!({ "source": { "url": repo.url() }, "interval": "2s" })).await?;
+    wait_for_applyset(&ns, "app", &controller, "Ready", T, ready_at(revision(&first))).await?;
+    assert_eq!(annotation(&ns, &crd)?, "");
+    assert!(managers(&ns, &crd)?.contains("applyset/Apply"));
+    assert_eq!(ns.jsonpath(&format!("gadgets.{group}/g"), "{.spec.field0001}")?, "a");
+
+    repo.write("crd.yaml", large_crd(&group, "v2"));
+    let second = repo.commit("descriptions changed");
+    wait_for_applyset(&ns, "app", &controller, "Ready", T, ready_at(revision(&second))).await?;
+    let description = ns.jsonpath(
+        &crd,
+        "{.spec.versions[0].schema.openAPIV3Schema.properties.spec.properties.field0001.description}",
+    )?;
+    assert!(description.starts_with("v2 1 "), "{}", &description[..20.min(description.len())]);
+    ns.kubectl_ok(&["delete", "applyset", "app", "--timeout=60s"], None)?;
+    assert!(!ns.exists(&crd)?, "deleted with the ApplySet, after its custom resources");
+    Ok(())
+}

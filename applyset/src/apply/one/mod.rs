@@ -237,15 +237,20 @@ impl One<'_> {
             compute(self.cluster, self.item, modified, current, self.options, &mut self.warnings).await.map_err(
                 |error| error.rewrap(&format!("applying patch:\n\nto:\n{}\nfor:", self.info_text()), &self.source),
             )?;
-        if let Some(owned) = self.returning_to_client_side(current, &computed)? {
-            computed.patch = self.recompute(&computed, &owned, modified, current, "fields it applied server-side")?;
+        let patch_error = |message| ObjectError::plain(ErrorCategory::Patch, message);
+        if let Some(owned) = self.returning_to_client_side(current, &computed).map_err(patch_error)? {
+            computed.patch = self
+                .recompute(&computed, &owned, modified, current, "fields it applied server-side")
+                .map_err(patch_error)?;
             original = owned;
         }
         if let Some(policy) = &self.options.field_policy {
             let verdict = policy.0.inspect(&self.item.object, &original, modified, current, &computed.engine);
             self.warnings.extend(verdict.warnings);
             if let Some(original) = verdict.original {
-                computed.patch = self.recompute(&computed, &original, modified, current, "left-behind fields")?;
+                computed.patch = self
+                    .recompute(&computed, &original, modified, current, "left-behind fields")
+                    .map_err(patch_error)?;
             }
             self.details.fields = verdict.findings;
         }
@@ -265,29 +270,23 @@ impl One<'_> {
         modified: &Value,
         current: &Value,
         what: &str,
-    ) -> Result<Value, ObjectError> {
-        computed.engine.three_way(original, modified, current).map_err(|e| {
-            let message = format!("error when computing the patch that removes the {what} of {:?}: {e}", self.source);
-            ObjectError::plain(ErrorCategory::Patch, message)
-        })
+    ) -> Result<Value, String> {
+        computed
+            .engine
+            .three_way(original, modified, current)
+            .map_err(|e| format!("error when computing the patch that removes the {what} of {:?}: {e}", self.source))
     }
 
     /// An object that was applied server-side (too large for the annotation) and fits again
     /// has no annotation: its original is what the server-side manager owned, so the patch
     /// deletes the fields git dropped meanwhile instead of leaving them behind.
-    fn returning_to_client_side(
-        &self,
-        current: &Value,
-        computed: &ComputedPatch,
-    ) -> Result<Option<Value>, ObjectError> {
+    fn returning_to_client_side(&self, current: &Value, computed: &ComputedPatch) -> Result<Option<Value>, String> {
         let Some(manager) = &self.options.server_side_fallback else { return Ok(None) };
         if last_applied(current).is_some() {
             return Ok(None);
         }
         crate::fields::server_side::owned_document(current, manager, &computed.engine).map_err(|e| {
-            let message =
-                format!("error when reading the fields {manager} applied server-side to {:?}: {e}", self.source);
-            ObjectError::plain(ErrorCategory::Patch, message)
+            format!("error when reading the fields {manager} applied server-side to {:?}: {e}", self.source)
         })
     }
 

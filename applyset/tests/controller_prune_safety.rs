@@ -152,12 +152,14 @@ async fn wait_for_replica_set(ns: &TestNamespace, name: &str) -> Result<()> {
 }
 
 /// `prunePropagation`: Orphan leaves the pruned Deployment's ReplicaSet; Foreground deletes
-/// it before the Deployment (the prune waits for the Deployment to be gone).
+/// it before the Deployment (the prune waits for the Deployment to be gone); Background
+/// deletes the Deployment and leaves its ReplicaSet to the garbage collector.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prune_propagation_orphans_or_deletes_dependents() -> Result<()> {
     let ControllerFixture { ns, repo } = ControllerFixture::new("propagation").await?;
     repo.write("orphaned.yaml", deployment("orphaned", &ns.name));
     repo.write("foreground.yaml", deployment("foreground", &ns.name));
+    repo.write("background.yaml", deployment("background", &ns.name));
     let first = repo.commit("two Deployments");
     let controller = start_controller(&ns)?;
     let spec = serde_json::json!({ "source": { "url": repo.url() }, "interval": "2s", "prunePropagation": "Orphan" });
@@ -165,6 +167,7 @@ async fn prune_propagation_orphans_or_deletes_dependents() -> Result<()> {
     wait_for_applyset(&ns, "app", &controller, "Ready", T, ready_at(revision(&first))).await?;
     wait_for_replica_set(&ns, "orphaned").await?;
     wait_for_replica_set(&ns, "foreground").await?;
+    wait_for_replica_set(&ns, "background").await?;
 
     repo.remove("orphaned.yaml");
     let second = repo.commit("orphaned leaves");
@@ -184,6 +187,17 @@ async fn prune_propagation_orphans_or_deletes_dependents() -> Result<()> {
     // Foreground: the Deployment is gone only after its ReplicaSet, and the prune waited.
     assert!(!ns.exists("deployment/foreground")?, "the prune waited for the Deployment");
     assert!(replica_sets(&ns, "foreground")?.is_empty(), "its ReplicaSet went first");
+
+    // Background (the default, as kubectl): the Deployment goes at once, its ReplicaSet after.
+    patch_spec(&ns, "app", serde_json::json!({ "prunePropagation": "Background" })).await?;
+    repo.remove("background.yaml");
+    let fourth = repo.commit("background leaves");
+    wait_for_applyset(&ns, "app", &controller, "Ready", T, ready_at(revision(&fourth))).await?;
+    assert!(!ns.exists("deployment/background")?);
+    support::eventually("the garbage collector deleting the ReplicaSet", T, || async {
+        Ok(replica_sets(&ns, "background")?.is_empty().then_some(()))
+    })
+    .await?;
     Ok(())
 }
 

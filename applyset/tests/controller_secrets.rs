@@ -102,5 +102,10 @@ async fn hashed_secret_annotations_hold_no_value_and_still_apply() -> Result<()>
     let rehashed = annotation(&ns).context("annotation")?;
     assert!(rehashed.contains("hmac-sha256:") && !rehashed.contains(&changed), "{rehashed}");
     assert_eq!(data(&ns, "password")?, b64(&changed));
+    // And after all of it: no value anywhere anyone else sees.
+    let visible = everything_visible(&ns, &controller).await?;
+    for value in [&password, &token, &changed] {
+        assert!(!visible.contains(value.as_str()) && !visible.contains(&b64(value)), "a value leaked");
+    }
     Ok(())
 }

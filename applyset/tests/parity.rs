@@ -370,8 +370,8 @@ impl Side {
             if let Some(tooling) =
                 metadata.get_mut("annotations").and_then(|annotations| annotations.get_mut(APPLYSET_TOOLING))
             {
-                // The parent names its tool by design (kubectl/v1.33.1 vs applyset/…).
-                let expected = format!("{}/", self.tool.name());
+                // The CLI writes kubectl's tooling value (it manages kubectl's sets).
+                let expected = "kubectl/".to_owned();
                 let text = tooling.as_str().unwrap_or_default();
                 *tooling = if text.starts_with(&expected) {
                     json!("<tool>/<version>")

@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 
 use anyhow::{Context, Result, ensure};
 use applyset::applyset::{
-    ADDITIONAL_NAMESPACES_ANNOTATION, FIELD_MANAGER, GROUP_KINDS_ANNOTATION, PARENT_ID_LABEL, PART_OF_LABEL,
-    TOOLING_ANNOTATION, applyset_id, tooling,
+    ADDITIONAL_NAMESPACES_ANNOTATION, FIELD_MANAGER, GROUP_KINDS_ANNOTATION, KUBECTL_TOOLING, PARENT_ID_LABEL,
+    PART_OF_LABEL, TOOLING_ANNOTATION, applyset_id,
 };
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::Api;
@@ -184,7 +184,8 @@ async fn applyset_secret_parent_is_kubectls_and_prunes() -> Result<()> {
     assert_eq!(our_annotations[GROUP_KINDS_ANNOTATION], their_annotations[GROUP_KINDS_ANNOTATION]);
     assert_eq!(our_annotations[ADDITIONAL_NAMESPACES_ANNOTATION], "");
     assert_eq!(our_annotations[ADDITIONAL_NAMESPACES_ANNOTATION], their_annotations[ADDITIONAL_NAMESPACES_ANNOTATION]);
-    assert_eq!(our_annotations[TOOLING_ANNOTATION], tooling());
+    // The CLI manages kubectl's sets as kubectl does: the same tooling value.
+    assert_eq!(our_annotations[TOOLING_ANNOTATION], KUBECTL_TOOLING);
     assert!(their_annotations[TOOLING_ANNOTATION].starts_with("kubectl/v1.33."), "{their_annotations:?}");
     assert_eq!(our_managers, [FIELD_MANAGER]);
     assert_eq!(our_managers, their_managers);
@@ -255,38 +256,76 @@ async fn failed_apply_means_no_prune() -> Result<()> {
     Ok(())
 }
 
+/// A team alternates `kubectl apply --applyset` and `applyset apply --applyset` on one set,
+/// with prune, both ways.
 #[tokio::test]
-async fn kubectl_reads_our_parent_and_members() -> Result<()> {
+async fn kubectl_and_applyset_alternate_on_one_set() -> Result<()> {
     let ns = TestNamespace::create("applyset-interop").await?;
-    let dir = ManifestDir::new(&[("a.yaml", &config_map("a", &[])), ("b.yaml", &config_map("b", &[]))])?;
+    let dir = ManifestDir::new(&[
+        ("a.yaml", &config_map("a", &[])),
+        ("b.yaml", &config_map("b", &[])),
+        ("c.yaml", &config_map("c", &[])),
+    ])?;
     applyset(&ns, &["-f", dir.path(), "--prune", "--applyset=set"])?.success_stdout()?;
 
-    // kubectl reads our parent and refuses it because of the tooling annotation...
-    let refused = kubectl_applyset(&ns, &["apply", "-f", dir.path(), "--prune", "--applyset=set"])?;
-    assert!(!refused.success);
-    assert_eq!(
-        refused.stderr.trim(),
-        r#"error: ApplySet parent object "secrets./set" already exists and is managed by tooling "applyset" instead of "kubectl""#
-    );
-    // ...as we refuse kubectl's (its set has other objects: an object belongs to one set).
-    let kubectl_dir = ManifestDir::new(&[("k.yaml", &config_map("k", &[]))])?;
-    kubectl_applyset(&ns, &["apply", "-f", kubectl_dir.path(), "--prune", "--applyset=kset"])?.success_stdout()?;
-    let ours = applyset(&ns, &["-f", kubectl_dir.path(), "--prune", "--applyset=kset"])?;
-    assert!(!ours.success);
-    assert!(
-        ours.stderr.contains(r#"ApplySet parent object "secrets./kset" already exists and is managed by tooling "kubectl" instead of "applyset""#),
-        "{ours:?}"
-    );
-
-    // Handed over (tooling annotation changed), kubectl prunes a member that we labelled.
-    ns.kubectl_ok(
-        &["annotate", "secret", "set", "--overwrite", &format!("{TOOLING_ANNOTATION}=kubectl/v1.33.1")],
-        None,
-    )?;
-    dir.remove("b.yaml")?;
+    // kubectl takes our set over and prunes a member we labelled...
+    dir.remove("c.yaml")?;
     let pruned = kubectl_applyset(&ns, &["apply", "-f", dir.path(), "--prune", "--applyset=set"])?.success_stdout()?;
-    assert_eq!(lines(&pruned), ["configmap/a unchanged", "configmap/b pruned"]);
-    assert_eq!(config_map_names(&ns).await?, ["a", "k"]);
+    assert_eq!(lines(&pruned), ["configmap/a unchanged", "configmap/b unchanged", "configmap/c pruned"]);
+    // ...and we prune a member kubectl labelled.
+    dir.write("d.yaml", &config_map("d", &[]))?;
+    kubectl_applyset(&ns, &["apply", "-f", dir.path(), "--prune", "--applyset=set"])?.success_stdout()?;
+    dir.remove("d.yaml")?;
+    dir.remove("b.yaml")?;
+    let ours = applyset(&ns, &["-f", dir.path(), "--prune", "--applyset=set"])?.success_stdout()?;
+    assert_eq!(lines(&ours), ["configmap/a unchanged", "configmap/b pruned", "configmap/d pruned"]);
+    assert_eq!(config_map_names(&ns).await?, ["a"]);
+    let (_, annotations, _) = secret_meta(&ns, "set").await?;
+    assert_eq!(annotations[TOOLING_ANNOTATION], KUBECTL_TOOLING);
+    Ok(())
+}
+
+/// An invalid parent kubectl wrote: both name the actual defect, in the same words.
+#[tokio::test]
+async fn invalid_parents_are_named_as_kubectl_names_them() -> Result<()> {
+    let ns = TestNamespace::create("applyset-invalid").await?;
+    let dir = ManifestDir::new(&[("a.yaml", &config_map("a", &[]))])?;
+    let parent = |name: &str, labels: &str, annotations: &str| {
+        format!(
+            "apiVersion: v1\nkind: Secret\nmetadata:\n  name: {name}\n  labels: {{{labels}}}\n  annotations: {{{annotations}}}\n"
+        )
+    };
+    let id = |name: &str| applyset_id(name, &ns.name, "Secret", "");
+    let tooling = format!("{TOOLING_ANNOTATION}: {KUBECTL_TOOLING}");
+    let cases = [
+        ("nokinds", parent("nokinds", &format!("{PARENT_ID_LABEL}: {}", id("nokinds")), &tooling)),
+        (
+            "badkind",
+            parent(
+                "badkind",
+                &format!("{PARENT_ID_LABEL}: {}", id("badkind")),
+                &format!("{tooling}, {GROUP_KINDS_ANNOTATION}: Nope.example.com"),
+            ),
+        ),
+        ("noid", parent("noid", "", &format!("{tooling}, {GROUP_KINDS_ANNOTATION}: ConfigMap"))),
+        (
+            "wrongid",
+            parent(
+                "wrongid",
+                &format!("{PARENT_ID_LABEL}: applyset-wrong-v1"),
+                &format!("{tooling}, {GROUP_KINDS_ANNOTATION}: ConfigMap"),
+            ),
+        ),
+    ];
+    for (name, manifest) in cases {
+        ns.kubectl_ok(&["create", "-f", "-"], Some(&manifest))?;
+        let flag = format!("--applyset={name}");
+        let ours = applyset(&ns, &["-f", dir.path(), "--prune", &flag])?;
+        let theirs = kubectl_applyset(&ns, &["apply", "-f", dir.path(), "--prune", &flag])?;
+        assert!(!ours.success && !theirs.success, "{name}: {ours:?} {theirs:?}");
+        assert_eq!(ours.stderr.trim(), theirs.stderr.trim(), "{name}");
+        assert!(!ours.stderr.contains("managed by tooling"), "{name}: the defect, not the tooling: {}", ours.stderr);
+    }
     Ok(())
 }
 
@@ -351,7 +390,7 @@ async fn custom_resource_parent_whose_crd_is_labelled() -> Result<()> {
     // The parent exists (created by hand, as the KEP expects for custom resources).
     ns.kubectl_ok(
         &["create", "-f", "-"],
-        Some(&format!("apiVersion: {group}/v1\nkind: Set\nmetadata:\n  name: parent\n  annotations:\n    {TOOLING_ANNOTATION}: {}\n    {GROUP_KINDS_ANNOTATION}: \"\"\n  labels:\n    {PARENT_ID_LABEL}: {}\n", tooling(), applyset_id("parent", "", "Set", &group))),
+        Some(&format!("apiVersion: {group}/v1\nkind: Set\nmetadata:\n  name: parent\n  annotations:\n    {TOOLING_ANNOTATION}: {}\n    {GROUP_KINDS_ANNOTATION}: \"\"\n  labels:\n    {PARENT_ID_LABEL}: {}\n", KUBECTL_TOOLING, applyset_id("parent", "", "Set", &group))),
     )?;
     let applied = applyset(&ns, &["-f", dir.path(), "--prune", &reference])?.success_stdout()?;
     assert_eq!(lines(&applied), ["configmap/a created", "configmap/b created"]);

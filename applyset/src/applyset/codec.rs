@@ -23,16 +23,45 @@ pub const ADDITIONAL_NAMESPACES_ANNOTATION: &str = "applyset.kubernetes.io/addit
 pub const PARENT_CRD_LABEL: &str = "applyset.kubernetes.io/is-parent-type";
 /// Field manager of the parent's server-side apply (kubectl's, see the module docs).
 pub const FIELD_MANAGER: &str = "kubectl-applyset";
-/// Our tool name in the tooling annotation.
+/// The controller's tool name in the tooling annotation.
 pub const TOOL_NAME: &str = "applyset";
+/// The tooling annotation kubectl 1.33 writes (its build's version).
+pub const KUBECTL_TOOLING: &str = "kubectl/v1.33.1";
 /// The last-applied annotation (legacy prune keys on it).
 pub const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
 /// On an object in git, `disabled`: the controller keeps it (orphaned) when it leaves git.
 pub const PRUNE_OPT_OUT: &str = "applyset.dev/prune";
 
-/// The tooling annotation value we write: `applyset/v<version>`.
+/// The tooling annotation value the controller writes: `applyset/v<version>`.
 pub fn tooling() -> String {
     format!("{TOOL_NAME}/v{}", env!("CARGO_PKG_VERSION"))
+}
+
+/// Which tool a parent is managed as: the CLI is kubectl (a team alternates `kubectl apply
+/// --applyset` and `applyset apply --applyset` on one set), the controller is itself (kubectl
+/// refuses to take its parents over, and it refuses kubectl's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tooling {
+    Kubectl,
+    Controller,
+}
+
+impl Tooling {
+    /// The tool name kubectl compares (the text before the last `/`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Tooling::Kubectl => tooling_base_name(KUBECTL_TOOLING),
+            Tooling::Controller => TOOL_NAME,
+        }
+    }
+
+    /// The value written to the parent's tooling annotation.
+    pub fn annotation(self) -> String {
+        match self {
+            Tooling::Kubectl => KUBECTL_TOOLING.to_owned(),
+            Tooling::Controller => tooling(),
+        }
+    }
 }
 
 /// kubectl's tool base name of a tooling annotation: everything before the last `/`
@@ -110,6 +139,7 @@ pub fn parse_recorded_kinds(annotations: &BTreeMap<String, String>) -> Result<Re
 /// `reference` is `<resource>.<group>/<name>`.
 pub fn check_existing_parent(
     reference: &str,
+    tool: Tooling,
     id: &str,
     labels: &BTreeMap<String, String>,
     annotations: &BTreeMap<String, String>,
@@ -120,9 +150,10 @@ pub fn check_existing_parent(
         ));
     };
     let managed_by = tooling_base_name(tooling);
-    if managed_by != TOOL_NAME {
+    let ours = tool.name();
+    if managed_by != ours {
         return Err(format!(
-            "ApplySet parent object {reference:?} already exists and is managed by tooling {managed_by:?} instead of {TOOL_NAME:?}"
+            "ApplySet parent object {reference:?} already exists and is managed by tooling {managed_by:?} instead of {ours:?}"
         ));
     }
     match labels.get(PARENT_ID_LABEL) {

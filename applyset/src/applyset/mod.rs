@@ -35,9 +35,11 @@
 //!
 //! # Deliberate choices
 //!
-//! * Tooling annotation: `applyset/v<crate version>`; a parent whose tool name (the text before
-//!   the last `/`) is not `applyset` is refused with kubectl's message form (so kubectl in turn
-//!   refuses our parents: `… is managed by tooling "applyset" instead of "kubectl"`).
+//! * Tooling annotation ([`Tooling`]): the CLI writes kubectl 1.33's (`kubectl/v1.33.1`) and
+//!   accepts kubectl's sets, so the two alternate on one set; the controller writes
+//!   `applyset/v<crate version>` and refuses any other tool's parent with kubectl's message form
+//!   (so kubectl in turn refuses its parents: `… is managed by tooling "applyset" instead of
+//!   "kubectl"`).
 //! * Field manager of the parent's server-side apply: `kubectl-applyset`, kubectl's own, so that
 //!   kubectl can take a set over (after its tooling annotation is changed) without conflicts.
 //! * The parent body is kubectl's PartialObjectMetadata: only name, namespace, the id label and

@@ -62,6 +62,8 @@ pub struct Parent {
     /// The controller's parents: recorded kinds the cluster no longer serves (a CRD deleted)
     /// are skipped, not errors (see [`Parent::from_existing`]).
     pub(super) skip_unknown_kinds: bool,
+    /// The tool it is managed as.
+    pub(super) tooling: Tooling,
 }
 
 /// `fieldValidation` for the parent's server-side apply.
@@ -94,7 +96,7 @@ impl Parent {
         let permitted =
             if is_builtin_parent(&entry.api_resource) { None } else { Some(permitted_custom_parents(client).await) };
         aggregate(validate_parent(&entry.api_resource, entry.namespaced, &namespace, permitted.as_ref()))?;
-        Ok(Self::new(entry.api_resource, entry.namespaced, &spec.name, &namespace, (*index).clone(), false))
+        Ok(Self::new(entry.api_resource, entry.namespaced, &spec.name, &namespace, (*index).clone(), Tooling::Kubectl))
     }
 
     /// A parent before anything is recorded; its ID follows from its name, namespace and kind.
@@ -104,7 +106,7 @@ impl Parent {
         name: &str,
         namespace: &str,
         index: ApiIndex,
-        skip_unknown_kinds: bool,
+        tooling: Tooling,
     ) -> Self {
         let id = applyset_id(name, namespace, &api_resource.kind, &api_resource.group);
         Self {
@@ -120,7 +122,9 @@ impl Parent {
             updated_namespaces: BTreeSet::new(),
             field_validation: None,
             warnings: Vec::new(),
-            skip_unknown_kinds,
+            // The controller's parents skip kinds the cluster no longer serves.
+            skip_unknown_kinds: tooling == Tooling::Controller,
+            tooling,
         }
     }
 
@@ -136,7 +140,7 @@ impl Parent {
         annotations: &BTreeMap<String, String>,
     ) -> Result<Self, Error> {
         let namespaced = !namespace.is_empty();
-        let mut parent = Self::new(api_resource, namespaced, name, namespace, index, true);
+        let mut parent = Self::new(api_resource, namespaced, name, namespace, index, Tooling::Controller);
         let fresh = !annotations.contains_key(TOOLING_ANNOTATION) && !labels.contains_key(PARENT_ID_LABEL);
         if fresh {
             if parent.namespaced {
@@ -144,7 +148,8 @@ impl Parent {
             }
             return Ok(parent);
         }
-        check_existing_parent(&parent.reference(), &parent.id, labels, annotations).map_err(Error::InvalidParent)?;
+        check_existing_parent(&parent.reference(), parent.tooling, &parent.id, labels, annotations)
+            .map_err(Error::InvalidParent)?;
         parent.record_existing(annotations)?;
         Ok(parent)
     }
@@ -288,7 +293,7 @@ impl Parent {
         let mut metadata = serde_json::json!({
             "name": self.name,
             "annotations": {
-                TOOLING_ANNOTATION: tooling(),
+                TOOLING_ANNOTATION: self.tooling.annotation(),
                 GROUP_KINDS_ANNOTATION: group_kinds,
                 ADDITIONAL_NAMESPACES_ANNOTATION: namespaces,
             },
@@ -330,7 +335,8 @@ impl Parent {
         };
         let labels: BTreeMap<String, String> = parent.metadata.labels.unwrap_or_default();
         let annotations: BTreeMap<String, String> = parent.metadata.annotations.unwrap_or_default();
-        check_existing_parent(&reference, &self.id, &labels, &annotations).map_err(Error::InvalidParent)?;
+        check_existing_parent(&reference, self.tooling, &self.id, &labels, &annotations)
+            .map_err(Error::InvalidParent)?;
         self.record_existing(&annotations)
     }
 

@@ -192,28 +192,44 @@ fn existing_parent_checks_in_kubectl_order() {
     let id = "applyset-x-v1";
     let r = "secrets./myset";
     let good_labels = map(&[(PARENT_ID_LABEL, id)]);
+    let controller = Tooling::Controller;
     assert_eq!(
-        check_existing_parent(r, id, &good_labels, &map(&[])).unwrap_err(),
+        check_existing_parent(r, controller, id, &good_labels, &map(&[])).unwrap_err(),
         r#"ApplySet parent object "secrets./myset" already exists and is missing required annotation "applyset.kubernetes.io/tooling""#
     );
+    let kubectls = map(&[(TOOLING_ANNOTATION, "kubectl/v1.33.1")]);
     assert_eq!(
-        check_existing_parent(r, id, &good_labels, &map(&[(TOOLING_ANNOTATION, "kubectl/v1.33.1")])).unwrap_err(),
+        check_existing_parent(r, controller, id, &good_labels, &kubectls).unwrap_err(),
         r#"ApplySet parent object "secrets./myset" already exists and is managed by tooling "kubectl" instead of "applyset""#
     );
     let ours = map(&[(TOOLING_ANNOTATION, "applyset/v0.0.1")]);
     assert_eq!(
-        check_existing_parent(r, id, &map(&[]), &ours).unwrap_err(),
+        check_existing_parent(r, controller, id, &map(&[]), &ours).unwrap_err(),
         r#"ApplySet parent object "secrets./myset" exists and does not have required label applyset.kubernetes.io/id"#
     );
     assert_eq!(
-        check_existing_parent(r, id, &map(&[(PARENT_ID_LABEL, "wrong")]), &ours).unwrap_err(),
+        check_existing_parent(r, controller, id, &map(&[(PARENT_ID_LABEL, "wrong")]), &ours).unwrap_err(),
         r#"ApplySet parent object "secrets./myset" exists and has incorrect value for label "applyset.kubernetes.io/id" (got: wrong, want: applyset-x-v1)"#
     );
-    assert!(check_existing_parent(r, id, &good_labels, &ours).is_ok());
+    assert!(check_existing_parent(r, controller, id, &good_labels, &ours).is_ok());
+    // The CLI is kubectl: it takes kubectl's sets (any kubectl version) and names the real
+    // defect of an invalid one; the controller's sets are another tool's.
+    let cli = Tooling::Kubectl;
+    assert!(check_existing_parent(r, cli, id, &good_labels, &map(&[(TOOLING_ANNOTATION, "kubectl/v1.30.0")])).is_ok());
+    assert_eq!(
+        check_existing_parent(r, cli, id, &map(&[]), &kubectls).unwrap_err(),
+        r#"ApplySet parent object "secrets./myset" exists and does not have required label applyset.kubernetes.io/id"#
+    );
+    assert_eq!(
+        check_existing_parent(r, cli, id, &good_labels, &ours).unwrap_err(),
+        r#"ApplySet parent object "secrets./myset" already exists and is managed by tooling "applyset" instead of "kubectl""#
+    );
+    assert_eq!(cli.annotation(), "kubectl/v1.33.1");
+    assert_eq!(controller.annotation(), tooling());
 }
 
 fn parent(namespace: &str) -> Parent {
-    Parent::new(ar("", "v1", "Secret", "secrets"), true, "set", namespace, index(), false)
+    Parent::new(ar("", "v1", "Secret", "secrets"), true, "set", namespace, index(), Tooling::Controller)
 }
 
 #[test]

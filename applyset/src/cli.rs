@@ -211,10 +211,13 @@ pub struct ClusterArgs {
 #[derive(Debug, Args)]
 pub struct InputArgs {
     /// A file, directory or glob of JSON/YAML manifests, or `-` for standard input. Repeatable.
-    #[arg(short = 'f', long = "filename", value_name = "PATH", required = true)]
+    #[arg(short = 'f', long = "filename", value_name = "PATH")]
     pub filenames: Vec<PathBuf>,
+    /// A kustomization directory (kubectl's `-k`; not supported yet: it fails clearly).
+    #[arg(short = 'k', long = "kustomize", value_name = "DIR")]
+    pub kustomize: Option<PathBuf>,
     /// Walk directories recursively.
-    #[arg(short = 'R', long)]
+    #[arg(short = 'R', long, default_value = "false", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool)]
     pub recursive: bool,
     /// Namespace for namespaced objects that name none (default: the kubeconfig context's
     /// namespace, else `default`). Objects naming another namespace fail.
@@ -239,10 +242,10 @@ pub struct ApplyArgs {
     #[arg(long, value_name = "MODE", default_value = "none", num_args = 0..=1, default_missing_value = "unchanged")]
     pub dry_run: String,
     /// Delete previously applied objects that are not in the input (with -l/--all or --applyset).
-    #[arg(long)]
+    #[arg(long, default_value = "false", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool)]
     pub prune: bool,
     /// Prune every type of the allowlist, not only objects matching -l.
-    #[arg(long)]
+    #[arg(long, default_value = "false", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool)]
     pub all: bool,
     /// group/version/kind to consider for pruning (`core` for the core group). Repeatable.
     #[arg(long, value_name = "GVK")]
@@ -251,18 +254,79 @@ pub struct ApplyArgs {
     #[arg(long, value_name = "PARENT")]
     pub applyset: Option<String>,
     /// When a patch fails with Conflict or Invalid, delete the object and create it again.
-    #[arg(long)]
+    #[arg(long, default_value = "false", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool)]
     pub force: bool,
     /// Apply an object whose last-applied annotation would exceed the apiserver's 256 KiB
     /// limit with server-side apply (field manager `applyset`, no annotation) instead of
     /// failing it as kubectl does; conflicts are forced only on fields this tool owned.
-    #[arg(long)]
+    #[arg(long, default_value = "false", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool)]
     pub server_side_fallback: bool,
-    /// Output format: only `name` is supported (prints kind/name per object).
+    /// Output format: `name` (kind/name per object) or `json` (the objects, a `List` when
+    /// several), as kubectl prints them.
     #[arg(short = 'o', long, value_name = "FORMAT")]
     pub output: Option<String>,
     #[command(flatten)]
+    pub kubectl: KubectlApplyArgs,
+    #[command(flatten)]
     pub cluster: ClusterArgs,
+}
+
+/// The rest of kubectl 1.33's `apply` flags, accepted with kubectl's syntax and meaning so a
+/// script written for `kubectl apply` runs unchanged.
+#[derive(Debug, Args)]
+pub struct KubectlApplyArgs {
+    /// Automatically resolve conflicts between the modified and live configuration by using
+    /// values from the modified configuration (false: a conflicting change fails).
+    #[arg(long, default_value = "true", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool)]
+    pub overwrite: bool,
+    /// Seconds given to pruned (or, with --force, replaced) objects to terminate gracefully;
+    /// negative: the object's default.
+    #[arg(long, default_value_t = -1, allow_negative_numbers = true, value_name = "SECONDS")]
+    pub grace_period: i64,
+    /// How dependents of pruned objects are deleted: background, foreground or orphan.
+    #[arg(long, default_value = "background", num_args = 0..=1, require_equals = true, default_missing_value = "background", value_name = "MODE")]
+    pub cascade: String,
+    /// How long --force waits for a deleted object to be gone (Go duration; 0: the default).
+    #[arg(long, default_value = "0s", value_name = "DURATION")]
+    pub timeout: String,
+    /// Accepted as kubectl accepts it; as with kubectl, apply's prune does not wait.
+    #[arg(long, default_value = "false", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool)]
+    pub wait: bool,
+    /// Deprecated (as in kubectl): record the command in each object's
+    /// `kubernetes.io/change-cause` annotation.
+    #[arg(long, default_value = "false", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool)]
+    pub record: bool,
+    /// This tool applies client-side only: `--server-side=true` fails clearly.
+    #[arg(long, default_value = "false", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool)]
+    pub server_side: bool,
+    /// Only with --server-side (as kubectl says).
+    #[arg(long, default_value = "false", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool)]
+    pub force_conflicts: bool,
+    /// Only with --server-side (as kubectl says).
+    #[arg(long, value_name = "NAME")]
+    pub subresource: Option<String>,
+    /// Keep `metadata.managedFields` in -o json output.
+    #[arg(long, default_value = "false", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool)]
+    pub show_managed_fields: bool,
+    /// Accepted: patches come from the apiserver's OpenAPI either way (kubectl's baked-in types
+    /// carry the same patch metadata).
+    #[arg(long, default_value = "true", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool)]
+    pub openapi_patch: bool,
+    /// The template of -o go-template/jsonpath (not supported yet: such outputs fail clearly).
+    #[arg(long, value_name = "TEMPLATE")]
+    pub template: Option<String>,
+    /// For -o go-template/jsonpath.
+    #[arg(long, default_value = "true", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool)]
+    pub allow_missing_template_keys: bool,
+}
+
+/// A boolean as Go's `strconv.ParseBool` (kubectl's flag parser) reads it.
+pub fn go_bool(value: &str) -> Result<bool, String> {
+    match value {
+        "1" | "t" | "T" | "TRUE" | "true" | "True" => Ok(true),
+        "0" | "f" | "F" | "FALSE" | "false" | "False" => Ok(false),
+        other => Err(format!("strconv.ParseBool: parsing {other:?}: invalid syntax")),
+    }
 }
 
 #[derive(Debug, Args)]

@@ -61,6 +61,13 @@ impl Value {
         out
     }
 
+    /// Go's `json.MarshalIndent(v, "", indent)` text, as if the value sat `depth` levels deep.
+    pub fn to_json_indented(&self, indent: &str, depth: usize) -> String {
+        let mut out = String::new();
+        format::write_json_indented(self, indent, depth, &mut out);
+        out
+    }
+
     /// The name of the variant, as used in type-mismatch messages.
     pub fn kind_name(&self) -> &'static str {
         match self {

@@ -115,18 +115,31 @@ pub async fn compute_patch(
     original: &Value,
     modified: &Value,
     current: &Value,
+    overwrite: bool,
     warnings: &mut Vec<String>,
 ) -> Result<ComputedPatch, PatchError> {
     let (g, v, k) = (gvk.group.as_str(), gvk.version.as_str(), gvk.kind.as_str());
     let mut v3_knows_kind_without_smp = false;
+    // The strategic patch's own failure (a conflict under --overwrite=false): kubectl's
+    // baked-in types would fail the same way.
+    let mut last_error = None;
 
     // 1. OpenAPI v3 of the group-version.
     if let Some(doc) = cluster.openapi_v3(g, v).await {
         if doc.supports_strategic_merge(g, v, k) {
             if let Some(schema) = doc.schema_for_gvk(g, v, k) {
-                match applyset_merge::create_three_way_merge_patch(original, modified, current, schema.as_ref(), true) {
+                match applyset_merge::create_three_way_merge_patch(
+                    original,
+                    modified,
+                    current,
+                    schema.as_ref(),
+                    overwrite,
+                ) {
                     Ok(patch) => return Ok(ComputedPatch { patch, engine: Engine::Strategic(schema) }),
-                    Err(e) => warnings.push(format!("warning: error calculating patch from openapi v3 spec: {e}")),
+                    Err(e) => {
+                        warnings.push(format!("warning: error calculating patch from openapi v3 spec: {e}"));
+                        last_error = Some(e);
+                    }
                 }
             }
         } else if doc.schema_for_gvk(g, v, k).is_some() {
@@ -142,9 +155,12 @@ pub async fn compute_patch(
         && doc.supports_strategic_merge(g, v, k)
         && let Some(schema) = doc.schema_for_gvk(g, v, k)
     {
-        match applyset_merge::create_three_way_merge_patch(original, modified, current, schema.as_ref(), true) {
+        match applyset_merge::create_three_way_merge_patch(original, modified, current, schema.as_ref(), overwrite) {
             Ok(patch) => return Ok(ComputedPatch { patch, engine: Engine::Strategic(schema) }),
-            Err(e) => warnings.push(format!("warning: error calculating patch from openapi spec: {e}")),
+            Err(e) => {
+                warnings.push(format!("warning: error calculating patch from openapi spec: {e}"));
+                last_error = Some(e);
+            }
         }
     }
 
@@ -163,11 +179,13 @@ pub async fn compute_patch(
     // 3. Kinds compiled into kubectl would use Go struct tags, which we do not have: their
     //    OpenAPI metadata is the same, so the last error stands.
     if in_kubectl_scheme(g) {
-        let schema_error = applyset_merge::Error::Lookup(format!(
-            "no usable patch metadata for {}/{}, Kind={} in the server's OpenAPI documents",
-            g, v, k
-        ));
-        return Err(creating_patch(schema_error));
+        let error = last_error.unwrap_or_else(|| {
+            applyset_merge::Error::Lookup(format!(
+                "no usable patch metadata for {}/{}, Kind={} in the server's OpenAPI documents",
+                g, v, k
+            ))
+        });
+        return Err(creating_patch(error));
     }
 
     // 4. JSON merge patch.

@@ -51,6 +51,24 @@ pub fn modified_configuration_with(
     (text, object)
 }
 
+/// Sets `metadata.annotations[key]`, creating `metadata` and `annotations` when missing (a map
+/// of another shape is replaced, as kubectl's accessor does).
+pub fn set_annotation_value(object: &mut Value, key: &str, value: &str) {
+    let Some(root) = object.as_object_mut() else { return };
+    let metadata = root.entry("metadata".to_owned()).or_insert_with(|| Value::Object(Map::new()));
+    if !matches!(metadata, Value::Object(_)) {
+        *metadata = Value::Object(Map::new());
+    }
+    let Value::Object(metadata) = metadata else { return };
+    let annotations = metadata.entry("annotations".to_owned()).or_insert_with(|| Value::Object(Map::new()));
+    if !matches!(annotations, Value::Object(_)) {
+        *annotations = Value::Object(Map::new());
+    }
+    if let Value::Object(annotations) = annotations {
+        annotations.insert(key.to_owned(), Value::String(value.to_owned()));
+    }
+}
+
 fn set_annotation(object: &mut Value, key: &str, value: &str) {
     if let Some(Value::Object(annotations)) = object
         .as_object_mut()

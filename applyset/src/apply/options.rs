@@ -33,6 +33,9 @@ pub struct ApplyOptions {
     pub dry_run: DryRun,
     /// Delete and re-create an object whose patch fails with Conflict or Invalid.
     pub force: bool,
+    /// `--overwrite` (kubectl's default true): false makes a strategic merge patch that would
+    /// overwrite a change made to the live object since the last apply fail.
+    pub overwrite: bool,
     pub field_manager: String,
     /// `Strict` (kubectl's default), `Warn` or `Ignore`.
     pub field_validation: String,
@@ -116,6 +119,7 @@ impl Default for ApplyOptions {
         ApplyOptions {
             dry_run: DryRun::None,
             force: false,
+            overwrite: true,
             field_manager: "kubectl-client-side-apply".into(),
             field_validation: "Strict".into(),
             namespace: None,

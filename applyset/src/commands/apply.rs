@@ -6,10 +6,12 @@
 
 use std::process::ExitCode;
 
+use applyset_merge::Value;
+
 use crate::apply::prune;
 use crate::apply::selector::Selector;
 use crate::apply::{self, ApplyOptions, ApplyReport, DryRun};
-use crate::applyset::{DeleteOptions, FieldValidation, Parent, ParentWrites, PruneSummary, Run};
+use crate::applyset::{DeleteOptions, FieldValidation, Parent, ParentWrites, Propagation, PruneSummary, Run};
 use crate::cli::{ApplyArgs, ClusterArgs, InputArgs};
 use crate::cluster::{Cluster, ConnectOptions, collecting_warnings};
 use crate::manifest::{self, LoadedObject};
@@ -86,9 +88,60 @@ pub async fn connect(args: &ClusterArgs) -> Result<Cluster, String> {
     .map_err(|e| e.to_string())
 }
 
+/// How applied objects are printed (`-o`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Printer {
+    /// `configmap/a created`.
+    Lines,
+    /// `-o name`: `configmap/a`.
+    Name,
+    /// `-o json`: the objects as the apiserver returned them (a `List` when several), without
+    /// `metadata.managedFields` unless `--show-managed-fields`.
+    Json { managed_fields: bool },
+}
+
+impl Printer {
+    fn of(args: &ApplyArgs) -> Printer {
+        match args.output.as_deref() {
+            Some("name") => Printer::Name,
+            Some("json") => Printer::Json { managed_fields: args.kubectl.show_managed_fields },
+            _ => Printer::Lines,
+        }
+    }
+}
+
+/// kubectl's JSON printer: `json.MarshalIndent` with four spaces; several objects go in a
+/// `List` (whose members kubectl writes in its struct's order).
+fn print_json(objects: Vec<Value>, managed_fields: bool) {
+    let mut objects: Vec<Value> = objects
+        .into_iter()
+        .map(|mut object| {
+            if !managed_fields
+                && let Some(metadata) =
+                    object.as_object_mut().and_then(|o| o.get_mut("metadata")).and_then(Value::as_object_mut)
+            {
+                metadata.remove("managedFields");
+            }
+            object
+        })
+        .collect();
+    if objects.len() == 1 {
+        println!("{}", objects.remove(0).to_json_indented("    ", 0));
+        return;
+    }
+    let items: Vec<String> =
+        objects.iter().map(|object| format!("        {}", object.to_json_indented("    ", 2))).collect();
+    let items = if items.is_empty() { "[]".to_owned() } else { format!("[\n{}\n    ]", items.join(",\n")) };
+    println!(
+        "{{\n    \"kind\": \"List\",\n    \"apiVersion\": \"v1\",\n    \"metadata\": {{}},\n    \"items\": {items}\n}}"
+    );
+}
+
 /// Prints warnings, one line per object (stdout) and the failures (stderr); returns whether
 /// anything failed.
-pub fn print_report(report: &ApplyReport, dry_run: DryRun, name_only: bool) -> bool {
+pub fn print_report(report: &ApplyReport, dry_run: DryRun, printer: Printer) -> bool {
+    let name_only = printer == Printer::Name;
+    let mut printed = Vec::new();
     use std::io::Write;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
@@ -103,6 +156,9 @@ pub fn print_report(report: &ApplyReport, dry_run: DryRun, name_only: bool) -> b
             }
         }
         match &object.result {
+            Ok(_) if matches!(printer, Printer::Json { .. }) => {
+                printed.extend(object.details.as_ref().and_then(|d| d.result.clone()));
+            }
             Ok(_) if name_only => {
                 let _ = writeln!(out, "{}", object.name);
             }
@@ -113,6 +169,12 @@ pub fn print_report(report: &ApplyReport, dry_run: DryRun, name_only: bool) -> b
         }
     }
     let _ = out.flush();
+    drop(out);
+    if let Printer::Json { managed_fields } = printer
+        && !printed.is_empty()
+    {
+        print_json(printed, managed_fields);
+    }
     // kubectl's wording, led by where the object came from (kubectl's lone-error form names
     // neither the file nor the document).
     let rendered = apply::render_errors(failures.iter().map(|(_, error)| *error));
@@ -125,7 +187,53 @@ pub fn print_report(report: &ApplyReport, dry_run: DryRun, name_only: bool) -> b
     !failures.is_empty()
 }
 
+/// `--cascade` as kubectl reads it (the boolean forms warn).
+pub fn parse_cascade(value: &str) -> Result<Propagation, String> {
+    match value {
+        "background" => Ok(Propagation::Background),
+        "foreground" => Ok(Propagation::Foreground),
+        "orphan" => Ok(Propagation::Orphan),
+        "true" | "false" => {
+            let (replacement, propagation) =
+                if value == "true" { ("background", Propagation::Background) } else { ("orphan", Propagation::Orphan) };
+            eprintln!(
+                "warning: --cascade={value} is deprecated (boolean value) and can be replaced with --cascade={replacement}."
+            );
+            Ok(propagation)
+        }
+        other => Err(format!(r#"invalid cascade value ({other}). Must be "background", "foreground", or "orphan""#)),
+    }
+}
+
+/// kubectl's checks of the flags this tool accepts only for kubectl's sake.
+fn validate_kubectl_flags(args: &ApplyArgs) -> Result<(), String> {
+    let input = &args.input;
+    match (&input.kustomize, input.filenames.is_empty()) {
+        (Some(_), false) => return Err("only one of -f or -k can be specified".into()),
+        (Some(dir), true) => {
+            return Err(format!(
+                "-k (kustomize) is not supported by applyset yet; build it with kubectl and apply the output: kubectl kustomize {} | applyset apply -f -",
+                dir.display()
+            ));
+        }
+        (None, true) => return Err("must specify one of -f and -k".into()),
+        (None, false) => {}
+    }
+    let kubectl = &args.kubectl;
+    if kubectl.server_side {
+        return Err("applyset applies client-side only: --server-side=true is not supported (use kubectl apply --server-side, or applyset apply --server-side-fallback for objects too large for client-side apply)".into());
+    }
+    if kubectl.force_conflicts {
+        return Err("--force-conflicts only works with --server-side".into());
+    }
+    if kubectl.subresource.is_some() {
+        return Err("--subresource can only be specified for --server-side".into());
+    }
+    Ok(())
+}
+
 fn validate_flags(args: &ApplyArgs, dry_run: DryRun) -> Result<(), String> {
+    validate_kubectl_flags(args)?;
     if dry_run == DryRun::Server && args.force {
         return Err("--dry-run=server cannot be used with --force".into());
     }
@@ -154,25 +262,38 @@ fn validate_flags(args: &ApplyArgs, dry_run: DryRun) -> Result<(), String> {
         }
     }
     match args.output.as_deref() {
-        None | Some("name") => Ok(()),
+        None | Some("name" | "json") => Ok(()),
         Some(other) => Err(format!(
-            r#"unable to match a printer suitable for the output format "{other}", allowed formats are: name"#
+            r#"unable to match a printer suitable for the output format "{other}", allowed formats are: json,name"#
         )),
     }
 }
 
 fn execute(args: ApplyArgs) -> Result<ExitCode, String> {
+    if args.kubectl.record {
+        eprintln!("Flag --record has been deprecated, --record will be removed in the future");
+    }
     let dry_run = parse_dry_run(&args.dry_run)?;
     let field_validation = parse_validate(&args.input.validate)?;
     validate_flags(&args, dry_run)?;
+    let propagation = parse_cascade(&args.kubectl.cascade)?;
+    let timeout = crate::operator::duration::parse(&args.kubectl.timeout)
+        .map_err(|e| format!("invalid argument {:?} for \"--timeout\" flag: {e}", args.kubectl.timeout))?;
     let selector = args.input.selector.as_deref().map(Selector::parse).transpose()?;
-    let objects = match load_input(&args.input, selector.as_ref()) {
+    let mut objects = match load_input(&args.input, selector.as_ref()) {
         Ok(objects) => objects,
         Err(code) => return Ok(code),
     };
     if objects.is_empty() {
         return Err("no objects passed to apply".into());
     }
+    if args.kubectl.record {
+        let cause = change_cause();
+        for object in &mut objects {
+            apply::object::set_annotation_value(&mut object.object, CHANGE_CAUSE, &cause);
+        }
+    }
+    let defaults = ApplyOptions::default();
     let options = ApplyOptions {
         dry_run,
         force: args.force,
@@ -181,11 +302,80 @@ fn execute(args: ApplyArgs) -> Result<ExitCode, String> {
         field_validation,
         namespace: args.input.namespace.clone(),
         concurrency: args.cluster.concurrency as usize,
-        ..ApplyOptions::default()
+        overwrite: args.kubectl.overwrite,
+        keep_results: args.output.as_deref() == Some("json"),
+        force_timeout: if timeout.is_zero() { defaults.force_timeout } else { timeout },
+        ..defaults
     };
+    let mut delete_options = DeleteOptions::new(dry_run);
+    delete_options.propagation = propagation;
+    delete_options.grace_period_seconds = u32::try_from(args.kubectl.grace_period).ok();
     let allowlist =
         if args.prune && args.applyset.is_none() { prune::parse_allowlist(&args.prune_allowlist)? } else { Vec::new() };
-    runtime()?.block_on(apply_and_prune(&args, objects, options, &allowlist, dry_run))
+    runtime()?.block_on(apply_and_prune(&args, objects, options, &allowlist, dry_run, &delete_options))
+}
+
+/// kubectl's `--record` annotation.
+const CHANGE_CAUSE: &str = "kubernetes.io/change-cause";
+
+/// The command as kubectl records it: the program and subcommand, then every flag as given,
+/// in order, written `--name=value` (short flags by their long name).
+fn change_cause() -> String {
+    let mut args = std::env::args();
+    let program = args.next().map(|p| p.rsplit('/').next().unwrap_or_default().to_owned()).unwrap_or_default();
+    let mut words = vec![program];
+    let mut rest = args.peekable();
+    if let Some(command) = rest.next() {
+        words.push(command);
+    }
+    while let Some(arg) = rest.next() {
+        let Some(flag) = arg.strip_prefix('-') else { continue };
+        let (name, value) = match flag.strip_prefix('-') {
+            Some(long) => match long.split_once('=') {
+                Some((name, value)) => (name.to_owned(), Some(value.to_owned())),
+                None => (long.to_owned(), None),
+            },
+            None => {
+                let (short, value) = flag.split_at(flag.len().min(1));
+                let value = value.strip_prefix('=').unwrap_or(value);
+                let long = match short {
+                    "f" => "filename",
+                    "n" => "namespace",
+                    "R" => "recursive",
+                    "l" => "selector",
+                    "o" => "output",
+                    "k" => "kustomize",
+                    other => other,
+                };
+                (long.to_owned(), (!value.is_empty()).then(|| value.to_owned()))
+            }
+        };
+        let takes_value = !matches!(
+            name.as_str(),
+            "recursive"
+                | "prune"
+                | "all"
+                | "force"
+                | "overwrite"
+                | "wait"
+                | "record"
+                | "server-side"
+                | "force-conflicts"
+                | "show-managed-fields"
+                | "openapi-patch"
+                | "allow-missing-template-keys"
+                | "server-side-fallback"
+                | "dry-run"
+                | "validate"
+        );
+        let value = match value {
+            Some(value) => value,
+            None if takes_value => rest.next_if(|next| !next.starts_with('-')).unwrap_or_default(),
+            None => "true".to_owned(),
+        };
+        words.push(format!("--{name}={value}"));
+    }
+    words.join(" ")
 }
 
 /// Applies, then (with `--prune`, and only when everything applied) prunes and, for an
@@ -196,9 +386,11 @@ async fn apply_and_prune(
     mut options: ApplyOptions,
     allowlist: &[kube::core::GroupVersionKind],
     dry_run: DryRun,
+    delete_options: &DeleteOptions,
 ) -> Result<ExitCode, String> {
     let cluster = connect(&args.cluster).await?;
-    let name_only = args.output.as_deref() == Some("name");
+    let printer = Printer::of(args);
+    let name_only = printer == Printer::Name;
     let mut run = start_run(&cluster, args, &mut options, dry_run).await?;
     // kubectl maps --prune-allowlist kinds before applying anything: a bad kind changes nothing.
     if !allowlist.is_empty() {
@@ -211,7 +403,7 @@ async fn apply_and_prune(
         begun.map_err(|e| e.to_string())?;
     }
     let report = apply::execute(&cluster, plan, &options).await;
-    if print_report(&report, dry_run, name_only) {
+    if print_report(&report, dry_run, printer) {
         return Ok(ExitCode::from(1));
     }
     if !args.prune {
@@ -220,14 +412,13 @@ async fn apply_and_prune(
 
     // Prune only after every object applied. The server's warnings on its LISTs and
     // DELETEs follow prune's own warnings, as kubectl prints them.
-    let delete_options = DeleteOptions::new(dry_run);
     let (summary, server_warnings) = collecting_warnings(async {
         match run.as_ref() {
-            Some(run) => run.prune(&report.visited, &delete_options).await,
+            Some(run) => run.prune(&report.visited, delete_options).await,
             None => {
                 let selector = args.input.selector.as_deref();
                 let (visited, namespaces) = (&report.visited, &report.namespaces_visited);
-                prune::by_selector(&cluster, selector, args.all, allowlist, visited, namespaces, &delete_options).await
+                prune::by_selector(&cluster, selector, args.all, allowlist, visited, namespaces, delete_options).await
             }
         }
     })

@@ -39,6 +39,47 @@ pub(super) fn write_json(v: &Value, out: &mut String) {
     }
 }
 
+/// `json.MarshalIndent(v, "", indent)` as Go writes it, starting `depth` levels in (the caller
+/// has written the indentation of the first line): one member or element per line, `"key":
+/// value`, empty objects and arrays kept as `{}` and `[]`.
+pub(super) fn write_json_indented(v: &Value, indent: &str, depth: usize, out: &mut String) {
+    let newline = |out: &mut String, depth: usize| {
+        out.push('\n');
+        for _ in 0..depth {
+            out.push_str(indent);
+        }
+    };
+    match v {
+        Value::Array(items) if !items.is_empty() => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                newline(out, depth + 1);
+                write_json_indented(item, indent, depth + 1, out);
+            }
+            newline(out, depth);
+            out.push(']');
+        }
+        Value::Object(map) if !map.is_empty() => {
+            out.push('{');
+            for (i, (k, item)) in map.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                newline(out, depth + 1);
+                write_json_string(k, out);
+                out.push_str(": ");
+                write_json_indented(item, indent, depth + 1, out);
+            }
+            newline(out, depth);
+            out.push('}');
+        }
+        other => write_json(other, out),
+    }
+}
+
 /// Go's `%q` (`strconv.Quote`): double quotes, Go's short escapes, `\xNN` for ASCII control
 /// bytes and `\uNNNN` for other control characters. kubectl quotes names and paths this way in
 /// its messages.

@@ -105,3 +105,13 @@ fn deep_nesting_is_an_error_not_a_crash() {
     let err = Value::from_json_str(&deep).unwrap_err();
     assert!(err.0.contains("recursion limit"), "{err}");
 }
+
+#[test]
+fn indented_json_is_go_marshal_indent() {
+    let value = Value::from_json_str(r#"{"b":[1,{"x":"<a>"}],"a":{},"c":[],"d":{"e":null}}"#).unwrap();
+    assert_eq!(
+        value.to_json_indented("    ", 0),
+        "{\n    \"a\": {},\n    \"b\": [\n        1,\n        {\n            \"x\": \"\\u003ca\\u003e\"\n        }\n    ],\n    \"c\": [],\n    \"d\": {\n        \"e\": null\n    }\n}"
+    );
+    assert_eq!(Value::from_json_str("[]").unwrap().to_json_indented("  ", 3), "[]");
+}

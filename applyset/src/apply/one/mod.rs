@@ -459,11 +459,13 @@ async fn compute(
         _ => original,
     };
     let computed =
-        metadata::compute_patch(cluster, &item.gvk, &original, modified, current, warnings).await.map_err(|e| {
-            let message = format!("error when {} {}: {}", e.context, go_quote(&source), e.error);
-            let error = ObjectError::plain(ErrorCategory::Patch, message).quoting(e.bodies);
-            ObjectError { unusable_last_applied, ..error }
-        })?;
+        metadata::compute_patch(cluster, &item.gvk, &original, modified, current, options.overwrite, warnings)
+            .await
+            .map_err(|e| {
+                let message = format!("error when {} {}: {}", e.context, go_quote(&source), e.error);
+                let error = ObjectError::plain(ErrorCategory::Patch, message).quoting(e.bodies);
+                ObjectError { unusable_last_applied, ..error }
+            })?;
     Ok((computed, original))
 }
 

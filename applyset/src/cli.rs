@@ -213,7 +213,8 @@ pub struct InputArgs {
     /// A file, directory or glob of JSON/YAML manifests, or `-` for standard input. Repeatable.
     #[arg(short = 'f', long = "filename", value_name = "PATH")]
     pub filenames: Vec<PathBuf>,
-    /// A kustomization directory (kubectl's `-k`; not supported yet: it fails clearly).
+    /// A kustomization directory, built by the pinned kustomize ($APPLYSET_KUSTOMIZE, else
+    /// `kustomize` on PATH): no remote bases, nothing from outside the git work tree.
     #[arg(short = 'k', long = "kustomize", value_name = "DIR")]
     pub kustomize: Option<PathBuf>,
     /// Walk directories recursively.

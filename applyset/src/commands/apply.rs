@@ -210,12 +210,7 @@ fn validate_kubectl_flags(args: &ApplyArgs) -> Result<(), String> {
     let input = &args.input;
     match (&input.kustomize, input.filenames.is_empty()) {
         (Some(_), false) => return Err("only one of -f or -k can be specified".into()),
-        (Some(dir), true) => {
-            return Err(format!(
-                "-k (kustomize) is not supported by applyset yet; build it with kubectl and apply the output: kubectl kustomize {} | applyset apply -f -",
-                dir.display()
-            ));
-        }
+        (Some(_), true) => {}
         (None, true) => return Err("must specify one of -f and -k".into()),
         (None, false) => {}
     }
@@ -280,9 +275,15 @@ fn execute(args: ApplyArgs) -> Result<ExitCode, String> {
     let timeout = crate::operator::duration::parse(&args.kubectl.timeout)
         .map_err(|e| format!("invalid argument {:?} for \"--timeout\" flag: {e}", args.kubectl.timeout))?;
     let selector = args.input.selector.as_deref().map(Selector::parse).transpose()?;
-    let mut objects = match load_input(&args.input, selector.as_ref()) {
-        Ok(objects) => objects,
-        Err(code) => return Ok(code),
+    let mut objects = match &args.input.kustomize {
+        Some(dir) => {
+            let built = runtime()?.block_on(build_kustomization(dir))?;
+            built.into_iter().filter(|o| selector.as_ref().is_none_or(|s| s.matches_object(&o.object))).collect()
+        }
+        None => match load_input(&args.input, selector.as_ref()) {
+            Ok(objects) => objects,
+            Err(code) => return Ok(code),
+        },
     };
     if objects.is_empty() {
         return Err("no objects passed to apply".into());
@@ -313,6 +314,32 @@ fn execute(args: ApplyArgs) -> Result<ExitCode, String> {
     let allowlist =
         if args.prune && args.applyset.is_none() { prune::parse_allowlist(&args.prune_allowlist)? } else { Vec::new() };
     runtime()?.block_on(apply_and_prune(&args, objects, options, &allowlist, dry_run, &delete_options))
+}
+
+/// `-k DIR`: the kustomization built by the pinned kustomize (`$APPLYSET_KUSTOMIZE`, else
+/// `kustomize` on PATH), with the controller's safety checks; the repository is the git work
+/// tree holding DIR (else the current directory), and nothing may come from outside it.
+async fn build_kustomization(dir: &std::path::Path) -> Result<Vec<LoadedObject>, String> {
+    let dir = dir.canonicalize().map_err(|e| format!("{}: {e}", dir.display()))?;
+    if manifest::kustomize::kustomization_file(&dir).is_none() {
+        return Err(format!(
+            "unable to find one of 'kustomization.yaml', 'kustomization.yml' or 'Kustomization' in directory '{}'",
+            dir.display()
+        ));
+    }
+    let root = dir
+        .ancestors()
+        .find(|d| d.join(".git").exists())
+        .map(std::path::Path::to_path_buf)
+        .or_else(|| std::env::current_dir().ok().and_then(|c| c.canonicalize().ok()))
+        .filter(|root| dir.starts_with(root))
+        .unwrap_or_else(|| dir.clone());
+    let kustomize = manifest::kustomize::Kustomize {
+        binary: std::env::var_os("APPLYSET_KUSTOMIZE").map_or_else(|| "kustomize".into(), Into::into),
+        timeout: std::time::Duration::from_secs(120),
+        max_output: 64 << 20,
+    };
+    kustomize.build(&root, &dir).await.map_err(|e| e.to_string())
 }
 
 /// kubectl's `--record` annotation.

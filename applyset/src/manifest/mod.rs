@@ -23,6 +23,7 @@
 //! directives written in manifests ([`directives`]), neither of which kubectl has.
 
 pub mod directives;
+pub mod kustomize;
 pub mod limits;
 pub mod resolve;
 pub mod stream;

@@ -80,6 +80,22 @@ fn start_or_attach() -> Result<ControlPlane> {
     Ok(ControlPlane { kubeconfig: kubeconfig.into() })
 }
 
+/// The pinned kustomize, built by `scripts/build-kustomize` on first use (cached).
+pub fn kustomize_binary() -> Result<PathBuf> {
+    static BINARY: OnceLock<std::result::Result<PathBuf, String>> = OnceLock::new();
+    BINARY
+        .get_or_init(|| {
+            let out = Command::new(repo_root().join("scripts/build-kustomize")).output().map_err(|e| e.to_string())?;
+            if !out.status.success() {
+                return Err(format!("scripts/build-kustomize failed:\n{}", String::from_utf8_lossy(&out.stderr)));
+            }
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            Ok(PathBuf::from(stdout.lines().last().unwrap_or_default().trim()))
+        })
+        .clone()
+        .map_err(anyhow::Error::msg)
+}
+
 /// The workspace root (the repository's top directory).
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

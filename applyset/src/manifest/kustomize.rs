@@ -1,0 +1,275 @@
+//! Kustomizations, built by the pinned kustomize program (v5.6.0, kubectl 1.33's; no
+//! maintained Rust kustomize exists), run as a subprocess the way Argo CD's repo-server runs it.
+//!
+//! Safe by default, as Flux is. Before kustomize runs, every kustomization reachable from the
+//! one asked for is read and each path it names (resources, bases, components, patches,
+//! generator files, CRDs, configurations, OpenAPI, replacements, generators, transformers,
+//! validators) must be a file or directory inside `root` (the repository checkout): no remote
+//! base or git URL, nothing outside the checkout, no Helm chart inflation. kustomize itself then
+//! runs with its root-only load restrictor, without plugins (exec and KRM functions need flags
+//! it is not given), with an empty environment, under a timeout and an output cap.
+
+use std::path::{Component, Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::AsyncReadExt;
+
+use super::{LoadedObject, load_bytes};
+
+/// The file names kustomize looks for, in its order.
+pub const KUSTOMIZATION_FILES: [&str; 3] = ["kustomization.yaml", "kustomization.yml", "Kustomization"];
+
+/// How kustomize is run.
+#[derive(Debug, Clone)]
+pub struct Kustomize {
+    pub binary: PathBuf,
+    pub timeout: Duration,
+    /// The most bytes of output read (the build fails beyond).
+    pub max_output: u64,
+}
+
+/// Why a kustomization could not be built; each names the kustomization file.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error(
+        "{file}: {field} names {reference:?}, which is not a file or directory inside the repository (remote bases and paths outside the checkout are not allowed)"
+    )]
+    OutsideRoot { file: String, field: String, reference: String },
+    #[error("{file}: {field} (Helm chart inflation) is not allowed")]
+    Helm { file: String, field: String },
+    #[error("{file}: cannot be read: {detail}")]
+    Unreadable { file: String, detail: String },
+    #[error("kustomize is not available ({binary}): {detail}")]
+    NoProgram { binary: String, detail: String },
+    #[error("{file}: kustomize build did not finish within {after:?}")]
+    Timeout { file: String, after: Duration },
+    #[error("{file}: kustomize build printed more than {limit} bytes")]
+    TooLarge { file: String, limit: u64 },
+    #[error("{file}: kustomize build failed: {message}")]
+    Failed { file: String, message: String },
+    #[error("{file}: the built manifests do not load: {message}")]
+    Output { file: String, message: String },
+}
+
+/// The kustomization file of `dir`, if it has one.
+pub fn kustomization_file(dir: &Path) -> Option<PathBuf> {
+    KUSTOMIZATION_FILES.iter().map(|name| dir.join(name)).find(|path| path.is_file())
+}
+
+/// `path` relative to `root` for messages (as is when outside).
+fn shown(path: &Path, root: &Path) -> String {
+    path.strip_prefix(root).unwrap_or(path).display().to_string()
+}
+
+/// The path `reference` names from `dir`, lexically normalised (no `.`/`..` left), when it
+/// stays inside `root` and exists there (symbolic links resolved).
+fn inside(root: &Path, dir: &Path, reference: &str) -> Option<PathBuf> {
+    let mut path = PathBuf::new();
+    for component in dir.join(reference).components() {
+        match component {
+            Component::ParentDir => {
+                if !path.pop() {
+                    return None;
+                }
+            }
+            Component::CurDir => {}
+            other => path.push(other),
+        }
+    }
+    let real = path.canonicalize().ok()?;
+    let real_root = root.canonicalize().ok()?;
+    real.starts_with(&real_root).then_some(path)
+}
+
+/// Checks the kustomization of `dir` and every kustomization it reaches (see the module docs).
+pub fn check_tree(root: &Path, dir: &Path) -> Result<(), BuildError> {
+    let mut pending = vec![dir.to_path_buf()];
+    let mut seen = std::collections::HashSet::new();
+    while let Some(dir) = pending.pop() {
+        let Some(file) = kustomization_file(&dir) else { continue };
+        let real = file.canonicalize().unwrap_or_else(|_| file.clone());
+        if !seen.insert(real) {
+            continue;
+        }
+        let shown_file = shown(&file, root);
+        let text = std::fs::read_to_string(&file)
+            .map_err(|e| BuildError::Unreadable { file: shown_file.clone(), detail: e.to_string() })?;
+        let doc: serde_json::Value = serde_yaml_ng::from_str(&text)
+            .map_err(|e| BuildError::Unreadable { file: shown_file.clone(), detail: e.to_string() })?;
+        for field in ["helmCharts", "helmGlobals", "helmChartInflationGenerator"] {
+            if doc.get(field).is_some() {
+                return Err(BuildError::Helm { file: shown_file, field: field.into() });
+            }
+        }
+        for (field, reference, is_base) in references(&doc) {
+            match inside(root, &dir, &reference) {
+                Some(path) if is_base && path.is_dir() => pending.push(path),
+                Some(_) => {}
+                None => return Err(BuildError::OutsideRoot { file: shown_file, field, reference }),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Every path a kustomization names: (field, path, whether it may be another kustomization).
+fn references(doc: &serde_json::Value) -> Vec<(String, String, bool)> {
+    use serde_json::Value;
+    let mut out = Vec::new();
+    let strings = |value: Option<&Value>| -> Vec<String> {
+        value.and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).map(str::to_owned).collect()
+    };
+    for field in ["resources", "bases", "components"] {
+        out.extend(strings(doc.get(field)).into_iter().map(|r| (field.to_owned(), r, true)));
+    }
+    for field in ["crds", "configurations", "generators", "transformers", "validators"] {
+        // Inline configurations (YAML text) are not paths.
+        out.extend(
+            strings(doc.get(field)).into_iter().filter(|r| !r.contains('\n')).map(|r| (field.to_owned(), r, false)),
+        );
+    }
+    // A strategic merge patch is a path unless it is inline YAML.
+    for patch in strings(doc.get("patchesStrategicMerge")) {
+        if !patch.contains('\n') && !patch.contains(": ") {
+            out.push(("patchesStrategicMerge".into(), patch, false));
+        }
+    }
+    for field in ["patches", "patchesJson6902", "replacements"] {
+        for item in doc.get(field).and_then(Value::as_array).into_iter().flatten() {
+            if let Some(path) = item.get("path").and_then(Value::as_str) {
+                out.push((field.to_owned(), path.to_owned(), false));
+            }
+        }
+    }
+    if let Some(path) = doc.get("openapi").and_then(|o| o.get("path")).and_then(Value::as_str) {
+        out.push(("openapi.path".into(), path.to_owned(), false));
+    }
+    for field in ["configMapGenerator", "secretGenerator"] {
+        for item in doc.get(field).and_then(Value::as_array).into_iter().flatten() {
+            for file in strings(item.get("files")) {
+                // `key=path` or `path`.
+                let path = file.split_once('=').map_or(file.as_str(), |(_, path)| path).to_owned();
+                out.push((format!("{field}.files"), path, false));
+            }
+            for env in
+                strings(item.get("envs")).into_iter().chain(item.get("env").and_then(Value::as_str).map(str::to_owned))
+            {
+                out.push((format!("{field}.envs"), env, false));
+            }
+        }
+    }
+    out
+}
+
+impl Kustomize {
+    /// `kustomize build` of `dir` (inside `root`), checked first; the output loaded as if read
+    /// from the kustomization file.
+    pub async fn build(&self, root: &Path, dir: &Path) -> Result<Vec<LoadedObject>, BuildError> {
+        let file = kustomization_file(dir).unwrap_or_else(|| dir.join(KUSTOMIZATION_FILES[0]));
+        let shown_file = shown(&file, root);
+        check_tree(root, dir)?;
+        let home = std::env::temp_dir();
+        let mut child = tokio::process::Command::new(&self.binary)
+            .args(["build", "--load-restrictor", "LoadRestrictionsRootOnly"])
+            .arg(dir)
+            .current_dir(root)
+            .env_clear()
+            .env("HOME", &home)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| BuildError::NoProgram { binary: self.binary.display().to_string(), detail: e.to_string() })?;
+        let (mut stdout, mut stderr) = (child.stdout.take().expect("piped"), child.stderr.take().expect("piped"));
+        let limit = self.max_output;
+        let run = async {
+            let mut output = Vec::new();
+            let mut errors = Vec::new();
+            let (mut capped_out, mut capped_err) = ((&mut stdout).take(limit + 1), (&mut stderr).take(64 * 1024));
+            let (out, err) = tokio::join!(capped_out.read_to_end(&mut output), capped_err.read_to_end(&mut errors));
+            out.and(err).map_err(|e| e.to_string())?;
+            if output.len() as u64 > limit {
+                return Ok::<_, String>((None, output, errors));
+            }
+            let status = child.wait().await.map_err(|e| e.to_string())?;
+            Ok((Some(status), output, errors))
+        };
+        let (status, output, errors) = match tokio::time::timeout(self.timeout, run).await {
+            Err(_) => return Err(BuildError::Timeout { file: shown_file, after: self.timeout }),
+            Ok(Err(message)) => return Err(BuildError::Failed { file: shown_file, message }),
+            Ok(Ok(done)) => done,
+        };
+        let Some(status) = status else { return Err(BuildError::TooLarge { file: shown_file, limit }) };
+        if !status.success() {
+            let message = String::from_utf8_lossy(&errors).trim().trim_start_matches("Error: ").to_owned();
+            return Err(BuildError::Failed { file: shown_file, message });
+        }
+        load_bytes(Path::new(&shown_file), &output)
+            .map_err(|e| BuildError::Output { file: shown_file.clone(), message: e.to_string() })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tree(files: &[(&str, &str)]) -> PathBuf {
+        let root =
+            std::env::temp_dir().join(format!("applyset-kustomize-{}-{}", std::process::id(), fastrand::u64(..)));
+        for (path, text) in files {
+            let path = root.join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        root
+    }
+
+    #[test]
+    fn bases_and_files_inside_the_checkout_pass() {
+        let root = tree(&[
+            (
+                "base/kustomization.yaml",
+                "resources: [cm.yaml]\nconfigMapGenerator:\n- name: g\n  files: [k=data.txt]\n",
+            ),
+            ("base/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n"),
+            ("base/data.txt", "x"),
+            (
+                "overlays/prod/kustomization.yaml",
+                "resources: [../../base]\npatches:\n- path: patch.yaml\npatchesStrategicMerge:\n- |\n  apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: a}\n",
+            ),
+            ("overlays/prod/patch.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n"),
+        ]);
+        check_tree(&root, &root.join("overlays/prod")).unwrap();
+    }
+
+    #[test]
+    fn remote_bases_outside_paths_and_helm_are_refused_naming_the_file() {
+        let cases = [
+            ("resources: [github.com/example/repo//base?ref=v1]\n", "resources"),
+            ("resources: [https://example.com/base.yaml]\n", "resources"),
+            ("resources: [../../../etc]\n", "resources"),
+            ("configMapGenerator:\n- name: g\n  files: [/etc/passwd]\n", "configMapGenerator.files"),
+            ("patches:\n- path: ../outside.yaml\n", "patches"),
+        ];
+        for (kustomization, field) in cases {
+            let root = tree(&[("app/kustomization.yaml", kustomization), ("outside.yaml", "")]);
+            let app = root.join("app");
+            // The checkout is `app`: `../outside.yaml` exists but is not inside it.
+            let error = check_tree(&app, &app).unwrap_err();
+            let text = error.to_string();
+            assert!(matches!(error, BuildError::OutsideRoot { .. }), "{text}");
+            assert!(text.starts_with("kustomization.yaml: ") && text.contains(field), "{text}");
+        }
+        let root = tree(&[("kustomization.yaml", "helmCharts:\n- name: x\n")]);
+        assert!(matches!(check_tree(&root, &root), Err(BuildError::Helm { .. })));
+        // A base reached through another base is checked too.
+        let root = tree(&[
+            ("a/kustomization.yaml", "resources: [../b]\n"),
+            ("b/kustomization.yaml", "resources: [https://example.com/x.yaml]\n"),
+        ]);
+        let text = check_tree(&root, &root.join("a")).unwrap_err().to_string();
+        assert!(text.starts_with("b/kustomization.yaml: "), "{text}");
+    }
+}

@@ -15,7 +15,20 @@
 # emptyDir there (git cache) and runs with a read-only root filesystem.
 
 ARG RUST_IMAGE=rust:1.95.0-bookworm
+ARG GO_IMAGE=golang:1.26.8-bookworm
 ARG RUNTIME_IMAGE=gcr.io/distroless/cc-debian12:nonroot
+
+# kustomize v5.6.0 (the version kubectl 1.33 embeds), built from the pinned Go
+# modules of tools/kustomize, static (no cgo): sources holding a kustomization
+# are built with it.
+FROM ${GO_IMAGE} AS kustomize
+WORKDIR /src
+COPY tools/kustomize/ ./
+RUN --mount=type=cache,target=/go/pkg/mod \
+    --mount=type=cache,target=/root/.cache/go-build \
+    CGO_ENABLED=0 go build -mod=mod -trimpath -buildvcs=false \
+      -ldflags "-s -w -X sigs.k8s.io/kustomize/api/provenance.version=v5.6.0" \
+      -o /out/kustomize sigs.k8s.io/kustomize/kustomize/v5
 
 FROM ${RUST_IMAGE} AS builder
 WORKDIR /src
@@ -40,8 +53,10 @@ LABEL org.opencontainers.image.title="applyset" \
 # OpenSSL is linked statically (built for /usr/local/ssl): point it at the
 # image's CA bundle for HTTPS git remotes.
 ENV SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt \
-    SSL_CERT_DIR=/etc/ssl/certs
+    SSL_CERT_DIR=/etc/ssl/certs \
+    APPLYSET_KUSTOMIZE_BINARY=/kustomize
 COPY --from=builder /out/applyset /applyset
+COPY --from=kustomize /out/kustomize /kustomize
 USER 65532:65532
 ENTRYPOINT ["/applyset"]
 CMD ["controller"]

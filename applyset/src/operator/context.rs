@@ -36,6 +36,8 @@ pub struct Settings {
     pub default_secrets: super::api::SecretsMode,
     /// Where the key of hashed Secret annotations is kept: (namespace, Secret name).
     pub secret_hash_key: (String, String),
+    /// The kustomize program for sources holding a kustomization.
+    pub kustomize_binary: std::path::PathBuf,
 }
 
 /// Apply clusters are kept this long, then rebuilt, so that discovery and OpenAPI caches

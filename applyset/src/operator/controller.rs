@@ -198,6 +198,7 @@ fn settings(args: &ControllerArgs) -> anyhow::Result<Settings> {
         min_interval: super::duration::parse(&args.scope.min_interval)
             .map_err(|e| anyhow::anyhow!("--min-interval {:?}: {e}", args.scope.min_interval))?,
         default_secrets: args.scope.default_secrets,
+        kustomize_binary: args.scope.kustomize_binary.clone(),
         secret_hash_key: (
             args.leader.leader_election_namespace.clone().unwrap_or_else(|| "default".into()),
             args.scope.secret_hash_key.clone(),

@@ -43,7 +43,7 @@ pub(super) async fn pipeline(
     let (artifact, credentials) = fetch(applyset, ctx, previous, intervals).await?;
     status.last_attempted_revision = Some(artifact.revision.clone());
     tracing::Span::current().record("revision", artifact.revision.as_str());
-    let loaded = load(applyset, ctx, &artifact)?;
+    let loaded = load(applyset, ctx, &artifact, intervals).await?;
     let ignore = IgnoreRules::new(&applyset.spec.drift.ignore).map_err(|e| Failure::new(Stage::InvalidSpec, e))?;
     let (history, history_warnings) = history(applyset, ctx, &artifact, &loaded, credentials, intervals).await;
 
@@ -149,11 +149,18 @@ async fn fetch(
 /// load: the revision's manifests (none for an empty source that `allowEmpty` accepts); the
 /// values of the Secrets it applies are redacted from every status, Event and log line before
 /// anything can fail with a message that quotes them.
-fn load(applyset: &ApplySet, ctx: &Context, artifact: &Artifact) -> Result<Vec<LoadedObject>, Failure> {
+async fn load(
+    applyset: &ApplySet,
+    ctx: &Context,
+    artifact: &Artifact,
+    intervals: Intervals,
+) -> Result<Vec<LoadedObject>, Failure> {
     // kubectl refuses a directory without manifests; with allowEmpty it is an empty source.
     let empty_source =
         applyset.spec.allow_empty && !manifest::walk::holds_manifests(&artifact.dir, true).unwrap_or(true);
-    let loaded = if empty_source {
+    let loaded = if manifest::kustomize::kustomization_file(&artifact.dir).is_some() {
+        build(ctx, artifact, intervals).await?
+    } else if empty_source {
         Vec::new()
     } else {
         load_manifests(&artifact.dir, &artifact.checkout, ctx.settings.manifest_limits)?
@@ -176,6 +183,21 @@ fn load(applyset: &ApplySet, ctx: &Context, artifact: &Artifact) -> Result<Vec<L
     Ok(loaded)
 }
 
+/// build: a source holding a kustomization is built by kustomize (checked first: nothing from
+/// outside the checkout, no remote base, no Helm, no plugins), within the timeout; its output
+/// may be at most four times the revision size cap.
+async fn build(ctx: &Context, artifact: &Artifact, intervals: Intervals) -> Result<Vec<LoadedObject>, Failure> {
+    let kustomize = manifest::kustomize::Kustomize {
+        binary: ctx.settings.kustomize_binary.clone(),
+        timeout: intervals.timeout,
+        max_output: ctx.settings.manifest_limits.total.unwrap_or(4 << 20).saturating_mul(4),
+    };
+    kustomize
+        .build(&artifact.checkout, &artifact.dir)
+        .await
+        .map_err(|error| Failure::new(Stage::Build, format!("{error}; nothing was applied or pruned")))
+}
+
 /// history: the earlier applied revisions' manifests of the objects git changed since, for
 /// stale fields. A revision that cannot be read is left out with a warning.
 async fn history(
@@ -187,6 +209,11 @@ async fn history(
     intervals: Intervals,
 ) -> (Arc<HistoryIndex>, Vec<String>) {
     if applyset.spec.drift.stale_fields == StaleFields::Ignore {
+        return (Arc::new(HistoryIndex::default()), Vec::new());
+    }
+    // Earlier revisions are read as plain manifests: a kustomization's would need building
+    // (documented: a kustomize source reports foreign fields, not stale ones).
+    if manifest::kustomize::kustomization_file(&artifact.dir).is_some() {
         return (Arc::new(HistoryIndex::default()), Vec::new());
     }
     let earlier = history::earlier(applyset, &artifact.revision);

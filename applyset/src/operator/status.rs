@@ -20,6 +20,7 @@ pub mod reason {
     pub const INVALID_SPEC: &str = "InvalidSpec";
     pub const FETCH_FAILED: &str = "FetchFailed";
     pub const LOAD_FAILED: &str = "LoadFailed";
+    pub const BUILD_FAILED: &str = "BuildFailed";
     pub const APPLY_FAILED: &str = "ApplyFailed";
     pub const PRUNE_FAILED: &str = "PruneFailed";
     pub const PRUNE_GUARDED: &str = "PruneGuarded";
@@ -36,6 +37,8 @@ pub enum Stage {
     /// The spec cannot work as written (bad interval, ref, URL, ignore rule): no retry helps.
     InvalidSpec,
     Fetch,
+    /// The source's kustomization did not build.
+    Build,
     Load,
     Apply,
     /// Objects of the source belong to another ApplySet (and nothing else failed).
@@ -51,6 +54,7 @@ impl Stage {
         match self {
             Stage::InvalidSpec => reason::INVALID_SPEC,
             Stage::Fetch => reason::FETCH_FAILED,
+            Stage::Build => reason::BUILD_FAILED,
             Stage::Load => reason::LOAD_FAILED,
             Stage::Apply => reason::APPLY_FAILED,
             Stage::OwnershipConflict => reason::OWNERSHIP_CONFLICT,
@@ -65,6 +69,7 @@ impl Stage {
         match self {
             Stage::InvalidSpec => "invalid_spec",
             Stage::Fetch => "fetch_failed",
+            Stage::Build => "build_failed",
             Stage::Load => "load_failed",
             Stage::Apply => "apply_failed",
             Stage::OwnershipConflict => "ownership_conflict",

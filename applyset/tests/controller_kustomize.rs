@@ -1,0 +1,86 @@
+//! A kustomize repository in the controller, end to end (real controller, real git, the pinned
+//! kustomize, the local control plane): an overlay is built and applied; a change to its base
+//! is configured; a generator's new hash-suffixed ConfigMap rolls and the old one is pruned; a
+//! build that fails (a remote base) is `BuildFailed` with nothing applied or pruned.
+
+mod git;
+mod operator;
+mod support;
+
+use std::time::Duration;
+
+use anyhow::Result;
+use operator::{
+    ControllerFixture, ControllerOptions, condition, create_applyset, failed_with, ready_at, revision,
+    wait_for_applyset,
+};
+use support::kustomize_binary;
+
+const T: Duration = Duration::from_secs(90);
+
+fn base(namespace: &str, mode: &str) -> [(String, String); 2] {
+    [
+        (
+            "base/kustomization.yaml".into(),
+            format!(
+                "namespace: {namespace}\nresources: [service.yaml]\nconfigMapGenerator:\n- name: settings\n  literals: [MODE={mode}]\n"
+            ),
+        ),
+        (
+            "base/service.yaml".into(),
+            "apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec: {selector: {app: web}, ports: [{port: 80}]}\n"
+                .into(),
+        ),
+    ]
+}
+
+const OVERLAY: &str = "resources: [../../base]\nnamePrefix: prod-\npatches:\n- target: {kind: Service, name: web}\n  patch: |-\n    - op: replace\n      path: /spec/ports/0/port\n      value: 8080\n";
+
+fn config_maps(ns: &support::TestNamespace) -> Result<Vec<String>> {
+    let names = ns.kubectl_ok(&["get", "configmaps", "-o", "name"], None)?;
+    Ok(names.lines().filter(|n| n.contains("prod-settings")).map(str::to_owned).collect())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kustomize_overlay_is_built_applied_and_rolled() -> Result<()> {
+    let ControllerFixture { ns, repo } = ControllerFixture::new("kustomize").await?;
+    for (path, text) in base(&ns.name, "one") {
+        repo.write(&path, text);
+    }
+    repo.write("overlays/prod/kustomization.yaml", OVERLAY);
+    let first = repo.commit("an overlay");
+    let controller = ControllerOptions::for_namespace(&ns)
+        .local_sources()
+        .arg("--kustomize-binary")
+        .arg(kustomize_binary()?.display().to_string())
+        .start()?;
+    let spec = serde_json::json!({ "source": { "url": repo.url(), "path": "overlays/prod" }, "interval": "2s" });
+    create_applyset(&ns, "app", spec).await?;
+    wait_for_applyset(&ns, "app", &controller, "Ready", T, ready_at(revision(&first))).await?;
+    assert_eq!(ns.jsonpath("service/prod-web", "{.spec.ports[0].port}")?, "8080");
+    let before = config_maps(&ns)?;
+    assert_eq!(before.len(), 1, "{before:?}");
+
+    // The base changes: the generator makes a new hash-suffixed ConfigMap; the old one goes.
+    for (path, text) in base(&ns.name, "two") {
+        repo.write(&path, text);
+    }
+    let second = repo.commit("the base changes");
+    wait_for_applyset(&ns, "app", &controller, "Ready", T, ready_at(revision(&second))).await?;
+    let after = config_maps(&ns)?;
+    assert_eq!(after.len(), 1, "the old generated ConfigMap is pruned: {after:?}");
+    assert_ne!(after, before);
+    assert_eq!(ns.jsonpath(&after[0], "{.data.MODE}")?, "two");
+
+    // A build that fails: nothing applied, nothing pruned.
+    let remote = OVERLAY.replace("resources: [../../base]", "resources: [../../base, https://example.com/x.yaml]");
+    repo.write("overlays/prod/kustomization.yaml", remote);
+    repo.commit("a remote base");
+    let failed = wait_for_applyset(&ns, "app", &controller, "BuildFailed", T, failed_with("BuildFailed")).await?;
+    let (_, _, message) = condition(&failed, "Ready").unwrap_or_default();
+    assert!(message.contains("overlays/prod/kustomization.yaml: resources names"), "{message}");
+    assert!(message.contains("nothing was applied or pruned"), "{message}");
+    assert_eq!(config_maps(&ns)?, after, "nothing pruned");
+    assert!(ns.exists("service/prod-web")?);
+    Ok(())
+}

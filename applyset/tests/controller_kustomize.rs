@@ -1,7 +1,8 @@
 //! A kustomize repository in the controller, end to end (real controller, real git, the pinned
 //! kustomize, the local control plane): an overlay is built and applied; a change to its base
 //! is configured; a generator's new hash-suffixed ConfigMap rolls and the old one is pruned; a
-//! build that fails (a remote base) is `BuildFailed` with nothing applied or pruned.
+//! build that fails (a remote base) is `BuildFailed` with nothing applied or pruned; and
+//! post-build substitution from the spec, a ConfigMap and a Secret.
 
 mod git;
 mod operator;
@@ -82,5 +83,68 @@ async fn a_kustomize_overlay_is_built_applied_and_rolled() -> Result<()> {
     assert!(message.contains("nothing was applied or pruned"), "{message}");
     assert_eq!(config_maps(&ns)?, after, "nothing pruned");
     assert!(ns.exists("service/prod-web")?);
+    Ok(())
+}
+
+/// `spec.postBuild` (Flux's): `${VAR}` from `substitute` and from a ConfigMap and a Secret,
+/// typed as YAML reads the text (unquoted: a number), a default, an escape, an opted-out object;
+/// a changed ConfigMap value is applied at the next run; an undefined variable is
+/// `BuildFailed` naming it and the object, with nothing applied.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn post_build_substitutes_variables() -> Result<()> {
+    let ControllerFixture { ns, repo } = ControllerFixture::new("postbuild").await?;
+    repo.write(
+        "app/web.yaml",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replicas: ${REPLICAS}\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec: {containers: [{name: app, image: \"nginx:${TAG}\"}]}\n",
+    );
+    repo.write(
+        "app/settings.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata:\n  region: ${REGION:=eu}\n  token: \"${TOKEN}\"\n  literal: $${NOT_A_VAR}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: script\n  annotations: {kustomize.toolkit.fluxcd.io/substitute: disabled}\ndata:\n  run: echo ${HOME}\n",
+    );
+    let first = repo.commit("manifests with variables");
+    ns.kubectl_ok(&["create", "configmap", "vars", "--from-literal=TAG=1.27"], None)?;
+    ns.kubectl_ok(&["create", "secret", "generic", "secret-vars", "--from-literal=TOKEN=t0ken-xyz"], None)?;
+    let controller = operator::start_controller(&ns)?;
+    let spec = serde_json::json!({
+        "source": { "url": repo.url(), "path": "app" },
+        "interval": "2s",
+        "postBuild": {
+            "substitute": { "REPLICAS": "2" },
+            "substituteFrom": [
+                { "kind": "ConfigMap", "name": "vars" },
+                { "kind": "Secret", "name": "secret-vars" },
+                { "kind": "ConfigMap", "name": "missing", "optional": true }
+            ]
+        }
+    });
+    create_applyset(&ns, "app", spec).await?;
+    wait_for_applyset(&ns, "app", &controller, "Ready", T, ready_at(revision(&first))).await?;
+    assert_eq!(ns.jsonpath("deployment/web", "{.spec.replicas}")?, "2");
+    assert_eq!(ns.jsonpath("deployment/web", "{.spec.template.spec.containers[0].image}")?, "nginx:1.27");
+    assert_eq!(ns.jsonpath("configmap/settings", "{.data.region}")?, "eu");
+    assert_eq!(ns.jsonpath("configmap/settings", "{.data.token}")?, "t0ken-xyz");
+    assert_eq!(ns.jsonpath("configmap/settings", "{.data.literal}")?, "${NOT_A_VAR}");
+    assert_eq!(ns.jsonpath("configmap/script", "{.data.run}")?, "echo ${HOME}", "opted out");
+
+    // A referenced ConfigMap changes: applied at the next run, though git did not change.
+    ns.kubectl_ok(&["patch", "configmap", "vars", "--type=merge", "-p", r#"{"data":{"TAG":"1.28"}}"#], None)?;
+    support::eventually("the new tag applied", T, || async {
+        let image = ns.jsonpath("deployment/web", "{.spec.template.spec.containers[0].image}")?;
+        Ok((image == "nginx:1.28").then_some(()))
+    })
+    .await?;
+    let status = serde_json::to_string(&operator::get_applyset(&ns, "app").await?)?;
+    assert!(!status.contains("t0ken-xyz"), "a Secret's value is never in the status");
+
+    // An undefined variable: BuildFailed naming it and the object; nothing applied.
+    repo.write(
+        "app/extra.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: extra}\ndata: {k: \"${UNDEFINED}\"}\n",
+    );
+    repo.commit("an undefined variable");
+    let failed = wait_for_applyset(&ns, "app", &controller, "BuildFailed", T, failed_with("BuildFailed")).await?;
+    let (_, _, message) = condition(&failed, "Ready").unwrap_or_default();
+    assert!(message.contains("configmap/extra: ${UNDEFINED} has no value"), "{message}");
+    assert!(!ns.exists("configmap/extra")?);
     Ok(())
 }

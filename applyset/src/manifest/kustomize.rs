@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use tokio::io::AsyncReadExt;
 
-use super::{LoadedObject, load_bytes};
+use super::{LoadOptions, LoadedObject, load_bytes_with};
 
 /// The file names kustomize looks for, in its order.
 pub const KUSTOMIZATION_FILES: [&str; 3] = ["kustomization.yaml", "kustomization.yml", "Kustomization"];
@@ -166,6 +166,16 @@ impl Kustomize {
     /// `kustomize build` of `dir` (inside `root`), checked first; the output loaded as if read
     /// from the kustomization file.
     pub async fn build(&self, root: &Path, dir: &Path) -> Result<Vec<LoadedObject>, BuildError> {
+        self.build_with(root, dir, &LoadOptions::default()).await
+    }
+
+    /// [`Kustomize::build`], the output loaded with `options` (post-build substitution).
+    pub async fn build_with(
+        &self,
+        root: &Path,
+        dir: &Path,
+        options: &LoadOptions,
+    ) -> Result<Vec<LoadedObject>, BuildError> {
         let file = kustomization_file(dir).unwrap_or_else(|| dir.join(KUSTOMIZATION_FILES[0]));
         let shown_file = shown(&file, root);
         check_tree(root, dir)?;
@@ -206,7 +216,7 @@ impl Kustomize {
             let message = String::from_utf8_lossy(&errors).trim().trim_start_matches("Error: ").to_owned();
             return Err(BuildError::Failed { file: shown_file, message });
         }
-        load_bytes(Path::new(&shown_file), &output)
+        load_bytes_with(Path::new(&shown_file), &output, options)
             .map_err(|e| BuildError::Output { file: shown_file.clone(), message: e.to_string() })
     }
 }

@@ -25,6 +25,7 @@
 pub mod directives;
 pub mod kustomize;
 pub mod limits;
+pub mod postbuild;
 pub mod resolve;
 pub mod stream;
 pub mod walk;
@@ -80,6 +81,8 @@ pub enum ErrorKind {
     TooLarge(LimitExceeded),
     /// An object carries a strategic-merge-patch directive key ([`directives`]).
     PatchDirective,
+    /// Post-build substitution failed ([`postbuild`]): an undefined variable, a bad reference.
+    Substitution,
 }
 
 /// One problem found while loading.
@@ -156,6 +159,8 @@ pub struct LoadOptions {
     /// path in sources and errors stays relative to it (the controller names files from the
     /// repository root, never from its checkout on disk).
     pub base_dir: Option<PathBuf>,
+    /// `spec.postBuild`: the variables substituted in each document's text ([`postbuild`]).
+    pub substitute: Option<std::sync::Arc<postbuild::Variables>>,
 }
 
 /// Reads the objects `kubectl apply -f paths… [-R]` would apply, in order. `stdin` is read only
@@ -254,9 +259,14 @@ fn read_bounded(reader: &mut impl Read, limit: Option<u64>) -> std::io::Result<V
 
 /// Loads one file's content (e.g. a blob from a git checkout) as if read from `path`.
 pub fn load_bytes(path: &Path, bytes: &[u8]) -> Result<Vec<LoadedObject>, LoadError> {
+    load_bytes_with(path, bytes, &LoadOptions::default())
+}
+
+/// [`load_bytes`] with the controller's options (post-build substitution, caps).
+pub fn load_bytes_with(path: &Path, bytes: &[u8], options: &LoadOptions) -> Result<Vec<LoadedObject>, LoadError> {
     let mut objects = Vec::new();
     let mut errors = Vec::new();
-    load_text_into(path, decode_text(bytes), &LoadOptions::default(), &mut objects, &mut errors);
+    load_text_into(path, decode_text(bytes), options, &mut objects, &mut errors);
     if errors.is_empty() { Ok(objects) } else { Err(LoadError { errors }) }
 }
 
@@ -267,6 +277,23 @@ fn load_text_into(
     objects: &mut Vec<LoadedObject>,
     errors: &mut Vec<FileError>,
 ) {
+    let text = match &options.substitute {
+        Some(vars) => match postbuild::substitute_stream(&text, vars, options.limits.document) {
+            Ok(substituted) => substituted,
+            Err(message) => {
+                errors.push(FileError {
+                    kind: ErrorKind::Substitution,
+                    path: Some(path.to_path_buf()),
+                    document: None,
+                    line: None,
+                    column: None,
+                    message,
+                });
+                return;
+            }
+        },
+        None => text,
+    };
     let documents = match stream::parse_stream_limited(&text, options.limits.document) {
         Ok(docs) => docs,
         Err(e) => {

@@ -101,6 +101,39 @@ pub struct ApplySetSpec {
     /// Unset: the controller's `--default-secrets`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secrets: Option<SecretsMode>,
+    /// Variables substituted in the manifests (after a kustomize build), as Flux's
+    /// `postBuild`: `${VAR}`, `${VAR:=default}`; `$${VAR}` for the literal text; objects
+    /// labelled or annotated `kustomize.toolkit.fluxcd.io/substitute: disabled` are left alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub post_build: Option<PostBuild>,
+}
+
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PostBuild {
+    /// Variables by name (they win over `substituteFrom`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub substitute: BTreeMap<String, String>,
+    /// ConfigMaps and Secrets of the ApplySet's namespace whose data are variables (a later
+    /// one wins over an earlier one); read as the identity the ApplySet applies with.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub substitute_from: Vec<SubstituteReference>,
+}
+
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SubstituteReference {
+    pub kind: SubstituteKind,
+    pub name: String,
+    /// A missing object is skipped instead of failing the run.
+    #[serde(default)]
+    pub optional: bool,
+}
+
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum SubstituteKind {
+    ConfigMap,
+    Secret,
 }
 
 #[derive(Deserialize, Serialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema, clap::ValueEnum)]
@@ -433,6 +466,7 @@ impl ApplySetSpec {
             "staleFields": self.drift.stale_fields,
             "foreignFields": self.drift.foreign_fields,
             "secrets": self.secrets,
+            "postBuild": self.post_build,
         });
         let digest = sha2::Sha256::digest(shaping.to_string().as_bytes());
         digest.iter().take(8).map(|b| format!("{b:02x}")).collect()

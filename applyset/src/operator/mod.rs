@@ -15,6 +15,7 @@ pub mod leftover;
 pub mod metrics;
 pub mod outcome;
 mod pipeline;
+pub mod postbuild;
 pub mod prune;
 pub mod reconcile;
 pub mod schedule;

@@ -35,6 +35,9 @@ pub struct Done {
     pub warnings: Vec<String>,
     /// Left git with `applyset.dev/prune: disabled` and kept.
     pub orphaned: Vec<String>,
+    /// What was applied: the spec fields that shape the apply, and the post-build variables
+    /// (`status.lastAppliedSpecDigest`).
+    pub applied_digest: String,
     pub counts: (u64, u64, u64),
     /// The revision moved since the last applied one: from what, and how.
     pub history: Option<crate::source::RevisionChange>,

@@ -19,6 +19,7 @@ use super::history::{self, HistoryIndex};
 use super::inventory;
 use super::leftover::LeftoverPolicy;
 use super::outcome::{Classified, Done, classify};
+use super::postbuild;
 use super::prune;
 use super::reconcile::{api_resource, redact_owner};
 use super::schedule::Intervals;
@@ -43,14 +44,19 @@ pub(super) async fn pipeline(
     let (artifact, credentials) = fetch(applyset, ctx, previous, intervals).await?;
     status.last_attempted_revision = Some(artifact.revision.clone());
     tracing::Span::current().record("revision", artifact.revision.as_str());
-    let loaded = load(applyset, ctx, &artifact, intervals).await?;
-    let ignore = IgnoreRules::new(&applyset.spec.drift.ignore).map_err(|e| Failure::new(Stage::InvalidSpec, e))?;
-    let (history, history_warnings) = history(applyset, ctx, &artifact, &loaded, credentials, intervals).await;
-
     let cluster = ctx
         .cluster_for(&applyset.namespace_or_default(), ctx.service_account_for(applyset).as_deref())
         .map_err(|e| Failure::new(Stage::Apply, e.to_string()))?;
-    let mode = Mode::of(applyset, previous, &artifact);
+    let variables = postbuild::variables(applyset, &cluster).await?;
+    let digest = match &variables {
+        Some((_, vars_digest)) => format!("{}-{vars_digest}", applyset.spec.apply_digest()),
+        None => applyset.spec.apply_digest(),
+    };
+    let loaded = load(applyset, ctx, &artifact, intervals, variables.map(|(vars, _)| vars)).await?;
+    let ignore = IgnoreRules::new(&applyset.spec.drift.ignore).map_err(|e| Failure::new(Stage::InvalidSpec, e))?;
+    let (history, history_warnings) = history(applyset, ctx, &artifact, &loaded, credentials, intervals).await;
+
+    let mode = Mode::of(applyset, previous, &artifact, &digest);
     let ignore = Arc::new(ignore);
     let policy = LeftoverPolicy::new(
         &applyset.spec.drift,
@@ -63,6 +69,7 @@ pub(super) async fn pipeline(
     let report = apply(applyset, ctx, &cluster, &mut run, loaded, (ignore, policy), mode, intervals, &artifact).await?;
     let mut done = record(applyset, ctx, previous, status, &report, mode, &artifact).await?;
     done.warnings = history_warnings;
+    done.applied_digest = digest;
     if !mode.report_only && applyset.spec.prune {
         prune(applyset, ctx, &cluster, &mut run, status, &report, previous, &mut done, intervals).await?;
     }
@@ -83,8 +90,7 @@ impl Mode {
     /// server away for a while) does not make a Report-mode run apply for real, nor hide
     /// corrected drift as a plain apply; and a spec change that does not shape the apply (the
     /// interval) does not either.
-    fn of(applyset: &ApplySet, previous: &ApplySetStatus, artifact: &Artifact) -> Mode {
-        let digest = applyset.spec.apply_digest();
+    fn of(applyset: &ApplySet, previous: &ApplySetStatus, artifact: &Artifact, digest: &str) -> Mode {
         let steady = previous.last_applied_revision.as_deref() == Some(artifact.revision.as_str())
             && match previous.last_applied_spec_digest.as_deref() {
                 Some(previous_digest) => previous_digest == digest,
@@ -154,16 +160,17 @@ async fn load(
     ctx: &Context,
     artifact: &Artifact,
     intervals: Intervals,
+    substitute: Option<Arc<manifest::postbuild::Variables>>,
 ) -> Result<Vec<LoadedObject>, Failure> {
     // kubectl refuses a directory without manifests; with allowEmpty it is an empty source.
     let empty_source =
         applyset.spec.allow_empty && !manifest::walk::holds_manifests(&artifact.dir, true).unwrap_or(true);
     let loaded = if manifest::kustomize::kustomization_file(&artifact.dir).is_some() {
-        build(ctx, artifact, intervals).await?
+        build(ctx, artifact, intervals, substitute).await?
     } else if empty_source {
         Vec::new()
     } else {
-        load_manifests(&artifact.dir, &artifact.checkout, ctx.settings.manifest_limits)?
+        load_manifests(&artifact.dir, &artifact.checkout, ctx.settings.manifest_limits, substitute)?
     };
     let mut secrets = redact::Secrets::new();
     for object in &loaded {
@@ -186,14 +193,20 @@ async fn load(
 /// build: a source holding a kustomization is built by kustomize (checked first: nothing from
 /// outside the checkout, no remote base, no Helm, no plugins), within the timeout; its output
 /// may be at most four times the revision size cap.
-async fn build(ctx: &Context, artifact: &Artifact, intervals: Intervals) -> Result<Vec<LoadedObject>, Failure> {
+async fn build(
+    ctx: &Context,
+    artifact: &Artifact,
+    intervals: Intervals,
+    substitute: Option<Arc<manifest::postbuild::Variables>>,
+) -> Result<Vec<LoadedObject>, Failure> {
     let kustomize = manifest::kustomize::Kustomize {
         binary: ctx.settings.kustomize_binary.clone(),
         timeout: intervals.timeout,
         max_output: ctx.settings.manifest_limits.total.unwrap_or(4 << 20).saturating_mul(4),
     };
+    let options = manifest::LoadOptions { substitute, ..manifest::LoadOptions::default() };
     kustomize
-        .build(&artifact.checkout, &artifact.dir)
+        .build_with(&artifact.checkout, &artifact.dir, &options)
         .await
         .map_err(|error| Failure::new(Stage::Build, format!("{error}; nothing was applied or pruned")))
 }
@@ -560,15 +573,23 @@ async fn credentials(applyset: &ApplySet, ctx: &Context) -> Result<Option<Creden
 /// Loads every manifest under `dir`; file names in errors and sources are relative to the
 /// repository root. Beyond kubectl: size caps, and patch directives written in a manifest are
 /// refused here, before anything is applied (the check needs nothing from the cluster).
-fn load_manifests(dir: &Path, checkout: &Path, limits: manifest::Limits) -> Result<Vec<LoadedObject>, Failure> {
+fn load_manifests(
+    dir: &Path,
+    checkout: &Path,
+    limits: manifest::Limits,
+    substitute: Option<Arc<manifest::postbuild::Variables>>,
+) -> Result<Vec<LoadedObject>, Failure> {
     // The fetch resolved `dir` inside the checkout; "" is the repository root itself.
     let within = dir.strip_prefix(checkout).unwrap_or(dir);
-    let options = manifest::LoadOptions { limits, reject_patch_directives: true, base_dir: Some(checkout.into()) };
+    let options =
+        manifest::LoadOptions { limits, reject_patch_directives: true, base_dir: Some(checkout.into()), substitute };
     manifest::load_with(&[within.to_path_buf()], true, std::io::empty(), &options).map_err(|error| {
         let count = error.errors.len();
         let lines: Vec<String> = error.errors.iter().take(10).map(ToString::to_string).collect();
+        // Post-build substitution is part of the build (as in Flux): BuildFailed.
+        let substitution = error.errors.iter().any(|e| e.kind == manifest::ErrorKind::Substitution);
         Failure::new(
-            Stage::Load,
+            if substitution { Stage::Build } else { Stage::Load },
             format!("{count} error(s) loading the manifests; nothing was applied or pruned:\n{}", lines.join("\n")),
         )
     })

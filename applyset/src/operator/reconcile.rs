@@ -135,7 +135,7 @@ async fn sync(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Action, Reconcil
                 &done.revision,
                 applyset.spec.source.path.as_deref(),
             );
-            status.last_applied_spec_digest = Some(applyset.spec.apply_digest());
+            status.last_applied_spec_digest = Some(done.applied_digest.clone());
             let was_ready = status::condition(&written, READY).is_some_and(|c| c.status == "True");
             write_status(ctx, &applyset, &written, &mut status).await?;
             publish_success_events(ctx, &applyset, &done, was_ready).await;
@@ -181,7 +181,7 @@ async fn finish_failed(
 }
 
 /// The secrets of one ApplySet are registered in parts, each replaced on its own.
-const REDACT_PARTS: [&str; 2] = ["source", "manifests"];
+const REDACT_PARTS: [&str; 3] = ["source", "manifests", "postbuild"];
 
 pub(super) fn redact_owner(applyset: &ApplySet, part: &str) -> String {
     format!("{}#{part}", applyset.key())

@@ -457,7 +457,7 @@ impl ApplySetSpec {
     /// See [`ApplySetStatus::last_applied_spec_digest`]: 16 hex digits of a SHA-256.
     pub fn apply_digest(&self) -> String {
         use sha2::Digest;
-        let shaping = serde_json::json!({
+        let mut shaping = serde_json::json!({
             "url": self.source.url,
             "path": self.source.path,
             "prune": self.prune,
@@ -465,9 +465,15 @@ impl ApplySetSpec {
             "ignore": self.drift.ignore,
             "staleFields": self.drift.stale_fields,
             "foreignFields": self.drift.foreign_fields,
-            "secrets": self.secrets,
-            "postBuild": self.post_build,
         });
+        // Fields added later count only when set: an upgrade must not make every Report-mode
+        // ApplySet's next run a real apply.
+        if let Some(secrets) = self.secrets {
+            shaping["secrets"] = serde_json::json!(secrets);
+        }
+        if let Some(post_build) = &self.post_build {
+            shaping["postBuild"] = serde_json::json!(post_build);
+        }
         let digest = sha2::Sha256::digest(shaping.to_string().as_bytes());
         digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
     }
@@ -579,6 +585,17 @@ mod tests {
         assert_ne!(base, spec(serde_json::json!({"prune": false})));
         assert_ne!(base, spec(serde_json::json!({"source": {"url": "https://example.com/r.git", "path": "other"}})));
         assert_ne!(base, spec(serde_json::json!({"drift": {"ignore": [{"paths": ["/spec/replicas"]}]}})));
+        assert_ne!(base, spec(serde_json::json!({"secrets": "Hashed"})));
+        assert_ne!(base, spec(serde_json::json!({"postBuild": {"substitute": {"A": "1"}}})));
+        // A spec that sets none of the later fields keeps the digest it had before they existed
+        // (the seven fields only), so an upgrade does not turn Report-mode runs into applies.
+        use sha2::Digest;
+        let before = serde_json::json!({
+            "url": "https://example.com/r.git", "path": "app", "prune": true, "allowEmpty": false,
+            "ignore": [], "staleFields": "Report", "foreignFields": "Ignore",
+        });
+        let hash = sha2::Sha256::digest(before.to_string().as_bytes());
+        assert_eq!(base, hash.iter().take(8).map(|b| format!("{b:02x}")).collect::<String>());
     }
 
     #[test]

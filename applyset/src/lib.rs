@@ -5,6 +5,7 @@ pub mod applyset;
 pub mod cli;
 pub mod cluster;
 pub mod commands;
+pub mod digest;
 pub mod document;
 pub mod fields;
 pub mod manifest;

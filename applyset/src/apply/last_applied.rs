@@ -62,8 +62,7 @@ impl HashedSecrets {
         let digest = Signer::new(MessageDigest::sha256(), &self.key)
             .and_then(|mut signer| signer.sign_oneshot_to_vec(&message))
             .unwrap_or_default();
-        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-        format!("{HASH_PREFIX}{hex}")
+        format!("{HASH_PREFIX}{}", crate::digest::hex(&digest))
     }
 }
 

@@ -456,7 +456,6 @@ pub fn crd_yaml() -> String {
 impl ApplySetSpec {
     /// See [`ApplySetStatus::last_applied_spec_digest`]: 16 hex digits of a SHA-256.
     pub fn apply_digest(&self) -> String {
-        use sha2::Digest;
         let mut shaping = serde_json::json!({
             "url": self.source.url,
             "path": self.source.path,
@@ -474,8 +473,7 @@ impl ApplySetSpec {
         if let Some(post_build) = &self.post_build {
             shaping["postBuild"] = serde_json::json!(post_build);
         }
-        let digest = sha2::Sha256::digest(shaping.to_string().as_bytes());
-        digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+        crate::digest::short_sha256(&shaping.to_string())
     }
 }
 
@@ -589,13 +587,11 @@ mod tests {
         assert_ne!(base, spec(serde_json::json!({"postBuild": {"substitute": {"A": "1"}}})));
         // A spec that sets none of the later fields keeps the digest it had before they existed
         // (the seven fields only), so an upgrade does not turn Report-mode runs into applies.
-        use sha2::Digest;
         let before = serde_json::json!({
             "url": "https://example.com/r.git", "path": "app", "prune": true, "allowEmpty": false,
             "ignore": [], "staleFields": "Report", "foreignFields": "Ignore",
         });
-        let hash = sha2::Sha256::digest(before.to_string().as_bytes());
-        assert_eq!(base, hash.iter().take(8).map(|b| format!("{b:02x}")).collect::<String>());
+        assert_eq!(base, crate::digest::short_sha256(&before.to_string()));
     }
 
     #[test]

@@ -74,11 +74,6 @@ pub async fn variables(applyset: &ApplySet, cluster: &Cluster) -> Result<Option<
             ),
         ));
     }
-    let digest = {
-        use sha2::Digest;
-        let text = serde_json::to_string(&vars).unwrap_or_default();
-        let hash = sha2::Sha256::digest(text.as_bytes());
-        hash.iter().take(8).map(|b| format!("{b:02x}")).collect::<String>()
-    };
+    let digest = crate::digest::short_sha256(&serde_json::to_string(&vars).unwrap_or_default());
     Ok(Some((Arc::new(vars), digest)))
 }

@@ -28,7 +28,7 @@ impl Job {
         fs::create_dir_all(&self.dir).map_err(|e| self.io("create cache directory", e))?;
         let repo_dir = self.dir.join("repo");
         let id_file = self.dir.join("source-id");
-        let id = hex(&openssl::sha::sha256(self.url.raw().as_bytes()));
+        let id = crate::digest::hex(&openssl::sha::sha256(self.url.raw().as_bytes()));
         let same_source = fs::read_to_string(&id_file).is_ok_and(|s| s.trim() == id);
         // libgit2 cannot repack: every fetch adds a pack. Past a bound the
         // cache is simply rebuilt by the next fetch.
@@ -166,8 +166,4 @@ pub(super) fn ancestry(repo: &Repository, new: Oid, old: Oid) -> Ancestry {
 
 pub(super) fn is_ancestor(repo: &Repository, ancestor: Oid, tip: Oid) -> bool {
     repo.graph_descendant_of(tip, ancestor).unwrap_or(false)
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

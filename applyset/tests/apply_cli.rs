@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use anyhow::{Context, Result, bail};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
-use support::{CrdCleanup, ManifestDir, TestNamespace, applyset_cli, lines, random_suffix};
+use support::{APP, CrdCleanup, ManifestDir, TestNamespace, applyset_cli, lines, random_suffix};
 
 async fn configmap(ns: &TestNamespace, name: &str) -> Result<ConfigMap> {
     Api::<ConfigMap>::namespaced(ns.client.clone(), &ns.name)
@@ -28,39 +28,6 @@ fn annotation(annotations: &Option<BTreeMap<String, String>>) -> String {
         .cloned()
         .unwrap_or_default()
 }
-
-const APP: &str = r#"apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: settings
-  labels: {app: demo}
-data:
-  mode: "fast"
-  html: "<b>&</b>"
-  empty: ""
----
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: web
-spec:
-  replicas: 2
-  selector:
-    matchLabels: {app: web}
-  template:
-    metadata:
-      labels: {app: web}
-    spec:
-      containers:
-      - name: web
-        image: nginx:1.27
-        ports:
-        - containerPort: 80
-        env:
-        - {name: A, value: "1"}
-        resources:
-          limits: {cpu: 500m, memory: 128Mi}
-"#;
 
 /// Manifests kubectl re-patches on every apply (the server normalises `1.5Gi` to `1536Mi`, and
 /// an explicit `null` is sent again each time): we must say `configured` too.

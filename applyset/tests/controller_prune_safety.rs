@@ -201,12 +201,6 @@ async fn prune_propagation_orphans_or_deletes_dependents() -> Result<()> {
     Ok(())
 }
 
-fn widget_crd(group: &str) -> String {
-    format!(
-        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.{group}\nspec:\n  group: {group}\n  scope: Namespaced\n  names: {{plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}}\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        x-kubernetes-preserve-unknown-fields: true\n"
-    )
-}
-
 /// Deleting an ApplySet with a CRD, a custom resource held by a finalizer and a Namespace with
 /// contents: the custom resource (and the contents) go first; the CRD and the Namespace wait
 /// while the finalizer holds it (`DeleteFailed` names it); once released, all go in order.
@@ -215,7 +209,7 @@ async fn deletion_goes_contents_then_definitions_then_namespaces() -> Result<()>
     let ControllerFixture { ns, repo } = ControllerFixture::new("deleteorder").await?;
     let group = format!("{}.example.com", ns.name);
     let extra = format!("{}-extra", ns.name);
-    repo.write("crd.yaml", widget_crd(&group));
+    repo.write("crd.yaml", operator::widget_crd(&group));
     repo.write(
         "widget.yaml",
         format!(

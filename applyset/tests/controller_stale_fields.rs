@@ -185,13 +185,6 @@ async fn post_mortem(workload: Workload, prefix: &str) -> Result<()> {
     Ok(())
 }
 
-/// A CRD of the test's own group (another test may hold a `widgets` of its own meanwhile).
-fn widget_crd(group: &str) -> String {
-    format!(
-        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.{group}\nspec:\n  group: {group}\n  names: {{kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}}\n  scope: Namespaced\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        x-kubernetes-preserve-unknown-fields: true\n"
-    )
-}
-
 fn widget(group: &str, spec: &str) -> String {
     format!("apiVersion: {group}/v1\nkind: Widget\nmetadata:\n  name: w\nspec: {spec}\n")
 }
@@ -203,7 +196,7 @@ async fn a_custom_resource_field_is_stale_through_json_merge() -> Result<()> {
     let ControllerFixture { ns, repo } = ControllerFixture::new("stalecr").await?;
     let group = format!("{}.example.com", ns.name);
     let resource = format!("widgets.{group}");
-    ns.kubectl_ok(&["apply", "-f", "-"], Some(&widget_crd(&group)))?;
+    ns.kubectl_ok(&["apply", "-f", "-"], Some(&operator::widget_crd(&group)))?;
     support::eventually("the Widget CRD established", T, || async {
         let established = ns.kubectl_ok(
             &["get", "crd", &resource, "-o", "jsonpath={.status.conditions[?(@.type==\"Established\")].status}"],

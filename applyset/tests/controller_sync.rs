@@ -106,17 +106,11 @@ async fn broken_yaml_fails_the_load_and_changes_nothing() -> Result<()> {
     Ok(())
 }
 
-fn widget_crd(group: &str) -> String {
-    format!(
-        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.{group}\nspec:\n  group: {group}\n  scope: Namespaced\n  names:\n    plural: widgets\n    singular: widget\n    kind: Widget\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        x-kubernetes-preserve-unknown-fields: true\n"
-    )
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn custom_resources_with_their_crd_and_a_crd_deleted_by_hand() -> Result<()> {
     let ControllerFixture { ns, repo } = ControllerFixture::new("crd").await?;
     let group = format!("{}.example.test", support::random_suffix());
-    repo.write("crd.yaml", widget_crd(&group));
+    repo.write("crd.yaml", operator::widget_crd(&group));
     repo.write(
         "widget.yaml",
         format!("apiVersion: {group}/v1\nkind: Widget\nmetadata:\n  name: w\n  namespace: {}\nsize: 3\n", ns.name),

@@ -5,40 +5,7 @@
 mod support;
 
 use anyhow::Result;
-use support::{ManifestDir, TestNamespace, applyset_cli, random_suffix};
-
-const APP: &str = r#"apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: settings
-  labels: {app: demo}
-data:
-  mode: "fast"
-  html: "<b>&</b>"
-  empty: ""
----
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: web
-spec:
-  replicas: 2
-  selector:
-    matchLabels: {app: web}
-  template:
-    metadata:
-      labels: {app: web}
-    spec:
-      containers:
-      - name: web
-        image: nginx:1.27
-        ports:
-        - containerPort: 80
-        env:
-        - {name: A, value: "1"}
-        resources:
-          limits: {cpu: 500m, memory: 128Mi}
-"#;
+use support::{APP, ManifestDir, TestNamespace, applyset_cli, random_suffix};
 
 #[tokio::test]
 async fn diff_shows_patch_and_exit_codes() -> Result<()> {

@@ -472,3 +472,38 @@ where
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
 }
+
+/// A ConfigMap and a Deployment (limits, env, an HTML-escaped value, an empty one): the app
+/// the CLI tests apply, diff and change.
+pub const APP: &str = r#"apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: settings
+  labels: {app: demo}
+data:
+  mode: "fast"
+  html: "<b>&</b>"
+  empty: ""
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+      - name: web
+        image: nginx:1.27
+        ports:
+        - containerPort: 80
+        env:
+        - {name: A, value: "1"}
+        resources:
+          limits: {cpu: 500m, memory: 128Mi}
+"#;

@@ -348,6 +348,12 @@ const CHANGE_CAUSE: &str = "kubernetes.io/change-cause";
 /// The command as kubectl records it: the program and subcommand, then every flag as given,
 /// in order, written `--name=value` (short flags by their long name).
 fn change_cause() -> String {
+    use clap::CommandFactory;
+    let cli = crate::cli::Cli::command();
+    let apply = cli.find_subcommand("apply").expect("the apply subcommand exists");
+    // The values clap gave flags written bare (`--cascade` is `background`, `--force` `true`).
+    let matches = cli.clone().try_get_matches_from(std::env::args()).ok();
+    let parsed = matches.as_ref().and_then(|m| m.subcommand_matches("apply"));
     let mut args = std::env::args();
     let program = args.next().map(|p| p.rsplit('/').next().unwrap_or_default().to_owned()).unwrap_or_default();
     let mut words = vec![program];
@@ -357,48 +363,31 @@ fn change_cause() -> String {
     }
     while let Some(arg) = rest.next() {
         let Some(flag) = arg.strip_prefix('-') else { continue };
-        let (name, value) = match flag.strip_prefix('-') {
-            Some(long) => match long.split_once('=') {
-                Some((name, value)) => (name.to_owned(), Some(value.to_owned())),
-                None => (long.to_owned(), None),
-            },
+        // What clap was told of the flag: its long name, and how it takes a value.
+        let (known, value) = match flag.strip_prefix('-') {
+            Some(long) => {
+                let (name, value) = long.split_once('=').map_or((long, None), |(n, v)| (n, Some(v)));
+                (apply.get_arguments().find(|a| a.get_long() == Some(name)), value)
+            }
             None => {
-                let (short, value) = flag.split_at(flag.len().min(1));
-                let value = value.strip_prefix('=').unwrap_or(value);
-                let long = match short {
-                    "f" => "filename",
-                    "n" => "namespace",
-                    "R" => "recursive",
-                    "l" => "selector",
-                    "o" => "output",
-                    "k" => "kustomize",
-                    other => other,
-                };
-                (long.to_owned(), (!value.is_empty()).then(|| value.to_owned()))
+                let mut chars = flag.chars();
+                let short = chars.next();
+                let value = chars.as_str().strip_prefix('=').unwrap_or(chars.as_str());
+                (apply.get_arguments().find(|a| a.get_short() == short), (!value.is_empty()).then_some(value))
             }
         };
-        let takes_value = !matches!(
-            name.as_str(),
-            "recursive"
-                | "prune"
-                | "all"
-                | "force"
-                | "overwrite"
-                | "wait"
-                | "record"
-                | "server-side"
-                | "force-conflicts"
-                | "show-managed-fields"
-                | "openapi-patch"
-                | "allow-missing-template-keys"
-                | "server-side-fallback"
-                | "dry-run"
-                | "validate"
-        );
-        let value = match value {
-            Some(value) => value,
-            None if takes_value => rest.next_if(|next| !next.starts_with('-')).unwrap_or_default(),
-            None => "true".to_owned(),
+        let Some(known) = known else { continue };
+        let name = known.get_long().unwrap_or_else(|| known.get_id().as_str());
+        // A value after `=` only (kubectl's booleans): bare, it is the flag's implied value.
+        let implied = parsed
+            .filter(|_| known.is_require_equals_set())
+            .and_then(|m| m.get_raw(known.get_id().as_str()))
+            .and_then(|mut values| values.next())
+            .map(|v| v.to_string_lossy().into_owned());
+        let value = match (value, implied) {
+            (Some(value), _) => value.to_owned(),
+            (None, Some(implied)) => implied,
+            (None, None) => rest.next_if(|next| !next.starts_with('-')).unwrap_or_default(),
         };
         words.push(format!("--{name}={value}"));
     }

@@ -21,7 +21,7 @@ pub trait LastAppliedCodec: Send + Sync {
     fn encode(&self, configuration: &Value) -> Option<Value>;
     /// The original to compute the patch from, given what the annotation recorded and the
     /// manifest being applied.
-    fn decode(&self, recorded: &Value, manifest: &Value) -> Value;
+    fn decode(&self, recorded: Value, manifest: &Value) -> Value;
 }
 
 /// A shared [`LastAppliedCodec`].
@@ -92,11 +92,11 @@ impl LastAppliedCodec for HashedSecrets {
         Some(recorded)
     }
 
-    fn decode(&self, recorded: &Value, manifest: &Value) -> Value {
+    fn decode(&self, recorded: Value, manifest: &Value) -> Value {
         if !is_secret(manifest) {
-            return recorded.clone();
+            return recorded;
         }
-        let mut original = recorded.clone();
+        let mut original = recorded;
         let Some(root) = original.as_object_mut() else { return original };
         for section in SECTIONS {
             let current = manifest.as_object().and_then(|m| m.get(section)).and_then(Value::as_object);
@@ -164,12 +164,12 @@ mod tests {
         assert_eq!(codec.encode(&manifest), Some(recorded.clone()), "deterministic: a no-op records the same");
 
         // Unchanged: the original is the manifest's value; changed or removed: the hash stays.
-        assert_eq!(codec.decode(&recorded, &manifest), manifest);
+        assert_eq!(codec.decode(recorded.clone(), &manifest), manifest);
         let changed = secret(r#"{"password":"bmV3","same":"aHVudGVyMg=="}"#);
-        let original = codec.decode(&recorded, &changed);
+        let original = codec.decode(recorded.clone(), &changed);
         assert_eq!(original.as_object().unwrap()["data"].as_object().unwrap()["password"].as_str(), Some(password));
         let other_key = HashedSecrets::new(b"another key").unwrap();
-        assert_eq!(other_key.decode(&recorded, &manifest), recorded, "another key reads nothing back");
+        assert_eq!(other_key.decode(recorded.clone(), &manifest), recorded, "another key reads nothing back");
     }
 
     #[test]
@@ -177,10 +177,10 @@ mod tests {
         let codec = HashedSecrets::new(b"k").unwrap();
         let config_map = json(r#"{"apiVersion":"v1","kind":"ConfigMap","data":{"a":"b"}}"#);
         assert_eq!(codec.encode(&config_map), None);
-        assert_eq!(codec.decode(&config_map, &config_map), config_map);
+        assert_eq!(codec.decode(config_map.clone(), &config_map), config_map);
         // What `kubectl apply` wrote: values in clear are an original like any other.
         let plain = secret(r#"{"a":"Yg=="}"#);
-        assert_eq!(codec.decode(&plain, &secret(r#"{"a":"Yw=="}"#)), plain);
+        assert_eq!(codec.decode(plain.clone(), &secret(r#"{"a":"Yw=="}"#)), plain);
     }
 
     #[test]

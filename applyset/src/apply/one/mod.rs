@@ -455,7 +455,7 @@ async fn compute(
     };
     let unusable_last_applied = original.as_object().is_none();
     let original = match &options.last_applied {
-        Some(codec) if !unusable_last_applied => codec.0.decode(&original, &item.object),
+        Some(codec) if !unusable_last_applied => codec.0.decode(original, &item.object),
         _ => original,
     };
     let computed =

@@ -15,7 +15,7 @@ use applyset_merge::Value;
 
 use super::api::{AppliedRevision, ApplySet};
 use crate::fields::{self, Version};
-use crate::manifest::LoadedObject;
+use crate::manifest::{LoadedObject, ObjectKey};
 use crate::source::{CacheKey, Credentials, GitSource};
 
 /// How many applied revisions the status keeps (the newest first).
@@ -46,30 +46,6 @@ pub fn earlier(applyset: &ApplySet, current: &str) -> Vec<AppliedRevision> {
     applied
 }
 
-/// An object's identity across revisions: group, kind, namespace as written (if any), name.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct ObjectKey {
-    group: String,
-    kind: String,
-    namespace: Option<String>,
-    name: String,
-}
-
-impl ObjectKey {
-    fn of(object: &Value) -> Option<ObjectKey> {
-        let map = object.as_object()?;
-        let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_owned);
-        let api_version = text(map.get("apiVersion"))?;
-        let metadata = map.get("metadata")?.as_object()?;
-        Some(ObjectKey {
-            group: api_version.rsplit_once('/').map_or("", |(group, _)| group).to_owned(),
-            kind: text(map.get("kind"))?,
-            namespace: text(metadata.get("namespace")),
-            name: text(metadata.get("name"))?,
-        })
-    }
-}
-
 /// The earlier manifests of the objects whose manifest changed since.
 #[derive(Debug, Default)]
 pub struct HistoryIndex {
@@ -86,7 +62,7 @@ impl HistoryIndex {
             return found;
         }
         // A manifest without a namespace is defaulted before it is applied.
-        let unnamespaced = ObjectKey { namespace: None, ..key };
+        let unnamespaced = ObjectKey { namespace: String::new(), ..key };
         self.objects.get(&unnamespaced).map_or(&[], Vec::as_slice)
     }
 

@@ -201,6 +201,14 @@ impl DeleteOptions {
     }
 }
 
+/// The API of `api_resource` in `namespace` (`None`: cluster-scoped).
+pub(crate) fn dynamic_api(client: &Client, api_resource: &ApiResource, namespace: Option<&str>) -> Api<DynamicObject> {
+    match namespace {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, api_resource),
+        None => Api::all_with(client.clone(), api_resource),
+    }
+}
+
 /// LISTs `api_resource` in `namespace` (all namespaces' worth of nothing: `None` is a
 /// cluster-scoped LIST) with `selector`, following `continue` tokens.
 pub(crate) async fn list_all(
@@ -209,10 +217,7 @@ pub(crate) async fn list_all(
     namespace: Option<&str>,
     selector: &str,
 ) -> Result<Vec<Listed>, kube::Error> {
-    let api: Api<DynamicObject> = match namespace {
-        Some(ns) => Api::namespaced_with(client.clone(), ns, api_resource),
-        None => Api::all_with(client.clone(), api_resource),
-    };
+    let api = dynamic_api(client, api_resource, namespace);
     let mut params = ListParams::default().limit(LIST_PAGE_SIZE);
     if !selector.is_empty() {
         params = params.labels(selector);
@@ -255,10 +260,7 @@ pub(crate) async fn delete_one(
     if matches!(options.dry_run, DryRun::Client) {
         return Ok(None);
     }
-    let api: Api<DynamicObject> = match namespace {
-        Some(ns) => Api::namespaced_with(client.clone(), ns, api_resource),
-        None => Api::all_with(client.clone(), api_resource),
-    };
+    let api = dynamic_api(client, api_resource, namespace);
     let answer = api.delete(name, &options.params()).await?;
     Ok(answer.left().and_then(|object| {
         let finalizers = object.metadata.finalizers.unwrap_or_default();

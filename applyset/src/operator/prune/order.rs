@@ -5,11 +5,11 @@
 
 use std::time::{Duration, Instant};
 
-use kube::core::DynamicObject;
-use kube::{Api, Client};
+use kube::Client;
 
 use crate::applyset::Candidate;
 use crate::applyset::error::is_status;
+use crate::applyset::prune::dynamic_api;
 
 /// How many stages [`stage_of`] has.
 pub const STAGES: usize = 3;
@@ -35,10 +35,7 @@ pub async fn wait_gone(client: &Client, mut held: Vec<Candidate>, deadline: Inst
         let mut still = Vec::new();
         for mut candidate in held {
             let resource = &candidate.kind.api_resource;
-            let api: Api<DynamicObject> = match candidate.listed.namespace.as_deref() {
-                Some(ns) => Api::namespaced_with(client.clone(), ns, resource),
-                None => Api::all_with(client.clone(), resource),
-            };
+            let api = dynamic_api(client, resource, candidate.listed.namespace.as_deref());
             match api.get_metadata(&candidate.listed.name).await {
                 Ok(object) if object.metadata.uid.as_deref() == Some(candidate.listed.uid.as_str()) => {
                     candidate.listed.finalizers = object.metadata.finalizers.unwrap_or_default();

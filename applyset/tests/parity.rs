@@ -98,6 +98,7 @@ scenarios! {
     reading_files,
     cluster_scoped,
     server_warnings_and_errors,
+    unreadable_files,
 }
 
 #[test]

@@ -65,7 +65,7 @@ impl Prepared {
 
 /// The path kubectl names an object's source by.
 pub(super) fn source_text(source: &Source) -> String {
-    source.path.display().to_string()
+    crate::manifest::kubectl_source(&source.path)
 }
 
 fn no_match_message(name: &str, namespace: &str, source: &Source, kind: &str, api_version: &str) -> String {

@@ -70,6 +70,44 @@ pub fn load_input(input: &InputArgs, selector: Option<&Selector>) -> Result<Vec<
     })
 }
 
+/// `kubectl apply`'s reading (`ContinueOnError`): every object that could be read, and the
+/// problems with the others, each with its place in input order (counted in the objects kept).
+/// Only a `-f` value that names nothing stops the run here.
+fn load_for_apply(
+    input: &InputArgs,
+    selector: Option<&Selector>,
+    kubectl_validation: bool,
+) -> Result<(Vec<LoadedObject>, Vec<LoadFailure>), ExitCode> {
+    let options = manifest::LoadOptions { kubectl_validation, ..manifest::LoadOptions::default() };
+    let loaded = manifest::load_partial(&input.filenames, input.recursive, std::io::stdin(), &options);
+    if loaded.fatal {
+        for e in &loaded.errors {
+            eprintln!("error: {e}");
+        }
+        return Err(ExitCode::from(1));
+    }
+    let keep: Vec<bool> = loaded.objects.iter().map(|o| selector.is_none_or(|s| s.matches_object(&o.object))).collect();
+    let failures = loaded
+        .errors
+        .iter()
+        .zip(&loaded.positions)
+        .map(|(error, &position)| LoadFailure {
+            position: keep[..position].iter().filter(|&&k| k).count(),
+            message: error.kubectl_message(),
+        })
+        .collect();
+    let objects = loaded.objects.into_iter().zip(keep).filter_map(|(o, k)| k.then_some(o)).collect();
+    Ok((objects, failures))
+}
+
+/// A document kubectl could not read, worded as kubectl words it; `position` is the number of
+/// objects read before it.
+#[derive(Debug, Clone)]
+pub struct LoadFailure {
+    pub position: usize,
+    pub message: String,
+}
+
 pub fn runtime() -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -138,14 +176,13 @@ fn print_json(objects: Vec<Value>, managed_fields: bool) {
 }
 
 /// Prints warnings, one line per object (stdout) and the failures (stderr); returns whether
-/// anything failed.
-pub fn print_report(report: &ApplyReport, dry_run: DryRun, printer: Printer) -> bool {
+/// anything failed. `load_failures` are the documents that could not be read.
+pub fn print_report(report: &ApplyReport, dry_run: DryRun, printer: Printer, load_failures: &[LoadFailure]) -> bool {
     let name_only = printer == Printer::Name;
     let mut printed = Vec::new();
     use std::io::Write;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    let mut failures = Vec::new();
     // kubectl's warning writer prints each distinct server warning once per run.
     let mut seen = std::collections::HashSet::new();
     for object in &report.objects {
@@ -165,7 +202,7 @@ pub fn print_report(report: &ApplyReport, dry_run: DryRun, printer: Printer) -> 
             Ok(verb) => {
                 let _ = writeln!(out, "{} {}{}", object.name, verb.word(), dry_run.suffix());
             }
-            Err(error) => failures.push((&object.source, error)),
+            Err(_) => {}
         }
     }
     let _ = out.flush();
@@ -175,16 +212,96 @@ pub fn print_report(report: &ApplyReport, dry_run: DryRun, printer: Printer) -> 
     {
         print_json(printed, managed_fields);
     }
-    // kubectl's wording, led by where the object came from (kubectl's lone-error form names
-    // neither the file nor the document).
-    let rendered = apply::render_errors(failures.iter().map(|(_, error)| *error));
-    for ((source, _), line) in failures.iter().zip(rendered) {
-        match line.strip_prefix("error: ") {
-            Some(message) => eprintln!("error: {source}: {message}"),
-            None => eprintln!("{source}: {line}"),
+    let lines = failure_lines(report, load_failures);
+    for line in &lines {
+        eprintln!("{line}");
+    }
+    !lines.is_empty()
+}
+
+/// One failure of a run, as kubectl collects them.
+enum Failure<'a> {
+    /// A document that could not be read.
+    Load(&'a str),
+    /// An object that failed, and where it came from.
+    Object(&'a manifest::Source, &'a apply::ObjectError),
+}
+
+impl Failure<'_> {
+    /// The failure printed alone (`cmdutil.CheckErr`), led by the object's source.
+    fn alone(&self) -> String {
+        match self {
+            Failure::Load(message) => format!("error: {message}"),
+            Failure::Object(source, error) => with_source(source, &error.render()),
         }
     }
-    !failures.is_empty()
+
+    /// The failure as one of several (`MultipleErrors`), led by the object's source.
+    fn in_list(&self) -> String {
+        match self {
+            Failure::Load(message) => (*message).to_owned(),
+            Failure::Object(source, error) => with_source(source, &error.render_in_list()),
+        }
+    }
+
+    /// The failure's own text (Go's `err.Error()`), as it shows inside an aggregate.
+    fn text(&self) -> &str {
+        match self {
+            Failure::Load(message) => message,
+            Failure::Object(_, error) => &error.message,
+        }
+    }
+}
+
+/// kubectl's wording, led by where the object came from (kubectl's lone-error form names
+/// neither the file nor the document).
+fn with_source(source: &manifest::Source, line: &str) -> String {
+    match line.strip_prefix("error: ") {
+        Some(message) => format!("error: {source}: {message}"),
+        None => format!("{source}: {line}"),
+    }
+}
+
+/// The stderr lines of a run's failures, in kubectl's arrangement: reading the input collects
+/// the unreadable documents and the unmappable kinds in input order (one error, or an
+/// aggregate), applying adds each object's failure after them; a lone error prints with
+/// `error: `, several print one per line, and an aggregate among them prints on one line as Go
+/// formats it (`[a, b]`, repeated messages once).
+fn failure_lines(report: &ApplyReport, load_failures: &[LoadFailure]) -> Vec<String> {
+    // Ordered by (objects read before, a document's read error before the object that follows it).
+    let mut reading: Vec<((usize, u8), Failure<'_>)> =
+        load_failures.iter().map(|f| ((f.position, 0), Failure::Load(f.message.as_str()))).collect();
+    let mut applying = Vec::new();
+    for (index, object) in report.objects.iter().enumerate() {
+        let Err(error) = &object.result else { continue };
+        let failure = Failure::Object(&object.source, error);
+        if error.category() == apply::ErrorCategory::NoMatch {
+            // Mapped while reading, after the documents read before it.
+            reading.push(((index, 1), failure));
+        } else {
+            applying.push(failure);
+        }
+    }
+    reading.sort_by_key(|(position, _)| *position);
+    let reading: Vec<Failure<'_>> = reading.into_iter().map(|(_, f)| f).collect();
+    match (reading.len(), applying.len()) {
+        (0, 0) => Vec::new(),
+        (1, 0) => vec![reading[0].alone()],
+        (0, 1) => vec![applying[0].alone()],
+        (_, 0) => reading.iter().map(Failure::in_list).collect(),
+        (0, _) => applying.iter().map(Failure::in_list).collect(),
+        (1, _) => std::iter::once(&reading[0]).chain(&applying).map(Failure::in_list).collect(),
+        (_, _) => {
+            let mut texts: Vec<&str> = Vec::new();
+            for failure in &reading {
+                if !texts.contains(&failure.text()) {
+                    texts.push(failure.text());
+                }
+            }
+            let aggregate = if texts.len() == 1 { texts[0].to_owned() } else { format!("[{}]", texts.join(", ")) };
+            std::iter::once(aggregate).chain(applying.iter().map(Failure::in_list)).collect()
+        }
+    }
 }
 
 /// `--cascade` as kubectl reads it (the boolean forms warn).
@@ -275,18 +392,26 @@ fn execute(args: ApplyArgs) -> Result<ExitCode, String> {
     let timeout = crate::operator::duration::parse(&args.kubectl.timeout)
         .map_err(|e| format!("invalid argument {:?} for \"--timeout\" flag: {e}", args.kubectl.timeout))?;
     let selector = args.input.selector.as_deref().map(Selector::parse).transpose()?;
-    let mut objects = match &args.input.kustomize {
+    let (mut objects, load_failures) = match &args.input.kustomize {
         Some(dir) => {
             let built = runtime()?.block_on(build_kustomization(dir))?;
-            built.into_iter().filter(|o| selector.as_ref().is_none_or(|s| s.matches_object(&o.object))).collect()
+            let selected =
+                built.into_iter().filter(|o| selector.as_ref().is_none_or(|s| s.matches_object(&o.object))).collect();
+            (selected, Vec::new())
         }
-        None => match load_input(&args.input, selector.as_ref()) {
-            Ok(objects) => objects,
+        None => match load_for_apply(&args.input, selector.as_ref(), field_validation != "Ignore") {
+            Ok(loaded) => loaded,
             Err(code) => return Ok(code),
         },
     };
     if objects.is_empty() {
-        return Err("no objects passed to apply".into());
+        if load_failures.is_empty() {
+            return Err("no objects passed to apply".into());
+        }
+        // Nothing to apply: only the documents that could not be read to report.
+        let nothing = ApplyReport::default();
+        print_report(&nothing, dry_run, Printer::of(&args), &load_failures);
+        return Ok(ExitCode::from(1));
     }
     if args.kubectl.record {
         let cause = change_cause();
@@ -313,7 +438,8 @@ fn execute(args: ApplyArgs) -> Result<ExitCode, String> {
     delete_options.grace_period_seconds = u32::try_from(args.kubectl.grace_period).ok();
     let allowlist =
         if args.prune && args.applyset.is_none() { prune::parse_allowlist(&args.prune_allowlist)? } else { Vec::new() };
-    runtime()?.block_on(apply_and_prune(&args, objects, options, &allowlist, dry_run, &delete_options))
+    let run = ApplyRun { args: &args, allowlist: &allowlist, dry_run, delete_options: &delete_options, load_failures };
+    runtime()?.block_on(run.apply_and_prune(objects, options))
 }
 
 /// `-k DIR`: the kustomization built by the pinned kustomize (`$APPLYSET_KUSTOMIZE`, else
@@ -394,60 +520,67 @@ fn change_cause() -> String {
     words.join(" ")
 }
 
-/// Applies, then (with `--prune`, and only when everything applied) prunes and, for an
-/// ApplySet, records the latest set: one [`Run`] as the controller drives it.
-async fn apply_and_prune(
-    args: &ApplyArgs,
-    objects: Vec<LoadedObject>,
-    mut options: ApplyOptions,
-    allowlist: &[kube::core::GroupVersionKind],
+/// What one `applyset apply` does once its input is read.
+struct ApplyRun<'a> {
+    args: &'a ApplyArgs,
+    allowlist: &'a [kube::core::GroupVersionKind],
     dry_run: DryRun,
-    delete_options: &DeleteOptions,
-) -> Result<ExitCode, String> {
-    let cluster = connect(&args.cluster).await?;
-    let printer = Printer::of(args);
-    let name_only = printer == Printer::Name;
-    let mut run = start_run(&cluster, args, &mut options, dry_run).await?;
-    // kubectl maps --prune-allowlist kinds before applying anything: a bad kind changes nothing.
-    if !allowlist.is_empty() {
-        prune::check_allowlist(&cluster, allowlist).await?;
-    }
-    let plan = apply::plan(&cluster, objects, &options).await.map_err(|e| e.to_string())?;
-    if let Some(run) = run.as_mut() {
-        let begun = run.begin(&plan).await;
-        print_warnings(run.take_warnings());
-        begun.map_err(|e| e.to_string())?;
-    }
-    let report = apply::execute(&cluster, plan, &options).await;
-    if print_report(&report, dry_run, printer) {
-        return Ok(ExitCode::from(1));
-    }
-    if !args.prune {
-        return Ok(ExitCode::SUCCESS);
-    }
+    delete_options: &'a DeleteOptions,
+    /// Documents that could not be read: reported with the apply's failures, and no prune.
+    load_failures: Vec<LoadFailure>,
+}
 
-    // Prune only after every object applied. The server's warnings on its LISTs and
-    // DELETEs follow prune's own warnings, as kubectl prints them.
-    let (summary, server_warnings) = collecting_warnings(async {
-        match run.as_ref() {
-            Some(run) => run.prune(&report.visited, delete_options).await,
-            None => {
-                let selector = args.input.selector.as_deref();
-                let (visited, namespaces) = (&report.visited, &report.namespaces_visited);
-                prune::by_selector(&cluster, selector, args.all, allowlist, visited, namespaces, delete_options).await
-            }
+impl ApplyRun<'_> {
+    /// Applies, then (with `--prune`, and only when everything was read and applied) prunes and,
+    /// for an ApplySet, records the latest set: one [`Run`] as the controller drives it.
+    async fn apply_and_prune(&self, objects: Vec<LoadedObject>, mut options: ApplyOptions) -> Result<ExitCode, String> {
+        let ApplyRun { args, allowlist, dry_run, delete_options, .. } = *self;
+        let cluster = connect(&args.cluster).await?;
+        let printer = Printer::of(args);
+        let name_only = printer == Printer::Name;
+        let mut run = start_run(&cluster, args, &mut options, dry_run).await?;
+        // kubectl maps --prune-allowlist kinds before applying anything: a bad kind changes nothing.
+        if !allowlist.is_empty() {
+            prune::check_allowlist(&cluster, allowlist).await?;
         }
-    })
-    .await;
-    if print_prune(&summary, &server_warnings, &report, dry_run, name_only) {
-        return Ok(ExitCode::from(1));
+        let plan = apply::plan(&cluster, objects, &options).await.map_err(|e| e.to_string())?;
+        if let Some(run) = run.as_mut() {
+            let begun = run.begin(&plan).await;
+            print_warnings(run.take_warnings());
+            begun.map_err(|e| e.to_string())?;
+        }
+        let report = apply::execute(&cluster, plan, &options).await;
+        if print_report(&report, dry_run, printer, &self.load_failures) {
+            return Ok(ExitCode::from(1));
+        }
+        if !args.prune {
+            return Ok(ExitCode::SUCCESS);
+        }
+
+        // Prune only after every object applied. The server's warnings on its LISTs and
+        // DELETEs follow prune's own warnings, as kubectl prints them.
+        let (summary, server_warnings) = collecting_warnings(async {
+            match run.as_ref() {
+                Some(run) => run.prune(&report.visited, delete_options).await,
+                None => {
+                    let selector = args.input.selector.as_deref();
+                    let (visited, namespaces) = (&report.visited, &report.namespaces_visited);
+                    prune::by_selector(&cluster, selector, args.all, allowlist, visited, namespaces, delete_options)
+                        .await
+                }
+            }
+        })
+        .await;
+        if print_prune(&summary, &server_warnings, &report, dry_run, name_only) {
+            return Ok(ExitCode::from(1));
+        }
+        if let Some(run) = run.as_mut() {
+            let finished = run.finish().await;
+            print_warnings(run.take_warnings());
+            finished.map_err(|e| e.to_string())?;
+        }
+        Ok(ExitCode::SUCCESS)
     }
-    if let Some(run) = run.as_mut() {
-        let finished = run.finish().await;
-        print_warnings(run.take_warnings());
-        finished.map_err(|e| e.to_string())?;
-    }
-    Ok(ExitCode::SUCCESS)
 }
 
 /// `--applyset`: the parent is validated and its ID computed before anything is read or

@@ -23,6 +23,7 @@
 //! directives written in manifests ([`directives`]), neither of which kubectl has.
 
 pub mod directives;
+mod go_json;
 pub mod kustomize;
 pub mod limits;
 pub mod postbuild;
@@ -36,6 +37,7 @@ use std::fmt;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use applyset_merge::value::go_quote;
 use applyset_merge::{Map, Value};
 
 pub use limits::{LimitExceeded, Limits};
@@ -96,15 +98,40 @@ pub struct FileError {
     pub line: Option<usize>,
     pub column: Option<usize>,
     pub message: String,
+    /// The line kubectl prints for this problem, where it has one (it names the file but not
+    /// the document); [`Display`](fmt::Display) is the located form.
+    pub kubectl: Option<String>,
 }
 
 impl FileError {
     fn argument(message: String) -> Self {
-        FileError { kind: ErrorKind::Input, path: None, document: None, line: None, column: None, message }
+        FileError {
+            kind: ErrorKind::Input,
+            path: None,
+            document: None,
+            line: None,
+            column: None,
+            message,
+            kubectl: None,
+        }
     }
 
     fn file(kind: ErrorKind, path: &Path, message: String) -> Self {
-        FileError { kind, path: Some(path.to_path_buf()), document: None, line: None, column: None, message }
+        FileError {
+            kind,
+            path: Some(path.to_path_buf()),
+            document: None,
+            line: None,
+            column: None,
+            message,
+            kubectl: None,
+        }
+    }
+
+    /// What kubectl prints for this problem: its own wording where it has one, else the
+    /// located form.
+    pub fn kubectl_message(&self) -> String {
+        self.kubectl.clone().unwrap_or_else(|| self.to_string())
     }
 
     fn too_large(path: &Path, exceeded: LimitExceeded) -> Self {
@@ -161,6 +188,10 @@ pub struct LoadOptions {
     pub base_dir: Option<PathBuf>,
     /// `spec.postBuild`: the variables substituted in each document's text ([`postbuild`]).
     pub substitute: Option<std::sync::Arc<postbuild::Variables>>,
+    /// kubectl's client-side validation (`--validate` other than `false`): a document without
+    /// a string `apiVersion` and `kind` (or not an object, or a `v1` `List` whose items lack
+    /// them) is refused in kubectl's words, and ends the reading of its file.
+    pub kubectl_validation: bool,
 }
 
 /// Reads the objects `kubectl apply -f paths… [-R]` would apply, in order. `stdin` is read only
@@ -174,20 +205,48 @@ pub fn load(paths: &[PathBuf], recursive: bool, stdin: impl Read) -> Result<Vec<
 pub fn load_with(
     paths: &[PathBuf],
     recursive: bool,
-    mut stdin: impl Read,
+    stdin: impl Read,
     options: &LoadOptions,
 ) -> Result<Vec<LoadedObject>, LoadError> {
+    let loaded = load_partial(paths, recursive, stdin, options);
+    if loaded.errors.is_empty() { Ok(loaded.objects) } else { Err(LoadError { errors: loaded.errors }) }
+}
+
+/// What [`load_partial`] read: the objects of every document that could be read, and the
+/// problems of the others.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Loaded {
+    pub objects: Vec<LoadedObject>,
+    pub errors: Vec<FileError>,
+    /// For each error, how many objects were read before it: where it falls in input order.
+    pub positions: Vec<usize>,
+    /// Set when nothing may be applied whatever was read: a `-f` value that names nothing (as
+    /// kubectl, which then reads no file), or a size cap.
+    pub fatal: bool,
+}
+
+/// Reads what can be read, as kubectl's builder with `ContinueOnError` does: a file stops at
+/// its first unreadable document (a syntax error; with [`LoadOptions::kubectl_validation`],
+/// a document that fails it), the documents before it are kept, and the other files are read.
+pub fn load_partial(paths: &[PathBuf], recursive: bool, mut stdin: impl Read, options: &LoadOptions) -> Loaded {
     let limits = options.limits;
     let root = walk::Root(options.base_dir.as_deref().unwrap_or_else(|| Path::new("")));
     let (inputs, argument_errors) = walk::expand(paths, recursive, root);
-    let mut errors: Vec<FileError> = argument_errors.into_iter().map(FileError::argument).collect();
+    let mut loaded = Loaded {
+        fatal: !argument_errors.is_empty(),
+        errors: argument_errors.into_iter().map(FileError::argument).collect(),
+        ..Loaded::default()
+    };
+    if loaded.fatal {
+        return loaded;
+    }
     if limits.file.is_some() || limits.total.is_some() {
-        check_sizes(&inputs, &limits, root, &mut errors);
-        if errors.iter().any(|e| matches!(e.kind, ErrorKind::TooLarge(_))) {
-            return Err(LoadError { errors });
+        check_sizes(&inputs, &limits, root, &mut loaded.errors);
+        if loaded.errors.iter().any(|e| matches!(e.kind, ErrorKind::TooLarge(_))) {
+            loaded.fatal = true;
+            return loaded;
         }
     }
-    let mut objects = Vec::new();
     let mut total: u64 = 0;
     for input in inputs {
         let (path, bytes) = match &input {
@@ -199,7 +258,8 @@ pub fn load_with(
         let bytes = match bytes {
             Ok(bytes) => bytes,
             Err(e) => {
-                errors.push(FileError::file(ErrorKind::Input, &path, format!("error reading file: {e}")));
+                loaded.errors.push(FileError::file(ErrorKind::Input, &path, format!("error reading file: {e}")));
+                loaded.positions.push(loaded.objects.len());
                 continue;
             }
         };
@@ -214,12 +274,23 @@ pub fn load_with(
             _ => None,
         };
         if let Some(exceeded) = exceeded {
-            errors.push(FileError::too_large(&path, exceeded));
-            return Err(LoadError { errors });
+            loaded.errors.push(FileError::too_large(&path, exceeded));
+            loaded.fatal = true;
+            return loaded;
         }
-        load_text_into(&path, decode_text_owned(bytes), options, &mut objects, &mut errors);
+        let (objects_before, errors_before) = (loaded.objects.len(), loaded.errors.len());
+        load_text_into(&path, decode_text_owned(bytes), options, &mut loaded.objects, &mut loaded.errors);
+        // Within the file, an error comes after the objects of the documents before it.
+        let file_objects = &loaded.objects[objects_before..];
+        for error in &loaded.errors[errors_before..] {
+            let before = match error.document {
+                Some(document) => file_objects.iter().filter(|o| o.source.document < document).count(),
+                None => 0,
+            };
+            loaded.positions.push(objects_before + before);
+        }
     }
-    if errors.is_empty() { Ok(objects) } else { Err(LoadError { errors }) }
+    loaded
 }
 
 /// The size caps on the files' metadata, in walk order: every file over the per-file cap, and
@@ -281,59 +352,126 @@ fn load_text_into(
         Some(vars) => match postbuild::substitute_stream(&text, vars, options.limits.document) {
             Ok(substituted) => substituted,
             Err(message) => {
-                errors.push(FileError {
-                    kind: ErrorKind::Substitution,
-                    path: Some(path.to_path_buf()),
-                    document: None,
-                    line: None,
-                    column: None,
-                    message,
-                });
+                errors.push(FileError::file(ErrorKind::Substitution, path, message));
                 return;
             }
         },
         None => text,
     };
-    let documents = match stream::parse_stream_limited(&text, options.limits.document) {
-        Ok(docs) => docs,
-        Err(e) => {
-            errors.push(FileError {
-                kind: e.too_large.map_or(ErrorKind::Syntax, ErrorKind::TooLarge),
-                path: Some(path.to_path_buf()),
-                document: Some(e.document),
-                line: e.line,
-                column: e.column,
-                message: e.message,
-            });
-            return;
-        }
-    };
+    let stream = stream::parse_stream_partial(&text, options.limits.document);
     drop(text);
-    for doc in documents {
+    let source_name = kubectl_source(path);
+    for doc in stream.documents {
         let source = Source { path: path.to_path_buf(), document: doc.number, line: doc.line };
-        let at = |kind: ErrorKind, message: String| FileError {
+        let at = |kind: ErrorKind, message: String, kubectl: String| FileError {
             kind,
             path: Some(path.to_path_buf()),
             document: Some(doc.number),
             line: Some(doc.line),
             column: None,
             message,
+            kubectl: Some(kubectl),
         };
+        if options.kubectl_validation
+            && let Some(invalid) = kubectl_validation_error(&doc.value)
+        {
+            let kubectl = format!(
+                "error validating {}: error validating data: {invalid}; if you choose to ignore these errors, turn validation off with --validate=false",
+                go_quote(&source_name)
+            );
+            errors.push(at(ErrorKind::Object, invalid, kubectl));
+            // kubectl's stream visitor returns at a validation error: the rest of the file
+            // is not read.
+            return;
+        }
         match document_objects(&doc) {
             Ok(found) => {
                 for object in found {
                     if options.reject_patch_directives
                         && let Some(field) = directives::find_patch_directive(&object)
                     {
-                        errors.push(at(ErrorKind::PatchDirective, directive_message(&object, &field)));
+                        let message = directive_message(&object, &field);
+                        errors.push(at(ErrorKind::PatchDirective, message.clone(), message));
                         continue;
                     }
                     objects.push(LoadedObject { source: source.clone(), object });
                 }
             }
-            Err(message) => errors.push(at(ErrorKind::Object, message)),
+            Err(message) => {
+                let kubectl = format!("unable to decode {}: {message}", go_quote(&source_name));
+                errors.push(at(ErrorKind::Object, message, kubectl));
+            }
         }
     }
+    if let Some(e) = stream.error {
+        errors.push(FileError {
+            kind: e.too_large.map_or(ErrorKind::Syntax, ErrorKind::TooLarge),
+            path: Some(path.to_path_buf()),
+            document: Some(e.document),
+            line: e.line,
+            column: e.column,
+            kubectl: Some(format!("error parsing {source_name}: {}", e.go_message)),
+            message: e.message,
+        });
+    }
+}
+
+/// The name kubectl gives an input in messages (`STDIN` for `-`).
+pub fn kubectl_source(path: &Path) -> String {
+    if path == Path::new("-") { "STDIN".to_owned() } else { path.display().to_string() }
+}
+
+/// kubectl's client-side validation of one document (`validation.paramVerifyingSchema` and,
+/// for a `v1` `List`, `schemaValidation.validateList`): `None` when it passes. The checks that
+/// need the OpenAPI models (field types of kinds the apiserver cannot validate itself) are not
+/// made; the apiserver's field validation covers the kinds it serves.
+fn kubectl_validation_error(value: &Value) -> Option<String> {
+    let Value::Object(map) = value else { return Some("invalid object to validate".to_owned()) };
+    let mut errors = object_kind_errors(map);
+    if errors.is_empty() && api_version_of(map) == "v1" && kind_of(map) == "List" {
+        let Some(Value::Array(items)) = map.get("items") else {
+            return Some("invalid object to validate".to_owned());
+        };
+        for item in items {
+            match item {
+                Value::Object(item) => errors.extend(object_kind_errors(item)),
+                // Go's getObjectKind on a non-map item.
+                _ => errors.push("error decoding from json: empty value".to_owned()),
+            }
+        }
+    }
+    // utilerrors.NewAggregate: one message alone, several deduplicated in brackets.
+    let mut unique: Vec<String> = Vec::new();
+    for error in errors {
+        if !unique.contains(&error) {
+            unique.push(error);
+        }
+    }
+    match unique.len() {
+        0 => None,
+        1 => unique.pop(),
+        _ => Some(format!("[{}]", unique.join(", "))),
+    }
+}
+
+/// kubectl's `getObjectKind`: what is wrong with an object's `apiVersion` and `kind`.
+fn object_kind_errors(map: &Map) -> Vec<String> {
+    let mut errors = Vec::new();
+    match map.get("apiVersion") {
+        None | Some(Value::Null) => errors.push("apiVersion not set".to_owned()),
+        Some(Value::String(api_version)) => {
+            if api_version.matches('/').count() > 1 {
+                errors.push(format!("unexpected GroupVersion string: {api_version}"));
+            }
+        }
+        Some(_) => errors.push("apiVersion isn't string type".to_owned()),
+    }
+    match map.get("kind") {
+        None | Some(Value::Null) => errors.push("kind not set".to_owned()),
+        Some(Value::String(_)) => {}
+        Some(_) => errors.push("kind isn't string type".to_owned()),
+    }
+    errors
 }
 
 fn directive_message(object: &Value, field: &directives::FieldPath) -> String {

@@ -17,7 +17,7 @@ use std::str::Split;
 use applyset_merge::Value;
 
 use super::limits::LimitExceeded;
-use super::yaml;
+use super::{go_json, yaml};
 
 /// How far kubectl looks for the `{` that makes a stream JSON.
 const SNIFF_BYTES: usize = 4096;
@@ -45,12 +45,30 @@ pub struct DocumentError {
     pub message: String,
     /// Set when the document is over the per-document cap (not a syntax error).
     pub too_large: Option<LimitExceeded>,
+    /// The error as kubectl's stream decoder words it (what follows `error parsing FILE: `).
+    pub go_message: String,
 }
 
 impl DocumentError {
     fn too_large(document: usize, line: usize, limit: LimitExceeded) -> Self {
-        DocumentError { document, line: Some(line), column: None, message: limit.to_string(), too_large: Some(limit) }
+        let message = limit.to_string();
+        DocumentError {
+            document,
+            line: Some(line),
+            column: None,
+            go_message: message.clone(),
+            message,
+            too_large: Some(limit),
+        }
     }
+}
+
+/// The documents of a stream up to the first one that cannot be read, and that one's error:
+/// kubectl applies the documents before a syntax error and skips the rest of the file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stream {
+    pub documents: Vec<Document>,
+    pub error: Option<DocumentError>,
 }
 
 /// Decodes a file's bytes to text the way kubectl's reader does (BOM-aware, lossy UTF-8).
@@ -94,13 +112,22 @@ pub fn parse_stream(text: &str) -> Result<Vec<Document>, DocumentError> {
 /// [`parse_stream`], refusing a document whose text is over `max_document` bytes before it
 /// is parsed, and one whose aliases expand to more than that.
 pub fn parse_stream_limited(text: &str, max_document: Option<u64>) -> Result<Vec<Document>, DocumentError> {
-    let mut docs = Vec::new();
-    if looks_like_json(text) {
-        json_stream(text, max_document, &mut docs)?;
-    } else {
-        yaml_stream(text, 0, 0, None, max_document, &mut docs)?;
+    let stream = parse_stream_partial(text, max_document);
+    match stream.error {
+        Some(error) => Err(error),
+        None => Ok(stream.documents),
     }
-    Ok(docs)
+}
+
+/// [`parse_stream_limited`], keeping the documents read before an error.
+pub fn parse_stream_partial(text: &str, max_document: Option<u64>) -> Stream {
+    let mut documents = Vec::new();
+    let result = if looks_like_json(text) {
+        json_stream(text, max_document, &mut documents)
+    } else {
+        yaml_stream(text, 0, 0, None, max_document, &mut documents)
+    };
+    Stream { documents, error: result.err() }
 }
 
 fn looks_like_json(text: &str) -> bool {
@@ -143,18 +170,21 @@ fn json_stream(text: &str, max_document: Option<u64>, docs: &mut Vec<Document>) 
                     document: number,
                     line: Some(line_of(text, start)),
                     column: None,
+                    go_message: e.0.clone(),
                     message: e.0,
                     too_large: None,
                 })?;
                 docs.push(Document { number, line: line_of(text, start), value, raw: raw.to_owned() });
             }
             Some(Err(e)) => {
+                let message = if e.is_eof() { "unexpected EOF".to_owned() } else { strip_position(&e.to_string()) };
                 let json_error = DocumentError {
                     document: number + 1,
                     line: Some(e.line()),
                     // serde_json says column 0 at the start of a line (e.g. at EOF).
                     column: Some(e.column()).filter(|&c| c > 0),
-                    message: if e.is_eof() { "unexpected EOF".to_owned() } else { strip_position(&e.to_string()) },
+                    go_message: go_json::syntax_error(text.as_bytes(), last_end).unwrap_or_else(|| message.clone()),
+                    message,
                     too_large: None,
                 };
                 // kubectl's fallback: read the rest as YAML; a failure of its first document
@@ -221,11 +251,13 @@ fn yaml_stream(
         if let Some(rest) = line.strip_prefix("---") {
             let rest = rest.trim();
             if !rest.is_empty() && !rest.starts_with('#') {
+                let message = format!("invalid Yaml document separator: {rest}");
                 let error = DocumentError {
                     document: number + 1,
                     line: Some(line_offset + index + 1),
                     column: None,
-                    message: format!("invalid Yaml document separator: {rest}"),
+                    go_message: message.clone(),
+                    message,
                     too_large: None,
                 };
                 return Err(first_error.unwrap_or(error));
@@ -279,6 +311,7 @@ fn yaml_document(
             document: number,
             line: e.line.map(|l| l + first_line),
             column: e.column,
+            go_message: e.message.clone(),
             message: e.message,
             too_large: e.too_large,
         }),
@@ -286,6 +319,7 @@ fn yaml_document(
             document: number,
             line: e.line.map(|l| l + first_line),
             column: e.column,
+            go_message: e.go_message(),
             message: e.message,
             too_large: None,
         })),

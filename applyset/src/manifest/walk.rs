@@ -124,7 +124,7 @@ fn walk_dir(dir: &Path, recursive: bool, root: Root<'_>, inputs: &mut Vec<Input>
     let mut names: Vec<_> = fs::read_dir(root.at(dir))?.map(|e| e.map(|e| e.file_name())).collect::<Result<_, _>>()?;
     names.sort_by(|a, b| a.as_encoded_bytes().cmp(b.as_encoded_bytes()));
     for name in names {
-        let path = dir.join(&name);
+        let path = go_join(dir, &name);
         let meta = fs::symlink_metadata(root.at(&path))?;
         if meta.is_dir() {
             if recursive {
@@ -137,6 +137,29 @@ fn walk_dir(dir: &Path, recursive: bool, root: Root<'_>, inputs: &mut Vec<Input>
         }
     }
     Ok(())
+}
+
+/// Go's `filepath.Join` (which `filepath.Walk` names entries with): the joined path, cleaned
+/// lexically (`./d` and `a.yaml` make `d/a.yaml`, `.` and `a.yaml` make `a.yaml`).
+fn go_join(dir: &Path, name: &std::ffi::OsStr) -> PathBuf {
+    use std::path::Component;
+    let joined = dir.join(name);
+    let mut parts: Vec<Component<'_>> = Vec::new();
+    for component in joined.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => match parts.last() {
+                Some(Component::Normal(_)) => {
+                    parts.pop();
+                }
+                // `..` at the root stays the root.
+                Some(Component::RootDir | Component::Prefix(_)) => {}
+                _ => parts.push(component),
+            },
+            other => parts.push(other),
+        }
+    }
+    if parts.is_empty() { PathBuf::from(".") } else { parts.iter().collect() }
 }
 
 /// Whether walking `dir` as kubectl would finds any manifest file (for the controller's
@@ -341,6 +364,18 @@ fn class_matches(class: &[char], c: char) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn entries_are_named_as_go_joins_them() {
+        let join = |dir: &str, name: &str| go_join(Path::new(dir), std::ffi::OsStr::new(name));
+        assert_eq!(join(".", "a.yaml"), Path::new("a.yaml"));
+        assert_eq!(join("./d", "a.yaml"), Path::new("d/a.yaml"));
+        assert_eq!(join("d/", "a.yaml"), Path::new("d/a.yaml"));
+        assert_eq!(join("../x/./y", "a.yaml"), Path::new("../x/y/a.yaml"));
+        assert_eq!(join("d/../../e", "a.yaml"), Path::new("../e/a.yaml"));
+        assert_eq!(join("/d/..", "a.yaml"), Path::new("/a.yaml"));
+        assert_eq!(join("/..", "a.yaml"), Path::new("/a.yaml"));
+    }
 
     #[test]
     fn go_match_semantics() {

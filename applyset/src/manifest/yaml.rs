@@ -36,11 +36,28 @@ pub(crate) struct YamlError {
     pub message: String,
     /// Set when aliases expand past the budget (not a syntax error).
     pub too_large: Option<LimitExceeded>,
+    /// The line go-yaml v2 names in its message (`yaml: line N: …`), when it names one: not
+    /// always [`line`](Self::line) (see `libyaml::parse_error`).
+    pub go_line: Option<usize>,
 }
 
 impl YamlError {
     fn at(mark: Mark, message: impl Into<String>) -> Self {
-        YamlError { line: Some(mark.line + 1), column: Some(mark.column + 1), message: message.into(), too_large: None }
+        YamlError {
+            line: Some(mark.line + 1),
+            column: Some(mark.column + 1),
+            message: message.into(),
+            too_large: None,
+            go_line: None,
+        }
+    }
+
+    /// The error as `sigs.k8s.io/yaml` words it for kubectl.
+    pub fn go_message(&self) -> String {
+        match self.go_line {
+            Some(line) => format!("error converting YAML to JSON: yaml: line {line}: {}", self.message),
+            None => format!("error converting YAML to JSON: yaml: {}", self.message),
+        }
     }
 }
 

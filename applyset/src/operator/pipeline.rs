@@ -581,8 +581,13 @@ fn load_manifests(
 ) -> Result<Vec<LoadedObject>, Failure> {
     // The fetch resolved `dir` inside the checkout; "" is the repository root itself.
     let within = dir.strip_prefix(checkout).unwrap_or(dir);
-    let options =
-        manifest::LoadOptions { limits, reject_patch_directives: true, base_dir: Some(checkout.into()), substitute };
+    let options = manifest::LoadOptions {
+        limits,
+        reject_patch_directives: true,
+        base_dir: Some(checkout.into()),
+        substitute,
+        kubectl_validation: false,
+    };
     manifest::load_with(&[within.to_path_buf()], true, std::io::empty(), &options).map_err(|error| {
         let count = error.errors.len();
         let lines: Vec<String> = error.errors.iter().take(10).map(ToString::to_string).collect();

@@ -128,5 +128,14 @@ unsafe fn parse_error(parser: &unsafe_libyaml::yaml_parser_t) -> YamlError {
     let problem =
         unsafe { c_string(parser.problem.cast()) }.unwrap_or_else(|| "unknown problem parsing YAML content".to_owned());
     let mark = Mark::from(parser.problem_mark);
-    YamlError::at(mark, problem)
+    // go-yaml v2 (`parser.fail`) names the problem's 0-based line, plus one for scanner errors
+    // only; when that is line 0 it falls back to the context's 0-based line, and names no line
+    // when that is 0 too.
+    let go_line = if parser.problem_mark.line != 0 {
+        let line = parser.problem_mark.line as usize;
+        Some(if parser.error == unsafe_libyaml::YAML_SCANNER_ERROR { line + 1 } else { line })
+    } else {
+        Some(parser.context_mark.line as usize).filter(|&line| line != 0)
+    };
+    YamlError { go_line, ..YamlError::at(mark, problem) }
 }

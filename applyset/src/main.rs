@@ -9,6 +9,21 @@ use applyset::commands;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Documents may nest 10,000 levels (what the apiserver stores); the walks over them outside
+    // the merge engine recurse a level at a time, so commands run on a thread whose stack holds
+    // that (reserved address space; only the pages used are backed).
+    let worker = std::thread::Builder::new().name("main".into()).stack_size(applyset::DOCUMENT_THREAD_STACK);
+    match worker.spawn(move || run(cli)).map(std::thread::JoinHandle::join) {
+        Ok(Ok(code)) => code,
+        Ok(Err(panic)) => std::panic::resume_unwind(panic),
+        Err(e) => {
+            eprintln!("error: cannot start the main thread: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run(cli: Cli) -> ExitCode {
     let outcome = match cli.command {
         Command::Patch(args) => commands::patch::run(args),
         Command::Apply(args) => return commands::apply::run(args),

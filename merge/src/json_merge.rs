@@ -102,31 +102,34 @@ pub fn merge_patch(doc: &Value, patch: &Value) -> Result<Value> {
 ///   value and kept, an object that becomes empty through filtering is dropped; lists and
 ///   scalars are kept whole.
 pub fn keep_or_delete_null(obj: &Map, keep_null: bool) -> Map {
-    let mut filtered = Map::new();
-    for (key, value) in obj {
-        match value {
-            Value::Null if keep_null => {
-                filtered.insert(key.clone(), Value::Null);
-            }
-            Value::Null => {}
-            Value::Object(sub) if sub.is_empty() => {
-                if !keep_null {
-                    filtered.insert(key.clone(), Value::Object(Map::new()));
+    // One level of a walk over the document: see `value::deeper`.
+    crate::value::deeper(move || {
+        let mut filtered = Map::new();
+        for (key, value) in obj {
+            match value {
+                Value::Null if keep_null => {
+                    filtered.insert(key.clone(), Value::Null);
                 }
-            }
-            Value::Object(sub) => {
-                let sub = keep_or_delete_null(sub, keep_null);
-                if !sub.is_empty() {
-                    filtered.insert(key.clone(), Value::Object(sub));
+                Value::Null => {}
+                Value::Object(sub) if sub.is_empty() => {
+                    if !keep_null {
+                        filtered.insert(key.clone(), Value::Object(Map::new()));
+                    }
                 }
-            }
-            _ if keep_null => {}
-            _ => {
-                filtered.insert(key.clone(), value.clone());
+                Value::Object(sub) => {
+                    let sub = keep_or_delete_null(sub, keep_null);
+                    if !sub.is_empty() {
+                        filtered.insert(key.clone(), Value::Object(sub));
+                    }
+                }
+                _ if keep_null => {}
+                _ => {
+                    filtered.insert(key.clone(), value.clone());
+                }
             }
         }
-    }
-    filtered
+        filtered
+    })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -143,32 +146,35 @@ fn as_document(doc: &Value) -> Result<&Map> {
 }
 
 fn diff_objects(a: &Map, b: &Map) -> Map {
-    let mut into = Map::new();
-    for (key, b_value) in b {
-        let Some(a_value) = a.get(key) else {
-            into.insert(key.clone(), through_float64(b_value));
-            continue;
-        };
-        match (a_value, b_value) {
-            (Value::Object(a_sub), Value::Object(b_sub)) => {
-                let sub = diff_objects(a_sub, b_sub);
-                if !sub.is_empty() {
-                    into.insert(key.clone(), Value::Object(sub));
+    // One level of a walk over the document: see `value::deeper`.
+    crate::value::deeper(move || {
+        let mut into = Map::new();
+        for (key, b_value) in b {
+            let Some(a_value) = a.get(key) else {
+                into.insert(key.clone(), through_float64(b_value));
+                continue;
+            };
+            match (a_value, b_value) {
+                (Value::Object(a_sub), Value::Object(b_sub)) => {
+                    let sub = diff_objects(a_sub, b_sub);
+                    if !sub.is_empty() {
+                        into.insert(key.clone(), Value::Object(sub));
+                    }
+                }
+                // Both null, or equal as Go sees them: nothing to send.
+                _ if float64_equal(a_value, b_value) => {}
+                _ => {
+                    into.insert(key.clone(), through_float64(b_value));
                 }
             }
-            // Both null, or equal as Go sees them: nothing to send.
-            _ if float64_equal(a_value, b_value) => {}
-            _ => {
-                into.insert(key.clone(), through_float64(b_value));
+        }
+        for key in a.keys() {
+            if !b.contains_key(key) {
+                into.insert(key.clone(), Value::Null);
             }
         }
-    }
-    for key in a.keys() {
-        if !b.contains_key(key) {
-            into.insert(key.clone(), Value::Null);
-        }
-    }
-    into
+        into
+    })
 }
 
 fn as_float64(v: &Value) -> Option<f64> {
@@ -181,7 +187,8 @@ fn as_float64(v: &Value) -> Option<f64> {
 
 /// Deep equality after decoding into Go's `interface{}`: numbers compare as float64.
 fn float64_equal(a: &Value, b: &Value) -> bool {
-    match (a, b) {
+    // One level of a walk over the document: see `value::deeper`.
+    crate::value::deeper(move || match (a, b) {
         (Value::Array(a), Value::Array(b)) => a.len() == b.len() && a.iter().zip(b).all(|(x, y)| float64_equal(x, y)),
         (Value::Object(a), Value::Object(b)) => {
             a.len() == b.len() && a.iter().all(|(k, x)| b.get(k).is_some_and(|y| float64_equal(x, y)))
@@ -191,28 +198,31 @@ fn float64_equal(a: &Value, b: &Value) -> bool {
             (None, None) => a == b,
             _ => false,
         },
-    }
+    })
 }
 
 /// A value as Go's diff emits it: numbers become float64, are printed by `encoding/json`, and
 /// that text is what the caller reads back. A whole float below 1e21 prints without a fraction
 /// or exponent and so reads back as an integer when it fits in i64 (`-0` reads as `0`).
 fn through_float64(v: &Value) -> Value {
-    match v {
-        Value::Int(_) | Value::Float(_) => {
-            let f = as_float64(v).expect("a number");
-            // 2^63 is exactly representable; the i64 range is [-2^63, 2^63).
-            const TWO_POW_63: f64 = 9_223_372_036_854_775_808.0;
-            if f.fract() == 0.0 && f.abs() < 1e21 && (-TWO_POW_63..TWO_POW_63).contains(&f) {
-                Value::Int(f as i64)
-            } else {
-                Value::Float(f)
+    // One level of a walk over the document: see `value::deeper`.
+    crate::value::deeper(move || {
+        match v {
+            Value::Int(_) | Value::Float(_) => {
+                let f = as_float64(v).expect("a number");
+                // 2^63 is exactly representable; the i64 range is [-2^63, 2^63).
+                const TWO_POW_63: f64 = 9_223_372_036_854_775_808.0;
+                if f.fract() == 0.0 && f.abs() < 1e21 && (-TWO_POW_63..TWO_POW_63).contains(&f) {
+                    Value::Int(f as i64)
+                } else {
+                    Value::Float(f)
+                }
             }
+            Value::Array(items) => Value::Array(items.iter().map(through_float64).collect()),
+            Value::Object(map) => Value::Object(map.iter().map(|(k, x)| (k.clone(), through_float64(x))).collect()),
+            other => other.clone(),
         }
-        Value::Array(items) => Value::Array(items.iter().map(through_float64).collect()),
-        Value::Object(map) => Value::Object(map.iter().map(|(k, x)| (k.clone(), through_float64(x))).collect()),
-        other => other.clone(),
-    }
+    })
 }
 
 /// Upstream `mergepatch.HasConflicts`: a shared key whose values differ in kind or, for
@@ -222,50 +232,55 @@ fn has_conflicts(left: &Map, right: &Map) -> bool {
 }
 
 fn values_conflict(left: &Value, right: &Value) -> bool {
-    match (left, right) {
+    // One level of a walk over the document: see `value::deeper`.
+    crate::value::deeper(move || match (left, right) {
         (Value::Object(l), Value::Object(r)) => has_conflicts(l, r),
         (Value::Object(_), _) => true,
         (Value::Array(l), Value::Array(r)) => l.len() != r.len() || l.iter().zip(r).any(|(x, y)| values_conflict(x, y)),
         (Value::Array(_), _) => true,
         _ => left != right,
-    }
+    })
 }
 
 // ---------------------------------------------------------------------------------------------
 // Application (evanphx mergeDocs / merge / pruneNulls)
 
 fn merge_objects(doc: &mut Map, patch: &Map) {
-    for (key, patch_value) in patch {
-        if patch_value.is_null() {
-            doc.remove(key);
-            continue;
-        }
-        match doc.get_mut(key) {
-            Some(Value::Object(target)) => match patch_value {
-                Value::Object(sub_patch) => merge_objects(target, sub_patch),
-                // A non-object replacing an object is written as it is, nulls included.
+    // One level of a walk over the document: see `value::deeper`.
+    crate::value::deeper(move || {
+        for (key, patch_value) in patch {
+            if patch_value.is_null() {
+                doc.remove(key);
+                continue;
+            }
+            match doc.get_mut(key) {
+                Some(Value::Object(target)) => match patch_value {
+                    Value::Object(sub_patch) => merge_objects(target, sub_patch),
+                    // A non-object replacing an object is written as it is, nulls included.
+                    _ => {
+                        doc.insert(key.clone(), patch_value.clone());
+                    }
+                },
+                // Absent, null or not an object: the patch value, with its nulls pruned.
                 _ => {
-                    doc.insert(key.clone(), patch_value.clone());
+                    doc.insert(key.clone(), without_nulls(patch_value));
                 }
-            },
-            // Absent, null or not an object: the patch value, with its nulls pruned.
-            _ => {
-                doc.insert(key.clone(), without_nulls(patch_value));
             }
         }
-    }
+    })
 }
 
 /// Upstream `pruneNulls`: drops null object members at every depth, inside lists too, but
 /// keeps null list elements.
 fn without_nulls(v: &Value) -> Value {
-    match v {
+    // One level of a walk over the document: see `value::deeper`.
+    crate::value::deeper(move || match v {
         Value::Object(map) => Value::Object(
             map.iter().filter(|(_, x)| !x.is_null()).map(|(k, x)| (k.clone(), without_nulls(x))).collect(),
         ),
         Value::Array(items) => Value::Array(items.iter().map(without_nulls).collect()),
         other => other.clone(),
-    }
+    })
 }
 
 #[cfg(test)]

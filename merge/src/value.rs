@@ -20,11 +20,26 @@ use format::{write_go_v, write_json};
 /// An object: keys iterate (and serialise) in byte order, as Go's `encoding/json` writes them.
 pub type Map = BTreeMap<String, Value>;
 
-/// How deep a parsed document may nest before parsing fails. Every algorithm in this crate
-/// recurses over documents, so the limit is what keeps hostile input from overflowing the stack.
-pub const MAX_DEPTH: usize = 128;
+/// How deep a document may nest (arrays and objects) before parsing fails: Go's
+/// `encoding/json` limit, so every document the apiserver stores (and kubectl applies) is
+/// accepted. Algorithms recurse one level per nesting level through [`deeper`], which moves to
+/// a heap-allocated stack segment when the thread's stack runs low: no depth up to this limit
+/// can overflow the stack, on any thread.
+pub const MAX_DEPTH: usize = 10_000;
 
-#[derive(Debug, Clone, PartialEq, Default)]
+/// Stack left below which [`deeper`] switches to a new segment.
+const STACK_RED_ZONE: usize = 128 * 1024;
+/// The size of each new stack segment.
+const STACK_SEGMENT: usize = 4 * 1024 * 1024;
+
+/// Runs one level of a recursive walk over a document, growing the stack first if it runs low
+/// (see [`MAX_DEPTH`]). Every recursive function over [`Value`]s calls itself through this.
+#[inline]
+pub fn deeper<R>(f: impl FnOnce() -> R) -> R {
+    stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, f)
+}
+
+#[derive(Debug, Default)]
 pub enum Value {
     #[default]
     Null,
@@ -66,6 +81,27 @@ impl Value {
         let mut out = String::new();
         format::write_json_indented(self, indent, depth, &mut out);
         out
+    }
+
+    /// Whether the value is an array or an object (what can nest).
+    pub fn is_container(&self) -> bool {
+        matches!(self, Value::Array(_) | Value::Object(_))
+    }
+
+    /// The map of an object, or the value back.
+    pub fn into_object(mut self) -> Result<Map, Value> {
+        match &mut self {
+            Value::Object(map) => Ok(std::mem::take(map)),
+            _ => Err(self),
+        }
+    }
+
+    /// The items of an array, or the value back.
+    pub fn into_array(mut self) -> Result<Vec<Value>, Value> {
+        match &mut self {
+            Value::Array(items) => Ok(std::mem::take(items)),
+            _ => Err(self),
+        }
     }
 
     /// The name of the variant, as used in type-mismatch messages.
@@ -146,5 +182,66 @@ impl From<serde_json::Value> for Value {
 impl fmt::Display for Value {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.to_json_string())
+    }
+}
+/// Cloning recurses through [`deeper`].
+impl Clone for Value {
+    fn clone(&self) -> Self {
+        match self {
+            Value::Null => Value::Null,
+            Value::Bool(b) => Value::Bool(*b),
+            Value::Int(i) => Value::Int(*i),
+            Value::Float(f) => Value::Float(*f),
+            Value::String(s) => Value::String(s.clone()),
+            Value::Array(items) => deeper(|| Value::Array(items.clone())),
+            Value::Object(map) => deeper(|| Value::Object(map.clone())),
+        }
+    }
+}
+
+/// Structural equality (a float never equals an integer), recursing through [`deeper`].
+impl PartialEq for Value {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Value::Null, Value::Null) => true,
+            (Value::Bool(a), Value::Bool(b)) => a == b,
+            (Value::Int(a), Value::Int(b)) => a == b,
+            (Value::Float(a), Value::Float(b)) => a == b,
+            (Value::String(a), Value::String(b)) => a == b,
+            (Value::Array(a), Value::Array(b)) => deeper(|| a == b),
+            (Value::Object(a), Value::Object(b)) => deeper(|| a == b),
+            _ => false,
+        }
+    }
+}
+
+/// Dropping a document never recurses: children that are themselves containers are moved to a
+/// heap worklist and emptied one by one, so a document nested [`MAX_DEPTH`] levels deep drops
+/// on any thread's stack. Values without nested containers return at once.
+impl Drop for Value {
+    fn drop(&mut self) {
+        let has_nested = match &*self {
+            Value::Array(items) => items.iter().any(Value::is_container),
+            Value::Object(map) => map.values().any(Value::is_container),
+            _ => false,
+        };
+        if !has_nested {
+            return;
+        }
+        let mut pending: Vec<Value> = Vec::new();
+        take_children(self, &mut pending);
+        while let Some(mut value) = pending.pop() {
+            take_children(&mut value, &mut pending);
+            // `value` is now flat: its own drop returns at once.
+        }
+    }
+}
+
+/// Moves a container's children to `pending`, leaving it empty.
+fn take_children(value: &mut Value, pending: &mut Vec<Value>) {
+    match value {
+        Value::Array(items) => pending.append(items),
+        Value::Object(map) => pending.extend(std::mem::take(map).into_values()),
+        _ => {}
     }
 }

@@ -2,32 +2,10 @@
 //! (`shared/conformance/strategicpatch/jsonmergepatch.*.json`), with the assertions of that
 //! folder's README. Every case runs; a failure lists each failing case.
 
-use std::path::PathBuf;
+mod support;
 
 use applyset_merge::{Map, Value, json_merge};
-
-fn conformance_dir() -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/conformance/strategicpatch");
-    assert!(dir.is_dir(), "conformance data not found at {} (expected next to the repository)", dir.display());
-    dir
-}
-
-/// The cases of one table file, each an object.
-fn load_table(file: &str) -> Vec<Map> {
-    let path = conformance_dir().join(file);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let Ok(Value::Array(cases)) = Value::from_json_str(&text) else {
-        panic!("{}: not a JSON array", path.display());
-    };
-    assert!(!cases.is_empty(), "{}: no cases", path.display());
-    cases
-        .into_iter()
-        .map(|case| match case {
-            Value::Object(map) => map,
-            other => panic!("{}: a case is not an object: {other}", path.display()),
-        })
-        .collect()
-}
+use support::load_table;
 
 /// JSON value equality as the README defines it: key order is irrelevant (our maps are
 /// sorted), array order matters, numbers compare by value (`1` equals `1.0`).

@@ -125,14 +125,14 @@ pub fn fold_string_data(object: &mut Value) {
         return;
     }
     let Some(root) = object.as_object_mut() else { return };
-    let Some(Value::Object(strings)) = root.remove("stringData") else { return };
+    let Some(Ok(strings)) = root.remove("stringData").map(Value::into_object) else { return };
     let data = root.entry("data".to_owned()).or_insert_with(|| Value::Object(Default::default()));
     if !matches!(data, Value::Object(_)) {
         *data = Value::Object(Default::default());
     }
     let Value::Object(data) = data else { return };
     for (name, value) in strings {
-        if let Value::String(text) = value {
+        if let Some(text) = value.as_str() {
             data.insert(name, Value::String(base64::engine::general_purpose::STANDARD.encode(text)));
         }
     }

@@ -204,10 +204,10 @@ impl Cluster {
                 query.push(("continue", token));
             }
             let list = self.get_json(&object_path(mapping, namespace, None, &query)).await?;
-            let Value::Object(mut list) = list else {
+            let Ok(mut list) = list.into_object() else {
                 return Err(Error::Other("the server's list response is not an object".into()));
             };
-            if let Some(Value::Array(page)) = list.remove("items") {
+            if let Some(Ok(page)) = list.remove("items").map(Value::into_array) {
                 for mut item in page {
                     if let Value::Object(map) = &mut item {
                         map.insert("apiVersion".into(), Value::String(mapping.resource.api_version.clone()));

@@ -110,6 +110,7 @@ pub struct LoadFailure {
 
 pub fn runtime() -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Builder::new_multi_thread()
+        .thread_stack_size(crate::DOCUMENT_THREAD_STACK)
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))

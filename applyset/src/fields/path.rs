@@ -97,7 +97,7 @@ impl FieldPath {
                         .and_then(|items| items.iter().find(|item| element_matches(item, key, text)))?;
                     let key_value = element.as_object()?.get(key)?.clone();
                     // Below the element: its fields on the way down, or (as the leaf) all of it.
-                    let Value::Object(mut map) = value else { return None };
+                    let mut map = value.into_object().ok()?;
                     map.insert(key.clone(), key_value);
                     Value::Array(vec![Value::Object(map)])
                 }

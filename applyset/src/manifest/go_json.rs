@@ -6,6 +6,8 @@
 //! errors but words them differently, so this module re-scans the value with the states of
 //! Go's scanner (`encoding/json/scanner.go`) to name the first bad byte as Go does.
 
+use applyset_merge::value::MAX_DEPTH;
+
 /// Go's message for the first syntax error of the JSON value starting at `start` in `text`
 /// (`offset` counts from the start of the stream, as the decoder's does). `None` when the
 /// value has no syntax error (serde rejected it for another reason).
@@ -195,14 +197,8 @@ impl Scanner {
 
     fn begin_value(&mut self, c: u8) -> Step {
         match c {
-            b'{' => {
-                self.stack.push(Container::Object);
-                Step::Next(State::ObjectFirst)
-            }
-            b'[' => {
-                self.stack.push(Container::Array);
-                Step::Next(State::ArrayFirst)
-            }
+            b'{' => self.push(Container::Object, State::ObjectFirst),
+            b'[' => self.push(Container::Array, State::ArrayFirst),
             b'"' => Step::Next(State::InString { key: false }),
             b'-' => Step::Next(State::Minus),
             b'0' => Step::Next(State::Zero),
@@ -212,6 +208,12 @@ impl Scanner {
             b'n' => Step::Next(State::Literal { word: "null", at: 1 }),
             _ => Step::Error("looking for beginning of value".into()),
         }
+    }
+
+    /// Opens a container: Go's decoder refuses more than [`MAX_DEPTH`] open at once.
+    fn push(&mut self, container: Container, next: State) -> Step {
+        self.stack.push(container);
+        if self.stack.len() > MAX_DEPTH { Step::Error("exceeded max depth".into()) } else { Step::Next(next) }
     }
 
     /// A value just ended: at the top level the stream's value is complete.
@@ -285,6 +287,12 @@ mod tests {
             assert_eq!(error(text).as_deref(), Some(want), "{text}");
         }
         assert_eq!(error(r#"{"a": [1, 2"#).as_deref(), Some("unexpected EOF"));
+        let deep = "[".repeat(MAX_DEPTH + 1);
+        assert_eq!(
+            error(&deep),
+            Some(format!("json: offset {}: invalid character '[' exceeded max depth", MAX_DEPTH + 1))
+        );
+        assert_eq!(error(&format!("{}{}", "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH))), None);
         assert_eq!(error(r#"{"a": [1, 2.5e-3, true, null, "x\u00e9"]} trailing"#), None);
     }
 

@@ -170,7 +170,7 @@ fn json_stream(text: &str, max_document: Option<u64>, docs: &mut Vec<Document>) 
                     document: number,
                     line: Some(line_of(text, start)),
                     column: None,
-                    go_message: e.0.clone(),
+                    go_message: go_json::syntax_error(text.as_bytes(), start).unwrap_or_else(|| e.0.clone()),
                     message: e.0,
                     too_large: None,
                 })?;

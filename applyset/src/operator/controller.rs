@@ -24,7 +24,11 @@ use crate::source::GitSource;
 
 pub fn run(args: ControllerArgs) -> ExitCode {
     init_logging(args.logging.log_format);
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .thread_stack_size(crate::DOCUMENT_THREAD_STACK)
+        .enable_all()
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("error: cannot start the async runtime: {error}");

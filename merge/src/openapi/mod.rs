@@ -66,7 +66,7 @@ impl OpenApi {
     /// whole document, which is what makes kubectl skip the v2 provider. v3 is read leniently,
     /// like the Go `spec.Schema` unmarshalling.
     pub fn from_document(doc: Value) -> Result<OpenApi> {
-        let Value::Object(root) = doc else {
+        let Ok(root) = doc.into_object() else {
             return Err(Error::OpenApi("the document is not a JSON object".into()));
         };
         let inner = match detect_version(&root)? {

@@ -36,80 +36,85 @@ impl MergeOptions {
 
 /// Upstream `mergeMap`.
 pub(crate) fn merge_map(original: Map, mut patch: Map, schema: &dyn Schema, opts: MergeOptions) -> Result<Map> {
-    if let Some(directive) = patch.get(DIRECTIVE_MARKER) {
-        return match directive.as_str() {
-            Some("replace") => {
-                patch.remove(DIRECTIVE_MARKER);
-                Ok(patch)
-            }
-            Some("delete") => Ok(Map::new()),
-            _ => Err(bad_patch_type(directive, &patch)),
-        };
-    }
-    let mut original = original;
-    apply_retain_keys(&mut original, &mut patch, opts)?;
-    // Ordering directives run before the other keys, so a deletion list for the same field
-    // is applied to the already ordered list.
-    apply_set_element_order(&mut original, &mut patch, schema, opts)?;
+    // One level of a walk over the document: see `value::deeper`.
+    crate::value::deeper(move || {
+        if let Some(directive) = patch.get(DIRECTIVE_MARKER) {
+            return match directive.as_str() {
+                Some("replace") => {
+                    patch.remove(DIRECTIVE_MARKER);
+                    Ok(patch)
+                }
+                Some("delete") => Ok(Map::new()),
+                _ => Err(bad_patch_type(directive, &patch)),
+            };
+        }
+        let mut original = original;
+        apply_retain_keys(&mut original, &mut patch, opts)?;
+        // Ordering directives run before the other keys, so a deletion list for the same field
+        // is applied to the already ordered list.
+        apply_set_element_order(&mut original, &mut patch, schema, opts)?;
 
-    for (patch_key, patch_value) in patch {
-        let (key, is_deletion_list) = if patch_key.starts_with(DELETE_FROM_PRIMITIVE_LIST_PREFIX) {
-            if !opts.parallel {
-                original.insert(patch_key, patch_value);
-                continue;
-            }
-            let field = extract_key(&patch_key, DELETE_FROM_PRIMITIVE_LIST_PREFIX)
-                .ok_or(Error::BadPatchFormatForPrimitiveList)?;
-            (if field.is_empty() { patch_key.clone() } else { field.to_owned() }, true)
-        } else {
-            (patch_key, false)
-        };
+        for (patch_key, patch_value) in patch {
+            let (key, is_deletion_list) = if patch_key.starts_with(DELETE_FROM_PRIMITIVE_LIST_PREFIX) {
+                if !opts.parallel {
+                    original.insert(patch_key, patch_value);
+                    continue;
+                }
+                let field = extract_key(&patch_key, DELETE_FROM_PRIMITIVE_LIST_PREFIX)
+                    .ok_or(Error::BadPatchFormatForPrimitiveList)?;
+                (if field.is_empty() { patch_key.clone() } else { field.to_owned() }, true)
+            } else {
+                (patch_key, false)
+            };
 
-        if patch_value.is_null() {
-            original.remove(&key);
-            if opts.ignore_unmatched_nulls {
+            if patch_value.is_null() {
+                original.remove(&key);
+                if opts.ignore_unmatched_nulls {
+                    continue;
+                }
+            }
+            let current = original.get_mut(&key);
+            let same_variant = current.as_ref().is_some_and(|c| c.same_variant(&patch_value));
+            let Some(current) = current.filter(|_| same_variant) else {
+                // Absent or of another type: the patch value replaces it (deletion lists do nothing).
+                if !is_deletion_list {
+                    store_stripped(&mut original, key, patch_value, opts);
+                }
                 continue;
+            };
+            match current {
+                Value::Object(current) => {
+                    let Ok(patch_map) = patch_value.into_object() else { unreachable!("same variant") };
+                    let merged = schema.lookup_struct(&key).and_then(|(child, meta)| {
+                        if meta.strategy()?.replace {
+                            Ok(patch_map)
+                        } else {
+                            merge_map(std::mem::take(current), patch_map, child.as_ref(), opts)
+                        }
+                    });
+                    *current = merged.map_err(|e| e.in_field(&key))?;
+                }
+                Value::Array(current) => {
+                    let Ok(patch_list) = patch_value.into_array() else { unreachable!("same variant") };
+                    let merged = schema.lookup_slice(&key).and_then(|(element, meta)| {
+                        merge_list_field(
+                            std::mem::take(current),
+                            patch_list,
+                            element.as_ref(),
+                            meta.strategy()?,
+                            &meta.merge_key,
+                            is_deletion_list,
+                            opts,
+                            Reorder::Always,
+                        )
+                    });
+                    *current = merged.map_err(|e| e.in_field(&key))?.items;
+                }
+                _ => store_stripped(&mut original, key, patch_value, opts),
             }
         }
-        let current = original.get_mut(&key);
-        let same_variant = current.as_ref().is_some_and(|c| c.same_variant(&patch_value));
-        let Some(current) = current.filter(|_| same_variant) else {
-            // Absent or of another type: the patch value replaces it (deletion lists do nothing).
-            if !is_deletion_list {
-                store_stripped(&mut original, key, patch_value, opts);
-            }
-            continue;
-        };
-        match (current, patch_value) {
-            (Value::Object(current), Value::Object(patch_map)) => {
-                let merged = schema.lookup_struct(&key).and_then(|(child, meta)| {
-                    if meta.strategy()?.replace {
-                        Ok(patch_map)
-                    } else {
-                        merge_map(std::mem::take(current), patch_map, child.as_ref(), opts)
-                    }
-                });
-                *current = merged.map_err(|e| e.in_field(&key))?;
-            }
-            (Value::Array(current), Value::Array(patch_list)) => {
-                let merged = schema.lookup_slice(&key).and_then(|(element, meta)| {
-                    merge_list_field(
-                        std::mem::take(current),
-                        patch_list,
-                        element.as_ref(),
-                        meta.strategy()?,
-                        &meta.merge_key,
-                        is_deletion_list,
-                        opts,
-                        Reorder::Always,
-                    )
-                });
-                *current = merged.map_err(|e| e.in_field(&key))?.items;
-            }
-            (_, scalar) => store_stripped(&mut original, key, scalar, opts),
-        }
-    }
-    Ok(original)
+        Ok(original)
+    })
 }
 
 fn bad_patch_type(directive: &Value, map: &Map) -> Error {
@@ -132,46 +137,51 @@ fn store_stripped(original: &mut Map, key: String, mut value: Value, opts: Merge
 /// Upstream `discardNullValuesFromPatch`: removes null-valued object members at any depth
 /// (null list elements stay).
 fn discard_null_members(value: &mut Value) {
-    match value {
+    // One level of a walk over the document: see `value::deeper`.
+    crate::value::deeper(move || match value {
         Value::Object(map) => {
             map.retain(|_, v| !v.is_null());
             map.values_mut().for_each(discard_null_members);
         }
         Value::Array(items) => items.iter_mut().for_each(discard_null_members),
         _ => {}
-    }
+    })
 }
 
 /// Upstream `removeDirectives`, in place: drops every object carrying `$patch` (members and
 /// list elements alike). Returns false when the value itself is such an object.
 pub(crate) fn strip_directives(value: &mut Value) -> bool {
-    if !has_directive(value) {
-        return true;
-    }
-    match value {
-        Value::Object(map) => {
-            if map.contains_key(DIRECTIVE_MARKER) {
-                return false;
+    // One level of a walk over the document: see `value::deeper`.
+    crate::value::deeper(move || {
+        if !has_directive(value) {
+            return true;
+        }
+        match value {
+            Value::Object(map) => {
+                if map.contains_key(DIRECTIVE_MARKER) {
+                    return false;
+                }
+                map.retain(|_, v| strip_directives(v));
+                true
             }
-            map.retain(|_, v| strip_directives(v));
-            true
+            Value::Array(items) => {
+                items.retain_mut(strip_directives);
+                true
+            }
+            _ => true,
         }
-        Value::Array(items) => {
-            items.retain_mut(strip_directives);
-            true
-        }
-        _ => true,
-    }
+    })
 }
 
 /// Whether any object inside `value` (or `value` itself) carries `$patch`; a read-only scan,
 /// much cheaper than rebuilding the maps.
 fn has_directive(value: &Value) -> bool {
-    match value {
+    // One level of a walk over the document: see `value::deeper`.
+    crate::value::deeper(move || match value {
         Value::Object(map) => map.contains_key(DIRECTIVE_MARKER) || map.values().any(has_directive),
         Value::Array(items) => items.iter().any(has_directive),
         _ => false,
-    }
+    })
 }
 
 /// `<prefix>/<field>` → `field`; `None` when the key is not exactly the prefix plus `/`.
@@ -197,7 +207,7 @@ fn apply_retain_keys(original: &mut Map, patch: &mut Map, opts: MergeOptions) ->
         }
         return Ok(());
     }
-    let Value::Array(list) = retain else {
+    let Ok(list) = retain.into_array() else {
         return Err(Error::BadPatchFormatForRetainKeys);
     };
     let keep: KeySet<TypedKey<'_>> = list.iter().map(TypedKey::of).collect();
@@ -230,8 +240,9 @@ fn apply_set_element_order(original: &mut Map, patch: &mut Map, schema: &dyn Sch
                 }
             }
         }
-        let Value::Array(order) = order else {
-            return Err(expected_list(&order));
+        let order = match order.into_array() {
+            Ok(order) => order,
+            Err(order) => return Err(expected_list(&order)),
         };
         let field = extract_key(&directive_key, SET_ELEMENT_ORDER_PREFIX)
             .ok_or(Error::BadPatchFormatForSetElementOrderList)?
@@ -272,7 +283,7 @@ fn merge_ordered_list(
         (None, Some(patch_items)) => {
             let mut stripped = Value::Array(patch_items);
             strip_directives(&mut stripped);
-            let Value::Array(stripped) = stripped else { unreachable!("still a list") };
+            let Ok(stripped) = stripped.into_array() else { unreachable!("still a list") };
             (stripped, LiveView::Keys(Vec::new()))
         }
         (Some(live), Some(patch_items)) => {
@@ -317,7 +328,7 @@ fn take_list(map: &mut Map, field: &str) -> Result<Option<Vec<Value>>> {
     match map.get(field) {
         None => Ok(None),
         Some(Value::Array(_)) => match map.remove(field) {
-            Some(Value::Array(items)) => Ok(Some(items)),
+            Some(items) => Ok(items.into_array().ok()),
             _ => unreachable!(),
         },
         Some(other) => Err(expected_list(other)),

@@ -49,27 +49,30 @@ fn object_pair_conflict(left: &Map, right: &Map, schema: &dyn Schema, strategy: 
 }
 
 fn objects_conflict(left: &Map, right: &Map, schema: &dyn Schema) -> Result<bool> {
-    for (key, l) in left {
-        if key == DIRECTIVE_MARKER || key == RETAIN_KEYS_DIRECTIVE {
-            continue;
-        }
-        let Some(r) = right.get(key) else { continue };
-        let conflict = match l {
-            Value::Array(_) => {
-                let (child, meta) = schema.lookup_slice(key)?;
-                fields_conflict(l, r, child.as_ref(), meta.strategy()?, &meta.merge_key)?
+    // One level of a walk over the document: see `value::deeper`.
+    crate::value::deeper(move || {
+        for (key, l) in left {
+            if key == DIRECTIVE_MARKER || key == RETAIN_KEYS_DIRECTIVE {
+                continue;
             }
-            Value::Object(_) => {
-                let (child, meta) = schema.lookup_struct(key)?;
-                fields_conflict(l, r, child.as_ref(), meta.strategy()?, &meta.merge_key)?
+            let Some(r) = right.get(key) else { continue };
+            let conflict = match l {
+                Value::Array(_) => {
+                    let (child, meta) = schema.lookup_slice(key)?;
+                    fields_conflict(l, r, child.as_ref(), meta.strategy()?, &meta.merge_key)?
+                }
+                Value::Object(_) => {
+                    let (child, meta) = schema.lookup_struct(key)?;
+                    fields_conflict(l, r, child.as_ref(), meta.strategy()?, &meta.merge_key)?
+                }
+                _ => fields_conflict(l, r, &Untyped, Strategy::default(), "")?,
+            };
+            if conflict {
+                return Ok(true);
             }
-            _ => fields_conflict(l, r, &Untyped, Strategy::default(), "")?,
-        };
-        if conflict {
-            return Ok(true);
         }
-    }
-    Ok(false)
+        Ok(false)
+    })
 }
 
 fn lists_conflict(
@@ -79,39 +82,42 @@ fn lists_conflict(
     strategy: Strategy,
     merge_key: &str,
 ) -> Result<bool> {
-    let kind = slice_element_type(&[left, right])?;
-    if strategy.merge {
-        // Merging scalar lists never conflict; lists of maps are compared by merge key.
-        if kind != ElemKind::Map {
+    // One level of a walk over the document: see `value::deeper`.
+    crate::value::deeper(move || {
+        let kind = slice_element_type(&[left, right])?;
+        if strategy.merge {
+            // Merging scalar lists never conflict; lists of maps are compared by merge key.
+            if kind != ElemKind::Map {
+                return Ok(false);
+            }
+            let l = index_by_merge_key(left, merge_key)?;
+            let r = index_by_merge_key(right, merge_key)?;
+            for (key, lv) in &l {
+                if let Some(rv) = r.get(key)
+                    && fields_conflict(lv, rv, schema, Strategy::default(), "")?
+                {
+                    return Ok(true);
+                }
+            }
             return Ok(false);
         }
-        let l = index_by_merge_key(left, merge_key)?;
-        let r = index_by_merge_key(right, merge_key)?;
-        for (key, lv) in &l {
-            if let Some(rv) = r.get(key)
-                && fields_conflict(lv, rv, schema, Strategy::default(), "")?
-            {
+        if left.len() != right.len() {
+            return Ok(true);
+        }
+        let (mut left, mut right) = (left.to_vec(), right.to_vec());
+        if kind != ElemKind::Map {
+            left = swap_dedup(left);
+            sort_scalars_by_v_string(&mut left);
+            right = swap_dedup(right);
+            sort_scalars_by_v_string(&mut right);
+        }
+        for (l, r) in left.iter().zip(&right) {
+            if fields_conflict(l, r, schema, Strategy::default(), "")? {
                 return Ok(true);
             }
         }
-        return Ok(false);
-    }
-    if left.len() != right.len() {
-        return Ok(true);
-    }
-    let (mut left, mut right) = (left.to_vec(), right.to_vec());
-    if kind != ElemKind::Map {
-        left = swap_dedup(left);
-        sort_scalars_by_v_string(&mut left);
-        right = swap_dedup(right);
-        sort_scalars_by_v_string(&mut right);
-    }
-    for (l, r) in left.iter().zip(&right) {
-        if fields_conflict(l, r, schema, Strategy::default(), "")? {
-            return Ok(true);
-        }
-    }
-    Ok(false)
+        Ok(false)
+    })
 }
 
 /// Upstream `sliceOfMapsToMapOfMaps`: elements indexed by `fmt.Sprintf("%s", key)`.

@@ -96,68 +96,71 @@ pub(crate) fn diff_maps(
     opts: DiffOptions,
     log: &mut SortLog,
 ) -> Result<Map> {
-    let mut patch = Map::new();
-    let mut retain_list = Vec::new();
+    // One level of a walk over the document: see `value::deeper`.
+    crate::value::deeper(move || {
+        let mut patch = Map::new();
+        let mut retain_list = Vec::new();
 
-    for (key, right_value) in right {
-        if opts.retain_keys && !right_value.is_null() {
-            retain_list.push(Value::String(key.clone()));
-        }
-        let Some(left_value) = left.get(key) else {
-            if opts.changes {
-                patch.insert(key.clone(), right_value.clone());
+        for (key, right_value) in right {
+            if opts.retain_keys && !right_value.is_null() {
+                retain_list.push(Value::String(key.clone()));
             }
-            continue;
-        };
-        if key == DIRECTIVE_MARKER {
+            let Some(left_value) = left.get(key) else {
+                if opts.changes {
+                    patch.insert(key.clone(), right_value.clone());
+                }
+                continue;
+            };
+            if key == DIRECTIVE_MARKER {
+                match (left_value, right_value) {
+                    (Value::String(l), Value::String(r)) => {
+                        if l != r {
+                            patch.insert(key.clone(), right_value.clone());
+                        }
+                    }
+                    _ => return Err(Error::BadSpecialKeyValue),
+                }
+                continue;
+            }
+            if !left_value.same_variant(right_value) {
+                if opts.changes {
+                    patch.insert(key.clone(), right_value.clone());
+                }
+                continue;
+            }
             match (left_value, right_value) {
-                (Value::String(l), Value::String(r)) => {
-                    if l != r {
-                        patch.insert(key.clone(), right_value.clone());
+                (Value::Object(l), Value::Object(r)) => {
+                    log.enter(PathSegment::Key(key.clone()));
+                    diff_map_field(key, l, r, &mut patch, schema, opts, log).map_err(|e| e.in_field(key))?;
+                    log.leave();
+                }
+                (Value::Array(l), Value::Array(r)) => {
+                    log.enter(PathSegment::Key(key.clone()));
+                    diff_list_field(key, l, r, &mut patch, schema, opts, log).map_err(|e| e.in_field(key))?;
+                    log.leave();
+                }
+                (l, r) => {
+                    if opts.changes && *l != *r {
+                        patch.insert(key.clone(), r.clone());
                     }
                 }
-                _ => return Err(Error::BadSpecialKeyValue),
             }
-            continue;
         }
-        if !left_value.same_variant(right_value) {
-            if opts.changes {
-                patch.insert(key.clone(), right_value.clone());
-            }
-            continue;
-        }
-        match (left_value, right_value) {
-            (Value::Object(l), Value::Object(r)) => {
-                log.enter(PathSegment::Key(key.clone()));
-                diff_map_field(key, l, r, &mut patch, schema, opts, log).map_err(|e| e.in_field(key))?;
-                log.leave();
-            }
-            (Value::Array(l), Value::Array(r)) => {
-                log.enter(PathSegment::Key(key.clone()));
-                diff_list_field(key, l, r, &mut patch, schema, opts, log).map_err(|e| e.in_field(key))?;
-                log.leave();
-            }
-            (l, r) => {
-                if opts.changes && *l != *r {
-                    patch.insert(key.clone(), r.clone());
+
+        if opts.deletions {
+            for key in left.keys() {
+                if !right.contains_key(key) {
+                    patch.insert(key.clone(), Value::Null);
                 }
             }
         }
-    }
-
-    if opts.deletions {
-        for key in left.keys() {
-            if !right.contains_key(key) {
-                patch.insert(key.clone(), Value::Null);
-            }
+        // $retainKeys is only worth sending when something changes or a key must be cleared.
+        if !retain_list.is_empty() && (!patch.is_empty() || has_additional_non_null_key(left, right)) {
+            // Keys of a BTreeMap are already in byte order, which is the %v-string order.
+            patch.insert(RETAIN_KEYS_DIRECTIVE.to_owned(), Value::Array(retain_list));
         }
-    }
-    // $retainKeys is only worth sending when something changes or a key must be cleared.
-    if !retain_list.is_empty() && (!patch.is_empty() || has_additional_non_null_key(left, right)) {
-        // Keys of a BTreeMap are already in byte order, which is the %v-string order.
-        patch.insert(RETAIN_KEYS_DIRECTIVE.to_owned(), Value::Array(retain_list));
-    }
-    Ok(patch)
+        Ok(patch)
+    })
 }
 
 /// Upstream `hasAdditionalNewField`: does `left` have a non-null key that `right` lacks?
@@ -251,28 +254,31 @@ fn diff_lists(
     opts: DiffOptions,
     log: &mut SortLog,
 ) -> Result<ListDiff> {
-    if left.is_empty() {
-        // Nothing to merge with: the whole new list is the patch (no sEO, no validation).
-        if right.is_empty() || !opts.changes {
-            return Ok(ListDiff::default());
+    // One level of a walk over the document: see `value::deeper`.
+    crate::value::deeper(move || {
+        if left.is_empty() {
+            // Nothing to merge with: the whole new list is the patch (no sEO, no validation).
+            if right.is_empty() || !opts.changes {
+                return Ok(ListDiff::default());
+            }
+            return Ok(ListDiff { patch: right.to_vec(), ..ListDiff::default() });
         }
-        return Ok(ListDiff { patch: right.to_vec(), ..ListDiff::default() });
-    }
-    match slice_element_type(&[left, right])? {
-        ElemKind::Map => diff_lists_of_maps(left, right, schema, merge_key, opts, log),
-        ElemKind::Scalar => {
-            // Upstream sorts `left` in place and then compares the sorted list with `right`:
-            // an unsorted but unchanged list still gets an sEO (§4.5).
-            let mut sorted_left = left.to_vec();
-            sort_scalars_by_v_string(&mut sorted_left);
-            log.record(&sorted_left);
-            let (adds, deletions) = diff_lists_of_scalars(&sorted_left, right, opts);
-            let patch = normalize_slice_order(adds, right, merge_key, ElemKind::Scalar)?;
-            let wanted = (opts.deletions && !deletions.is_empty()) || (opts.changes && sorted_left != right);
-            let order = if opts.set_order && wanted { right.to_vec() } else { Vec::new() };
-            Ok(ListDiff { patch, deletions, order })
+        match slice_element_type(&[left, right])? {
+            ElemKind::Map => diff_lists_of_maps(left, right, schema, merge_key, opts, log),
+            ElemKind::Scalar => {
+                // Upstream sorts `left` in place and then compares the sorted list with `right`:
+                // an unsorted but unchanged list still gets an sEO (§4.5).
+                let mut sorted_left = left.to_vec();
+                sort_scalars_by_v_string(&mut sorted_left);
+                log.record(&sorted_left);
+                let (adds, deletions) = diff_lists_of_scalars(&sorted_left, right, opts);
+                let patch = normalize_slice_order(adds, right, merge_key, ElemKind::Scalar)?;
+                let wanted = (opts.deletions && !deletions.is_empty()) || (opts.changes && sorted_left != right);
+                let order = if opts.set_order && wanted { right.to_vec() } else { Vec::new() };
+                Ok(ListDiff { patch, deletions, order })
+            }
         }
-    }
+    })
 }
 
 /// Sorts `s` in place by the `%v` string of each element (Go `sort.Sort`, `a <= b`).

@@ -103,7 +103,8 @@ impl<'a> FirstIndex<'a> {
 /// Used where kubectl renders values with `%s` (merge-key indexes of the conflict check,
 /// `$patch` values in messages).
 pub(crate) fn go_s_string(v: &Value) -> String {
-    match v {
+    // One level of a walk over the document: see `value::deeper`.
+    crate::value::deeper(move || match v {
         Value::String(s) => s.clone(),
         Value::Null => "%!s(<nil>)".to_owned(),
         Value::Bool(b) => format!("%!s(bool={b})"),
@@ -117,7 +118,7 @@ pub(crate) fn go_s_string(v: &Value) -> String {
             let parts: Vec<String> = map.iter().map(|(k, v)| format!("{k}:{}", go_s_string(v))).collect();
             format!("map[{}]", parts.join(" "))
         }
-    }
+    })
 }
 
 /// Go's `reflect.TypeOf(v)` text, as printed in `expected a <T>, but received a <U>`.

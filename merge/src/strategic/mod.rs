@@ -110,9 +110,9 @@ fn merge_documents(doc: Value, patch: Value, schema: &dyn Schema) -> Result<Valu
 
 /// An owned document argument, already checked against [`MAX_DEPTH`]; see [`document_ref`].
 fn owned_document(v: Value) -> Result<Map> {
-    match v {
-        Value::Object(m) => Ok(m),
-        Value::Null => Ok(Map::new()),
+    match v.into_object() {
+        Ok(m) => Ok(m),
+        Err(Value::Null) => Ok(Map::new()),
         _ => Err(Error::BadJsonDoc),
     }
 }
@@ -132,11 +132,12 @@ fn document_ref(v: &Value) -> Result<std::borrow::Cow<'_, Map>> {
 /// included). Its own recursion stops at the limit, so it cannot overflow the stack.
 fn check_depth(root: &Value) -> Result<()> {
     fn within(v: &Value, remaining: usize) -> bool {
-        match v {
+        // One level of a walk over the document: see `value::deeper`.
+        crate::value::deeper(move || match v {
             Value::Array(items) => remaining > 0 && items.iter().all(|c| within(c, remaining - 1)),
             Value::Object(map) => remaining > 0 && map.values().all(|c| within(c, remaining - 1)),
             _ => true,
-        }
+        })
     }
     if within(root, MAX_DEPTH) { Ok(()) } else { Err(Error::TooDeep(MAX_DEPTH)) }
 }

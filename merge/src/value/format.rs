@@ -20,7 +20,7 @@ pub(super) fn write_json(v: &Value, out: &mut String) {
                 if i > 0 {
                     out.push(',');
                 }
-                write_json(item, out);
+                super::deeper(|| write_json(item, out));
             }
             out.push(']');
         }
@@ -32,7 +32,7 @@ pub(super) fn write_json(v: &Value, out: &mut String) {
                 }
                 write_json_string(k, out);
                 out.push(':');
-                write_json(item, out);
+                super::deeper(|| write_json(item, out));
             }
             out.push('}');
         }
@@ -57,7 +57,7 @@ pub(super) fn write_json_indented(v: &Value, indent: &str, depth: usize, out: &m
                     out.push(',');
                 }
                 newline(out, depth + 1);
-                write_json_indented(item, indent, depth + 1, out);
+                super::deeper(|| write_json_indented(item, indent, depth + 1, out));
             }
             newline(out, depth);
             out.push(']');
@@ -71,7 +71,7 @@ pub(super) fn write_json_indented(v: &Value, indent: &str, depth: usize, out: &m
                 newline(out, depth + 1);
                 write_json_string(k, out);
                 out.push_str(": ");
-                write_json_indented(item, indent, depth + 1, out);
+                super::deeper(|| write_json_indented(item, indent, depth + 1, out));
             }
             newline(out, depth);
             out.push('}');
@@ -183,7 +183,7 @@ pub(super) fn write_go_v(v: &Value, out: &mut String) {
                 if i > 0 {
                     out.push(' ');
                 }
-                write_go_v(item, out);
+                super::deeper(|| write_go_v(item, out));
             }
             out.push(']');
         }
@@ -195,7 +195,7 @@ pub(super) fn write_go_v(v: &Value, out: &mut String) {
                 }
                 out.push_str(k);
                 out.push(':');
-                write_go_v(item, out);
+                super::deeper(|| write_go_v(item, out));
             }
             out.push(']');
         }

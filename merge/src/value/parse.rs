@@ -71,9 +71,9 @@ impl<'a> Parser<'a> {
     fn nested(&mut self, parse: fn(&mut Self) -> Result<Value, ParseError>) -> Result<Value, ParseError> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
-            return Err(self.error("recursion limit exceeded"));
+            return Err(self.error("exceeded max depth"));
         }
-        let v = parse(self)?;
+        let v = super::deeper(|| parse(self))?;
         self.depth -= 1;
         Ok(v)
     }

@@ -56,7 +56,7 @@ impl<'de> Visitor<'de> for ValueVisitor {
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
         let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
-        while let Some(item) = seq.next_element()? {
+        while let Some(item) = super::deeper(|| seq.next_element())? {
             items.push(item);
         }
         Ok(Value::Array(items))
@@ -64,7 +64,7 @@ impl<'de> Visitor<'de> for ValueVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Value, A::Error> {
         let mut map = Map::new();
         // A repeated key: the last one wins, as in Go.
-        while let Some((k, v)) = access.next_entry::<MapKey, Value>()? {
+        while let Some((k, v)) = super::deeper(|| access.next_entry::<MapKey, Value>())? {
             map.insert(k.0, v);
         }
         Ok(Value::Object(map))
@@ -120,14 +120,14 @@ impl Serialize for Value {
             Value::Array(items) => {
                 let mut seq = s.serialize_seq(Some(items.len()))?;
                 for item in items {
-                    seq.serialize_element(item)?;
+                    super::deeper(|| seq.serialize_element(item))?;
                 }
                 seq.end()
             }
             Value::Object(map) => {
                 let mut m = s.serialize_map(Some(map.len()))?;
                 for (k, v) in map {
-                    m.serialize_entry(k, v)?;
+                    super::deeper(|| m.serialize_entry(k, v))?;
                 }
                 m.end()
             }

@@ -100,10 +100,49 @@ fn nesting_up_to_the_limit_parses() {
 }
 
 #[test]
-fn deep_nesting_is_an_error_not_a_crash() {
-    let deep = "[".repeat(10_000) + &"]".repeat(10_000);
+fn deeper_than_the_limit_is_an_error_not_a_crash() {
+    let deep = "[".repeat(MAX_DEPTH + 1) + &"]".repeat(MAX_DEPTH + 1);
     let err = Value::from_json_str(&deep).unwrap_err();
-    assert!(err.0.contains("recursion limit"), "{err}");
+    assert!(err.0.contains("exceeded max depth"), "{err}");
+    let far_too_deep = "{\"a\":".repeat(1_000_000);
+    assert!(Value::from_json_str(&far_too_deep).unwrap_err().0.contains("exceeded max depth"));
+}
+
+/// `{"a":[{"a":[…leaf…]}]}`, `levels` containers deep, as JSON text.
+fn nested_text(levels: usize, leaf: &str) -> String {
+    let mut text = String::new();
+    for level in 0..levels {
+        text.push_str(if level % 2 == 0 { "{\"a\":" } else { "[" });
+    }
+    text.push_str(leaf);
+    for level in (0..levels).rev() {
+        text.push(if level % 2 == 0 { '}' } else { ']' });
+    }
+    text
+}
+
+#[test]
+fn documents_nested_to_the_limit_work_on_a_small_stack() {
+    // Tokio's worker threads have 2 MiB stacks: every operation must fit on one whatever the
+    // depth, up to the limit.
+    std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(|| {
+            let text = nested_text(MAX_DEPTH, "1");
+            let value = Value::from_json_str(&text).unwrap();
+            assert_eq!(value.to_json_string(), text);
+            let indented = value.to_json_indented("", 0);
+            assert_eq!(Value::from_json_str(&indented).unwrap(), value);
+            assert!(value.go_v_string().starts_with("map[a:[map[a:"));
+            let copy = value.clone();
+            assert_eq!(copy, value);
+            let other = Value::from_json_str(&nested_text(MAX_DEPTH, "2")).unwrap();
+            assert_ne!(other, value);
+            assert_eq!(serde_json::to_string(&value).unwrap(), text);
+        })
+        .unwrap()
+        .join()
+        .unwrap();
 }
 
 #[test]

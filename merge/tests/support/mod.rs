@@ -28,16 +28,13 @@ fn read(path: &str) -> String {
 
 /// The cases of one table file, each an object.
 pub fn load_table(file: &str) -> Vec<Map> {
-    let Ok(Value::Array(cases)) = Value::from_json_str(&read(file)) else {
+    let Some(Ok(cases)) = Value::from_json_str(&read(file)).ok().map(Value::into_array) else {
         panic!("{file}: not a JSON array");
     };
     assert!(!cases.is_empty(), "{file}: no cases");
     cases
         .into_iter()
-        .map(|case| match case {
-            Value::Object(map) => map,
-            other => panic!("{file}: a case is not an object: {other}"),
-        })
+        .map(|case| case.into_object().unwrap_or_else(|other| panic!("{file}: a case is not an object: {other}")))
         .collect()
 }
 

@@ -66,25 +66,28 @@ fn merge_list(
     opts: MergeOptions,
     reorder: Reorder,
 ) -> Result<MergedList> {
-    if live.is_empty() && patch.is_empty() {
-        return Ok(MergedList { items: Vec::new(), live_view: LiveView::Unchanged(live) });
-    }
-    match slice_element_type(&[&live, &patch])? {
-        ElemKind::Scalar => {
-            if opts.parallel && is_deletion_list {
-                let doomed: KeySet<TypedKey<'_>> = patch.iter().map(TypedKey::of).collect();
-                let kept = live.into_iter().filter(|v| !doomed.contains(&TypedKey::of(v))).collect();
-                return Ok(MergedList { items: kept, live_view: LiveView::Keys(Vec::new()) });
-            }
-            merge_scalar_lists(live, patch, reorder)
+    // One level of a walk over the document: see `value::deeper`.
+    crate::value::deeper(move || {
+        if live.is_empty() && patch.is_empty() {
+            return Ok(MergedList { items: Vec::new(), live_view: LiveView::Unchanged(live) });
         }
-        ElemKind::Map => {
-            if merge_key.is_empty() {
-                return Err(Error::NoMergeKeyForList(element.name()));
+        match slice_element_type(&[&live, &patch])? {
+            ElemKind::Scalar => {
+                if opts.parallel && is_deletion_list {
+                    let doomed: KeySet<TypedKey<'_>> = patch.iter().map(TypedKey::of).collect();
+                    let kept = live.into_iter().filter(|v| !doomed.contains(&TypedKey::of(v))).collect();
+                    return Ok(MergedList { items: kept, live_view: LiveView::Keys(Vec::new()) });
+                }
+                merge_scalar_lists(live, patch, reorder)
             }
-            merge_map_lists(live, patch, element, merge_key, opts, reorder)
+            ElemKind::Map => {
+                if merge_key.is_empty() {
+                    return Err(Error::NoMergeKeyForList(element.name()));
+                }
+                merge_map_lists(live, patch, element, merge_key, opts, reorder)
+            }
         }
-    }
+    })
 }
 
 /// Scalars: the union of both lists (Go's swap-dedup of `live ++ patch`), then ordered.
@@ -270,7 +273,7 @@ fn merge_plain_elements(
     let mut patch_order = Vec::with_capacity(plain.len());
     let mut appended = 0;
     for item in plain {
-        let Value::Object(map) = item else { unreachable!("element kind checked") };
+        let Ok(map) = item.into_object() else { unreachable!("element kind checked") };
         let Some(key_value) = map.get(merge_key).cloned() else {
             return Err(Error::no_merge_key(&Value::Object(map), merge_key));
         };

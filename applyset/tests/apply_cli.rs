@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use anyhow::{Context, Result, bail};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
-use support::{APP, CrdCleanup, ManifestDir, TestNamespace, applyset_cli, lines, random_suffix};
+use support::{APP, CrdCleanup, ManifestDir, TestNamespace, applyset_cli, lines, random_suffix, widget_crd};
 
 async fn configmap(ns: &TestNamespace, name: &str) -> Result<ConfigMap> {
     Api::<ConfigMap>::namespaced(ns.client.clone(), &ns.name)
@@ -129,28 +129,7 @@ async fn create_then_unchanged_then_configured_with_kubectls_annotation() -> Res
 async fn crd_and_custom_resource_in_one_directory() -> Result<()> {
     let ns = TestNamespace::create("apply-crd").await?;
     let group = format!("t{}.applyset.example.com", random_suffix());
-    let crd = format!(
-        r#"apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: widgets.{group}
-spec:
-  group: {group}
-  scope: Namespaced
-  names: {{plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            x-kubernetes-preserve-unknown-fields: true
-"#
-    );
+    let crd = widget_crd(&group);
     let cr = format!("apiVersion: {group}/v1\nkind: Widget\nmetadata:\n  name: w1\nspec:\n  size: 3\n  tags: [a, b]\n");
     // File order puts the custom resource first: the CRD stage runs before it anyway.
     let dir = ManifestDir::new(&[("a-widget.yaml", &cr), ("b-crd.yaml", &crd)])?;
@@ -177,6 +156,66 @@ spec:
     assert_eq!(tags, r#"["c"]"#);
     drop(cleanup);
     Ok(())
+}
+
+/// A `Widget` whose spec nests `levels` objects down to `leaf` (JSON: no YAML indentation).
+fn nested_widget(group: &str, levels: usize, leaf: &str) -> String {
+    let spec = format!("{}{leaf}{}", r#"{"a":"#.repeat(levels), "}".repeat(levels));
+    format!(r#"{{"apiVersion": "{group}/v1", "kind": "Widget", "metadata": {{"name": "deep"}}, "spec": {spec}}}"#)
+}
+
+#[tokio::test]
+async fn documents_nested_to_the_apiservers_limit_apply_like_kubectl() -> Result<()> {
+    // Go's JSON decoder (the apiserver's, kubectl's) takes 10,000 levels: the object, 9,998
+    // maps from `spec` down, and the leaf's map. Compared through jsonpath (compact JSON), since printing
+    // such an object indented takes hundreds of megabytes.
+    let ours = TestNamespace::create("apply-deep-ours").await?;
+    let theirs = TestNamespace::create("apply-deep-kubectl").await?;
+    let group = format!("t{}.applyset.example.com", random_suffix());
+    let cleanup = CrdCleanup::new(&ours.kubeconfig, [format!("widgets.{group}")]);
+    ours.kubectl_ok(&["apply", "-f", "-"], Some(&widget_crd(&group)))?;
+    ours.kubectl_ok(&["wait", "--for=condition=Established", &format!("crd/widgets.{group}")], None)?;
+    let widget = format!("widget.{group}/deep");
+    let compare = |step: &str| -> Result<()> {
+        for path in [r"{.metadata.annotations.kubectl\.kubernetes\.io/last-applied-configuration}", "{.spec}"] {
+            let theirs = theirs.jsonpath(&widget, path)?.replace(&theirs.name, &ours.name);
+            assert!(ours.jsonpath(&widget, path)? == theirs, "{step}: {path} differs from kubectl's");
+        }
+        Ok(())
+    };
+    let versions = [
+        ("created", nested_widget(&group, 9_998, r#"{"leaf": 1, "gone": "x"}"#)),
+        ("unchanged", nested_widget(&group, 9_998, r#"{"leaf": 1, "gone": "x"}"#)),
+        ("configured", nested_widget(&group, 9_998, r#"{"leaf": 2}"#)),
+    ];
+    let dir = ManifestDir::new(&[])?;
+    for (verb, manifest) in &versions {
+        dir.write("deep.json", manifest)?;
+        theirs.kubectl_ok(&["apply", "-f", &dir.file("deep.json")], None)?;
+        let out = applyset_cli(&ours.kubeconfig, "apply", &["-f", &dir.file("deep.json"), "-n", &ours.name])?
+            .success_stdout()?;
+        assert_eq!(lines(&out), [format!("{widget} {verb}").as_str()]);
+        compare(verb)?;
+    }
+    assert!(!ours.jsonpath(&widget, "{.spec}")?.contains("gone"), "the removed field is deleted");
+
+    // One level more: refused in kubectl's words, nothing changes.
+    dir.write("deep.json", &nested_widget(&group, 9_999, r#"{"leaf": 3}"#))?;
+    let refused = applyset_cli(&ours.kubeconfig, "apply", &["-f", &dir.file("deep.json"), "-n", &ours.name])?;
+    assert!(!refused.success);
+    assert!(refused.stderr.contains("invalid character '{' exceeded max depth"), "{}", refused.stderr);
+    let kubectl_refused = run_kubectl_apply(&theirs, &dir.file("deep.json"))?;
+    assert_eq!(refused.stderr, kubectl_refused);
+    compare("refused")?;
+    drop(cleanup);
+    Ok(())
+}
+
+/// kubectl apply's stderr for a file it refuses.
+fn run_kubectl_apply(ns: &TestNamespace, file: &str) -> Result<String> {
+    let output = support::run(ns.kubectl()?.args(["apply", "-f", file]), None)?;
+    anyhow::ensure!(!output.success, "kubectl applied {file}");
+    Ok(output.stderr)
 }
 
 #[tokio::test]

@@ -69,9 +69,9 @@ macro_rules! scenarios {
     ($($name:ident),* $(,)?) => {
         const SCENARIOS: &[&str] = &[$(stringify!($name)),*];
         $(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
-            async fn $name() -> Result<()> {
-                run_scenario(&stringify!($name).replace('_', "-")).await
+            #[test]
+            fn $name() -> Result<()> {
+                on_scenario_thread(stringify!($name).replace('_', "-"))
             }
         )*
     };
@@ -99,6 +99,7 @@ scenarios! {
     cluster_scoped,
     server_warnings_and_errors,
     unreadable_files,
+    deep_documents,
 }
 
 #[test]
@@ -319,7 +320,7 @@ impl Side {
         let mut command = self.kubectl()?;
         command.arg("-n").arg(self.ns()).arg("get").arg(kinds.join(",")).args(["-o", "json"]);
         let stdout = run(&mut command, None)?.success_stdout()?;
-        let list: Value = serde_json::from_str(&stdout).context("parsing kubectl get -o json")?;
+        let list = parse_unbounded(&stdout).context("parsing kubectl get -o json")?;
         Ok(list["items"].as_array().cloned().unwrap_or_default())
     }
 
@@ -349,7 +350,7 @@ impl Side {
             for id in &ids {
                 text = text.replace(id, "<applyset-id>");
             }
-            snapshot.insert(self.neutral(&key), serde_json::from_str(&text)?);
+            snapshot.insert(self.neutral(&key), parse_unbounded(&text)?);
         }
         Ok(snapshot)
     }
@@ -647,6 +648,26 @@ fn clean_up(name: &str, scenario: &Scenario, kinds: &[String], sides: &[&Side]) 
             let _ = run(command.args(&args), None);
         }
     }
+}
+
+/// JSON without serde_json's depth limit: objects may nest 10,000 levels (the deep-documents
+/// scenario), which the scenario thread's stack holds.
+fn parse_unbounded(text: &str) -> Result<Value> {
+    let mut reader = serde_json::Deserializer::from_str(text);
+    reader.disable_recursion_limit();
+    Ok(Value::deserialize(&mut reader)?)
+}
+
+/// Runs a scenario on a thread whose stack holds documents nested to the apiserver's limit
+/// (the comparison walks them recursively), with its own runtime.
+fn on_scenario_thread(name: String) -> Result<()> {
+    std::thread::Builder::new()
+        .stack_size(applyset::DOCUMENT_THREAD_STACK)
+        .spawn(move || {
+            tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(run_scenario(&name))
+        })?
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
 }
 
 async fn run_scenario(name: &str) -> Result<()> {

@@ -16,6 +16,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
+pub use crate::support::widget_crd;
 use applyset::operator::api::ApplySet;
 use kube::Api;
 use kube::api::{Patch, PatchParams};
@@ -50,14 +51,6 @@ pub async fn crd_namespace(prefix: &str) -> Result<TestNamespace> {
 /// A controller for the namespace that accepts `file://` sources (what most tests run).
 pub fn start_controller(ns: &TestNamespace) -> Result<ControllerProcess> {
     ControllerOptions::for_namespace(ns).local_sources().start()
-}
-
-/// A namespaced `Widget` CRD of `group`, schemaless: each test names a group of its own, since
-/// a CRD is cluster-wide and another test may hold a `widgets` CRD meanwhile.
-pub fn widget_crd(group: &str) -> String {
-    format!(
-        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.{group}\nspec:\n  group: {group}\n  scope: Namespaced\n  names: {{plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}}\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        x-kubernetes-preserve-unknown-fields: true\n"
-    )
 }
 
 /// A ConfigMap manifest with one `data.value`, as the controller tests commit them.

@@ -475,6 +475,14 @@ where
 
 /// A ConfigMap and a Deployment (limits, env, an HTML-escaped value, an empty one): the app
 /// the CLI tests apply, diff and change.
+/// A namespaced `Widget` CRD of `group`, schemaless: each test names a group of its own, since
+/// a CRD is cluster-wide and another test may hold a `widgets` CRD meanwhile.
+pub fn widget_crd(group: &str) -> String {
+    format!(
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.{group}\nspec:\n  group: {group}\n  scope: Namespaced\n  names: {{plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}}\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        x-kubernetes-preserve-unknown-fields: true\n"
+    )
+}
+
 pub const APP: &str = r#"apiVersion: v1
 kind: ConfigMap
 metadata:

@@ -316,3 +316,41 @@ fn bad_input_gives_a_clear_error_never_a_crash() {
         assert!(stderr(&out).contains(name), "{name}: {}", stderr(&out));
     }
 }
+
+#[test]
+fn whole_number_floats_in_a_patch_act_as_the_apiserver_reads_them() {
+    // `80.0` in the manifest: the patch is printed (and sent) as `80`, which the apiserver reads
+    // as the integer merge key of the live port. The printed result must be what applying the
+    // printed patch gives, not what the in-memory float would.
+    let dir = scratch("whole_number_floats");
+    let container = |ports: &str, args: &str| {
+        format!(
+            r#"{{"apiVersion":"apps/v1","kind":"Deployment","metadata":{{"name":"web"}},"spec":{{"template":{{"spec":{{"containers":[{{"name":"app","args":{args},"ports":{ports}}}]}}}}}}}}"#
+        )
+    };
+    let original = write(&dir, "o.json", &container(r#"[{"containerPort":80,"name":"http"}]"#, r#"["a"]"#));
+    let modified = write(
+        &dir,
+        "m.json",
+        &container(r#"[{"containerPort":80.0,"name":"web"},{"containerPort":1e3}]"#, "[1.0, -0.0]"),
+    );
+    let current =
+        write(&dir, "c.json", &container(r#"[{"containerPort":80,"name":"http","protocol":"TCP"}]"#, r#"["a"]"#));
+    let schema = ["--openapi", APPS_V1, "--definition", DEPLOYMENT];
+    let three_way = stdout_json(&applyset(
+        &[
+            &["patch", "three-way", "--original", &original, "--modified", &modified, "--current", &current][..],
+            &schema,
+        ]
+        .concat(),
+    ));
+    let printed_patch = write(&dir, "p.json", &three_way.as_object().unwrap()["patch"].to_json_string());
+    let applied = stdout_json(&applyset(
+        &[&["patch", "apply", "--current", &current, "--patch", &printed_patch][..], &schema].concat(),
+    ));
+    assert_eq!(three_way.as_object().unwrap()["result"], applied.as_object().unwrap()["result"]);
+    // The port merged by its key (the live protocol kept), the list of numbers all integers.
+    let container = &applied.as_object().unwrap()["result"].to_json_string();
+    assert!(container.contains(r#""args":[1,0]"#), "{container}");
+    assert!(container.contains(r#"{"containerPort":80,"name":"web","protocol":"TCP"}"#), "{container}");
+}

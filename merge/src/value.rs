@@ -83,6 +83,15 @@ impl Value {
         out
     }
 
+    /// The value its JSON text decodes to on the other side, which is what the apiserver acts
+    /// on: Go writes a whole-number float without a fraction (`80.0` as `80`, `1e6` as
+    /// `1000000`, `-0.0` as `-0`), and the apiserver's decoder reads that back as an integer.
+    /// A patch computed here is applied locally in this form, so the result is the apiserver's.
+    pub fn as_sent(&self) -> Value {
+        // Our own output parses, at the depth it was built with.
+        Value::from_json_str(&self.to_json_string()).unwrap_or_else(|_| self.clone())
+    }
+
     /// Whether the value is an array or an object (what can nest).
     pub fn is_container(&self) -> bool {
         matches!(self, Value::Array(_) | Value::Object(_))

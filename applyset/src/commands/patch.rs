@@ -71,7 +71,8 @@ pub fn run(command: PatchCommand) -> Result<(), CommandError> {
                 Engine::Strategic(s) => applyset_merge::create_two_way_merge_patch(&o, &m, s.as_ref()),
                 Engine::JsonMerge => json_merge::create_merge_patch(&o, &m),
             }
-            .map_err(|e| engine_error(context(), e))?;
+            .map_err(|e| engine_error(context(), e))?
+            .as_sent();
             let result = apply(&engine, &o, &patch).map_err(|e| engine_error(context(), e))?;
             patch_and_result(patch, result)
         }
@@ -93,7 +94,8 @@ pub fn run(command: PatchCommand) -> Result<(), CommandError> {
                 // The JSON merge path has no overwrite switch: kubectl never checks conflicts there.
                 Engine::JsonMerge => json_merge::create_three_way(&o, &m, &c),
             }
-            .map_err(|e| engine_error(context(), e))?;
+            .map_err(|e| engine_error(context(), e))?
+            .as_sent();
             let result = apply(&engine, &c, &patch).map_err(|e| engine_error(context(), e))?;
             patch_and_result(patch, result)
         }

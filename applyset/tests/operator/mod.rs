@@ -15,8 +15,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
 pub use crate::support::widget_crd;
+use anyhow::{Context, Result, bail};
 use applyset::operator::api::ApplySet;
 use kube::Api;
 use kube::api::{Patch, PatchParams};

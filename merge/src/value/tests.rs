@@ -154,3 +154,25 @@ fn indented_json_is_go_marshal_indent() {
     );
     assert_eq!(Value::from_json_str("[]").unwrap().to_json_indented("  ", 3), "[]");
 }
+
+#[test]
+fn as_sent_is_what_the_json_text_decodes_to() {
+    let mut map = Map::new();
+    map.insert("whole".into(), Value::Float(80.0));
+    map.insert("million".into(), Value::Float(1e6));
+    map.insert("negative_zero".into(), Value::Float(-0.0));
+    map.insert("fraction".into(), Value::Float(1.5));
+    map.insert("huge".into(), Value::Float(1e21));
+    map.insert("list".into(), Value::Array(vec![Value::Float(2.0), Value::Int(2)]));
+    let sent = Value::Object(map).as_sent();
+    assert_eq!(
+        sent,
+        Value::from_json_str(
+            r#"{"whole":80,"million":1000000,"negative_zero":0,"fraction":1.5,"huge":1e21,"list":[2,2]}"#
+        )
+        .unwrap()
+    );
+    // `1e21` is written with an exponent, so it stays a float; whole numbers below become ints.
+    assert!(matches!(sent.as_object().unwrap()["huge"], Value::Float(_)));
+    assert!(matches!(sent.as_object().unwrap()["whole"], Value::Int(80)));
+}

@@ -209,7 +209,7 @@ async fn deletion_goes_contents_then_definitions_then_namespaces() -> Result<()>
     let ControllerFixture { ns, repo } = ControllerFixture::new("deleteorder").await?;
     let group = format!("{}.example.com", ns.name);
     let extra = format!("{}-extra", ns.name);
-    repo.write("crd.yaml", operator::widget_crd(&group));
+    repo.write("crd.yaml", support::widget_crd(&group));
     repo.write(
         "widget.yaml",
         format!(

@@ -196,7 +196,7 @@ async fn a_custom_resource_field_is_stale_through_json_merge() -> Result<()> {
     let ControllerFixture { ns, repo } = ControllerFixture::new("stalecr").await?;
     let group = format!("{}.example.com", ns.name);
     let resource = format!("widgets.{group}");
-    ns.kubectl_ok(&["apply", "-f", "-"], Some(&operator::widget_crd(&group)))?;
+    ns.kubectl_ok(&["apply", "-f", "-"], Some(&support::widget_crd(&group)))?;
     support::eventually("the Widget CRD established", T, || async {
         let established = ns.kubectl_ok(
             &["get", "crd", &resource, "-o", "jsonpath={.status.conditions[?(@.type==\"Established\")].status}"],

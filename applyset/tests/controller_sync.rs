@@ -110,7 +110,7 @@ async fn broken_yaml_fails_the_load_and_changes_nothing() -> Result<()> {
 async fn custom_resources_with_their_crd_and_a_crd_deleted_by_hand() -> Result<()> {
     let ControllerFixture { ns, repo } = ControllerFixture::new("crd").await?;
     let group = format!("{}.example.test", support::random_suffix());
-    repo.write("crd.yaml", operator::widget_crd(&group));
+    repo.write("crd.yaml", support::widget_crd(&group));
     repo.write(
         "widget.yaml",
         format!("apiVersion: {group}/v1\nkind: Widget\nmetadata:\n  name: w\n  namespace: {}\nsize: 3\n", ns.name),

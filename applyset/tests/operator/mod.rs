@@ -15,7 +15,6 @@ use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-pub use crate::support::widget_crd;
 use anyhow::{Context, Result, bail};
 use applyset::operator::api::ApplySet;
 use kube::Api;

@@ -91,8 +91,18 @@ mod tests {
     }
 
     #[test]
-    fn deep_yaml_is_an_error_not_a_crash() {
-        let deep = "[".repeat(10_000) + &"]".repeat(10_000);
-        assert!(parse_documents(&deep).is_err());
+    fn deep_yaml_up_to_the_limit_parses_and_deeper_is_an_error_not_a_crash() {
+        use applyset_merge::value::MAX_DEPTH;
+        // On a stack the size of tokio's workers.
+        std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(|| {
+                let nested = |levels: usize| "[".repeat(levels) + &"]".repeat(levels);
+                assert!(parse_documents(&nested(MAX_DEPTH)).is_ok());
+                assert!(parse_documents(&nested(MAX_DEPTH + 1)).is_err());
+            })
+            .unwrap()
+            .join()
+            .unwrap();
     }
 }

@@ -245,15 +245,17 @@ fn every_broken_file_is_reported_with_file_and_document() {
 #[test]
 fn hostile_documents_fail_cleanly() {
     let dir = temp_dir("hostile");
-    let deep = format!("kind: A\nspec: {}{}\n", "[".repeat(10_000), "]".repeat(10_000));
+    // One level past the limit under the root mapping.
+    use applyset_merge::value::MAX_DEPTH;
+    let deep = format!("kind: A\nspec: {}{}\n", "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
     fs::write(dir.join("deep.yaml"), deep).unwrap();
     let mut block = String::from("kind: A\nspec:\n");
-    for i in 1..1_000 {
+    for i in 1..=MAX_DEPTH {
         block.push_str(&" ".repeat(i));
         block.push_str("a:\n");
     }
     fs::write(dir.join("deep-block.yaml"), block).unwrap();
-    let deep_json = format!("{{\"kind\":\"A\",\"spec\":{}1{}}}", "[".repeat(10_000), "]".repeat(10_000));
+    let deep_json = format!("{{\"kind\":\"A\",\"spec\":{}1{}}}", "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
     fs::write(dir.join("deep.json"), deep_json).unwrap();
     let mut bomb = String::from("kind: A\na0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n");
     for i in 1..12 {
@@ -264,7 +266,8 @@ fn hostile_documents_fail_cleanly() {
     let shown = e.to_string();
     assert_eq!(e.errors.len(), 4, "{shown}");
     assert!(
-        shown.contains("deep.yaml: document 1: line 2") && shown.contains("nested deeper than 128 levels"),
+        shown.contains("deep.yaml: document 1: line 2")
+            && shown.contains(&format!("nested deeper than {MAX_DEPTH} levels")),
         "{shown}"
     );
     assert!(shown.contains("deep-block.yaml: document 1"), "{shown}");

@@ -418,9 +418,22 @@ mod tests {
     }
 
     #[test]
-    fn deep_json_is_an_error() {
-        let deep = "{\"a\":".repeat(10_000) + "1" + &"}".repeat(10_000);
-        assert!(parse_stream(&deep).is_err());
+    fn json_nested_past_gos_limit_is_an_error() {
+        use applyset_merge::value::MAX_DEPTH;
+        std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(|| {
+                let nested = |levels: usize| "{\"a\":".repeat(levels) + "1" + &"}".repeat(levels);
+                assert!(parse_stream(&nested(MAX_DEPTH)).is_ok());
+                let e = parse_stream(&nested(MAX_DEPTH + 1)).unwrap_err();
+                assert_eq!(
+                    e.go_message,
+                    format!("json: offset {}: invalid character '{{' exceeded max depth", 5 * MAX_DEPTH + 1)
+                );
+            })
+            .unwrap()
+            .join()
+            .unwrap();
     }
 
     #[test]

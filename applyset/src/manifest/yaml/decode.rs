@@ -104,6 +104,11 @@ impl<'a> Decoder<'a> {
 
     /// The value of node `id`, which sits at nesting `depth` (the document root is 1).
     pub(super) fn value(&mut self, id: usize, depth: usize) -> Result<Value, YamlError> {
+        // One level of the walk: the stack grows on the heap when it runs low.
+        applyset_merge::value::deeper(|| self.value_at(id, depth))
+    }
+
+    fn value_at(&mut self, id: usize, depth: usize) -> Result<Value, YamlError> {
         self.count(id)?;
         let node = &self.nodes[id];
         match &node.kind {

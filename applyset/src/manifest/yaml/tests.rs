@@ -99,28 +99,37 @@ fn empty_and_null_documents() {
 }
 
 #[test]
-fn deep_nesting_is_an_error_not_a_crash() {
-    let deep = "[".repeat(10_000) + &"]".repeat(10_000);
-    assert!(err(&deep).contains("nested deeper than 128"));
-    let mut block = String::new();
-    for i in 0..1_000 {
-        block.push_str(&" ".repeat(i));
-        block.push_str("a:\n");
-    }
-    assert!(err(&block).contains("nested deeper than 128"));
-    // 128 levels are fine.
-    let ok = "[".repeat(128) + &"]".repeat(128);
-    assert!(parse_document(&ok).is_ok());
-    assert!(err(&("[".repeat(129) + &"]".repeat(129))).contains("nested deeper"));
-    // Aliases cannot be used to build deeper values either.
-    let mut doc = String::from("a: &a ");
-    doc.push_str(&"[".repeat(100));
-    doc.push_str(&"]".repeat(100));
-    doc.push_str("\nb: ");
-    doc.push_str(&"[".repeat(100));
-    doc.push_str("*a");
-    doc.push_str(&"]".repeat(100));
-    assert!(err(&doc).contains("nested deeper"));
+fn nesting_past_the_limit_is_an_error_not_a_crash() {
+    use applyset_merge::value::MAX_DEPTH;
+    // On a stack the size of tokio's workers.
+    std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(|| {
+            let deeper_than = format!("nested deeper than {MAX_DEPTH}");
+            let flow = |levels: usize| "[".repeat(levels) + &"]".repeat(levels);
+            assert!(parse_document(&flow(MAX_DEPTH)).is_ok());
+            assert!(err(&flow(MAX_DEPTH + 1)).contains(&deeper_than));
+            assert!(err(&flow(10 * MAX_DEPTH)).contains(&deeper_than));
+            let mut block = String::new();
+            for i in 0..=MAX_DEPTH {
+                block.push_str(&" ".repeat(i));
+                block.push_str("a:\n");
+            }
+            assert!(err(&block).contains(&deeper_than));
+            // Aliases cannot be used to build deeper values either.
+            let half = MAX_DEPTH / 2 + 1;
+            let doc = format!(
+                "a: &a {}{}\nb: {}*a{}\n",
+                "[".repeat(half),
+                "]".repeat(half),
+                "[".repeat(half),
+                "]".repeat(half)
+            );
+            assert!(err(&doc).contains("nested deeper"));
+        })
+        .unwrap()
+        .join()
+        .unwrap();
 }
 
 #[test]

@@ -209,17 +209,6 @@ impl ObjectError {
     }
 }
 
-/// The failures of a run as kubectl prints them: a lone error with [`ObjectError::render`],
-/// several with [`ObjectError::render_in_list`], one after the other.
-pub fn render_errors<'a>(errors: impl IntoIterator<Item = &'a ObjectError>) -> Vec<String> {
-    let errors: Vec<&ObjectError> = errors.into_iter().collect();
-    match errors.as_slice() {
-        [] => Vec::new(),
-        [only] => vec![only.render()],
-        many => many.iter().map(|e| e.render_in_list()).collect(),
-    }
-}
-
 /// A failure of the run as a whole: nothing (more) was applied.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum Fatal {

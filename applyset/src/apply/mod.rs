@@ -29,7 +29,7 @@ pub mod prune;
 mod report;
 pub mod selector;
 
-pub use error::{BODY_OMITTED, ErrorCategory, Fatal, ObjectError, render_errors};
+pub use error::{BODY_OMITTED, ErrorCategory, Fatal, ObjectError};
 pub use execute::execute;
 pub use options::{
     ApplyOptions, DryRun, FieldPolicyRef, Ownership, PatchFilter, PatchFilterFn, TAKE_OWNERSHIP_ANNOTATION, Verb,

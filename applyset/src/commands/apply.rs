@@ -293,13 +293,7 @@ fn failure_lines(report: &ApplyReport, load_failures: &[LoadFailure]) -> Vec<Str
         (0, _) => applying.iter().map(Failure::in_list).collect(),
         (1, _) => std::iter::once(&reading[0]).chain(&applying).map(Failure::in_list).collect(),
         (_, _) => {
-            let mut texts: Vec<&str> = Vec::new();
-            for failure in &reading {
-                if !texts.contains(&failure.text()) {
-                    texts.push(failure.text());
-                }
-            }
-            let aggregate = if texts.len() == 1 { texts[0].to_owned() } else { format!("[{}]", texts.join(", ")) };
+            let aggregate = manifest::go_aggregate(reading.iter().map(Failure::text)).unwrap_or_default();
             std::iter::once(aggregate).chain(applying.iter().map(Failure::in_list)).collect()
         }
     }

@@ -26,6 +26,7 @@ pub mod directives;
 mod go_json;
 pub mod kustomize;
 pub mod limits;
+mod objects;
 pub mod postbuild;
 pub mod resolve;
 pub mod stream;
@@ -37,10 +38,12 @@ use std::fmt;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use applyset_merge::Value;
 use applyset_merge::value::go_quote;
-use applyset_merge::{Map, Value};
 
 pub use limits::{LimitExceeded, Limits};
+use objects::{api_version_of, kind_of, kubectl_validation_error};
+pub use objects::{document_objects, go_aggregate};
 pub use stream::{Document, DocumentError, decode_text, decode_text_owned, parse_stream};
 pub use walk::{FILE_EXTENSIONS, Input};
 
@@ -363,14 +366,14 @@ fn load_text_into(
     let source_name = kubectl_source(path);
     for doc in stream.documents {
         let source = Source { path: path.to_path_buf(), document: doc.number, line: doc.line };
-        let at = |kind: ErrorKind, message: String, kubectl: String| FileError {
+        let at = |kind: ErrorKind, message: String, kubectl: Option<String>| FileError {
             kind,
             path: Some(path.to_path_buf()),
             document: Some(doc.number),
             line: Some(doc.line),
             column: None,
             message,
-            kubectl: Some(kubectl),
+            kubectl,
         };
         if options.kubectl_validation
             && let Some(invalid) = kubectl_validation_error(&doc.value)
@@ -379,7 +382,7 @@ fn load_text_into(
                 "error validating {}: error validating data: {invalid}; if you choose to ignore these errors, turn validation off with --validate=false",
                 go_quote(&source_name)
             );
-            errors.push(at(ErrorKind::Object, invalid, kubectl));
+            errors.push(at(ErrorKind::Object, invalid, Some(kubectl)));
             // kubectl's stream visitor returns at a validation error: the rest of the file
             // is not read.
             return;
@@ -390,8 +393,8 @@ fn load_text_into(
                     if options.reject_patch_directives
                         && let Some(field) = directives::find_patch_directive(&object)
                     {
-                        let message = directive_message(&object, &field);
-                        errors.push(at(ErrorKind::PatchDirective, message.clone(), message));
+                        // The controller's check: kubectl has no wording for it.
+                        errors.push(at(ErrorKind::PatchDirective, directive_message(&object, &field), None));
                         continue;
                     }
                     objects.push(LoadedObject { source: source.clone(), object });
@@ -399,7 +402,7 @@ fn load_text_into(
             }
             Err(message) => {
                 let kubectl = format!("unable to decode {}: {message}", go_quote(&source_name));
-                errors.push(at(ErrorKind::Object, message, kubectl));
+                errors.push(at(ErrorKind::Object, message, Some(kubectl)));
             }
         }
     }
@@ -421,59 +424,6 @@ pub fn kubectl_source(path: &Path) -> String {
     if path == Path::new("-") { "STDIN".to_owned() } else { path.display().to_string() }
 }
 
-/// kubectl's client-side validation of one document (`validation.paramVerifyingSchema` and,
-/// for a `v1` `List`, `schemaValidation.validateList`): `None` when it passes. The checks that
-/// need the OpenAPI models (field types of kinds the apiserver cannot validate itself) are not
-/// made; the apiserver's field validation covers the kinds it serves.
-fn kubectl_validation_error(value: &Value) -> Option<String> {
-    let Value::Object(map) = value else { return Some("invalid object to validate".to_owned()) };
-    let mut errors = object_kind_errors(map);
-    if errors.is_empty() && api_version_of(map) == "v1" && kind_of(map) == "List" {
-        let Some(Value::Array(items)) = map.get("items") else {
-            return Some("invalid object to validate".to_owned());
-        };
-        for item in items {
-            match item {
-                Value::Object(item) => errors.extend(object_kind_errors(item)),
-                // Go's getObjectKind on a non-map item.
-                _ => errors.push("error decoding from json: empty value".to_owned()),
-            }
-        }
-    }
-    // utilerrors.NewAggregate: one message alone, several deduplicated in brackets.
-    let mut unique: Vec<String> = Vec::new();
-    for error in errors {
-        if !unique.contains(&error) {
-            unique.push(error);
-        }
-    }
-    match unique.len() {
-        0 => None,
-        1 => unique.pop(),
-        _ => Some(format!("[{}]", unique.join(", "))),
-    }
-}
-
-/// kubectl's `getObjectKind`: what is wrong with an object's `apiVersion` and `kind`.
-fn object_kind_errors(map: &Map) -> Vec<String> {
-    let mut errors = Vec::new();
-    match map.get("apiVersion") {
-        None | Some(Value::Null) => errors.push("apiVersion not set".to_owned()),
-        Some(Value::String(api_version)) => {
-            if api_version.matches('/').count() > 1 {
-                errors.push(format!("unexpected GroupVersion string: {api_version}"));
-            }
-        }
-        Some(_) => errors.push("apiVersion isn't string type".to_owned()),
-    }
-    match map.get("kind") {
-        None | Some(Value::Null) => errors.push("kind not set".to_owned()),
-        Some(Value::String(_)) => {}
-        Some(_) => errors.push("kind isn't string type".to_owned()),
-    }
-    errors
-}
-
 fn directive_message(object: &Value, field: &directives::FieldPath) -> String {
     let name = match ObjectKey::of(object) {
         Some(key) => key.to_string(),
@@ -482,98 +432,6 @@ fn directive_message(object: &Value, field: &directives::FieldPath) -> String {
     format!(
         "{name}: field {field}: a strategic merge patch directive in a manifest is refused (the apiserver would act on it, and kubectl would keep it in the last-applied annotation, breaking every later apply); remove the key"
     )
-}
-
-fn kind_of(map: &Map) -> &str {
-    map.get("kind").and_then(Value::as_str).unwrap_or("")
-}
-
-fn api_version_of(map: &Map) -> &str {
-    map.get("apiVersion").and_then(Value::as_str).unwrap_or("")
-}
-
-fn type_word(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Int(_) | Value::Float(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
-
-/// The objects of one document, as kubectl's unstructured decoder and list flattening produce
-/// them. Errors are worded after kubectl's where it has one.
-pub fn document_objects(doc: &Document) -> Result<Vec<Value>, String> {
-    let Value::Object(map) = &doc.value else {
-        return Err(format!(
-            "unable to decode: the document is a{} {}, not an object",
-            if matches!(doc.value, Value::Array(_)) { "n" } else { "" },
-            type_word(&doc.value)
-        ));
-    };
-    let Some(items) = map.get("items") else {
-        if kind_of(map).is_empty() {
-            return Err(format!("Object 'Kind' is missing in '{}'", doc.raw));
-        }
-        return Ok(vec![doc.value.clone()]);
-    };
-    // A list (kubectl's decodeToList): even `items: null` makes one.
-    let items: &[Value] = match items {
-        Value::Null => &[],
-        Value::Array(items) => items,
-        other => {
-            return Err(format!(
-                "unable to decode list: json: cannot unmarshal {} into Go struct field decodeList.items of type []json.RawMessage",
-                type_word(other)
-            ));
-        }
-    };
-    let list_kind = kind_of(map);
-    let item_kind = list_kind.strip_suffix("List").unwrap_or(list_kind);
-    let list_api_version = api_version_of(map);
-    let mut objects = Vec::with_capacity(items.len());
-    for (index, item) in items.iter().enumerate() {
-        let mut object = match item {
-            Value::Object(m) => m.clone(),
-            Value::Null => Map::new(),
-            other => {
-                return Err(format!(
-                    "unable to decode list item {}: json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
-                    index + 1,
-                    type_word(other)
-                ));
-            }
-        };
-        if kind_of(&object).is_empty() && api_version_of(&object).is_empty() {
-            object.insert("kind".into(), Value::String(item_kind.to_owned()));
-            object.insert("apiVersion".into(), Value::String(list_api_version.to_owned()));
-        }
-        objects.push(object);
-    }
-    if list_kind.is_empty() {
-        return Err(format!("Object 'Kind' is missing in '{}'", doc.raw));
-    }
-    let mut out = Vec::with_capacity(objects.len());
-    for (index, object) in objects.into_iter().enumerate() {
-        if matches!(object.get("items"), Some(Value::Array(_))) {
-            // kubectl 1.33 cannot flatten a list nested in a list (ExtractList fails on an
-            // unstructured item), so neither do we.
-            return Err(format!(
-                "list item {} is itself a list, which kubectl does not flatten: *unstructured.Unstructured is not a list: no Items field in this object",
-                index + 1
-            ));
-        }
-        if kind_of(&object).is_empty() {
-            return Err(format!(
-                "list item {}: Object 'Kind' is missing in 'unstructured object has no kind'",
-                index + 1
-            ));
-        }
-        out.push(Value::Object(object));
-    }
-    Ok(out)
 }
 
 /// What makes two manifests the same object: API group (not version), kind, namespace as
@@ -653,65 +511,6 @@ pub fn find_duplicates<'a>(objects: impl IntoIterator<Item = &'a LoadedObject>) 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn objects(text: &str) -> Result<Vec<String>, String> {
-        let docs = parse_stream(text).map_err(|e| e.message)?;
-        let mut out = Vec::new();
-        for doc in &docs {
-            out.extend(document_objects(doc)?.iter().map(Value::to_json_string));
-        }
-        Ok(out)
-    }
-
-    #[test]
-    fn kind_is_required() {
-        assert_eq!(
-            objects("apiVersion: v1\nmetadata: {name: a}\n").unwrap_err(),
-            r#"Object 'Kind' is missing in '{"apiVersion":"v1","metadata":{"name":"a"}}'"#
-        );
-        assert_eq!(
-            objects("{\"apiVersion\": \"v1\"}").unwrap_err(),
-            r#"Object 'Kind' is missing in '{"apiVersion": "v1"}'"#
-        );
-        assert!(objects("kind: 5\n").unwrap_err().contains("'Kind' is missing"));
-        assert!(objects("kind: \"\"\n").unwrap_err().contains("'Kind' is missing"));
-        assert!(objects("- a\n").unwrap_err().contains("is an array, not an object"));
-        assert!(objects("just text\n").unwrap_err().contains("is a string"));
-    }
-
-    #[test]
-    fn lists_are_flattened() {
-        let list = "apiVersion: v1\nkind: ConfigMapList\nitems:\n- metadata: {name: a}\n- kind: Secret\n  metadata: {name: b}\n-\n";
-        assert_eq!(
-            objects(list).unwrap(),
-            [
-                r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}}"#,
-                r#"{"kind":"Secret","metadata":{"name":"b"}}"#,
-                r#"{"apiVersion":"v1","kind":"ConfigMap"}"#,
-            ]
-        );
-        assert_eq!(objects("kind: List\napiVersion: v1\nitems: null\n").unwrap(), Vec::<String>::new());
-        assert_eq!(objects("kind: List\napiVersion: v1\nitems: []\n").unwrap(), Vec::<String>::new());
-    }
-
-    #[test]
-    fn list_errors() {
-        // An item with an apiVersion but no kind inherits nothing.
-        assert_eq!(
-            objects("apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  metadata: {name: c}\n").unwrap_err(),
-            "list item 1: Object 'Kind' is missing in 'unstructured object has no kind'"
-        );
-        // `List` minus its suffix is empty: items of a v1 List need their own kind.
-        assert!(
-            objects("apiVersion: v1\nkind: List\nitems:\n- metadata: {name: c}\n").unwrap_err().contains("list item 1")
-        );
-        assert!(objects("apiVersion: v1\nitems: [{kind: A}]\n").unwrap_err().starts_with("Object 'Kind' is missing"));
-        assert!(objects("kind: List\nitems: 5\n").unwrap_err().contains("cannot unmarshal number"));
-        assert!(objects("kind: List\nitems: [5]\n").unwrap_err().contains("list item 1"));
-        assert!(objects("kind: List\nitems: [{kind: List, items: []}]\n").unwrap_err().contains("itself a list"));
-        // A nested `items` that is not an array does not make a list.
-        assert_eq!(objects("kind: List\nitems: [{kind: A, items: x}]\n").unwrap(), [r#"{"items":"x","kind":"A"}"#]);
-    }
 
     #[test]
     fn duplicates() {

@@ -10,6 +10,7 @@ pub mod document;
 pub mod fields;
 pub mod manifest;
 pub mod operator;
+pub mod printers;
 pub mod redact;
 pub mod source;
 

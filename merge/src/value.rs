@@ -14,7 +14,7 @@ mod tests;
 use std::collections::BTreeMap;
 use std::fmt;
 
-pub use format::{go_json_float, go_quote, write_json_string};
+pub use format::{go_json_float, go_quote, go_v_float, write_json_string};
 use format::{write_go_v, write_json};
 
 /// An object: keys iterate (and serialise) in byte order, as Go's `encoding/json` writes them.

@@ -60,6 +60,12 @@ pub(crate) fn resolve(tag: &str, input: &str) -> Result<Scalar, String> {
     Err(format!("cannot decode {} `{}` as a {}", short_tag(rtag), input, short_tag(tag)))
 }
 
+/// Whether go-yaml v2 reads `input`, written plainly, as a string (not a bool, number, null or
+/// timestamp): the test its encoder makes before writing a string unquoted.
+pub(crate) fn reads_as_string(input: &str) -> bool {
+    resolve_untyped("", input).0 == STR_TAG
+}
+
 fn map_lookup(input: &str) -> Option<(&'static str, Scalar)> {
     Some(match input {
         "y" | "Y" | "yes" | "Yes" | "YES" | "true" | "True" | "TRUE" | "on" | "On" | "ON" => {

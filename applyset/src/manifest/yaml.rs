@@ -17,12 +17,15 @@
 //! everything it hands out is owned Rust data.
 
 mod decode;
+mod encode;
 mod libyaml;
+mod libyaml_emit;
 #[cfg(test)]
 mod tests;
 mod tree;
 
 use applyset_merge::Value;
+pub use encode::to_go_yaml;
 
 use super::limits::LimitExceeded;
 use libyaml::{Event, Parser};

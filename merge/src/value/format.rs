@@ -157,9 +157,10 @@ fn exponent_form(f: f64, min_exp_digits: usize) -> String {
     format!("{mantissa}e{sign}{digits:0>min_exp_digits$}")
 }
 
-/// Go's `%v` for a float64: `%g` with the shortest digits, where Go decides on exponent form
-/// with precision 6: exponent when the decimal exponent is below -4 or at least 6.
-pub(super) fn go_v_float(f: f64) -> String {
+/// Go's `%v` for a float64 (also `strconv.FormatFloat(f, 'g', -1, 64)`): `%g` with the
+/// shortest digits, where Go decides on exponent form with precision 6: exponent when the
+/// decimal exponent is below -4 or at least 6.
+pub fn go_v_float(f: f64) -> String {
     if f == 0.0 {
         return if f.is_sign_negative() { "-0".into() } else { "0".into() };
     }

@@ -266,8 +266,9 @@ pub struct ApplyArgs {
     /// failing it as kubectl does; conflicts are forced only on fields this tool owned.
     #[arg(long, default_value = "false", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool)]
     pub server_side_fallback: bool,
-    /// Output format: `name` (kind/name per object) or `json` (the objects, a `List` when
-    /// several), as kubectl prints them.
+    /// Output format, as kubectl prints it: `name` (kind/name per object), `json` or `yaml`
+    /// (the objects, a `List` when several), `jsonpath=TEMPLATE`, `jsonpath-as-json=…`,
+    /// `jsonpath-file=FILE`, `go-template=…`, `go-template-file=…`.
     #[arg(short = 'o', long, value_name = "FORMAT")]
     pub output: Option<String>,
     #[command(flatten)]
@@ -317,7 +318,8 @@ pub struct KubectlApplyArgs {
     /// carry the same patch metadata).
     #[arg(long, default_value = "true", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool)]
     pub openapi_patch: bool,
-    /// The template of -o go-template/jsonpath (not supported yet: such outputs fail clearly).
+    /// The template (or template file) of -o jsonpath/go-template and their -file forms; alone,
+    /// it means -o go-template.
     #[arg(long, value_name = "TEMPLATE")]
     pub template: Option<String>,
     /// For -o go-template/jsonpath.

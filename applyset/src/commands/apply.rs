@@ -6,8 +6,6 @@
 
 use std::process::ExitCode;
 
-use applyset_merge::Value;
-
 use crate::apply::prune;
 use crate::apply::selector::Selector;
 use crate::apply::{self, ApplyOptions, ApplyReport, DryRun};
@@ -15,6 +13,7 @@ use crate::applyset::{DeleteOptions, FieldValidation, Parent, ParentWrites, Prop
 use crate::cli::{ApplyArgs, ClusterArgs, InputArgs};
 use crate::cluster::{Cluster, ConnectOptions, collecting_warnings};
 use crate::manifest::{self, LoadedObject};
+use crate::printers::{OutputFormat, PrintFlags};
 
 pub fn run(args: ApplyArgs) -> ExitCode {
     match execute(args) {
@@ -127,59 +126,24 @@ pub async fn connect(args: &ClusterArgs) -> Result<Cluster, String> {
     .map_err(|e| e.to_string())
 }
 
-/// How applied objects are printed (`-o`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Printer {
-    /// `configmap/a created`.
-    Lines,
-    /// `-o name`: `configmap/a`.
-    Name,
-    /// `-o json`: the objects as the apiserver returned them (a `List` when several), without
-    /// `metadata.managedFields` unless `--show-managed-fields`.
-    Json { managed_fields: bool },
-}
-
-impl Printer {
-    fn of(args: &ApplyArgs) -> Printer {
-        match args.output.as_deref() {
-            Some("name") => Printer::Name,
-            Some("json") => Printer::Json { managed_fields: args.kubectl.show_managed_fields },
-            _ => Printer::Lines,
-        }
-    }
-}
-
-/// kubectl's JSON printer: `json.MarshalIndent` with four spaces; several objects go in a
-/// `List` (whose members kubectl writes in its struct's order).
-fn print_json(objects: Vec<Value>, managed_fields: bool) {
-    let mut objects: Vec<Value> = objects
-        .into_iter()
-        .map(|mut object| {
-            if !managed_fields
-                && let Some(metadata) =
-                    object.as_object_mut().and_then(|o| o.get_mut("metadata")).and_then(Value::as_object_mut)
-            {
-                metadata.remove("managedFields");
-            }
-            object
-        })
-        .collect();
-    if objects.len() == 1 {
-        println!("{}", objects.remove(0).to_json_indented("    ", 0));
-        return;
-    }
-    let items: Vec<String> =
-        objects.iter().map(|object| format!("        {}", object.to_json_indented("    ", 2))).collect();
-    let items = if items.is_empty() { "[]".to_owned() } else { format!("[\n{}\n    ]", items.join(",\n")) };
-    println!(
-        "{{\n    \"kind\": \"List\",\n    \"apiVersion\": \"v1\",\n    \"metadata\": {{}},\n    \"items\": {items}\n}}"
-    );
+/// The printer `-o`/`--template` choose, as kubectl resolves it.
+fn output_format(args: &ApplyArgs) -> OutputFormat {
+    OutputFormat::resolve(&PrintFlags {
+        output: args.output.as_deref(),
+        template: args.kubectl.template.as_deref(),
+        allow_missing_keys: args.kubectl.allow_missing_template_keys,
+        show_managed_fields: args.kubectl.show_managed_fields,
+    })
 }
 
 /// Prints warnings, one line per object (stdout) and the failures (stderr); returns whether
 /// anything failed. `load_failures` are the documents that could not be read.
-pub fn print_report(report: &ApplyReport, dry_run: DryRun, printer: Printer, load_failures: &[LoadFailure]) -> bool {
-    let name_only = printer == Printer::Name;
+pub fn print_report(
+    report: &ApplyReport,
+    dry_run: DryRun,
+    format: &OutputFormat,
+    load_failures: &[LoadFailure],
+) -> bool {
     let mut printed = Vec::new();
     use std::io::Write;
     let stdout = std::io::stdout();
@@ -193,31 +157,43 @@ pub fn print_report(report: &ApplyReport, dry_run: DryRun, printer: Printer, loa
                 eprintln!("{warning}");
             }
         }
-        match &object.result {
-            Ok(_) if matches!(printer, Printer::Json { .. }) => {
-                printed.extend(object.details.as_ref().and_then(|d| d.result.clone()));
-            }
-            Ok(_) if name_only => {
+        match (&object.result, format) {
+            (Ok(_), OutputFormat::Name) => {
                 let _ = writeln!(out, "{}", object.name);
             }
-            Ok(verb) => {
+            (Ok(verb), OutputFormat::Lines) => {
                 let _ = writeln!(out, "{} {}{}", object.name, verb.word(), dry_run.suffix());
             }
-            Err(_) => {}
+            (Ok(_), _) => printed.extend(object.details.as_ref().and_then(|d| d.result.clone())),
+            (Err(_), _) => {}
         }
     }
     let _ = out.flush();
     drop(out);
-    if let Printer::Json { managed_fields } = printer
-        && !printed.is_empty()
-    {
-        print_json(printed, managed_fields);
-    }
     let lines = failure_lines(report, load_failures);
     for line in &lines {
         eprintln!("{line}");
     }
-    !lines.is_empty()
+    if !lines.is_empty() {
+        // kubectl prints whole objects only once everything applied.
+        return true;
+    }
+    let printed = match format {
+        OutputFormat::Objects(printer) if !printed.is_empty() => printer.print(printed),
+        OutputFormat::Unusable(message) if !report.objects.is_empty() => Err(message.clone()),
+        _ => return false,
+    };
+    match printed {
+        Ok(text) => {
+            print!("{text}");
+            false
+        }
+        Err(message) => {
+            // kubectl's messages that end in a newline are printed as they are.
+            eprint!("error: {message}{}", if message.ends_with('\n') { "" } else { "\n" });
+            true
+        }
+    }
 }
 
 /// One failure of a run, as kubectl collects them.
@@ -368,12 +344,7 @@ fn validate_flags(args: &ApplyArgs, dry_run: DryRun) -> Result<(), String> {
             return Err("all resources selected for prune without explicitly passing --all. To prune all resources, pass the --all flag. If you did not mean to prune all resources, specify a label selector".into());
         }
     }
-    match args.output.as_deref() {
-        None | Some("name" | "json") => Ok(()),
-        Some(other) => Err(format!(
-            r#"unable to match a printer suitable for the output format "{other}", allowed formats are: json,name"#
-        )),
-    }
+    Ok(())
 }
 
 fn execute(args: ApplyArgs) -> Result<ExitCode, String> {
@@ -405,7 +376,7 @@ fn execute(args: ApplyArgs) -> Result<ExitCode, String> {
         }
         // Nothing to apply: only the documents that could not be read to report.
         let nothing = ApplyReport::default();
-        print_report(&nothing, dry_run, Printer::of(&args), &load_failures);
+        print_report(&nothing, dry_run, &output_format(&args), &load_failures);
         return Ok(ExitCode::from(1));
     }
     if args.kubectl.record {
@@ -424,7 +395,7 @@ fn execute(args: ApplyArgs) -> Result<ExitCode, String> {
         namespace: args.input.namespace.clone(),
         concurrency: args.cluster.concurrency as usize,
         overwrite: args.kubectl.overwrite,
-        keep_results: args.output.as_deref() == Some("json"),
+        keep_results: output_format(&args).keeps_objects(),
         force_timeout: if timeout.is_zero() { defaults.force_timeout } else { timeout },
         ..defaults
     };
@@ -531,8 +502,8 @@ impl ApplyRun<'_> {
     async fn apply_and_prune(&self, objects: Vec<LoadedObject>, mut options: ApplyOptions) -> Result<ExitCode, String> {
         let ApplyRun { args, allowlist, dry_run, delete_options, .. } = *self;
         let cluster = connect(&args.cluster).await?;
-        let printer = Printer::of(args);
-        let name_only = printer == Printer::Name;
+        let format = output_format(args);
+        let name_only = matches!(format, OutputFormat::Name);
         let mut run = start_run(&cluster, args, &mut options, dry_run).await?;
         // kubectl maps --prune-allowlist kinds before applying anything: a bad kind changes nothing.
         if !allowlist.is_empty() {
@@ -545,7 +516,7 @@ impl ApplyRun<'_> {
             begun.map_err(|e| e.to_string())?;
         }
         let report = apply::execute(&cluster, plan, &options).await;
-        if print_report(&report, dry_run, printer, &self.load_failures) {
+        if print_report(&report, dry_run, &format, &self.load_failures) {
             return Ok(ExitCode::from(1));
         }
         if !args.prune {

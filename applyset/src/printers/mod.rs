@@ -1,3 +1,278 @@
-//! kubectl's output printers for applied objects (`-o json|yaml|name|jsonpath|go-template`).
+//! kubectl's printers for applied objects: `-o json|yaml|name|jsonpath…|go-template…`.
+//!
+//! kubectl resolves its printer lazily: `-o name` and the default lines print per object, the
+//! others print once after everything applied (one object alone, several in a `v1` `List`),
+//! and a format or template it cannot use is only an error at that point — after the objects
+//! were applied, and before anything is pruned. [`OutputFormat::resolve`] keeps that error for
+//! [`print_objects`] to report.
 
 pub mod jsonpath;
+
+use applyset_merge::Value;
+use applyset_merge::value::go_quote;
+
+use crate::manifest::yaml::to_go_yaml;
+use jsonpath::JsonPath;
+
+/// The flags that choose a printer.
+#[derive(Clone, Debug, Default)]
+pub struct PrintFlags<'a> {
+    /// `-o`.
+    pub output: Option<&'a str>,
+    /// `--template`.
+    pub template: Option<&'a str>,
+    /// `--allow-missing-template-keys`.
+    pub allow_missing_keys: bool,
+    /// `--show-managed-fields` (json and yaml drop `metadata.managedFields` otherwise).
+    pub show_managed_fields: bool,
+}
+
+/// What `-o` asks for.
+#[derive(Debug)]
+pub enum OutputFormat {
+    /// No `-o`: `configmap/a created`.
+    Lines,
+    /// `-o name`: `configmap/a`.
+    Name,
+    /// Printed once, after every object applied.
+    Objects(ObjectPrinter),
+    /// A format or template kubectl would refuse when it comes to print: the message.
+    Unusable(String),
+}
+
+/// A printer of whole objects.
+#[derive(Debug)]
+pub struct ObjectPrinter {
+    kind: ObjectFormat,
+    show_managed_fields: bool,
+}
+
+#[derive(Debug)]
+enum ObjectFormat {
+    Json,
+    Yaml,
+    JsonPath(JsonPath),
+}
+
+const JSONPATH_FORMATS: [&str; 3] = ["jsonpath", "jsonpath-file", "jsonpath-as-json"];
+const TEMPLATE_FORMATS: [&str; 4] = ["template", "go-template", "go-template-file", "templatefile"];
+const ALLOWED_FORMATS: &str =
+    "go-template,go-template-file,json,jsonpath,jsonpath-as-json,jsonpath-file,name,template,templatefile,yaml";
+
+impl OutputFormat {
+    /// kubectl's `PrintFlags.ToPrinter`: `--template` alone means go-template; a template
+    /// comes from `--template` or after `format=`; the `-file` formats read it from a file.
+    pub fn resolve(flags: &PrintFlags<'_>) -> OutputFormat {
+        let template = flags.template.filter(|t| !t.is_empty());
+        let format = match (flags.output, template) {
+            (None, Some(_)) => "go-template",
+            (output, _) => output.unwrap_or(""),
+        };
+        let object =
+            |kind| OutputFormat::Objects(ObjectPrinter { kind, show_managed_fields: flags.show_managed_fields });
+        match format {
+            "" => return OutputFormat::Lines,
+            "name" => return OutputFormat::Name,
+            "json" => return object(ObjectFormat::Json),
+            "yaml" => return object(ObjectFormat::Yaml),
+            _ => {}
+        }
+        for (family, is_jsonpath) in [(&JSONPATH_FORMATS[..], true), (&TEMPLATE_FORMATS[..], false)] {
+            let Some((name, text)) = split_template(format, template, family) else { continue };
+            let text = match read_template(name, text) {
+                Ok(text) => text,
+                Err(message) => return OutputFormat::Unusable(message),
+            };
+            return if is_jsonpath {
+                match JsonPath::parse(&text) {
+                    Ok(mut path) => {
+                        path.allow_missing_keys = flags.allow_missing_keys;
+                        path.json_output = name == "jsonpath-as-json";
+                        object(ObjectFormat::JsonPath(path))
+                    }
+                    Err(e) => OutputFormat::Unusable(format!("error parsing jsonpath {text}, {e}\n")),
+                }
+            } else {
+                OutputFormat::Unusable(format!(
+                    "-o {name} is not supported by this tool yet (template {})",
+                    go_quote(&text)
+                ))
+            };
+        }
+        OutputFormat::Unusable(format!(
+            r#"unable to match a printer suitable for the output format "{}", allowed formats are: {ALLOWED_FORMATS}"#,
+            flags.output.unwrap_or_default()
+        ))
+    }
+
+    /// Whether objects print one by one as they are applied (kubectl's `shouldPrintObject` is
+    /// false).
+    pub fn per_object(&self) -> bool {
+        matches!(self, OutputFormat::Lines | OutputFormat::Name)
+    }
+
+    /// Whether applied objects must be kept for printing.
+    pub fn keeps_objects(&self) -> bool {
+        matches!(self, OutputFormat::Objects(_) | OutputFormat::Unusable(_))
+    }
+}
+
+/// The format and its template text when `format` is one of `family` (`name=TEMPLATE`, or
+/// `name` with `--template`). `Some((name, None))` when no template was given.
+fn split_template<'a>(
+    format: &'a str,
+    template: Option<&'a str>,
+    family: &[&'static str],
+) -> Option<(&'static str, Option<&'a str>)> {
+    if template.is_none() {
+        for &name in family {
+            if let Some(text) = format.strip_prefix(name).and_then(|rest| rest.strip_prefix('=')) {
+                return Some((name, Some(text).filter(|t| !t.is_empty())));
+            }
+        }
+    }
+    family.iter().find(|&&name| name == format).map(|&name| (name, template))
+}
+
+fn read_template(name: &str, text: Option<&str>) -> Result<String, String> {
+    let text = text.ok_or_else(|| "template format specified but no template given".to_owned())?;
+    if name.ends_with("file") {
+        return std::fs::read_to_string(text)
+            .map_err(|e| format!("error reading --template {text}, {}\n", go_io_error(text, &e)));
+    }
+    Ok(text.to_owned())
+}
+
+/// Go's `*PathError` text for a failed open: `open PATH: no such file or directory`.
+fn go_io_error(path: &str, error: &std::io::Error) -> String {
+    let reason = match error.kind() {
+        std::io::ErrorKind::NotFound => "no such file or directory".to_owned(),
+        std::io::ErrorKind::PermissionDenied => "permission denied".to_owned(),
+        std::io::ErrorKind::IsADirectory => "is a directory".to_owned(),
+        _ => error.to_string(),
+    };
+    format!("open {path}: {reason}")
+}
+
+impl ObjectPrinter {
+    /// kubectl's `printObjects`: the objects as returned by the apiserver, one alone or a
+    /// `v1` `List` of several; `Err` is kubectl's message (printed after `error: `).
+    pub fn print(&self, objects: Vec<Value>) -> Result<String, String> {
+        let several = objects.len() > 1;
+        let objects: Vec<Value> = match self.kind {
+            ObjectFormat::Json | ObjectFormat::Yaml if !self.show_managed_fields => {
+                objects.into_iter().map(without_managed_fields).collect()
+            }
+            _ => objects,
+        };
+        match &self.kind {
+            ObjectFormat::Json => Ok(json_text(objects)),
+            ObjectFormat::Yaml => {
+                let document = if several { list(objects) } else { objects.into_iter().next().unwrap_or_default() };
+                to_go_yaml(&document).ok_or_else(|| "cannot write the objects as YAML".to_owned())
+            }
+            ObjectFormat::JsonPath(path) => {
+                // kubectl hands an applied object to JSONPath as it is (integers stay
+                // integers); a List goes through JSON into Go maps, where every number is a float.
+                let data =
+                    if several { floats_only(list(objects)) } else { objects.into_iter().next().unwrap_or_default() };
+                path.execute(&data).map_err(|e| jsonpath_error(path, &data, &e))
+            }
+        }
+    }
+}
+
+fn without_managed_fields(mut object: Value) -> Value {
+    if let Some(metadata) = object.as_object_mut().and_then(|o| o.get_mut("metadata")).and_then(Value::as_object_mut) {
+        metadata.remove("managedFields");
+    }
+    object
+}
+
+/// The `v1` `List` kubectl wraps several objects in.
+fn list(objects: Vec<Value>) -> Value {
+    let mut map = applyset_merge::value::Map::new();
+    map.insert("apiVersion".into(), Value::String("v1".into()));
+    map.insert("items".into(), Value::Array(objects));
+    map.insert("kind".into(), Value::String("List".into()));
+    map.insert("metadata".into(), Value::Object(Default::default()));
+    Value::Object(map)
+}
+
+/// kubectl's JSON printer: `json.MarshalIndent` with four spaces; several objects go in a
+/// `List`, whose members kubectl writes in its struct's order.
+fn json_text(mut objects: Vec<Value>) -> String {
+    if objects.len() == 1 {
+        return format!("{}\n", objects.remove(0).to_json_indented("    ", 0));
+    }
+    let items: Vec<String> =
+        objects.iter().map(|object| format!("        {}", object.to_json_indented("    ", 2))).collect();
+    let items = if items.is_empty() { "[]".to_owned() } else { format!("[\n{}\n    ]", items.join(",\n")) };
+    format!(
+        "{{\n    \"kind\": \"List\",\n    \"apiVersion\": \"v1\",\n    \"metadata\": {{}},\n    \"items\": {items}\n}}\n"
+    )
+}
+
+/// Every integer as a float, as `json.Unmarshal` into `interface{}` leaves numbers.
+fn floats_only(mut value: Value) -> Value {
+    floats_in_place(&mut value);
+    value
+}
+
+fn floats_in_place(value: &mut Value) {
+    match value {
+        Value::Int(i) => *value = Value::Float(*i as f64),
+        Value::Array(items) => items.iter_mut().for_each(|v| applyset_merge::value::deeper(|| floats_in_place(v))),
+        Value::Object(map) => map.values_mut().for_each(|v| applyset_merge::value::deeper(|| floats_in_place(v))),
+        _ => {}
+    }
+}
+
+/// kubectl's JSONPath printer error, with its debugging dump of the object in Go syntax.
+fn jsonpath_error(path: &JsonPath, data: &Value, error: &str) -> String {
+    format!(
+        "error executing jsonpath {}: Error executing template: {error}. Printing more information for debugging the template:\n\ttemplate was:\n\t\t{}\n\tobject given to jsonpath engine was:\n\t\t{}\n\n\n",
+        go_quote(path.source()),
+        path.source(),
+        go_syntax(data)
+    )
+}
+
+/// Go's `%#v` of the value as `map[string]interface{}` holds it.
+fn go_syntax(value: &Value) -> String {
+    let mut out = String::new();
+    write_go_syntax(value, &mut out);
+    out
+}
+
+fn write_go_syntax(value: &Value, out: &mut String) {
+    match value {
+        Value::Null => out.push_str("interface {}(nil)"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Int(i) => out.push_str(&i.to_string()),
+        Value::Float(f) => out.push_str(&applyset_merge::value::go_v_float(*f)),
+        Value::String(s) => out.push_str(&go_quote(s)),
+        Value::Array(items) => {
+            out.push_str("[]interface {}{");
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                applyset_merge::value::deeper(|| write_go_syntax(item, out));
+            }
+            out.push('}');
+        }
+        Value::Object(map) => {
+            out.push_str("map[string]interface {}{");
+            for (i, (key, item)) in map.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                out.push_str(&go_quote(key));
+                out.push(':');
+                applyset_merge::value::deeper(|| write_go_syntax(item, out));
+            }
+            out.push('}');
+        }
+    }
+}

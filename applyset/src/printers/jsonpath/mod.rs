@@ -13,6 +13,7 @@ use applyset_merge::Value;
 /// A parsed template.
 #[derive(Debug)]
 pub struct JsonPath {
+    source: String,
     nodes: Vec<parse::Node>,
     pub allow_missing_keys: bool,
     pub json_output: bool,
@@ -21,7 +22,17 @@ pub struct JsonPath {
 impl JsonPath {
     /// Parses `template`; the error is client-go's parser message.
     pub fn parse(template: &str) -> Result<JsonPath, String> {
-        Ok(JsonPath { nodes: parse::parse(template)?, allow_missing_keys: true, json_output: false })
+        Ok(JsonPath {
+            source: template.to_owned(),
+            nodes: parse::parse(template)?,
+            allow_missing_keys: true,
+            json_output: false,
+        })
+    }
+
+    /// The template as written.
+    pub fn source(&self) -> &str {
+        &self.source
     }
 
     /// The template's output for `data`, or client-go's execution error (unwrapped).

@@ -1,0 +1,166 @@
+//! `applyset apply -o …` prints what `kubectl apply -o …` prints: `yaml` (go-yaml's layout and
+//! quoting), `jsonpath` and its `-as-json`/`-file` forms (client-go's dialect), with kubectl's
+//! errors for formats and templates it cannot use — reported after the objects were applied,
+//! and before anything is pruned. Each case runs side by side with real kubectl, one namespace
+//! each.
+
+mod support;
+
+use anyhow::Result;
+use support::{CommandOutput, ManifestDir, TestNamespace, applyset_cli, run};
+
+/// Strings YAML 1.1 would misread, a multi-line value, and a Service whose port is a number.
+const APP: &str = r#"apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: tricky
+  labels: {app: web, "10": ten, "9": nine, a10: x, a2: "y"}
+data:
+  yes: "yes"
+  number: "1"
+  hex: "0x1F"
+  sexagesimal: "1:20"
+  empty: ""
+  tilde: "~"
+  lead: "  lead"
+  colon: "x: y"
+  hash: "a # b"
+  quote: "'q'"
+  script: |
+    #!/bin/sh
+    echo "hi"   
+  kept: "x\n\n"
+  long: "a long value with spaces that runs past the eighty columns where go-yaml folds plain scalars"
+  unicode: "héllo ✓"
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: web
+spec:
+  ports:
+  - port: 80
+    targetPort: 8080
+"#;
+
+fn kubectl(ns: &TestNamespace, args: &[&str]) -> Result<CommandOutput> {
+    let mut command = ns.kubectl()?;
+    command.arg("apply").args(args);
+    run(&mut command, None)
+}
+
+fn applyset(ns: &TestNamespace, args: &[&str]) -> Result<CommandOutput> {
+    applyset_cli(&ns.kubeconfig, "apply", &[&["-n", &ns.name][..], args].concat())
+}
+
+/// The namespace and server-assigned values (uid, resourceVersion, timestamps, the cluster IP)
+/// blanked, in JSON, YAML and Go-syntax text alike.
+fn normalized(text: &str, namespace: &str) -> String {
+    let mut text = text.replace(namespace, "NS");
+    for key in ["uid", "resourceVersion", "creationTimestamp", "time", "clusterIP", "ip"] {
+        for (prefix, end) in
+            [(format!("\"{key}\": \""), '"'), (format!("\"{key}\":\""), '"'), (format!(" {key}: "), '\n')]
+        {
+            let mut out = String::new();
+            let mut rest = text.as_str();
+            while let Some(at) = rest.find(&prefix) {
+                out.push_str(&rest[..at + prefix.len()]);
+                rest = &rest[at + prefix.len()..];
+                let stop = rest.find(end).unwrap_or(rest.len());
+                out.push('X');
+                rest = &rest[stop..];
+            }
+            out.push_str(rest);
+            text = out;
+        }
+    }
+    // Cluster IPs wherever they are (`clusterIPs` items): the test cluster's range is 10.0.0.0/24.
+    let mut out = String::new();
+    let mut rest = text.as_str();
+    while let Some(at) = rest.find("10.0.0.") {
+        out.push_str(&rest[..at]);
+        rest = rest[at + "10.0.0.".len()..].trim_start_matches(|c: char| c.is_ascii_digit());
+        out.push_str("IP");
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Runs `args` with both tools (each in its namespace) and compares exit code, stdout and stderr.
+fn assert_same(ours: &TestNamespace, theirs: &TestNamespace, args: &[&str]) -> Result<CommandOutput> {
+    let (a, b) = (applyset(ours, args)?, kubectl(theirs, args)?);
+    assert_eq!(a.success, b.success, "{args:?}\nours: {a:?}\nkubectl: {b:?}");
+    assert_eq!(normalized(&a.stdout, &ours.name), normalized(&b.stdout, &theirs.name), "stdout of {args:?}");
+    assert_eq!(normalized(&a.stderr, &ours.name), normalized(&b.stderr, &theirs.name), "stderr of {args:?}");
+    Ok(a)
+}
+
+#[tokio::test]
+async fn yaml_output_is_kubectls() -> Result<()> {
+    let (ours, theirs) = (TestNamespace::create("yaml-ours").await?, TestNamespace::create("yaml-kubectl").await?);
+    let dir = ManifestDir::new(&[("app.yaml", APP)])?;
+    let printed = assert_same(&ours, &theirs, &["-f", dir.path(), "-o", "yaml"])?;
+    assert!(printed.stdout.starts_with("apiVersion: v1\nitems:\n"), "{}", printed.stdout);
+    assert!(printed.stdout.contains("  sexagesimal: \"1:20\"\n"), "{}", printed.stdout);
+    // One object alone; again with managedFields kept.
+    let single = ManifestDir::new(&[("a.yaml", APP.split("---").next().unwrap_or(APP))])?;
+    assert_same(&ours, &theirs, &["-f", single.path(), "-o", "yaml"])?;
+    let managed = assert_same(&ours, &theirs, &["-f", single.path(), "-o", "yaml", "--show-managed-fields"])?;
+    assert!(managed.stdout.contains("managedFields:"), "{}", managed.stdout);
+    Ok(())
+}
+
+#[tokio::test]
+async fn jsonpath_output_is_kubectls() -> Result<()> {
+    let (ours, theirs) = (TestNamespace::create("jp-ours").await?, TestNamespace::create("jp-kubectl").await?);
+    let dir = ManifestDir::new(&[("app.yaml", APP)])?;
+    let template_file = ManifestDir::new(&[("t.txt", "{range .items[*]}{.kind}/{.metadata.name}{\"\\n\"}{end}")])?;
+    let file_flag = format!("jsonpath-file={}", template_file.file("t.txt"));
+    let cases: [&[&str]; 9] = [
+        &["-o", "jsonpath={range .items[*]}{.kind}/{.metadata.name}{\"\\n\"}{end}"],
+        &["-o", "jsonpath={.items[*].spec.ports[0].port} {.items[0].metadata.labels}"],
+        &["-o", "jsonpath={.items[?(@.kind==\"Service\")].metadata.name}"],
+        &["-o", "jsonpath={.metadata.name}"],
+        &["-o", "jsonpath-as-json={.items[*].metadata.name}"],
+        &["-o", &file_flag],
+        &["-o", "jsonpath", "--template", "{.kind}"],
+        // Output of one object keeps its integers; kubectl's List holds floats.
+        &["-o", "jsonpath={.items[?(@.spec.ports[0].port==80)].metadata.name}"],
+        &["-o", "jsonpath={..port}"],
+    ];
+    for args in cases {
+        assert_same(&ours, &theirs, &[&["-f", dir.path()][..], args].concat())?;
+    }
+    let service = ManifestDir::new(&[("s.yaml", APP.split("---").nth(1).unwrap_or(APP))])?;
+    assert_same(&ours, &theirs, &["-f", service.path(), "-o", "jsonpath={.spec.ports[?(@.port==80)].targetPort}"])?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn unusable_formats_fail_after_applying_and_prune_nothing() -> Result<()> {
+    let (ours, theirs) = (TestNamespace::create("fmt-ours").await?, TestNamespace::create("fmt-kubectl").await?);
+    let prune = ["--prune", "-l", "app=web"];
+    for ns in [&ours, &theirs] {
+        let labelled = APP.replace("  name: web\n", "  name: web\n  labels: {app: web}\n");
+        let seeded = ManifestDir::new(&[("app.yaml", &labelled)])?;
+        applyset(ns, &["-f", seeded.path()])?.success_stdout()?;
+    }
+    let config_map_only = ManifestDir::new(&[("cm.yaml", APP.split("---").next().unwrap_or(APP))])?;
+    let cases: [&[&str]; 6] = [
+        &["-o", "bogus"],
+        &["-o", "jsonpath={.a"],
+        &["-o", "jsonpath"],
+        &["-o", "jsonpath-file=/nonexistent/template"],
+        &["-o", "jsonpath={.data.hex[0]}"],
+        &["--allow-missing-template-keys=false", "-o", "jsonpath={.nope}"],
+    ];
+    for args in cases {
+        let failed = assert_same(&ours, &theirs, &[&["-f", config_map_only.path()][..], &prune, args].concat())?;
+        assert!(!failed.success, "{args:?}");
+    }
+    // The Service was left out of every run above, and never pruned: printing failed first.
+    for ns in [&ours, &theirs] {
+        assert!(ns.exists("service/web")?, "{}", ns.name);
+    }
+    Ok(())
+}

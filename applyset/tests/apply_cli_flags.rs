@@ -5,7 +5,7 @@
 mod support;
 
 use anyhow::Result;
-use support::{CommandOutput, ManifestDir, TestNamespace, applyset_cli, run};
+use support::{CommandOutput, ManifestDir, TestNamespace, applyset_cli, run, server_values_blanked};
 
 const APP: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  k: v\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n";
 
@@ -21,22 +21,7 @@ fn applyset(ns: &TestNamespace, args: &[&str]) -> Result<CommandOutput> {
 
 /// Server-assigned values and the namespace, so two namespaces' outputs compare.
 fn normalized(text: &str, namespace: &str) -> String {
-    text.lines()
-        .map(|line| {
-            let line = line.replace(namespace, "NS");
-            match line.split_once("\": \"") {
-                Some((key, _))
-                    if ["\"uid", "\"resourceVersion", "\"creationTimestamp"]
-                        .iter()
-                        .any(|k| key.trim_start().starts_with(k)) =>
-                {
-                    format!("{key}\": X")
-                }
-                _ => line,
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
+    server_values_blanked(&text.replace(namespace, "NS"))
 }
 
 #[tokio::test]

@@ -7,7 +7,7 @@
 mod support;
 
 use anyhow::Result;
-use support::{CommandOutput, ManifestDir, TestNamespace, applyset_cli, run};
+use support::{CommandOutput, ManifestDir, TestNamespace, applyset_cli, run, server_values_blanked};
 
 /// Strings YAML 1.1 would misread, a multi-line value, and a Service whose port is a number.
 const APP: &str = r#"apiVersion: v1
@@ -53,37 +53,8 @@ fn applyset(ns: &TestNamespace, args: &[&str]) -> Result<CommandOutput> {
     applyset_cli(&ns.kubeconfig, "apply", &[&["-n", &ns.name][..], args].concat())
 }
 
-/// The namespace and server-assigned values (uid, resourceVersion, timestamps, the cluster IP)
-/// blanked, in JSON, YAML and Go-syntax text alike.
 fn normalized(text: &str, namespace: &str) -> String {
-    let mut text = text.replace(namespace, "NS");
-    for key in ["uid", "resourceVersion", "creationTimestamp", "time", "clusterIP", "ip"] {
-        for (prefix, end) in
-            [(format!("\"{key}\": \""), '"'), (format!("\"{key}\":\""), '"'), (format!(" {key}: "), '\n')]
-        {
-            let mut out = String::new();
-            let mut rest = text.as_str();
-            while let Some(at) = rest.find(&prefix) {
-                out.push_str(&rest[..at + prefix.len()]);
-                rest = &rest[at + prefix.len()..];
-                let stop = rest.find(end).unwrap_or(rest.len());
-                out.push('X');
-                rest = &rest[stop..];
-            }
-            out.push_str(rest);
-            text = out;
-        }
-    }
-    // Cluster IPs wherever they are (`clusterIPs` items): the test cluster's range is 10.0.0.0/24.
-    let mut out = String::new();
-    let mut rest = text.as_str();
-    while let Some(at) = rest.find("10.0.0.") {
-        out.push_str(&rest[..at]);
-        rest = rest[at + "10.0.0.".len()..].trim_start_matches(|c: char| c.is_ascii_digit());
-        out.push_str("IP");
-    }
-    out.push_str(rest);
-    out
+    server_values_blanked(&text.replace(namespace, "NS"))
 }
 
 /// Runs `args` with both tools (each in its namespace) and compares exit code, stdout and stderr.

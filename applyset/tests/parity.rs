@@ -49,7 +49,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail, ensure};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use support::{CommandOutput, TestNamespace, kubectl_path, run};
+use support::{CommandOutput, TestNamespace, kubectl_path, run, server_values_blanked};
 
 /// Kinds compared in every scenario (plus the scenario's own `kinds`).
 const DEFAULT_KINDS: &[&str] = &["configmaps", "secrets", "services", "deployments.apps"];
@@ -100,6 +100,7 @@ scenarios! {
     server_warnings_and_errors,
     unreadable_files,
     deep_documents,
+    output_formats,
 }
 
 #[test]
@@ -284,9 +285,11 @@ impl Side {
         args.iter().map(|arg| substitute(arg, self.ns(), scenario)).collect()
     }
 
-    /// Text with this side's namespace and directories replaced by placeholders.
+    /// Text with this side's namespace and directories replaced by placeholders, and what the
+    /// server assigns (uids, resource versions, timestamps) blanked in printed objects.
     fn neutral(&self, text: &str) -> String {
-        text.replace(&self.workdir.display().to_string(), "<dir>").replace(self.ns(), "<ns>")
+        let text = text.replace(&self.workdir.display().to_string(), "<dir>").replace(self.ns(), "<ns>");
+        server_values_blanked(&applyset_ids_blanked(&text))
     }
 
     /// Waits until every Deployment's controller has observed its generation.
@@ -543,6 +546,27 @@ fn comparable_stdout(lines: &[String], flags: &[String]) -> Vec<String> {
         }
     }
     lines
+}
+
+/// ApplySet IDs (`applyset-<43 base64url characters>-v1`, derived from the parent's namespace,
+/// so different on each side) replaced by `<applyset-id>`.
+fn applyset_ids_blanked(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("applyset-") {
+        out.push_str(&rest[..at]);
+        let tail = &rest[at + "applyset-".len()..];
+        let id_len = tail.bytes().take_while(|b| b.is_ascii_alphanumeric() || *b == b'-' || *b == b'_').count();
+        if id_len >= 46 && tail[..id_len].ends_with("-v1") {
+            out.push_str("<applyset-id>");
+            rest = &tail[id_len..];
+        } else {
+            out.push_str("applyset-");
+            rest = tail;
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 // ------------------------------------------------------------------------------ comparison

@@ -39,7 +39,7 @@ use futures::StreamExt;
 use kube::core::{ApiResource, GroupVersionKind};
 
 use super::{Cluster, Visited};
-use crate::applyset::prune::{LIST_CONCURRENCY, delete_one, list_all};
+use crate::applyset::prune::{LIST_CONCURRENCY, delete_one, fetch_object, list_all};
 use crate::applyset::{ApiIndex, Error, gvk_string, printed_name};
 pub use crate::applyset::{DeleteOptions, Listed, Propagation, PruneSummary, PrunedObject};
 
@@ -247,9 +247,16 @@ async fn delete_unvisited(
         let fail = |error: kube::Error| Error::request(format!("error pruning {scope} object {gvk}"), error);
         let items = result.map_err(fail)?;
         for item in select_candidates(&items, visited) {
+            let object = match options.keep_objects {
+                true => fetch_object(client, api_resource, item.namespace.as_deref(), &item.name).await,
+                false => None,
+            };
             delete_one(client, api_resource, ns, &item.name, options).await.map_err(fail)?;
-            pruned
-                .push(PrunedObject { name: printed_name(api_resource, &item.name), namespace: item.namespace.clone() });
+            pruned.push(PrunedObject {
+                name: printed_name(api_resource, &item.name),
+                namespace: item.namespace.clone(),
+                object,
+            });
         }
     }
     Ok(())

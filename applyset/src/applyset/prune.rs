@@ -2,8 +2,9 @@
 //! namespaces, the candidates this run did not visit, and their DELETEs (kubectl's order: sorted,
 //! stopping at the first failure). Also the LIST and DELETE helpers legacy prune shares.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
+use applyset_merge::Value;
 use futures::StreamExt;
 use kube::Client;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, PropagationPolicy};
@@ -31,12 +32,15 @@ pub struct PruneSummary {
 }
 
 /// One pruned object.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct PrunedObject {
     /// kubectl's printed name: `deployment.apps/web`.
     pub name: String,
     /// `None` for a cluster-scoped object.
     pub namespace: Option<String>,
+    /// The object as it was just before the DELETE, when [`DeleteOptions::keep_objects`] asked
+    /// for it (kubectl prints pruned objects with `-o json|yaml|jsonpath…`).
+    pub object: Option<Value>,
 }
 
 impl PrunedObject {
@@ -101,6 +105,8 @@ pub struct Deleted {
     pub terminating: Vec<Candidate>,
     /// The first failure; nothing after it was attempted.
     pub error: Option<Error>,
+    /// The objects as they were before their DELETE, by uid (with [`DeleteOptions::keep_objects`]).
+    pub objects: HashMap<String, Value>,
 }
 
 impl Deleted {
@@ -110,7 +116,11 @@ impl Deleted {
             .deleted
             .iter()
             .chain(&self.terminating)
-            .map(|c| PrunedObject { name: c.printed_name(), namespace: c.listed.namespace.clone() })
+            .map(|c| PrunedObject {
+                name: c.printed_name(),
+                namespace: c.listed.namespace.clone(),
+                object: self.objects.get(&c.listed.uid).cloned(),
+            })
             .collect();
         PruneSummary { pruned, errors: self.error.into_iter().collect(), warnings: Vec::new() }
     }
@@ -122,6 +132,11 @@ pub async fn delete_candidates(client: &Client, candidates: &[Candidate], option
     for candidate in candidates {
         let (api_resource, ns, name) =
             (&candidate.kind.api_resource, candidate.listed.namespace.as_deref(), &candidate.listed.name);
+        if options.keep_objects
+            && let Some(object) = fetch_object(client, api_resource, ns, name).await
+        {
+            done.objects.insert(candidate.listed.uid.clone(), object);
+        }
         match delete_one(client, api_resource, ns, name, options).await {
             Ok(Some(remaining)) => {
                 let mut candidate = candidate.clone();
@@ -166,6 +181,8 @@ pub struct DeleteOptions {
     pub propagation: Propagation,
     /// Sent only when set (kubectl: `--grace-period >= 0`).
     pub grace_period_seconds: Option<u32>,
+    /// Read each object before deleting it, for printing ([`PrunedObject::object`]).
+    pub keep_objects: bool,
 }
 
 /// `--cascade`.
@@ -180,7 +197,7 @@ pub enum Propagation {
 impl DeleteOptions {
     /// kubectl's defaults: Background, no grace period.
     pub fn new(dry_run: DryRun) -> Self {
-        Self { dry_run, propagation: Propagation::Background, grace_period_seconds: None }
+        Self { dry_run, propagation: Propagation::Background, grace_period_seconds: None, keep_objects: false }
     }
 
     fn dry_run_server(&self) -> bool {
@@ -245,6 +262,21 @@ pub(crate) async fn list_all(
             None => return Ok(listed),
         }
     }
+}
+
+/// The object as the apiserver returns it (a GET), or `None` if it could not be read: only
+/// printing needs it, and kubectl ignores errors in printing pruned objects too.
+pub(crate) async fn fetch_object(
+    client: &Client,
+    api_resource: &ApiResource,
+    namespace: Option<&str>,
+    name: &str,
+) -> Option<Value> {
+    use kube::Resource;
+    let url = DynamicObject::url_path(api_resource, namespace);
+    let request = kube::core::Request::new(url).get(name, &kube::api::GetParams::default()).ok()?;
+    let text = client.request_text(request).await.ok()?;
+    Value::from_json_str(&text).ok()
 }
 
 /// DELETEs one object (nothing is sent for client dry-run). `Some(finalizers)` when the object

@@ -402,6 +402,7 @@ fn execute(args: ApplyArgs) -> Result<ExitCode, String> {
     let mut delete_options = DeleteOptions::new(dry_run);
     delete_options.propagation = propagation;
     delete_options.grace_period_seconds = u32::try_from(args.kubectl.grace_period).ok();
+    delete_options.keep_objects = matches!(output_format(&args), OutputFormat::Objects(_));
     let allowlist =
         if args.prune && args.applyset.is_none() { prune::parse_allowlist(&args.prune_allowlist)? } else { Vec::new() };
     let run = ApplyRun { args: &args, allowlist: &allowlist, dry_run, delete_options: &delete_options, load_failures };
@@ -503,7 +504,6 @@ impl ApplyRun<'_> {
         let ApplyRun { args, allowlist, dry_run, delete_options, .. } = *self;
         let cluster = connect(&args.cluster).await?;
         let format = output_format(args);
-        let name_only = matches!(format, OutputFormat::Name);
         let mut run = start_run(&cluster, args, &mut options, dry_run).await?;
         // kubectl maps --prune-allowlist kinds before applying anything: a bad kind changes nothing.
         if !allowlist.is_empty() {
@@ -537,7 +537,7 @@ impl ApplyRun<'_> {
             }
         })
         .await;
-        if print_prune(&summary, &server_warnings, &report, dry_run, name_only) {
+        if print_prune(&summary, &server_warnings, &report, dry_run, &format, run.is_some()) {
             return Ok(ExitCode::from(1));
         }
         if let Some(run) = run.as_mut() {
@@ -570,13 +570,15 @@ async fn start_run<'c>(
 }
 
 /// Prints prune's warnings (each once, after the apply's), the pruned objects as kubectl does
-/// and the errors; returns whether anything failed.
+/// (lines, names, or the objects through `-o`'s printer) and the errors; returns whether
+/// anything failed. `applyset_prune`: kubectl's ApplySet prune prints with one printer.
 fn print_prune(
     summary: &PruneSummary,
     server_warnings: &[String],
     report: &ApplyReport,
     dry_run: DryRun,
-    name_only: bool,
+    format: &OutputFormat,
+    applyset_prune: bool,
 ) -> bool {
     let mut seen: std::collections::HashSet<&str> =
         report.objects.iter().flat_map(|o| o.warnings.iter().map(String::as_str)).collect();
@@ -585,13 +587,14 @@ fn print_prune(
             eprintln!("{warning}");
         }
     }
-    for object in &summary.pruned {
-        // `-o name` prints bare names, as kubectl's name printer does for pruned objects too.
-        if name_only {
-            println!("{}", object.name);
-        } else {
-            println!("{}", object.line(dry_run));
+    match format {
+        OutputFormat::Objects(printer) => {
+            let objects = summary.pruned.iter().filter_map(|object| object.object.clone());
+            print!("{}", printer.print_pruned(objects, applyset_prune));
         }
+        // `-o name` prints bare names, as kubectl's name printer does for pruned objects too.
+        OutputFormat::Name => summary.pruned.iter().for_each(|object| println!("{}", object.name)),
+        _ => summary.pruned.iter().for_each(|object| println!("{}", object.line(dry_run))),
     }
     for error in &summary.errors {
         eprintln!("error: {error}");

@@ -182,6 +182,25 @@ impl ObjectPrinter {
     }
 }
 
+impl ObjectPrinter {
+    /// Pruned objects, each printed alone as kubectl's prune prints them, ignoring print errors
+    /// as kubectl does. kubectl's ApplySet prune uses one YAML printer, which puts `---` before
+    /// every document but the first; its label-selector prune makes a printer per object, so
+    /// no separator.
+    pub fn print_pruned(&self, objects: impl IntoIterator<Item = Value>, one_printer: bool) -> String {
+        let mut out = String::new();
+        for (i, object) in objects.into_iter().enumerate() {
+            if one_printer && i > 0 && matches!(self.kind, ObjectFormat::Yaml) {
+                out.push_str("---\n");
+            }
+            if let Ok(text) = self.print(vec![object]) {
+                out.push_str(&text);
+            }
+        }
+        out
+    }
+}
+
 fn without_managed_fields(mut object: Value) -> Value {
     if let Some(metadata) = object.as_object_mut().and_then(|o| o.get_mut("metadata")).and_then(Value::as_object_mut) {
         metadata.remove("managedFields");

@@ -436,6 +436,39 @@ pub fn applyset_cli(kubeconfig: &Path, subcommand: &str, args: &[&str]) -> Resul
     run(&mut command, None)
 }
 
+/// Printed objects with what the server assigns blanked (uid, resourceVersion, timestamps,
+/// cluster IPs), in JSON (`"uid": "…"`, `"uid":"…"`), YAML (`uid: …`) and Go-syntax text
+/// alike, so two namespaces' `-o json|yaml|jsonpath` outputs compare.
+pub fn server_values_blanked(text: &str) -> String {
+    let mut text = text.to_owned();
+    for key in ["uid", "resourceVersion", "creationTimestamp", "time", "clusterIP"] {
+        for (prefix, end) in
+            [(format!("\"{key}\": \""), '"'), (format!("\"{key}\":\""), '"'), (format!(" {key}: "), '\n')]
+        {
+            let mut out = String::new();
+            let mut rest = text.as_str();
+            while let Some(at) = rest.find(&prefix) {
+                out.push_str(&rest[..at + prefix.len()]);
+                rest = &rest[at + prefix.len()..];
+                out.push('X');
+                rest = &rest[rest.find(end).unwrap_or(rest.len())..];
+            }
+            out.push_str(rest);
+            text = out;
+        }
+    }
+    // Cluster IPs wherever they are (`clusterIPs` items): the test cluster's range is 10.0.0.0/24.
+    let mut out = String::new();
+    let mut rest = text.as_str();
+    while let Some(at) = rest.find("10.0.0.") {
+        out.push_str(&rest[..at]);
+        rest = rest[at + "10.0.0.".len()..].trim_start_matches(|c: char| c.is_ascii_digit());
+        out.push_str("IP");
+    }
+    out.push_str(rest);
+    out
+}
+
 /// The lines of a command's output.
 pub fn lines(text: &str) -> Vec<&str> {
     text.lines().collect()

@@ -22,6 +22,9 @@ pub(crate) enum ScalarStyle {
 /// boxed so the pointer libyaml keeps to it stays valid.
 pub(crate) struct Emitter {
     raw: Box<MaybeUninit<unsafe_libyaml::yaml_emitter_t>>,
+    // Boxed on purpose: libyaml keeps a pointer to the vector itself (not its buffer), which
+    // must stay put when the `Emitter` moves.
+    #[allow(clippy::box_collection)]
     out: Box<Vec<u8>>,
     failed: bool,
 }

@@ -243,6 +243,9 @@ pub struct InputArgs {
 pub struct ApplyArgs {
     #[command(flatten)]
     pub input: InputArgs,
+    /// Arguments that are not flags: refused as kubectl refuses them (`Unexpected args: […]`).
+    #[arg(hide = true, value_name = "ARGS")]
+    pub unexpected: Vec<String>,
     /// none, client (compute locally, only read from the cluster) or server (dryRun=All).
     #[arg(long, value_name = "MODE", default_value = "none", num_args = 0..=1, default_missing_value = "unchanged")]
     pub dry_run: String,

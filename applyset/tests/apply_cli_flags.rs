@@ -85,6 +85,11 @@ async fn flag_errors_are_kubectls() -> Result<()> {
     );
     assert!(a.success && b.success);
     assert_eq!(a.stderr.lines().next(), b.stderr.lines().next());
+    // Arguments that are not flags: kubectl's message (its usage hint names this tool).
+    let (a, b) = (applyset(&ours, &["stray", "-f", dir.path()])?, kubectl(&theirs, &["stray", "-f", dir.path()])?);
+    assert!(!a.success && !b.success, "{a:?} {b:?}");
+    assert_eq!(a.stderr.lines().next(), b.stderr.lines().next());
+    assert_eq!(a.stderr.lines().nth(1), Some("See 'applyset apply -h' for help and examples"));
     // What this tool does not do says so.
     let server_side = applyset(&ours, &["-f", dir.path(), "--server-side"])?;
     assert!(!server_side.success && server_side.stderr.contains("applies client-side only"), "{server_side:?}");

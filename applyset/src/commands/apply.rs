@@ -351,6 +351,13 @@ fn execute(args: ApplyArgs) -> Result<ExitCode, String> {
     if args.kubectl.record {
         eprintln!("Flag --record has been deprecated, --record will be removed in the future");
     }
+    // kubectl's first check, with its usage hint.
+    if !args.unexpected.is_empty() {
+        return Err(format!(
+            "Unexpected args: [{}]\nSee 'applyset apply -h' for help and examples",
+            args.unexpected.join(" ")
+        ));
+    }
     let dry_run = parse_dry_run(&args.dry_run)?;
     let field_validation = parse_validate(&args.input.validate)?;
     validate_flags(&args, dry_run)?;

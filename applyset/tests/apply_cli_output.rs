@@ -1,5 +1,6 @@
 //! `applyset apply -o …` prints what `kubectl apply -o …` prints: `yaml` (go-yaml's layout and
-//! quoting), `jsonpath` and its `-as-json`/`-file` forms (client-go's dialect), with kubectl's
+//! quoting), `jsonpath` and its `-as-json`/`-file` forms (client-go's dialect), `go-template`
+//! and its forms (Go's text/template, with kubectl's functions), with kubectl's
 //! errors for formats and templates it cannot use — reported after the objects were applied,
 //! and before anything is pruned. Each case runs side by side with real kubectl, one namespace
 //! each.
@@ -108,6 +109,38 @@ async fn jsonpath_output_is_kubectls() -> Result<()> {
 }
 
 #[tokio::test]
+async fn go_template_output_is_kubectls() -> Result<()> {
+    let (ours, theirs) = (TestNamespace::create("gt-ours").await?, TestNamespace::create("gt-kubectl").await?);
+    let dir = ManifestDir::new(&[("app.yaml", APP)])?;
+    let template_file = ManifestDir::new(&[(
+        "t.tmpl",
+        "{{range .items}}{{.kind}}/{{.metadata.name}} {{len .metadata.labels}}\n{{end}}",
+    )])?;
+    let file_flag = format!("go-template-file={}", template_file.file("t.tmpl"));
+    let cases: [&[&str]; 10] = [
+        &["-o", "go-template={{range .items}}{{.metadata.name}}{{\"\\n\"}}{{end}}"],
+        &[
+            "-o",
+            "go-template={{range .items}}{{if eq .kind \"Service\"}}{{range .spec.ports}}{{printf \"%d->%v\" .port .targetPort}}{{end}}{{end}}{{end}}",
+        ],
+        &["-o", "go-template={{(index .items 0).metadata.labels}} {{index (index .items 0).data \"yes\"}}"],
+        &["-o", "go-template={{range $i, $o := .items}}{{$i}}={{$o.metadata.name | printf \"%q\"}} {{end}}"],
+        &["-o", "go-template={{.kind}} {{.nope}}"],
+        &["-o", &file_flag],
+        &["-o", "template={{len .items}}"],
+        // --template alone: go-template, printed object by object as each is applied.
+        &["--template", "{{.kind}}/{{.metadata.name}};"],
+        // Errors: kubectl's debugging help on stdout, after what the template wrote.
+        &["-o", "go-template=before {{index .metadata 5}}"],
+        &["-o", "go-template={{.nope.x}}", "--allow-missing-template-keys=false"],
+    ];
+    for args in cases {
+        assert_same(&ours, &theirs, &[&["-f", dir.path()][..], args].concat())?;
+    }
+    Ok(())
+}
+
+#[tokio::test]
 async fn unusable_formats_fail_after_applying_and_prune_nothing() -> Result<()> {
     let (ours, theirs) = (TestNamespace::create("fmt-ours").await?, TestNamespace::create("fmt-kubectl").await?);
     let prune = ["--prune", "-l", "app=web"];
@@ -117,8 +150,9 @@ async fn unusable_formats_fail_after_applying_and_prune_nothing() -> Result<()> 
         applyset(ns, &["-f", seeded.path()])?.success_stdout()?;
     }
     let config_map_only = ManifestDir::new(&[("cm.yaml", APP.split("---").next().unwrap_or(APP))])?;
-    let cases: [&[&str]; 6] = [
+    let cases: [&[&str]; 7] = [
         &["-o", "bogus"],
+        &["-o", "go-template={{.metadata.name"],
         &["-o", "jsonpath={.a"],
         &["-o", "jsonpath"],
         &["-o", "jsonpath-file=/nonexistent/template"],

@@ -49,7 +49,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail, ensure};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use support::{CommandOutput, TestNamespace, kubectl_path, run, server_values_blanked};
+use support::{CommandOutput, TestNamespace, applyset_ids_blanked, kubectl_path, run, server_values_blanked};
 
 /// Kinds compared in every scenario (plus the scenario's own `kinds`).
 const DEFAULT_KINDS: &[&str] = &["configmaps", "secrets", "services", "deployments.apps"];
@@ -546,27 +546,6 @@ fn comparable_stdout(lines: &[String], flags: &[String]) -> Vec<String> {
         }
     }
     lines
-}
-
-/// ApplySet IDs (`applyset-<43 base64url characters>-v1`, derived from the parent's namespace,
-/// so different on each side) replaced by `<applyset-id>`.
-fn applyset_ids_blanked(text: &str) -> String {
-    let mut out = String::new();
-    let mut rest = text;
-    while let Some(at) = rest.find("applyset-") {
-        out.push_str(&rest[..at]);
-        let tail = &rest[at + "applyset-".len()..];
-        let id_len = tail.bytes().take_while(|b| b.is_ascii_alphanumeric() || *b == b'-' || *b == b'_').count();
-        if id_len >= 46 && tail[..id_len].ends_with("-v1") {
-            out.push_str("<applyset-id>");
-            rest = &tail[id_len..];
-        } else {
-            out.push_str("applyset-");
-            rest = tail;
-        }
-    }
-    out.push_str(rest);
-    out
 }
 
 // ------------------------------------------------------------------------------ comparison

@@ -13,7 +13,7 @@ use crate::applyset::{DeleteOptions, FieldValidation, Parent, ParentWrites, Prop
 use crate::cli::{ApplyArgs, ClusterArgs, InputArgs};
 use crate::cluster::{Cluster, ConnectOptions, collecting_warnings};
 use crate::manifest::{self, LoadedObject};
-use crate::printers::{OutputFormat, PrintFlags};
+use crate::printers::{OutputFormat, PrintFlags, Printed};
 
 pub fn run(args: ApplyArgs) -> ExitCode {
     match execute(args) {
@@ -145,6 +145,7 @@ pub fn print_report(
     load_failures: &[LoadFailure],
 ) -> bool {
     let mut printed = Vec::new();
+    let mut print_errors = Vec::new();
     use std::io::Write;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
@@ -164,13 +165,19 @@ pub fn print_report(
             (Ok(verb), OutputFormat::Lines) => {
                 let _ = writeln!(out, "{} {}{}", object.name, verb.word(), dry_run.suffix());
             }
+            (Ok(_), OutputFormat::Objects(printer)) if printer.per_object => {
+                let result = object.details.as_ref().and_then(|d| d.result.clone()).unwrap_or_default();
+                let done = printer.print(vec![result]);
+                let _ = write!(out, "{}", done.text);
+                print_errors.extend(done.error);
+            }
             (Ok(_), _) => printed.extend(object.details.as_ref().and_then(|d| d.result.clone())),
             (Err(_), _) => {}
         }
     }
     let _ = out.flush();
     drop(out);
-    let lines = failure_lines(report, load_failures);
+    let lines = failure_lines(report, load_failures, &print_errors);
     for line in &lines {
         eprintln!("{line}");
     }
@@ -179,16 +186,17 @@ pub fn print_report(
         return true;
     }
     let printed = match format {
-        OutputFormat::Objects(printer) if !printed.is_empty() => printer.print(printed),
-        OutputFormat::Unusable(message) if !report.objects.is_empty() => Err(message.clone()),
+        OutputFormat::Objects(printer) if !printed.is_empty() && !printer.per_object => printer.print(printed),
+        OutputFormat::Unusable(message) if !report.objects.is_empty() => {
+            Printed { text: String::new(), error: Some(message.clone()) }
+        }
         _ => return false,
     };
-    match printed {
-        Ok(text) => {
-            print!("{text}");
-            false
-        }
-        Err(message) => {
+    print!("{}", printed.text);
+    match printed.error {
+        None => false,
+        Some(message) => {
+            let _ = std::io::stdout().flush();
             // kubectl's messages that end in a newline are printed as they are.
             eprint!("error: {message}{}", if message.ends_with('\n') { "" } else { "\n" });
             true
@@ -244,7 +252,7 @@ fn with_source(source: &manifest::Source, line: &str) -> String {
 /// aggregate), applying adds each object's failure after them; a lone error prints with
 /// `error: `, several print one per line, and an aggregate among them prints on one line as Go
 /// formats it (`[a, b]`, repeated messages once).
-fn failure_lines(report: &ApplyReport, load_failures: &[LoadFailure]) -> Vec<String> {
+fn failure_lines(report: &ApplyReport, load_failures: &[LoadFailure], print_errors: &[String]) -> Vec<String> {
     // Ordered by (objects read before, a document's read error before the object that follows it).
     let mut reading: Vec<((usize, u8), Failure<'_>)> =
         load_failures.iter().map(|f| ((f.position, 0), Failure::Load(f.message.as_str()))).collect();
@@ -259,6 +267,8 @@ fn failure_lines(report: &ApplyReport, load_failures: &[LoadFailure]) -> Vec<Str
             applying.push(failure);
         }
     }
+    // Objects that applied but could not be printed (`--template` alone prints each one).
+    applying.extend(print_errors.iter().map(|message| Failure::Load(message.trim_end_matches('\n'))));
     reading.sort_by_key(|(position, _)| *position);
     let reading: Vec<Failure<'_>> = reading.into_iter().map(|(_, f)| f).collect();
     match (reading.len(), applying.len()) {

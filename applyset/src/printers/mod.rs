@@ -6,12 +6,14 @@
 //! were applied, and before anything is pruned. [`OutputFormat::resolve`] keeps that error for
 //! [`print_objects`] to report.
 
+pub mod gotemplate;
 pub mod jsonpath;
 
 use applyset_merge::Value;
 use applyset_merge::value::go_quote;
 
 use crate::manifest::yaml::to_go_yaml;
+use gotemplate::GoTemplate;
 use jsonpath::JsonPath;
 
 /// The flags that choose a printer.
@@ -45,6 +47,9 @@ pub enum OutputFormat {
 pub struct ObjectPrinter {
     kind: ObjectFormat,
     show_managed_fields: bool,
+    /// `--template` without `-o`: kubectl prints each object as it is applied, not a `List`
+    /// at the end.
+    pub per_object: bool,
 }
 
 #[derive(Debug)]
@@ -52,6 +57,7 @@ enum ObjectFormat {
     Json,
     Yaml,
     JsonPath(JsonPath),
+    GoTemplate { template: GoTemplate, raw: String },
 }
 
 const JSONPATH_FORMATS: [&str; 3] = ["jsonpath", "jsonpath-file", "jsonpath-as-json"];
@@ -68,8 +74,10 @@ impl OutputFormat {
             (None, Some(_)) => "go-template",
             (output, _) => output.unwrap_or(""),
         };
-        let object =
-            |kind| OutputFormat::Objects(ObjectPrinter { kind, show_managed_fields: flags.show_managed_fields });
+        let per_object = flags.output.is_none();
+        let object = |kind| {
+            OutputFormat::Objects(ObjectPrinter { kind, show_managed_fields: flags.show_managed_fields, per_object })
+        };
         match format {
             "" => return OutputFormat::Lines,
             "name" => return OutputFormat::Name,
@@ -93,22 +101,19 @@ impl OutputFormat {
                     Err(e) => OutputFormat::Unusable(format!("error parsing jsonpath {text}, {e}\n")),
                 }
             } else {
-                OutputFormat::Unusable(format!(
-                    "-o {name} is not supported by this tool yet (template {})",
-                    go_quote(&text)
-                ))
+                match GoTemplate::parse(&text) {
+                    Ok(mut parsed) => {
+                        parsed.allow_missing_keys = flags.allow_missing_keys;
+                        object(ObjectFormat::GoTemplate { template: parsed, raw: text })
+                    }
+                    Err(e) => OutputFormat::Unusable(format!("error parsing template {text}, {e}\n")),
+                }
             };
         }
         OutputFormat::Unusable(format!(
             r#"unable to match a printer suitable for the output format "{}", allowed formats are: {ALLOWED_FORMATS}"#,
             flags.output.unwrap_or_default()
         ))
-    }
-
-    /// Whether objects print one by one as they are applied (kubectl's `shouldPrintObject` is
-    /// false).
-    pub fn per_object(&self) -> bool {
-        matches!(self, OutputFormat::Lines | OutputFormat::Name)
     }
 
     /// Whether applied objects must be kept for printing.
@@ -156,8 +161,17 @@ fn go_io_error(path: &str, error: &std::io::Error) -> String {
 
 impl ObjectPrinter {
     /// kubectl's `printObjects`: the objects as returned by the apiserver, one alone or a
-    /// `v1` `List` of several; `Err` is kubectl's message (printed after `error: `).
-    pub fn print(&self, objects: Vec<Value>) -> Result<String, String> {
+    /// `v1` `List` of several: what goes to stdout, and kubectl's error message (printed after
+    /// `error: `) if printing failed.
+    pub fn print(&self, objects: Vec<Value>) -> Printed {
+        match self.print_or_fail(objects) {
+            Ok(text) => Printed { text, error: None },
+            Err(failure) => failure,
+        }
+    }
+
+    fn print_or_fail(&self, objects: Vec<Value>) -> Result<String, Printed> {
+        let failed = |error: String| Printed { text: String::new(), error: Some(error) };
         let several = objects.len() > 1;
         let objects: Vec<Value> = match self.kind {
             ObjectFormat::Json | ObjectFormat::Yaml if !self.show_managed_fields => {
@@ -169,14 +183,29 @@ impl ObjectPrinter {
             ObjectFormat::Json => Ok(json_text(objects)),
             ObjectFormat::Yaml => {
                 let document = if several { list(objects) } else { objects.into_iter().next().unwrap_or_default() };
-                to_go_yaml(&document).ok_or_else(|| "cannot write the objects as YAML".to_owned())
+                to_go_yaml(&document).ok_or_else(|| failed("cannot write the objects as YAML".to_owned()))
             }
             ObjectFormat::JsonPath(path) => {
                 // kubectl hands an applied object to JSONPath as it is (integers stay
                 // integers); a List goes through JSON into Go maps, where every number is a float.
                 let data =
                     if several { floats_only(list(objects)) } else { objects.into_iter().next().unwrap_or_default() };
-                path.execute(&data).map_err(|e| jsonpath_error(path, &data, &e))
+                path.execute(&data).map_err(|e| failed(jsonpath_error(path, &data, &e)))
+            }
+            ObjectFormat::GoTemplate { template, raw } => {
+                // kubectl's template printer goes through JSON into Go maps (apimachinery's
+                // decoder: whole numbers stay int64), which the template engine models itself.
+                let raw_data = if several { json_list_compact(&objects) } else { String::new() };
+                let data = if several { list(objects) } else { objects.into_iter().next().unwrap_or_default() };
+                let (mut text, error) = template.execute_partial(&data);
+                let Some(error) = error else { return Ok(text) };
+                // kubectl writes its debugging help to stdout, after what the template wrote.
+                let raw_data = if several { raw_data } else { data.to_json_string() };
+                text.push_str(&format!(
+                    "Error executing template: {error}. Printing more information for debugging the template:\n\ttemplate was:\n\t\t{raw}\n\traw data was:\n\t\t{raw_data}\n\tobject given to template engine was:\n\t\t{}\n\n",
+                    data.go_v_string()
+                ));
+                Err(Printed { text, error: Some(format!("error executing template {}: {error}", go_quote(raw))) })
             }
         }
     }
@@ -193,12 +222,17 @@ impl ObjectPrinter {
             if one_printer && i > 0 && matches!(self.kind, ObjectFormat::Yaml) {
                 out.push_str("---\n");
             }
-            if let Ok(text) = self.print(vec![object]) {
-                out.push_str(&text);
-            }
+            out.push_str(&self.print(vec![object]).text);
         }
         out
     }
+}
+
+/// What printing wrote to stdout, and the error kubectl then reports (if any).
+#[derive(Debug, PartialEq)]
+pub struct Printed {
+    pub text: String,
+    pub error: Option<String>,
 }
 
 fn without_managed_fields(mut object: Value) -> Value {
@@ -230,6 +264,12 @@ fn json_text(mut objects: Vec<Value>) -> String {
     format!(
         "{{\n    \"kind\": \"List\",\n    \"apiVersion\": \"v1\",\n    \"metadata\": {{}},\n    \"items\": {items}\n}}\n"
     )
+}
+
+/// `json.Marshal` of kubectl's `v1` `List` (its struct's field order), compact.
+fn json_list_compact(objects: &[Value]) -> String {
+    let items: Vec<String> = objects.iter().map(Value::to_json_string).collect();
+    format!(r#"{{"kind":"List","apiVersion":"v1","metadata":{{}},"items":[{}]}}"#, items.join(","))
 }
 
 /// Every integer as a float, as `json.Unmarshal` into `interface{}` leaves numbers.

@@ -6,74 +6,11 @@
 
 use std::hint::black_box;
 
-use applyset_merge::openapi::OpenApi;
-use applyset_merge::{
-    SchemaRef, Value, apply_strategic_merge_patch, create_three_way_merge_patch, strategic_merge_patch,
-};
+use applyset_merge::{Value, apply_strategic_merge_patch, create_three_way_merge_patch, strategic_merge_patch};
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 
-fn schema(file: &str, definition: &str) -> SchemaRef {
-    let path = format!("{}/tests/fixtures/openapi/{file}", env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(&path).expect("fixture");
-    let openapi = OpenApi::from_document(Value::from_json_str(&text).unwrap()).unwrap();
-    openapi.schema(definition).unwrap()
-}
-
-fn json(text: &str) -> Value {
-    Value::from_json_str(text).unwrap()
-}
-
-/// A Deployment as people write it, and as the apiserver returns it (defaults, status).
-fn deployment(image: &str, live: bool) -> Value {
-    let defaults = if live {
-        r#","imagePullPolicy":"IfNotPresent","terminationMessagePath":"/dev/termination-log","terminationMessagePolicy":"File""#
-    } else {
-        ""
-    };
-    let status = if live {
-        r#","status":{"replicas":3,"readyReplicas":3,"conditions":[{"type":"Available","status":"True"}]}"#
-    } else {
-        ""
-    };
-    json(&format!(
-        r#"{{"apiVersion":"apps/v1","kind":"Deployment","metadata":{{"name":"web","namespace":"shop","labels":{{"app":"web","tier":"frontend"}},"annotations":{{"team":"shop"}}}},
-        "spec":{{"replicas":3,"selector":{{"matchLabels":{{"app":"web"}}}},"strategy":{{"type":"RollingUpdate"}},
-        "template":{{"metadata":{{"labels":{{"app":"web"}}}},"spec":{{
-          "containers":[{{"name":"web","image":"{image}","args":["--port=8080","--log=json"],
-            "ports":[{{"containerPort":8080,"name":"http"}},{{"containerPort":9090,"name":"metrics"}}],
-            "env":[{{"name":"MODE","value":"prod"}},{{"name":"REGION","value":"eu"}},{{"name":"POD","valueFrom":{{"fieldRef":{{"fieldPath":"metadata.name"}}}}}}],
-            "resources":{{"limits":{{"cpu":"500m","memory":"256Mi"}},"requests":{{"cpu":"100m","memory":"128Mi"}}}},
-            "volumeMounts":[{{"name":"config","mountPath":"/etc/web"}}],
-            "readinessProbe":{{"httpGet":{{"path":"/healthz","port":8080}}}}{defaults}}},
-            {{"name":"sidecar","image":"proxy:1.2","ports":[{{"containerPort":15001}}]{defaults}}}],
-          "volumes":[{{"name":"config","configMap":{{"name":"web-config"}}}}],
-          "tolerations":[{{"key":"dedicated","operator":"Equal","value":"web","effect":"NoSchedule"}}]}}}}}}{status}}}"#
-    ))
-}
-
-fn env_deployment(entries: usize, changed_every: usize, suffix: &str) -> Value {
-    let env: Vec<String> = (0..entries)
-        .map(|i| {
-            let value =
-                if changed_every > 0 && i % changed_every == 0 { format!("v{i}{suffix}") } else { format!("v{i}") };
-            format!(r#"{{"name":"VAR_{i:05}","value":"{value}"}}"#)
-        })
-        .collect();
-    json(&format!(
-        r#"{{"spec":{{"template":{{"spec":{{"containers":[{{"name":"app","image":"app:1","env":[{}]}}]}}}}}}}}"#,
-        env.join(",")
-    ))
-}
-
-fn large_config_map(keys: usize, changed: &str) -> Value {
-    let data: Vec<String> = (0..keys)
-        .map(|i| format!(r#""key-{i:05}":"{}{}""#, "x".repeat(480), if i == keys / 2 { changed } else { "" }))
-        .collect();
-    json(&format!(
-        r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"big"}},"data":{{{}}}}}"#,
-        data.join(",")
-    ))
-}
+mod cases;
+use cases::{deployment, env_deployment, large_config_map, schema};
 
 fn benches(c: &mut Criterion) {
     let deploy = schema("apps-v1.json", "io.k8s.api.apps.v1.Deployment");
@@ -130,6 +67,50 @@ fn benches(c: &mut Criterion) {
             },
             BatchSize::LargeInput,
         )
+    });
+    group.finish();
+
+    // The same work from JSON text to JSON text, as Go's API does it (its figures in
+    // scripts/bench-engine include decoding and encoding).
+    let text = |value: &Value| value.to_json_string();
+    let (manifest_text, live_text, new_image_text) = (text(&manifest), text(&live), text(&new_image));
+    let (big_text, big_changed_text) = (text(&big), text(&big_changed));
+    let (env_old_text, env_new_text) = (text(&env_old), text(&env_new));
+    let parse = |text: &str| Value::from_json_str(text).unwrap();
+    let mut group = c.benchmark_group("from JSON text");
+    group.sample_size(20);
+    group.bench_function("deployment three-way, unchanged", |b| {
+        b.iter(|| {
+            let (original, current) = (parse(black_box(&manifest_text)), parse(&live_text));
+            create_three_way_merge_patch(&original, &original, &current, deploy.as_ref(), true)
+                .unwrap()
+                .to_json_string()
+        })
+    });
+    group.bench_function("deployment three-way + apply, image change", |b| {
+        b.iter(|| {
+            let (original, modified, current) =
+                (parse(black_box(&manifest_text)), parse(&new_image_text), parse(&live_text));
+            let patch = create_three_way_merge_patch(&original, &modified, &current, deploy.as_ref(), true).unwrap();
+            apply_strategic_merge_patch(current, patch, deploy.as_ref()).unwrap().to_json_string()
+        })
+    });
+    group.bench_function("configmap ~500KB three-way + apply, one key changed", |b| {
+        b.iter(|| {
+            let (original, modified) = (parse(black_box(&big_text)), parse(&big_changed_text));
+            let current = parse(&big_text);
+            let patch =
+                create_three_way_merge_patch(&original, &modified, &current, config_map.as_ref(), true).unwrap();
+            apply_strategic_merge_patch(current, patch, config_map.as_ref()).unwrap().to_json_string()
+        })
+    });
+    group.bench_function("16k env entries/diff + apply end to end", |b| {
+        b.iter(|| {
+            let (original, modified, current) =
+                (parse(black_box(&env_old_text)), parse(&env_new_text), parse(&env_old_text));
+            let patch = create_three_way_merge_patch(&original, &modified, &current, deploy.as_ref(), true).unwrap();
+            apply_strategic_merge_patch(current, patch, deploy.as_ref()).unwrap().to_json_string()
+        })
     });
     group.finish();
 }

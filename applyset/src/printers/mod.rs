@@ -3,8 +3,8 @@
 //! kubectl resolves its printer lazily: `-o name` and the default lines print per object, the
 //! others print once after everything applied (one object alone, several in a `v1` `List`),
 //! and a format or template it cannot use is only an error at that point — after the objects
-//! were applied, and before anything is pruned. [`OutputFormat::resolve`] keeps that error for
-//! [`print_objects`] to report.
+//! were applied, and before anything is pruned. [`OutputFormat::resolve`] keeps that error
+//! ([`OutputFormat::Unusable`]) for the CLI to report when it comes to print.
 
 pub mod gotemplate;
 pub mod jsonpath;

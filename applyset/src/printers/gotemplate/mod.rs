@@ -3,7 +3,7 @@
 //! kubectl marshals the object to JSON and unmarshals it (apimachinery's decoder) into
 //! `map[string]interface{}`, so the template sees maps, `[]interface{}`, strings, bools, nil,
 //! `int64` whole numbers and `float64` others; this port models exactly those values (see
-//! [`value`]). Errors are Go's message strings.
+//! `value`). Errors are Go's message strings.
 //! Constructs outside that model (complex numbers, `%p`, `%x` on floats, ...) are reported as
 //! errors that start with `unsupported:` rather than printed approximately.
 

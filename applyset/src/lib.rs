@@ -8,6 +8,7 @@ pub mod commands;
 pub mod digest;
 pub mod document;
 pub mod fields;
+pub mod health;
 pub mod manifest;
 pub mod operator;
 pub mod printers;

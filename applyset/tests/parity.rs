@@ -285,11 +285,16 @@ impl Side {
         args.iter().map(|arg| substitute(arg, self.ns(), scenario)).collect()
     }
 
-    /// Text with this side's namespace and directories replaced by placeholders, and what the
-    /// server assigns (uids, resource versions, timestamps) blanked in printed objects.
+    /// Text with this side's namespace and directories replaced by placeholders.
     fn neutral(&self, text: &str) -> String {
-        let text = text.replace(&self.workdir.display().to_string(), "<dir>").replace(self.ns(), "<ns>");
-        server_values_blanked(&applyset_ids_blanked(&text))
+        text.replace(&self.workdir.display().to_string(), "<dir>").replace(self.ns(), "<ns>")
+    }
+
+    /// A step's output, neutral, with what the server assigns (uids, resource versions,
+    /// timestamps, cluster IPs, ApplySet IDs) blanked in the objects `-o` printed. The live
+    /// objects keep those values: the snapshots compare them with numbered placeholders.
+    fn neutral_output(&self, text: &str) -> String {
+        server_values_blanked(&applyset_ids_blanked(&self.neutral(text)))
     }
 
     /// Waits until every Deployment's controller has observed its generation.
@@ -765,8 +770,8 @@ fn play(
             }
             outputs.push((
                 output.success,
-                side.neutral(&output.stdout).lines().map(str::to_owned).collect::<Vec<_>>(),
-                stderr_lines(&side.neutral(&output.stderr)),
+                side.neutral_output(&output.stdout).lines().map(str::to_owned).collect::<Vec<_>>(),
+                stderr_lines(&side.neutral_output(&output.stderr)),
                 output.stderr.clone(),
             ));
         }

@@ -79,6 +79,11 @@ pub struct ScopeArgs {
     /// Only reconcile ApplySets in this namespace (default: all namespaces).
     #[arg(long, env = "APPLYSET_WATCH_NAMESPACE", value_name = "NAMESPACE")]
     pub watch_namespace: Option<String>,
+    /// Only reconcile ApplySets whose labels match this selector, so several controllers split
+    /// a cluster's ApplySets (as Flux's shards do): e.g. `sharding.applyset.dev/key=shard1` for
+    /// one shard and `!sharding.applyset.dev/key` for the unlabelled rest.
+    #[arg(long, env = "APPLYSET_SHARD_SELECTOR", value_name = "SELECTOR")]
+    pub shard_selector: Option<String>,
     /// ApplySets reconciled at once.
     #[arg(long, env = "APPLYSET_CONCURRENT_RECONCILES", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub concurrent_reconciles: u16,
@@ -151,6 +156,9 @@ pub struct ServingArgs {
     pub health_probe_bind_address: std::net::SocketAddr,
 }
 
+/// The Lease name when none is given.
+pub const DEFAULT_LEADER_ELECTION_ID: &str = "applyset-controller";
+
 /// Leader election on a coordination.k8s.io Lease: only the leader reconciles.
 #[derive(Debug, Args)]
 pub struct LeaderArgs {
@@ -159,8 +167,9 @@ pub struct LeaderArgs {
     /// The Lease's namespace (default: $POD_NAMESPACE, else `default`).
     #[arg(long, env = "POD_NAMESPACE", value_name = "NAMESPACE")]
     pub leader_election_namespace: Option<String>,
-    /// The Lease's name.
-    #[arg(long, env = "APPLYSET_LEADER_ELECTION_ID", default_value = "applyset-controller")]
+    /// The Lease's name (with --shard-selector and this default, the name gets a digest of the
+    /// selector: each shard elects its own leader).
+    #[arg(long, env = "APPLYSET_LEADER_ELECTION_ID", default_value = DEFAULT_LEADER_ELECTION_ID)]
     pub leader_election_id: String,
     /// This replica's identity (default: $POD_NAME, else the host name, plus a random suffix).
     #[arg(long, env = "POD_NAME")]

@@ -18,7 +18,7 @@ use super::http::{self, Health};
 use super::leader::{LeaderElector, LeaseConfig};
 use super::metrics::Metrics;
 use super::{duration, reconcile};
-use crate::cli::{ControllerArgs, LeaderArgs, LogFormat};
+use crate::cli::{ControllerArgs, DEFAULT_LEADER_ELECTION_ID, LeaderArgs, LogFormat};
 use crate::cluster::{Cluster, ConnectOptions};
 use crate::source::GitSource;
 
@@ -116,10 +116,14 @@ async fn serve(args: ControllerArgs) -> anyhow::Result<()> {
         Some(namespace) => Api::namespaced(client.clone(), namespace),
         None => Api::all(client.clone()),
     };
-    check_crd_installed(&applysets).await?;
+    let shard = args.scope.shard_selector.as_deref().filter(|s| !s.is_empty());
+    check_crd_installed(&applysets, shard).await?;
+    if let Some(selector) = shard {
+        tracing::info!(selector, "reconciling the ApplySets of one shard");
+    }
 
     let mut elector = match args.leader.leader_elect {
-        true => Some(LeaderElector::new(client.clone(), lease_config(&args.leader)?)),
+        true => Some(LeaderElector::new(client.clone(), lease_config(&args.leader, shard)?)),
         false => None,
     };
     if !lead(elector.as_mut(), &health, &stop).await {
@@ -130,7 +134,11 @@ async fn serve(args: ControllerArgs) -> anyhow::Result<()> {
     let identity = elector.as_ref().map_or_else(instance_name, |e| e.identity().to_owned());
     let git = GitSource::new(&args.scope.cache_dir);
     let context = Arc::new(Context::new(client.clone(), config, git, metrics.clone(), settings(&args)?, identity));
-    let controller = Controller::new(applysets, watcher::Config::default().any_semantic()).with_config(
+    let watch = match shard {
+        Some(selector) => watcher::Config::default().any_semantic().labels(selector),
+        None => watcher::Config::default().any_semantic(),
+    };
+    let controller = Controller::new(applysets, watch).with_config(
         ControllerConfig::default().concurrency(args.scope.concurrent_reconciles).debounce(Duration::from_millis(500)),
     );
     tokio::spawn(ready_once_synced(controller.store(), health.clone()));
@@ -164,9 +172,19 @@ async fn start_servers(
     Ok(servers.into_iter().map(|server| tokio::spawn(server.run(stop.stopped()))).collect())
 }
 
-/// The CRD must be installed; say so plainly instead of retrying a failing watch forever.
-async fn check_crd_installed(applysets: &Api<ApplySet>) -> anyhow::Result<()> {
-    if let Err(error) = applysets.list_metadata(&ListParams::default().limit(1)).await {
+/// The CRD must be installed (and a shard selector valid, which the apiserver judges); say so
+/// plainly instead of retrying a failing watch forever.
+async fn check_crd_installed(applysets: &Api<ApplySet>, shard: Option<&str>) -> anyhow::Result<()> {
+    let mut params = ListParams::default().limit(1);
+    if let Some(selector) = shard {
+        params = params.labels(selector);
+    }
+    if let Err(error) = applysets.list_metadata(&params).await {
+        if let (Some(selector), kube::Error::Api(response)) = (shard, &error)
+            && response.code == 400
+        {
+            anyhow::bail!("--shard-selector {selector:?}: {}", response.message);
+        }
         anyhow::bail!(
             "cannot list ApplySets ({error}); are the CRDs installed (`applyset crd | kubectl apply -f -`) and may this identity list applysets.applyset.dev?"
         );
@@ -269,11 +287,22 @@ where
     }
 }
 
-fn lease_config(args: &LeaderArgs) -> anyhow::Result<LeaseConfig> {
+/// The Lease's name: a shard's controllers elect their own leader, so with a shard selector
+/// and the default name, the name gets a digest of the selector.
+fn lease_name(args: &LeaderArgs, shard: Option<&str>) -> String {
+    match shard {
+        Some(selector) if args.leader_election_id == DEFAULT_LEADER_ELECTION_ID => {
+            format!("{}-shard-{}", args.leader_election_id, crate::digest::short_sha256(selector))
+        }
+        _ => args.leader_election_id.clone(),
+    }
+}
+
+fn lease_config(args: &LeaderArgs, shard: Option<&str>) -> anyhow::Result<LeaseConfig> {
     let parse = |name: &str, text: &str| duration::parse(text).map_err(|e| anyhow::anyhow!("--{name}: {e}"));
     let config = LeaseConfig {
         namespace: args.leader_election_namespace.clone().unwrap_or_else(|| "default".into()),
-        name: args.leader_election_id.clone(),
+        name: lease_name(args, shard),
         identity: format!(
             "{}_{:08x}",
             args.leader_election_identity.clone().unwrap_or_else(instance_name),
@@ -293,4 +322,33 @@ fn instance_name() -> String {
         .or_else(|| std::fs::read_to_string("/proc/sys/kernel/hostname").ok().map(|h| h.trim().to_owned()))
         .filter(|name| !name.is_empty())
         .unwrap_or_else(|| "applyset".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn leader_args(id: &str) -> LeaderArgs {
+        LeaderArgs {
+            leader_elect: true,
+            leader_election_namespace: None,
+            leader_election_id: id.to_owned(),
+            leader_election_identity: None,
+            lease_duration: "15s".into(),
+            renew_deadline: "10s".into(),
+            retry_period: "2s".into(),
+        }
+    }
+
+    #[test]
+    fn each_shard_has_its_own_lease_unless_one_is_named() {
+        let default = leader_args(DEFAULT_LEADER_ELECTION_ID);
+        assert_eq!(lease_name(&default, None), "applyset-controller");
+        let a = lease_name(&default, Some("sharding.applyset.dev/key=a"));
+        let b = lease_name(&default, Some("sharding.applyset.dev/key=b"));
+        assert!(a.starts_with("applyset-controller-shard-") && b.starts_with("applyset-controller-shard-"));
+        assert_ne!(a, b);
+        assert_eq!(a, lease_name(&default, Some("sharding.applyset.dev/key=a")), "stable across restarts");
+        assert_eq!(lease_name(&leader_args("mine"), Some("sharding.applyset.dev/key=a")), "mine");
+    }
 }

@@ -106,6 +106,19 @@ pub struct ApplySetSpec {
     /// labelled or annotated `kustomize.toolkit.fluxcd.io/substitute: disabled` are left alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub post_build: Option<PostBuild>,
+    /// Fetch as soon as the git host reports a push, instead of at the next interval: the
+    /// host posts to `/hook/<namespace>/<name>` on the controller's webhook port, signed with
+    /// the token of this Secret (GitHub, GitLab, or a generic HMAC-SHA256 signature).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webhook: Option<WebhookSpec>,
+}
+
+/// `spec.webhook`.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WebhookSpec {
+    /// A Secret of the ApplySet's namespace whose `token` key is the webhook's shared secret.
+    pub secret_ref: crate::source::SecretRef,
 }
 
 #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]

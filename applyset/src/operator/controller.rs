@@ -17,7 +17,7 @@ use super::context::{Context, Settings};
 use super::http::{self, Health};
 use super::leader::{LeaderElector, LeaseConfig};
 use super::metrics::Metrics;
-use super::{duration, reconcile};
+use super::{duration, reconcile, webhook};
 use crate::cli::{ControllerArgs, DEFAULT_LEADER_ELECTION_ID, LeaderArgs, LogFormat};
 use crate::cluster::{Cluster, ConnectOptions};
 use crate::source::GitSource;
@@ -142,6 +142,14 @@ async fn serve(args: ControllerArgs) -> anyhow::Result<()> {
         ControllerConfig::default().concurrency(args.scope.concurrent_reconciles).debounce(Duration::from_millis(500)),
     );
     tokio::spawn(ready_once_synced(controller.store(), health.clone()));
+    // The receiver answers from the leader's view of the ApplySets; standbys are not ready, so
+    // a Service sends hooks to the leader only.
+    let mut server_tasks = server_tasks;
+    if let Some(address) = args.serving.webhook_bind_address {
+        let receiver = webhook::Receiver::new(client.clone(), controller.store(), metrics.clone());
+        let server = http::bind_handler(address, receiver).await?;
+        server_tasks.push(tokio::spawn(server.run(stop.stopped())));
+    }
     let running =
         controller.graceful_shutdown_on(stop.stopped()).run(reconcile::reconcile, reconcile::error_policy, context);
     let outcome = run_until_stopped(running, elector.as_mut(), &metrics, &stop).await;

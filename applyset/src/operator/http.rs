@@ -1,6 +1,8 @@
-//! The controller's small HTTP server: Prometheus metrics and the kubelet's health probes.
+//! The controller's small HTTP servers: Prometheus metrics and the kubelet's health probes
+//! (this module's routes), and the webhook receiver (`super::webhook`), which plugs in its own
+//! [`Handler`].
 //!
-//! Three fixed routes do not need a web framework; this is plain hyper over tokio.
+//! A few fixed routes do not need a web framework; this is plain hyper over tokio.
 //!
 //! - `GET /metrics`: the Prometheus text exposition (only when given `Metrics`).
 //! - `GET /healthz`: liveness, 200 "ok" as long as the process serves requests.
@@ -12,6 +14,7 @@
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -77,19 +80,32 @@ pub async fn serve(
     Ok(())
 }
 
+/// A response, as every route builds it.
+pub type Reply = Response<Full<Bytes>>;
+
+/// What answers a server's requests.
+pub trait Handler: Send + Sync + 'static {
+    fn handle(self: Arc<Self>, request: Request<Incoming>) -> Pin<Box<dyn Future<Output = Reply> + Send>>;
+}
+
 /// Binds `addr` now, so that a caller learns of binding errors (and, for port 0, of the port the
 /// system chose) before it starts serving with [`Server::run`].
 pub async fn bind(addr: SocketAddr, metrics: Option<Arc<Metrics>>, health: Arc<Health>) -> anyhow::Result<Server> {
+    bind_handler(addr, Arc::new(Routes { metrics, health })).await
+}
+
+/// [`bind`] with any [`Handler`].
+pub async fn bind_handler(addr: SocketAddr, handler: Arc<dyn Handler>) -> anyhow::Result<Server> {
     let listener = TcpListener::bind(addr).await.with_context(|| format!("could not listen on {addr}"))?;
     let local_addr = listener.local_addr().with_context(|| format!("could not read the address bound for {addr}"))?;
-    Ok(Server { listener, local_addr, routes: Arc::new(Routes { metrics, health }) })
+    Ok(Server { listener, local_addr, routes: handler })
 }
 
 /// A bound, not yet serving, server.
 pub struct Server {
     listener: TcpListener,
     local_addr: SocketAddr,
-    routes: Arc<Routes>,
+    routes: Arc<dyn Handler>,
 }
 
 impl Server {
@@ -102,7 +118,7 @@ impl Server {
     /// (for a few seconds at most) and returns.
     pub async fn run(self, shutdown: impl Future<Output = ()> + Send + 'static) {
         let Server { listener, local_addr, routes } = self;
-        tracing::info!(address = %local_addr, metrics = routes.metrics.is_some(), "serving HTTP");
+        tracing::info!(address = %local_addr, "serving HTTP");
 
         let (stop_connections, connections_stopped) = watch::channel(false);
         let mut connections = JoinSet::new();
@@ -141,10 +157,10 @@ impl Server {
 }
 
 /// Serves one connection (keep-alive included) until the client closes it or shutdown begins.
-async fn serve_connection(stream: tokio::net::TcpStream, routes: Arc<Routes>, mut stopped: watch::Receiver<bool>) {
+async fn serve_connection(stream: tokio::net::TcpStream, routes: Arc<dyn Handler>, mut stopped: watch::Receiver<bool>) {
     let service = hyper::service::service_fn(move |request| {
         let routes = Arc::clone(&routes);
-        async move { Ok::<_, Infallible>(routes.respond(&request)) }
+        async move { Ok::<_, Infallible>(routes.handle(request).await) }
     });
     let connection = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
@@ -175,6 +191,12 @@ struct Routes {
     health: Arc<Health>,
 }
 
+impl Handler for Routes {
+    fn handle(self: Arc<Self>, request: Request<Incoming>) -> Pin<Box<dyn Future<Output = Reply> + Send>> {
+        Box::pin(async move { self.respond(&request) })
+    }
+}
+
 impl Routes {
     fn respond(&self, request: &Request<Incoming>) -> Response<Full<Bytes>> {
         let path = request.uri().path();
@@ -203,7 +225,7 @@ impl Routes {
     }
 }
 
-fn text(status: StatusCode, body: &'static str) -> Response<Full<Bytes>> {
+pub(crate) fn text(status: StatusCode, body: &'static str) -> Response<Full<Bytes>> {
     let mut response = Response::new(Full::new(Bytes::from_static(body.as_bytes())));
     *response.status_mut() = status;
     response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static(TEXT_CONTENT_TYPE));

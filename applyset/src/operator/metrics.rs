@@ -37,6 +37,7 @@ pub struct Metrics {
     git_fetch_failures: IntCounterVec,
     last_successful_sync: Gauge,
     leader: IntGauge,
+    webhook_requests: IntCounterVec,
     /// Each ApplySet's latest counts, and their sums (what `objects` exports), updated together
     /// under one lock so a scrape never sees an ApplySet counted twice or half removed.
     object_counts: Mutex<ObjectCounts>,
@@ -137,6 +138,14 @@ impl Metrics {
             IntGauge::new("applyset_leader", "1 while this replica holds the leader lease and reconciles, else 0."),
         );
 
+        let webhook_requests = register(
+            &registry,
+            IntCounterVec::new(
+                Opts::new("applyset_webhook_requests_total", "Requests to the webhook receiver, by outcome."),
+                &["outcome"],
+            ),
+        );
+
         #[cfg(target_os = "linux")]
         registry
             .register(Box::new(prometheus::process_collector::ProcessCollector::for_self()))
@@ -158,6 +167,7 @@ impl Metrics {
             git_fetch_failures,
             last_successful_sync,
             leader,
+            webhook_requests,
             object_counts: Mutex::new(ObjectCounts::default()),
             last_sync_lock: Mutex::new(()),
         }
@@ -227,6 +237,12 @@ impl Metrics {
         if at_unix_seconds > self.last_successful_sync.get() {
             self.last_successful_sync.set(at_unix_seconds);
         }
+    }
+
+    /// Counts a webhook request; `outcome` comes from a small fixed set (accepted, ignored,
+    /// unauthorized, not_found, too_large, bad_request, method_not_allowed).
+    pub fn webhook_request(&self, outcome: &'static str) {
+        self.webhook_requests.with_label_values(&[outcome]).inc();
     }
 
     /// Whether this replica leads (and so reconciles).

@@ -21,3 +21,4 @@ pub mod reconcile;
 pub mod schedule;
 pub mod secret_key;
 pub mod status;
+pub mod webhook;

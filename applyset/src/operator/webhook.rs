@@ -1,0 +1,396 @@
+//! The webhook receiver (what Flux's notification-controller `Receiver` does): a git host posts
+//! to `POST /hook/<namespace>/<name>` when something is pushed, and the ApplySet is fetched at
+//! once instead of at its next interval.
+//!
+//! A request is accepted only for an ApplySet with `spec.webhook.secretRef`, and only signed
+//! with that Secret's `token`: GitHub's `X-Hub-Signature-256` (HMAC-SHA256 of the body), GitLab's
+//! `X-Gitlab-Token` (the token itself), or a generic `X-Signature: sha256=<hex>` (HMAC-SHA256),
+//! compared in constant time. Bodies are capped before they are read; answers say no more than
+//! their status (401, 400, 404, 413). A push to another ref than the ApplySet follows is
+//! acknowledged and ignored.
+//!
+//! An accepted push sets the ApplySet's `applyset.dev/reconcile-requested-at` annotation, as
+//! Flux's receiver sets `reconcile.fluxcd.io/requestedAt`: the controller runs it now, and its
+//! status records the request it handled. Pushes in quick succession coalesce into one such
+//! write per ApplySet and [`COALESCE`] window, the last push always covered.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+use hyper::header::{ALLOW, CONTENT_LENGTH, HeaderMap, HeaderValue};
+use hyper::{Method, Request, StatusCode};
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::reflector::{ObjectRef, Store};
+
+use super::api::{ApplySet, RECONCILE_REQUESTED_AT};
+use super::http::{Handler, Reply, text};
+use super::metrics::Metrics;
+use crate::source::GitRef;
+
+/// The largest body read (GitHub caps its payloads at 25 MiB, but a push event is a few KiB).
+pub const MAX_BODY: usize = 1 << 20;
+/// How long a body may take to arrive once the headers have.
+const BODY_TIMEOUT: Duration = Duration::from_secs(10);
+/// At most one annotation write per ApplySet in this window; pushes inside it share it.
+pub const COALESCE: Duration = Duration::from_secs(1);
+/// How long a token read from its Secret is reused (a flood of bad requests must not become a
+/// flood of Secret reads).
+const TOKEN_TTL: Duration = Duration::from_secs(10);
+
+/// What a request came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// A push for this ApplySet: a run was requested.
+    Accepted,
+    /// Signed, but not a push for this ApplySet's ref (a ping, another branch, another event).
+    Ignored,
+    Unauthorized,
+    NotFound,
+    TooLarge,
+    BadRequest,
+    MethodNotAllowed,
+}
+
+impl Outcome {
+    /// The metric label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Outcome::Accepted => "accepted",
+            Outcome::Ignored => "ignored",
+            Outcome::Unauthorized => "unauthorized",
+            Outcome::NotFound => "not_found",
+            Outcome::TooLarge => "too_large",
+            Outcome::BadRequest => "bad_request",
+            Outcome::MethodNotAllowed => "method_not_allowed",
+        }
+    }
+
+    fn reply(self) -> Reply {
+        match self {
+            Outcome::Accepted => text(StatusCode::OK, "accepted\n"),
+            Outcome::Ignored => text(StatusCode::OK, "ignored\n"),
+            Outcome::Unauthorized => text(StatusCode::UNAUTHORIZED, "unauthorized\n"),
+            Outcome::NotFound => text(StatusCode::NOT_FOUND, "not found\n"),
+            Outcome::TooLarge => text(StatusCode::PAYLOAD_TOO_LARGE, "payload too large\n"),
+            Outcome::BadRequest => text(StatusCode::BAD_REQUEST, "bad request\n"),
+            Outcome::MethodNotAllowed => {
+                let mut reply = text(StatusCode::METHOD_NOT_ALLOWED, "method not allowed\n");
+                reply.headers_mut().insert(ALLOW, HeaderValue::from_static("POST"));
+                reply
+            }
+        }
+    }
+}
+
+/// Who signed a request, by its headers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Provider {
+    GitHub,
+    GitLab,
+    Generic,
+}
+
+/// What the git host reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// A push of `ref` (`refs/heads/main`); `None` when the sender does not say (generic).
+    Push(Option<String>),
+    /// Anything else (GitHub's `ping` when a hook is created, issues, …).
+    Other,
+}
+
+/// The provider whose signature header is present and valid for `token`, if any.
+pub fn verify(headers: &HeaderMap, body: &[u8], token: &[u8]) -> Option<Provider> {
+    let header = |name: &str| headers.get(name).map(HeaderValue::as_bytes);
+    if let Some(signature) = header("x-hub-signature-256") {
+        return signed(signature, body, token).then_some(Provider::GitHub);
+    }
+    if let Some(given) = header("x-gitlab-token") {
+        // Digests of both sides, so neither the token's bytes nor its length leak by timing.
+        let digest = |bytes: &[u8]| openssl::sha::sha256(bytes);
+        return openssl::memcmp::eq(&digest(given), &digest(token)).then_some(Provider::GitLab);
+    }
+    if let Some(signature) = header("x-signature") {
+        return signed(signature, body, token).then_some(Provider::Generic);
+    }
+    None
+}
+
+/// The `X-Hub-Signature-256` (or generic `X-Signature`) value a sender computes for `body`:
+/// `sha256=<hex of HMAC-SHA256(token, body)>`.
+pub fn signature(token: &[u8], body: &[u8]) -> Option<String> {
+    let digest = hmac_sha256(token, body)?;
+    Some(format!("sha256={}", digest.iter().map(|b| format!("{b:02x}")).collect::<String>()))
+}
+
+/// `sha256=<hex of HMAC-SHA256(token, body)>`, compared in constant time.
+fn signed(signature: &[u8], body: &[u8], token: &[u8]) -> bool {
+    let Some(given) = signature.strip_prefix(b"sha256=").and_then(decode_hex) else { return false };
+    let Some(expected) = hmac_sha256(token, body) else { return false };
+    given.len() == expected.len() && openssl::memcmp::eq(&given, &expected)
+}
+
+fn hmac_sha256(key: &[u8], message: &[u8]) -> Option<Vec<u8>> {
+    let key = openssl::pkey::PKey::hmac(key).ok()?;
+    let mut signer = openssl::sign::Signer::new(openssl::hash::MessageDigest::sha256(), &key).ok()?;
+    signer.update(message).ok()?;
+    signer.sign_to_vec().ok()
+}
+
+fn decode_hex(text: &[u8]) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) {
+        return None;
+    }
+    let digit = |c: u8| (c as char).to_digit(16);
+    text.chunks(2).map(|pair| Some((digit(pair[0])? * 16 + digit(pair[1])?) as u8)).collect()
+}
+
+/// The event a verified request reports.
+pub fn event(provider: Provider, headers: &HeaderMap, body: &[u8]) -> Event {
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let pushed_ref = || {
+        serde_json::from_slice::<serde_json::Value>(body)
+            .ok()
+            .and_then(|payload| payload.get("ref").and_then(|r| r.as_str()).map(str::to_owned))
+    };
+    match provider {
+        Provider::GitHub if header("x-github-event") == "push" => Event::Push(pushed_ref()),
+        Provider::GitLab if matches!(header("x-gitlab-event"), "Push Hook" | "Tag Push Hook") => {
+            Event::Push(pushed_ref())
+        }
+        Provider::Generic => Event::Push(None),
+        _ => Event::Other,
+    }
+}
+
+/// Whether a push of `pushed` (`refs/heads/x`, `refs/tags/y`; `None`: unknown) can change what
+/// an ApplySet following `followed` applies.
+pub fn push_concerns(followed: Option<&GitRef>, pushed: Option<&str>) -> bool {
+    let Some(pushed) = pushed else { return true };
+    let Some(followed) = followed else { return pushed.starts_with("refs/heads/") };
+    if let Some(branch) = &followed.branch {
+        return pushed == format!("refs/heads/{branch}");
+    }
+    if let Some(tag) = &followed.tag {
+        return pushed == format!("refs/tags/{tag}");
+    }
+    if followed.semver.is_some() {
+        return pushed.starts_with("refs/tags/");
+    }
+    // A pinned commit never moves.
+    false
+}
+
+/// `/hook/<namespace>/<name>`.
+fn target(path: &str) -> Option<(&str, &str)> {
+    let rest = path.strip_prefix("/hook/")?;
+    let (namespace, name) = rest.split_once('/')?;
+    (!namespace.is_empty() && !name.is_empty() && !name.contains('/')).then_some((namespace, name))
+}
+
+/// A Secret, by namespace and name.
+type SecretKey = (String, String);
+
+/// A token as read (absent when the Secret or its `token` key is), and when.
+type CachedToken = (Option<Vec<u8>>, Instant);
+
+/// Per ApplySet: when its annotation was last written, and whether a write is on its way.
+#[derive(Default)]
+struct Pending {
+    last: Option<Instant>,
+    scheduled: bool,
+}
+
+/// The receiver: the controller's view of the ApplySets, and a client to read tokens and
+/// request runs.
+pub struct Receiver {
+    client: kube::Client,
+    applysets: Store<ApplySet>,
+    metrics: Arc<Metrics>,
+    tokens: Mutex<HashMap<SecretKey, CachedToken>>,
+    pending: Mutex<HashMap<(String, String), Pending>>,
+}
+
+impl Handler for Receiver {
+    fn handle(self: Arc<Self>, request: Request<Incoming>) -> Pin<Box<dyn Future<Output = Reply> + Send>> {
+        Box::pin(async move {
+            let outcome = self.receive(request).await;
+            self.metrics.webhook_request(outcome.label());
+            outcome.reply()
+        })
+    }
+}
+
+impl Receiver {
+    pub fn new(client: kube::Client, applysets: Store<ApplySet>, metrics: Arc<Metrics>) -> Arc<Receiver> {
+        Arc::new(Receiver {
+            client,
+            applysets,
+            metrics,
+            tokens: Mutex::new(HashMap::new()),
+            pending: Mutex::new(HashMap::new()),
+        })
+    }
+
+    async fn receive(self: &Arc<Self>, request: Request<Incoming>) -> Outcome {
+        let Some((namespace, name)) = target(request.uri().path()).map(|(ns, n)| (ns.to_owned(), n.to_owned())) else {
+            return Outcome::NotFound;
+        };
+        if request.method() != Method::POST {
+            return Outcome::MethodNotAllowed;
+        }
+        let declared = request.headers().get(CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+        if declared.is_some_and(|length| length > MAX_BODY as u64) {
+            return Outcome::TooLarge;
+        }
+        let Some(applyset) = self.applysets.get(&ObjectRef::new(&name).within(&namespace)) else {
+            return Outcome::NotFound;
+        };
+        let Some(webhook) = applyset.spec.webhook.clone() else { return Outcome::NotFound };
+        let (parts, body) = request.into_parts();
+        let body = match tokio::time::timeout(BODY_TIMEOUT, Limited::new(body, MAX_BODY).collect()).await {
+            Ok(Ok(collected)) => collected.to_bytes(),
+            Ok(Err(error)) if error.is::<http_body_util::LengthLimitError>() => return Outcome::TooLarge,
+            _ => return Outcome::BadRequest,
+        };
+        let Some(token) = self.token(&namespace, &webhook.secret_ref.name).await else {
+            tracing::warn!(applyset = %format!("{namespace}/{name}"), secret = %webhook.secret_ref.name,
+                "webhook refused: the Secret or its token key is missing");
+            return Outcome::Unauthorized;
+        };
+        let Some(provider) = verify(&parts.headers, &body, &token) else { return Outcome::Unauthorized };
+        match event(provider, &parts.headers, &body) {
+            Event::Push(pushed) if push_concerns(applyset.spec.source.reference.as_ref(), pushed.as_deref()) => {
+                tracing::info!(applyset = %format!("{namespace}/{name}"), ?provider, pushed = ?pushed, "webhook: push received");
+                self.request_run(namespace, name);
+                Outcome::Accepted
+            }
+            _ => Outcome::Ignored,
+        }
+    }
+
+    /// The Secret's `token`, read at most once per [`TOKEN_TTL`].
+    async fn token(&self, namespace: &str, secret: &str) -> Option<Vec<u8>> {
+        let key = (namespace.to_owned(), secret.to_owned());
+        if let Some((token, read)) = lock(&self.tokens).get(&key)
+            && read.elapsed() < TOKEN_TTL
+        {
+            return token.clone();
+        }
+        let secrets: Api<Secret> = Api::namespaced(self.client.clone(), namespace);
+        let token = match secrets.get_opt(secret).await {
+            Ok(found) => found.and_then(|s| s.data).and_then(|mut data| data.remove("token")).map(|t| t.0),
+            // An apiserver error is not cached: the next request tries again.
+            Err(_) => return None,
+        };
+        lock(&self.tokens).insert(key, (token.clone(), Instant::now()));
+        token
+    }
+
+    /// Sets the run-request annotation now, or once the [`COALESCE`] window since the last write
+    /// has passed; a push while a write is scheduled is covered by that write.
+    fn request_run(self: &Arc<Self>, namespace: String, name: String) {
+        let key = (namespace, name);
+        let delay = {
+            let mut pending = lock(&self.pending);
+            let entry = pending.entry(key.clone()).or_default();
+            if entry.scheduled {
+                return;
+            }
+            entry.scheduled = true;
+            entry.last.map_or(Duration::ZERO, |last| COALESCE.saturating_sub(last.elapsed()))
+        };
+        let receiver = Arc::clone(self);
+        tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            if let Some(entry) = lock(&receiver.pending).get_mut(&key) {
+                entry.scheduled = false;
+                entry.last = Some(Instant::now());
+            }
+            let (namespace, name) = key;
+            let api: Api<ApplySet> = Api::namespaced(receiver.client.clone(), &namespace);
+            let requested = k8s_openapi::jiff::Timestamp::now().to_string();
+            let patch = serde_json::json!({ "metadata": { "annotations": { RECONCILE_REQUESTED_AT: requested } } });
+            if let Err(error) = api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+                tracing::warn!(applyset = %format!("{namespace}/{name}"), %error, "webhook: could not request a run");
+            }
+        });
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.insert(*name, HeaderValue::from_str(value).unwrap());
+        }
+        map
+    }
+
+    fn hex(bytes: &[u8]) -> String {
+        bytes.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    #[test]
+    fn signatures_are_checked_per_provider() {
+        let body = br#"{"ref":"refs/heads/main"}"#;
+        // RFC 4231 test case 2's key and message give a known HMAC-SHA256.
+        assert_eq!(
+            hex(&hmac_sha256(b"Jefe", b"what do ya want for nothing?").unwrap()),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
+        let good = signature(b"s3cret", body).unwrap();
+        let bad = signature(b"other", body).unwrap();
+        assert_eq!(verify(&headers(&[("x-hub-signature-256", &good)]), body, b"s3cret"), Some(Provider::GitHub));
+        assert_eq!(verify(&headers(&[("x-hub-signature-256", &bad)]), body, b"s3cret"), None);
+        assert_eq!(verify(&headers(&[("x-hub-signature-256", "sha256=zz")]), body, b"s3cret"), None);
+        assert_eq!(verify(&headers(&[("x-hub-signature-256", &good)]), b"tampered", b"s3cret"), None);
+        assert_eq!(verify(&headers(&[("x-signature", &good)]), body, b"s3cret"), Some(Provider::Generic));
+        assert_eq!(verify(&headers(&[("x-gitlab-token", "s3cret")]), body, b"s3cret"), Some(Provider::GitLab));
+        assert_eq!(verify(&headers(&[("x-gitlab-token", "s3cre")]), body, b"s3cret"), None);
+        assert_eq!(verify(&headers(&[]), body, b"s3cret"), None);
+    }
+
+    #[test]
+    fn events_and_refs() {
+        let push = br#"{"ref":"refs/heads/main"}"#;
+        let github = |kind: &str| headers(&[("x-github-event", kind)]);
+        assert_eq!(event(Provider::GitHub, &github("push"), push), Event::Push(Some("refs/heads/main".into())));
+        assert_eq!(event(Provider::GitHub, &github("ping"), b"{}"), Event::Other);
+        let gitlab = headers(&[("x-gitlab-event", "Push Hook")]);
+        assert_eq!(event(Provider::GitLab, &gitlab, push), Event::Push(Some("refs/heads/main".into())));
+        assert_eq!(event(Provider::Generic, &HeaderMap::new(), b""), Event::Push(None));
+
+        let branch = GitRef { branch: Some("main".into()), ..GitRef::default() };
+        assert!(push_concerns(Some(&branch), Some("refs/heads/main")));
+        assert!(!push_concerns(Some(&branch), Some("refs/heads/dev")));
+        assert!(push_concerns(None, Some("refs/heads/anything")));
+        assert!(!push_concerns(None, Some("refs/tags/v1")));
+        let semver = GitRef { semver: Some(">=1.0.0".into()), ..GitRef::default() };
+        assert!(push_concerns(Some(&semver), Some("refs/tags/v1.2.0")));
+        let commit = GitRef { commit: Some("abc".into()), ..GitRef::default() };
+        assert!(!push_concerns(Some(&commit), Some("refs/heads/main")));
+        assert!(push_concerns(Some(&commit), None));
+    }
+
+    #[test]
+    fn paths() {
+        assert_eq!(target("/hook/apps/shop"), Some(("apps", "shop")));
+        for bad in ["/hook/apps", "/hook//shop", "/hook/apps/", "/hook/apps/shop/x", "/other/apps/shop"] {
+            assert_eq!(target(bad), None, "{bad}");
+        }
+    }
+}

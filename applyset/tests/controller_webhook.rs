@@ -1,0 +1,122 @@
+//! The webhook receiver against a real controller and apiserver: a signed push makes the
+//! controller fetch at once (the interval is an hour), and everything else is refused or
+//! ignored with a bare status — bad or missing signatures, unknown ApplySets, oversized bodies,
+//! other events and other branches, a flood of forged requests.
+
+mod git;
+mod operator;
+mod support;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use applyset::operator::webhook::signature;
+use operator::{ControllerFixture, ControllerOptions, config_map, create_applyset, is_ready, wait_for_applyset};
+
+const T: Duration = Duration::from_secs(60);
+
+/// One HTTP/1.1 request on loopback: (status, body).
+fn post(port: u16, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Result<(u16, String)> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port))?;
+    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+    let mut request =
+        format!("POST {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    stream.write_all(request.as_bytes())?;
+    // A refused request may be answered before the body is sent: ignore a write error then.
+    let _ = stream.write_all(body);
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    let code = response.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let body = response.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
+    Ok((code, body))
+}
+
+fn github_push(port: u16, path: &str, token: &[u8], git_ref: &str) -> Result<(u16, String)> {
+    let body = format!(r#"{{"ref":"{git_ref}","after":"0000000000000000000000000000000000000000"}}"#);
+    let signed = signature(token, body.as_bytes()).expect("an HMAC");
+    post(port, path, &[("X-GitHub-Event", "push"), ("X-Hub-Signature-256", &signed)], body.as_bytes())
+}
+
+#[tokio::test]
+async fn a_signed_push_is_applied_at_once_and_everything_else_is_refused() -> Result<()> {
+    let fixture = ControllerFixture::new("hook").await?;
+    let (ns, repo) = (&fixture.ns, &fixture.repo);
+    ns.kubectl_ok(&["create", "secret", "generic", "hook-token", "--from-literal=token=s3cret"], None)?;
+    repo.write("app/cm.yaml", config_map("hooked", &ns.name, "1"));
+    repo.commit("first");
+    let port = support::free_port();
+    let controller = ControllerOptions::for_namespace(ns)
+        .local_sources()
+        .arg(format!("--webhook-bind-address=127.0.0.1:{port}"))
+        .start()?;
+    create_applyset(
+        ns,
+        "app",
+        serde_json::json!({
+            "source": { "url": repo.url(), "path": "app", "ref": { "branch": "main" } },
+            "interval": "1h",
+            "webhook": { "secretRef": { "name": "hook-token" } },
+        }),
+    )
+    .await?;
+    wait_for_applyset(ns, "app", &controller, "the first commit applied", T, is_ready).await?;
+    let hook = format!("/hook/{}/app", ns.name);
+
+    // Refused or ignored, with no more than a status; nothing is fetched.
+    assert_eq!(github_push(port, &hook, b"wrong", "refs/heads/main")?.0, 401);
+    assert_eq!(post(port, &hook, &[("X-GitHub-Event", "push")], b"{}")?.0, 401, "unsigned");
+    assert_eq!(github_push(port, &format!("/hook/{}/nope", ns.name), b"s3cret", "refs/heads/main")?.0, 404);
+    assert_eq!(operator::http_get(port, &hook)?.0, 405);
+    let huge = vec![b' '; 2 << 20];
+    assert_eq!(post(port, &hook, &[("X-GitHub-Event", "push")], &huge)?.0, 413);
+    assert_eq!(github_push(port, &hook, b"s3cret", "refs/heads/dev")?, (200, "ignored\n".to_owned()));
+    let ping = br#"{"zen":"hi"}"#;
+    let signed = signature(b"s3cret", ping).unwrap();
+    assert_eq!(post(port, &hook, &[("X-GitHub-Event", "ping"), ("X-Hub-Signature-256", &signed)], ping)?.0, 200);
+    // A flood of forged requests: each refused, the controller unharmed.
+    for _ in 0..300 {
+        assert_eq!(github_push(port, &hook, b"forged", "refs/heads/main")?.0, 401);
+    }
+    assert_eq!(operator::http_get(controller.health_port, "/readyz")?.0, 200);
+
+    // A real push: applied long before the hour-long interval.
+    repo.write("app/cm.yaml", config_map("hooked", &ns.name, "2"));
+    let second = repo.commit("second");
+    let pushed = Instant::now();
+    assert_eq!(github_push(port, &hook, b"s3cret", "refs/heads/main")?, (200, "accepted\n".to_owned()));
+    wait_for_applyset(ns, "app", &controller, "the pushed commit applied", T, |s| {
+        s.status.as_ref().and_then(|s| s.last_applied_revision.as_deref())
+            == Some(format!("main@sha1:{second}").as_str())
+    })
+    .await?;
+    eprintln!("push → applied in {:?}", pushed.elapsed());
+    assert_eq!(operator::config_map_value(ns, "hooked")?.as_deref(), Some("2"));
+
+    // GitLab's token header and a generic HMAC are accepted too.
+    let gitlab = post(
+        port,
+        &hook,
+        &[("X-Gitlab-Event", "Push Hook"), ("X-Gitlab-Token", "s3cret")],
+        br#"{"ref":"refs/heads/main"}"#,
+    )?;
+    assert_eq!(gitlab, (200, "accepted\n".to_owned()));
+    let generic = signature(b"s3cret", b"anything").unwrap();
+    assert_eq!(post(port, &hook, &[("X-Signature", &generic)], b"anything")?.0, 200);
+
+    let metrics = controller.metrics()?;
+    for (outcome, at_least) in
+        [("accepted", 3), ("unauthorized", 302), ("ignored", 2), ("not_found", 1), ("too_large", 1)]
+    {
+        let line = format!("applyset_webhook_requests_total{{outcome=\"{outcome}\"}}");
+        let count: f64 =
+            metrics.lines().find_map(|l| l.strip_prefix(&line).map(|v| v.trim().parse().unwrap_or(0.0))).unwrap_or(0.0);
+        assert!(count >= f64::from(at_least), "{line} = {count}\n{metrics}");
+    }
+    Ok(())
+}

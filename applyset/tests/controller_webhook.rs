@@ -120,3 +120,96 @@ async fn a_signed_push_is_applied_at_once_and_everything_else_is_refused() -> Re
     }
     Ok(())
 }
+
+/// The value of one metric line (`name{labels}`), 0 when absent.
+fn metric(metrics: &str, line: &str) -> f64 {
+    metrics.lines().find_map(|l| l.strip_prefix(line).map(|v| v.trim().parse().unwrap_or(0.0))).unwrap_or(0.0)
+}
+
+fn reconciles(metrics: &str) -> f64 {
+    metrics
+        .lines()
+        .filter(|l| l.starts_with("applyset_reconcile_total{"))
+        .filter_map(|l| l.rsplit_once(' ').and_then(|(_, v)| v.parse::<f64>().ok()))
+        .sum()
+}
+
+#[tokio::test]
+async fn a_flood_is_refused_with_bounded_memory_and_a_burst_of_pushes_is_one_run() -> Result<()> {
+    let fixture = ControllerFixture::new("hookflood").await?;
+    let (ns, repo) = (&fixture.ns, &fixture.repo);
+    ns.kubectl_ok(&["create", "secret", "generic", "hook-token", "--from-literal=token=s3cret"], None)?;
+    repo.write("app/cm.yaml", config_map("flooded", &ns.name, "1"));
+    repo.commit("first");
+    let port = support::free_port();
+    let controller = ControllerOptions::for_namespace(ns)
+        .local_sources()
+        .arg(format!("--webhook-bind-address=127.0.0.1:{port}"))
+        .start()?;
+    create_applyset(
+        ns,
+        "app",
+        serde_json::json!({
+            "source": { "url": repo.url(), "path": "app" },
+            "interval": "1h",
+            "webhook": { "secretRef": { "name": "hook-token" } },
+        }),
+    )
+    .await?;
+    wait_for_applyset(ns, "app", &controller, "the first commit applied", T, is_ready).await?;
+    let hook = format!("/hook/{}/app", ns.name);
+
+    // 10,000 forged or oversized requests from 8 clients at once.
+    let rss = |metrics: &str| metric(metrics, "process_resident_memory_bytes");
+    let before = rss(&controller.metrics()?);
+    let started = Instant::now();
+    let clients: Vec<_> = (0..8)
+        .map(|client| {
+            let hook = hook.clone();
+            std::thread::spawn(move || -> Result<Vec<u16>> {
+                (0..1250)
+                    .map(|i| match (client + i) % 10 {
+                        0 => post(port, &hook, &[("X-GitHub-Event", "push")], &vec![b'x'; (1 << 20) + 1]).map(|r| r.0),
+                        _ => github_push(port, &hook, b"forged", "refs/heads/main").map(|r| r.0),
+                    })
+                    .collect()
+            })
+        })
+        .collect();
+    let mut statuses = Vec::new();
+    for client in clients {
+        statuses.extend(client.join().expect("a client thread")?);
+    }
+    let took = started.elapsed();
+    assert_eq!(statuses.len(), 10_000);
+    assert!(
+        statuses.iter().all(|s| *s == 401 || *s == 413),
+        "{:?}",
+        statuses.iter().find(|s| **s != 401 && **s != 413)
+    );
+    let metrics = controller.metrics()?;
+    let after = rss(&metrics);
+    eprintln!("10,000 refused requests in {took:?}; RSS {:.1} MiB → {:.1} MiB", before / 1048576.0, after / 1048576.0);
+    assert!(after < before + 64.0 * 1048576.0, "RSS grew from {before} to {after}");
+    assert_eq!(metric(&metrics, "applyset_webhook_requests_total{outcome=\"unauthorized\"}"), 9_000.0);
+    assert_eq!(metric(&metrics, "applyset_webhook_requests_total{outcome=\"too_large\"}"), 1_000.0);
+    assert_eq!(operator::http_get(controller.health_port, "/readyz")?.0, 200);
+
+    // Twenty pushes in a burst: one or two runs, not twenty.
+    let runs_before = reconciles(&controller.metrics()?);
+    repo.write("app/cm.yaml", config_map("flooded", &ns.name, "2"));
+    let second = repo.commit("second");
+    for _ in 0..20 {
+        assert_eq!(github_push(port, &hook, b"s3cret", "refs/heads/main")?.0, 200);
+    }
+    wait_for_applyset(ns, "app", &controller, "the pushed commit applied", T, |s| {
+        s.status.as_ref().and_then(|s| s.last_applied_revision.as_deref())
+            == Some(format!("main@sha1:{second}").as_str())
+    })
+    .await?;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let runs = reconciles(&controller.metrics()?) - runs_before;
+    eprintln!("20 pushes in a burst → {runs} run(s)");
+    assert!((1.0..=3.0).contains(&runs), "20 pushes gave {runs} runs");
+    Ok(())
+}

@@ -181,6 +181,10 @@ impl ControllerProcess {
                     .env_remove("POD_NAMESPACE");
             }
             Some(env) => {
+                // The chart's receiver port, like its other ports, becomes a free loopback one.
+                if env.iter().any(|(name, _)| name == "APPLYSET_WEBHOOK_BIND_ADDRESS") {
+                    command.arg(format!("--webhook-bind-address=127.0.0.1:{}", free_port()));
+                }
                 let home = dir.join("home");
                 std::fs::create_dir_all(&home)?;
                 command

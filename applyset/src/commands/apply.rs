@@ -387,13 +387,15 @@ fn execute(args: ApplyArgs) -> Result<ExitCode, String> {
             Err(code) => return Ok(code),
         },
     };
+    // Resolved once (a template file is read once); like kubectl, it only fails when printing.
+    let format = output_format(&args);
     if objects.is_empty() {
         if load_failures.is_empty() {
             return Err("no objects passed to apply".into());
         }
         // Nothing to apply: only the documents that could not be read to report.
         let nothing = ApplyReport::default();
-        print_report(&nothing, dry_run, &output_format(&args), &load_failures);
+        print_report(&nothing, dry_run, &format, &load_failures);
         return Ok(ExitCode::from(1));
     }
     if args.kubectl.record {
@@ -412,17 +414,24 @@ fn execute(args: ApplyArgs) -> Result<ExitCode, String> {
         namespace: args.input.namespace.clone(),
         concurrency: args.cluster.concurrency as usize,
         overwrite: args.kubectl.overwrite,
-        keep_results: output_format(&args).keeps_objects(),
+        keep_results: format.keeps_objects(),
         force_timeout: if timeout.is_zero() { defaults.force_timeout } else { timeout },
         ..defaults
     };
     let mut delete_options = DeleteOptions::new(dry_run);
     delete_options.propagation = propagation;
     delete_options.grace_period_seconds = u32::try_from(args.kubectl.grace_period).ok();
-    delete_options.keep_objects = matches!(output_format(&args), OutputFormat::Objects(_));
+    delete_options.keep_objects = matches!(format, OutputFormat::Objects(_));
     let allowlist =
         if args.prune && args.applyset.is_none() { prune::parse_allowlist(&args.prune_allowlist)? } else { Vec::new() };
-    let run = ApplyRun { args: &args, allowlist: &allowlist, dry_run, delete_options: &delete_options, load_failures };
+    let run = ApplyRun {
+        args: &args,
+        allowlist: &allowlist,
+        dry_run,
+        delete_options: &delete_options,
+        format: &format,
+        load_failures,
+    };
     runtime()?.block_on(run.apply_and_prune(objects, options))
 }
 
@@ -510,6 +519,8 @@ struct ApplyRun<'a> {
     allowlist: &'a [kube::core::GroupVersionKind],
     dry_run: DryRun,
     delete_options: &'a DeleteOptions,
+    /// How applied (and pruned) objects are printed.
+    format: &'a OutputFormat,
     /// Documents that could not be read: reported with the apply's failures, and no prune.
     load_failures: Vec<LoadFailure>,
 }
@@ -518,9 +529,8 @@ impl ApplyRun<'_> {
     /// Applies, then (with `--prune`, and only when everything was read and applied) prunes and,
     /// for an ApplySet, records the latest set: one [`Run`] as the controller drives it.
     async fn apply_and_prune(&self, objects: Vec<LoadedObject>, mut options: ApplyOptions) -> Result<ExitCode, String> {
-        let ApplyRun { args, allowlist, dry_run, delete_options, .. } = *self;
+        let ApplyRun { args, allowlist, dry_run, delete_options, format, .. } = *self;
         let cluster = connect(&args.cluster).await?;
-        let format = output_format(args);
         let mut run = start_run(&cluster, args, &mut options, dry_run).await?;
         // kubectl maps --prune-allowlist kinds before applying anything: a bad kind changes nothing.
         if !allowlist.is_empty() {
@@ -533,7 +543,7 @@ impl ApplyRun<'_> {
             begun.map_err(|e| e.to_string())?;
         }
         let report = apply::execute(&cluster, plan, &options).await;
-        if print_report(&report, dry_run, &format, &self.load_failures) {
+        if print_report(&report, dry_run, format, &self.load_failures) {
             return Ok(ExitCode::from(1));
         }
         if !args.prune {
@@ -554,7 +564,7 @@ impl ApplyRun<'_> {
             }
         })
         .await;
-        if print_prune(&summary, &server_warnings, &report, dry_run, &format, run.is_some()) {
+        if print_prune(&summary, &server_warnings, &report, dry_run, format, run.is_some()) {
             return Ok(ExitCode::from(1));
         }
         if let Some(run) = run.as_mut() {

@@ -15,6 +15,8 @@ use prometheus::{
     Registry, TextEncoder,
 };
 
+use super::lock;
+
 /// Reconciles take from a few milliseconds (nothing changed) to minutes (a large first apply).
 const RECONCILE_BUCKETS: &[f64] =
     &[0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0];
@@ -266,12 +268,6 @@ impl Default for Metrics {
     fn default() -> Self {
         Metrics::new()
     }
-}
-
-/// Locks `mutex`, going on with the data if a panicking thread poisoned it: the counts are
-/// updated with plain arithmetic that cannot leave them half-written.
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 #[cfg(test)]

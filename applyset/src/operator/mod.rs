@@ -22,3 +22,10 @@ pub mod schedule;
 pub mod secret_key;
 pub mod status;
 pub mod webhook;
+
+/// Locks `mutex`, going on with the data if a panicking thread poisoned it: what the
+/// controller keeps under its locks (counts, caches, schedules) is updated in single steps
+/// that cannot be left half-written.
+pub(crate) fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}

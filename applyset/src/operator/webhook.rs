@@ -30,6 +30,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 
 use super::api::{ApplySet, RECONCILE_REQUESTED_AT};
 use super::http::{Handler, Reply, text};
+use super::lock;
 use super::metrics::Metrics;
 use crate::source::GitRef;
 
@@ -125,8 +126,7 @@ pub fn verify(headers: &HeaderMap, body: &[u8], token: &[u8]) -> Option<Provider
 /// The `X-Hub-Signature-256` (or generic `X-Signature`) value a sender computes for `body`:
 /// `sha256=<hex of HMAC-SHA256(token, body)>`.
 pub fn signature(token: &[u8], body: &[u8]) -> Option<String> {
-    let digest = hmac_sha256(token, body)?;
-    Some(format!("sha256={}", digest.iter().map(|b| format!("{b:02x}")).collect::<String>()))
+    Some(format!("sha256={}", crate::digest::hex(&hmac_sha256(token, body)?)))
 }
 
 /// `sha256=<hex of HMAC-SHA256(token, body)>`, compared in constant time.
@@ -324,10 +324,6 @@ impl Receiver {
     }
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -340,16 +336,12 @@ mod tests {
         map
     }
 
-    fn hex(bytes: &[u8]) -> String {
-        bytes.iter().map(|b| format!("{b:02x}")).collect()
-    }
-
     #[test]
     fn signatures_are_checked_per_provider() {
         let body = br#"{"ref":"refs/heads/main"}"#;
         // RFC 4231 test case 2's key and message give a known HMAC-SHA256.
         assert_eq!(
-            hex(&hmac_sha256(b"Jefe", b"what do ya want for nothing?").unwrap()),
+            crate::digest::hex(&hmac_sha256(b"Jefe", b"what do ya want for nothing?").unwrap()),
             "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
         );
         let good = signature(b"s3cret", body).unwrap();

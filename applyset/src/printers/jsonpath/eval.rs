@@ -255,7 +255,8 @@ fn eval_array<'a>(input: Results<'a>, node: &std::cell::Cell<[Param; 3]>) -> Res
     for item in &input {
         let Some(value) = item.indirect() else { continue };
         let Value::Array(items) = value else {
-            return Err(format!("{} is not array or slice", go_type(value)));
+            // Nulls were skipped above, so the Go type is the variant's.
+            return Err(format!("{} is not array or slice", value.kind_name()));
         };
         let mut params = node.get();
         let len = items.len() as i64;
@@ -301,19 +302,6 @@ fn eval_array<'a>(input: Results<'a>, node: &std::cell::Cell<[Param; 3]>) -> Res
         }));
     }
     Ok(result)
-}
-
-/// The Go type client-go names in its errors (values as `unstructured` holds them).
-fn go_type(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "<nil>",
-        Value::Bool(_) => "bool",
-        Value::Int(_) => "int64",
-        Value::Float(_) => "float64",
-        Value::String(_) => "string",
-        Value::Array(_) => "[]interface {}",
-        Value::Object(_) => "map[string]interface {}",
-    }
 }
 
 #[derive(PartialEq)]

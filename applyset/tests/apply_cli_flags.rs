@@ -5,24 +5,12 @@
 mod support;
 
 use anyhow::Result;
-use support::{CommandOutput, ManifestDir, TestNamespace, applyset_cli, run, server_values_blanked};
+use support::{
+    CommandOutput, ManifestDir, TestNamespace, applyset_apply as applyset, applyset_cli, kubectl_apply as kubectl,
+    normalized,
+};
 
 const APP: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  k: v\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n";
-
-fn kubectl(ns: &TestNamespace, args: &[&str]) -> Result<CommandOutput> {
-    let mut command = ns.kubectl()?;
-    command.arg("apply").args(args);
-    run(&mut command, None)
-}
-
-fn applyset(ns: &TestNamespace, args: &[&str]) -> Result<CommandOutput> {
-    applyset_cli(&ns.kubeconfig, "apply", &[&["-n", &ns.name][..], args].concat())
-}
-
-/// Server-assigned values and the namespace, so two namespaces' outputs compare.
-fn normalized(text: &str, namespace: &str) -> String {
-    server_values_blanked(&text.replace(namespace, "NS"))
-}
 
 #[tokio::test]
 async fn kubectls_flags_are_accepted_with_its_syntax() -> Result<()> {

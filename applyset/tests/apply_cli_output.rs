@@ -8,7 +8,9 @@
 mod support;
 
 use anyhow::Result;
-use support::{CommandOutput, ManifestDir, TestNamespace, applyset_cli, run, server_values_blanked};
+use support::{
+    CommandOutput, ManifestDir, TestNamespace, applyset_apply as applyset, kubectl_apply as kubectl, normalized,
+};
 
 /// Strings YAML 1.1 would misread, a multi-line value, and a Service whose port is a number.
 const APP: &str = r#"apiVersion: v1
@@ -43,20 +45,6 @@ spec:
   - port: 80
     targetPort: 8080
 "#;
-
-fn kubectl(ns: &TestNamespace, args: &[&str]) -> Result<CommandOutput> {
-    let mut command = ns.kubectl()?;
-    command.arg("apply").args(args);
-    run(&mut command, None)
-}
-
-fn applyset(ns: &TestNamespace, args: &[&str]) -> Result<CommandOutput> {
-    applyset_cli(&ns.kubeconfig, "apply", &[&["-n", &ns.name][..], args].concat())
-}
-
-fn normalized(text: &str, namespace: &str) -> String {
-    server_values_blanked(&text.replace(namespace, "NS"))
-}
 
 /// Runs `args` with both tools (each in its namespace) and compares exit code, stdout and stderr.
 fn assert_same(ours: &TestNamespace, theirs: &TestNamespace, args: &[&str]) -> Result<CommandOutput> {

@@ -13,7 +13,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use applyset::operator::webhook::signature;
-use operator::{ControllerFixture, ControllerOptions, config_map, create_applyset, is_ready, wait_for_applyset};
+use operator::{
+    ControllerFixture, ControllerOptions, ControllerProcess, config_map, create_applyset, is_ready, wait_for_applyset,
+};
 
 const T: Duration = Duration::from_secs(60);
 
@@ -43,45 +45,65 @@ fn github_push(port: u16, path: &str, token: &[u8], git_ref: &str) -> Result<(u1
     post(port, path, &[("X-GitHub-Event", "push"), ("X-Hub-Signature-256", &signed)], body.as_bytes())
 }
 
-#[tokio::test]
-async fn a_signed_push_is_applied_at_once_and_everything_else_is_refused() -> Result<()> {
-    let fixture = ControllerFixture::new("hook").await?;
-    let (ns, repo) = (&fixture.ns, &fixture.repo);
-    ns.kubectl_ok(&["create", "secret", "generic", "hook-token", "--from-literal=token=s3cret"], None)?;
-    repo.write("app/cm.yaml", config_map("hooked", &ns.name, "1"));
-    repo.commit("first");
-    let port = support::free_port();
-    let controller = ControllerOptions::for_namespace(ns)
-        .local_sources()
-        .arg(format!("--webhook-bind-address=127.0.0.1:{port}"))
-        .start()?;
-    create_applyset(
-        ns,
-        "app",
-        serde_json::json!({
-            "source": { "url": repo.url(), "path": "app", "ref": { "branch": "main" } },
+/// An ApplySet `app` (interval 1 h, `spec.webhook` with the token `s3cret`) applying one
+/// ConfigMap, Ready at its first commit, and a controller serving the receiver on `port`.
+struct Hooked {
+    fixture: ControllerFixture,
+    controller: ControllerProcess,
+    port: u16,
+    /// `/hook/<namespace>/app`.
+    hook: String,
+}
+
+impl Hooked {
+    /// `git_ref`: the ApplySet's `spec.source.ref` (`null`: the default branch).
+    async fn start(prefix: &str, config_map_name: &str, git_ref: serde_json::Value) -> Result<Hooked> {
+        let fixture = ControllerFixture::new(prefix).await?;
+        let (ns, repo) = (&fixture.ns, &fixture.repo);
+        ns.kubectl_ok(&["create", "secret", "generic", "hook-token", "--from-literal=token=s3cret"], None)?;
+        repo.write("app/cm.yaml", config_map(config_map_name, &ns.name, "1"));
+        repo.commit("first");
+        let port = support::free_port();
+        let controller = ControllerOptions::for_namespace(ns)
+            .local_sources()
+            .arg(format!("--webhook-bind-address=127.0.0.1:{port}"))
+            .start()?;
+        let mut source = serde_json::json!({ "url": repo.url(), "path": "app" });
+        if !git_ref.is_null() {
+            source["ref"] = git_ref;
+        }
+        let spec = serde_json::json!({
+            "source": source,
             "interval": "1h",
             "webhook": { "secretRef": { "name": "hook-token" } },
-        }),
-    )
-    .await?;
-    wait_for_applyset(ns, "app", &controller, "the first commit applied", T, is_ready).await?;
-    let hook = format!("/hook/{}/app", ns.name);
+        });
+        create_applyset(ns, "app", spec).await?;
+        wait_for_applyset(ns, "app", &controller, "the first commit applied", T, is_ready).await?;
+        let hook = format!("/hook/{}/app", ns.name);
+        Ok(Hooked { fixture, controller, port, hook })
+    }
+}
+
+#[tokio::test]
+async fn a_signed_push_is_applied_at_once_and_everything_else_is_refused() -> Result<()> {
+    let hooked = Hooked::start("hook", "hooked", serde_json::json!({ "branch": "main" })).await?;
+    let (ns, repo, controller, port, hook) =
+        (&hooked.fixture.ns, &hooked.fixture.repo, &hooked.controller, hooked.port, hooked.hook.as_str());
 
     // Refused or ignored, with no more than a status; nothing is fetched.
-    assert_eq!(github_push(port, &hook, b"wrong", "refs/heads/main")?.0, 401);
-    assert_eq!(post(port, &hook, &[("X-GitHub-Event", "push")], b"{}")?.0, 401, "unsigned");
+    assert_eq!(github_push(port, hook, b"wrong", "refs/heads/main")?.0, 401);
+    assert_eq!(post(port, hook, &[("X-GitHub-Event", "push")], b"{}")?.0, 401, "unsigned");
     assert_eq!(github_push(port, &format!("/hook/{}/nope", ns.name), b"s3cret", "refs/heads/main")?.0, 404);
-    assert_eq!(operator::http_get(port, &hook)?.0, 405);
+    assert_eq!(operator::http_get(port, hook)?.0, 405);
     let huge = vec![b' '; 2 << 20];
-    assert_eq!(post(port, &hook, &[("X-GitHub-Event", "push")], &huge)?.0, 413);
-    assert_eq!(github_push(port, &hook, b"s3cret", "refs/heads/dev")?, (200, "ignored\n".to_owned()));
+    assert_eq!(post(port, hook, &[("X-GitHub-Event", "push")], &huge)?.0, 413);
+    assert_eq!(github_push(port, hook, b"s3cret", "refs/heads/dev")?, (200, "ignored\n".to_owned()));
     let ping = br#"{"zen":"hi"}"#;
     let signed = signature(b"s3cret", ping).unwrap();
-    assert_eq!(post(port, &hook, &[("X-GitHub-Event", "ping"), ("X-Hub-Signature-256", &signed)], ping)?.0, 200);
+    assert_eq!(post(port, hook, &[("X-GitHub-Event", "ping"), ("X-Hub-Signature-256", &signed)], ping)?.0, 200);
     // A flood of forged requests: each refused, the controller unharmed.
     for _ in 0..300 {
-        assert_eq!(github_push(port, &hook, b"forged", "refs/heads/main")?.0, 401);
+        assert_eq!(github_push(port, hook, b"forged", "refs/heads/main")?.0, 401);
     }
     assert_eq!(operator::http_get(controller.health_port, "/readyz")?.0, 200);
 
@@ -89,8 +111,8 @@ async fn a_signed_push_is_applied_at_once_and_everything_else_is_refused() -> Re
     repo.write("app/cm.yaml", config_map("hooked", &ns.name, "2"));
     let second = repo.commit("second");
     let pushed = Instant::now();
-    assert_eq!(github_push(port, &hook, b"s3cret", "refs/heads/main")?, (200, "accepted\n".to_owned()));
-    wait_for_applyset(ns, "app", &controller, "the pushed commit applied", T, |s| {
+    assert_eq!(github_push(port, hook, b"s3cret", "refs/heads/main")?, (200, "accepted\n".to_owned()));
+    wait_for_applyset(ns, "app", controller, "the pushed commit applied", T, |s| {
         s.status.as_ref().and_then(|s| s.last_applied_revision.as_deref())
             == Some(format!("main@sha1:{second}").as_str())
     })
@@ -101,13 +123,13 @@ async fn a_signed_push_is_applied_at_once_and_everything_else_is_refused() -> Re
     // GitLab's token header and a generic HMAC are accepted too.
     let gitlab = post(
         port,
-        &hook,
+        hook,
         &[("X-Gitlab-Event", "Push Hook"), ("X-Gitlab-Token", "s3cret")],
         br#"{"ref":"refs/heads/main"}"#,
     )?;
     assert_eq!(gitlab, (200, "accepted\n".to_owned()));
     let generic = signature(b"s3cret", b"anything").unwrap();
-    assert_eq!(post(port, &hook, &[("X-Signature", &generic)], b"anything")?.0, 200);
+    assert_eq!(post(port, hook, &[("X-Signature", &generic)], b"anything")?.0, 200);
 
     let metrics = controller.metrics()?;
     for (outcome, at_least) in
@@ -136,28 +158,9 @@ fn reconciles(metrics: &str) -> f64 {
 
 #[tokio::test]
 async fn a_flood_is_refused_with_bounded_memory_and_a_burst_of_pushes_is_one_run() -> Result<()> {
-    let fixture = ControllerFixture::new("hookflood").await?;
-    let (ns, repo) = (&fixture.ns, &fixture.repo);
-    ns.kubectl_ok(&["create", "secret", "generic", "hook-token", "--from-literal=token=s3cret"], None)?;
-    repo.write("app/cm.yaml", config_map("flooded", &ns.name, "1"));
-    repo.commit("first");
-    let port = support::free_port();
-    let controller = ControllerOptions::for_namespace(ns)
-        .local_sources()
-        .arg(format!("--webhook-bind-address=127.0.0.1:{port}"))
-        .start()?;
-    create_applyset(
-        ns,
-        "app",
-        serde_json::json!({
-            "source": { "url": repo.url(), "path": "app" },
-            "interval": "1h",
-            "webhook": { "secretRef": { "name": "hook-token" } },
-        }),
-    )
-    .await?;
-    wait_for_applyset(ns, "app", &controller, "the first commit applied", T, is_ready).await?;
-    let hook = format!("/hook/{}/app", ns.name);
+    let hooked = Hooked::start("hookflood", "flooded", serde_json::Value::Null).await?;
+    let (ns, repo, controller, port, hook) =
+        (&hooked.fixture.ns, &hooked.fixture.repo, &hooked.controller, hooked.port, hooked.hook.as_str());
 
     // 10,000 forged or oversized requests from 8 clients at once.
     let rss = |metrics: &str| metric(metrics, "process_resident_memory_bytes");
@@ -165,7 +168,7 @@ async fn a_flood_is_refused_with_bounded_memory_and_a_burst_of_pushes_is_one_run
     let started = Instant::now();
     let clients: Vec<_> = (0..8)
         .map(|client| {
-            let hook = hook.clone();
+            let hook = hook.to_owned();
             std::thread::spawn(move || -> Result<Vec<u16>> {
                 (0..1250)
                     .map(|i| match (client + i) % 10 {
@@ -200,9 +203,9 @@ async fn a_flood_is_refused_with_bounded_memory_and_a_burst_of_pushes_is_one_run
     repo.write("app/cm.yaml", config_map("flooded", &ns.name, "2"));
     let second = repo.commit("second");
     for _ in 0..20 {
-        assert_eq!(github_push(port, &hook, b"s3cret", "refs/heads/main")?.0, 200);
+        assert_eq!(github_push(port, hook, b"s3cret", "refs/heads/main")?.0, 200);
     }
-    wait_for_applyset(ns, "app", &controller, "the pushed commit applied", T, |s| {
+    wait_for_applyset(ns, "app", controller, "the pushed commit applied", T, |s| {
         s.status.as_ref().and_then(|s| s.last_applied_revision.as_deref())
             == Some(format!("main@sha1:{second}").as_str())
     })

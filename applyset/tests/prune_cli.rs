@@ -15,7 +15,10 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::Api;
 use kube::api::DynamicObject;
 use kube::core::{ApiResource, GroupVersionKind};
-use support::{CommandOutput, CrdCleanup, ManifestDir, TestNamespace, applyset_cli, lines, random_suffix, run};
+use support::{
+    CommandOutput, CrdCleanup, ManifestDir, TestNamespace, applyset_apply as applyset, applyset_cli, lines,
+    random_suffix, run,
+};
 
 /// A label key no other object on the cluster uses: the default allow-list also lists
 /// cluster-scoped kinds (Namespace, PersistentVolume).
@@ -35,11 +38,6 @@ fn deployment(name: &str) -> String {
     format!(
         "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {name}\nspec:\n  replicas: 0\n  selector:\n    matchLabels: {{app: {name}}}\n  template:\n    metadata:\n      labels: {{app: {name}}}\n    spec:\n      containers:\n      - name: c\n        image: registry.invalid/c:1\n"
     )
-}
-
-/// `applyset apply --kubeconfig … -n NS <args>`.
-fn applyset(ns: &TestNamespace, args: &[&str]) -> Result<CommandOutput> {
-    applyset_cli(&ns.kubeconfig, "apply", &[&["-n", &ns.name][..], args].concat())
 }
 
 /// `applyset apply` without `-n`.

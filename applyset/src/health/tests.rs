@@ -12,9 +12,9 @@ fn health(json: &str) -> (Status, Option<String>) {
     (health.status, health.reason)
 }
 
-fn check(cases: &[(&str, &str, Status, Option<&str>)]) {
+fn check<J: AsRef<str>>(cases: &[(&str, J, Status, Option<&str>)]) {
     for (name, json, status, reason) in cases {
-        let (got_status, got_reason) = health(json);
+        let (got_status, got_reason) = health(json.as_ref());
         assert_eq!((got_status, got_reason.as_deref()), (*status, *reason), "{name}");
     }
 }
@@ -177,10 +177,7 @@ fn deployments() {
             None,
         ),
     ];
-    for (name, json, status, reason) in &cases {
-        let (got_status, got_reason) = health(json);
-        assert_eq!((got_status, got_reason.as_deref()), (*status, *reason), "{name}");
-    }
+    check(&cases);
 }
 
 #[test]
@@ -302,10 +299,7 @@ fn pods() {
         ("unschedulable", pending(old), Failed, Some("PodUnschedulable")),
         ("unknown phase", r#"{"apiVersion":"v1","kind":"Pod","status":{"phase":"Weird"}}"#.to_owned(), Unknown, None),
     ];
-    for (name, json, status, reason) in &cases {
-        let (got_status, got_reason) = health(json);
-        assert_eq!((got_status, got_reason.as_deref()), (*status, *reason), "{name}");
-    }
+    check(&cases);
 }
 
 #[test]

@@ -502,6 +502,24 @@ pub fn applyset_ids_blanked(text: &str) -> String {
     out
 }
 
+/// `kubectl apply ARGS` (real kubectl) in `ns`, run to completion.
+pub fn kubectl_apply(ns: &TestNamespace, args: &[&str]) -> Result<CommandOutput> {
+    let mut command = ns.kubectl()?;
+    command.arg("apply").args(args);
+    run(&mut command, None)
+}
+
+/// `applyset apply --kubeconfig … -n NS ARGS`, run to completion.
+pub fn applyset_apply(ns: &TestNamespace, args: &[&str]) -> Result<CommandOutput> {
+    applyset_cli(&ns.kubeconfig, "apply", &[&["-n", &ns.name][..], args].concat())
+}
+
+/// A command's output with `namespace` written `NS` and server values blanked, so two
+/// namespaces' outputs compare.
+pub fn normalized(text: &str, namespace: &str) -> String {
+    server_values_blanked(&text.replace(namespace, "NS"))
+}
+
 /// The lines of a command's output.
 pub fn lines(text: &str) -> Vec<&str> {
     text.lines().collect()

@@ -383,8 +383,10 @@ async fn ignored_replicas_survive_reconciles_and_git_changes() -> Result<()> {
     assert_eq!(ns.jsonpath("deployment/web", "{.spec.replicas}")?, "5");
     assert_eq!(condition(&after, "Drifted").map(|c| c.1), Some("NoDrift".to_owned()));
 
-    // Contrast: without the rule the scale is drift, corrected back to git's 2.
-    let plain = reconcile_now(&ns, "plain", &controller).await?;
+    // Contrast: without the rule the scale is drift, corrected back to git's 2 by the check
+    // the scale's watch event started (long before this point: no interval or request needed).
+    let corrected = |a: &ApplySet| condition(a, "Drifted").map(|c| c.1).as_deref() == Some("DriftCorrected");
+    let plain = wait_for_applyset(&ns, "plain", &controller, "plain's scale corrected", T, corrected).await?;
     assert_eq!(
         ns.jsonpath("deployment/plain", "{.spec.replicas}")?,
         "2",

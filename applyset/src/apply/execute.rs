@@ -1,6 +1,7 @@
 //! Steps 2–4 of a run: the stages (Namespaces, then CRDs — waited for until `Established`, with
 //! discovery refreshed — then everything else), each stage one paginated LIST per (resource,
-//! namespace) and then its objects concurrently; results back in input order.
+//! namespace) — none for the objects a watch cache answers for — and then its objects
+//! concurrently; results back in input order.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -14,6 +15,7 @@ use super::one::{Live, apply_one};
 use super::options::{ApplyOptions, DryRun};
 use super::plan::{Plan, Prepared};
 use super::report::{ApplyReport, ObjectReport, Visited};
+use crate::cluster::cache::Cached;
 use crate::cluster::{Cluster, Mapping, collecting_warnings};
 
 /// One report slot per input object, filled as objects finish (or fail early).
@@ -182,18 +184,20 @@ async fn run_stage(
         return;
     }
     let concurrency = options.concurrency.max(1);
-    let mut lists = list_stage(cluster, &items, concurrency).await;
-    let work: Vec<(Prepared, Live)> = items
-        .into_iter()
-        .map(|item| {
-            let key = list_key(item.mapping.as_ref().expect("resolved"), &item.namespace);
-            let live = match lists.get_mut(&key) {
-                Some(Some(found)) => Live::Listed(found.remove(&item.name)),
-                _ => Live::Unknown,
-            };
-            (item, live)
-        })
-        .collect();
+    let (known, unknown): (Vec<_>, Vec<_>) =
+        items.into_iter().map(|item| (cached(options, &item), item)).partition(|(live, _)| live.is_some());
+    let unknown: Vec<Prepared> = unknown.into_iter().map(|(_, item)| item).collect();
+    let mut lists = list_stage(cluster, &unknown, concurrency).await;
+    let listed = unknown.into_iter().map(|item| {
+        let key = list_key(item.mapping.as_ref().expect("resolved"), &item.namespace);
+        let live = match lists.get_mut(&key) {
+            Some(Some(found)) => Live::Listed(found.remove(&item.name)),
+            _ => Live::Unknown,
+        };
+        (item, live)
+    });
+    let work: Vec<(Prepared, Live)> =
+        known.into_iter().map(|(live, item)| (item, live.expect("partitioned"))).chain(listed).collect();
     let mut outcomes: Vec<(usize, ObjectReport, Option<Visited>)> = futures::stream::iter(work)
         .map(|(item, live)| async move {
             let span = tracing::debug_span!("apply_object", object = %item.display(), source = %item.source);
@@ -210,6 +214,20 @@ async fn run_stage(
     for (index, object_report, visited) in outcomes {
         slots[index] = Some(object_report);
         report.visited.extend(visited);
+    }
+}
+
+/// What the caller's watch cache knows of the object, when it answers for it: its own object,
+/// or (when trusted) that no labelled object has the name, so that a create is tried and one
+/// that exists unlabelled is read after the conflict, as when a LIST raced a create.
+fn cached(options: &ApplyOptions, item: &Prepared) -> Option<Live> {
+    let cache = options.cache.as_ref()?;
+    let set_id = options.applyset_label.as_deref()?;
+    let mapping = item.mapping.as_ref()?;
+    match cache.cache.live(mapping, item.namespace.as_deref(), &item.name, set_id)? {
+        Cached::Found(object) => Some(Live::Listed(Some(object))),
+        Cached::Unlabelled if cache.trust_unlabelled => Some(Live::Listed(None)),
+        Cached::Unlabelled => None,
     }
 }
 

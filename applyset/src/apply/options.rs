@@ -56,6 +56,9 @@ pub struct ApplyOptions {
     pub keep_results: bool,
     /// Removes parts of each computed patch before it is sent (fields other controllers own).
     pub patch_filter: Option<PatchFilter>,
+    /// Live objects read from a watch cache instead of the stage's LISTs (the controller's),
+    /// and the writes reported back to it.
+    pub cache: Option<crate::cluster::cache::CacheRef>,
     /// Finds the fields kubectl's patch would leave behind (stale, foreign) and may have the
     /// patch remove them; its findings are kept in each object's details.
     pub field_policy: Option<FieldPolicyRef>,
@@ -130,6 +133,7 @@ impl Default for ApplyOptions {
             force_timeout: Duration::from_secs(60),
             keep_results: false,
             patch_filter: None,
+            cache: None,
             field_policy: None,
             last_applied: None,
             server_side_fallback: None,

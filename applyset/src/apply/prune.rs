@@ -251,7 +251,7 @@ async fn delete_unvisited(
                 true => fetch_object(client, api_resource, item.namespace.as_deref(), &item.name).await,
                 false => None,
             };
-            delete_one(client, api_resource, ns, &item.name, options).await.map_err(fail)?;
+            delete_one(client, api_resource, ns, &item.name, options, None).await.map_err(fail)?;
             pruned.push(PrunedObject {
                 name: printed_name(api_resource, &item.name),
                 namespace: item.namespace.clone(),

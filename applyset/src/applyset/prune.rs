@@ -7,13 +7,14 @@ use std::collections::{HashMap, HashSet};
 use applyset_merge::Value;
 use futures::StreamExt;
 use kube::Client;
-use kube::api::{Api, DeleteParams, DynamicObject, ListParams, PropagationPolicy};
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Preconditions, PropagationPolicy};
 use kube::core::ApiResource;
 
 use super::codec::{LAST_APPLIED_ANNOTATION, PRUNE_OPT_OUT};
 use super::error::{Error, is_status};
 use super::parent::{Parent, RecordedKind};
 use crate::apply::{DryRun, Visited};
+use crate::cluster::cache::ObjectCache;
 use crate::cluster::mapper::{GroupKind, gvk_string, printed_name};
 
 /// How many LIST requests run at once.
@@ -126,8 +127,14 @@ impl Deleted {
     }
 }
 
-/// DELETEs each candidate in order, stopping at the first failure (kubectl's behaviour).
-pub async fn delete_candidates(client: &Client, candidates: &[Candidate], options: &DeleteOptions) -> Deleted {
+/// DELETEs each candidate in order, stopping at the first failure (kubectl's behaviour); each
+/// delete is reported to the watch cache, if any.
+pub async fn delete_candidates(
+    client: &Client,
+    candidates: &[Candidate],
+    options: &DeleteOptions,
+    cache: Option<&dyn ObjectCache>,
+) -> Deleted {
     let mut done = Deleted::default();
     for candidate in candidates {
         let (api_resource, ns, name) =
@@ -137,7 +144,11 @@ pub async fn delete_candidates(client: &Client, candidates: &[Candidate], option
         {
             done.objects.insert(candidate.listed.uid.clone(), object);
         }
-        match delete_one(client, api_resource, ns, name, options).await {
+        let precondition = candidate.listed.cached_version.as_deref().map(|version| (&candidate.listed.uid, version));
+        if let (Some(cache), DryRun::None) = (cache, options.dry_run) {
+            cache.deleted(&candidate.listed.uid);
+        }
+        match delete_one(client, api_resource, ns, name, options, precondition).await {
             Ok(Some(remaining)) => {
                 let mut candidate = candidate.clone();
                 candidate.listed.deleting = true;
@@ -172,6 +183,10 @@ pub struct Listed {
     /// Carries `applyset.dev/prune: disabled` (the controller keeps such objects when they
     /// leave git; kubectl's prune does not look).
     pub prune_disabled: bool,
+    /// Known from a watch cache at this resourceVersion: the DELETE requires it (and the uid),
+    /// so that an object changed since the cache saw it (relabelled, replaced) is not deleted
+    /// on a stale view. `None` from a LIST, deleted as kubectl deletes.
+    pub cached_version: Option<String>,
 }
 
 /// How pruned objects are deleted (kubectl's `--cascade`, `--grace-period`, `--dry-run`).
@@ -204,7 +219,7 @@ impl DeleteOptions {
         matches!(self.dry_run, DryRun::Server)
     }
 
-    fn params(&self) -> DeleteParams {
+    fn params(&self, precondition: Option<(&String, &str)>) -> DeleteParams {
         DeleteParams {
             dry_run: matches!(self.dry_run, DryRun::Server),
             grace_period_seconds: self.grace_period_seconds,
@@ -213,7 +228,10 @@ impl DeleteOptions {
                 Propagation::Foreground => PropagationPolicy::Foreground,
                 Propagation::Orphan => PropagationPolicy::Orphan,
             }),
-            preconditions: None,
+            preconditions: precondition.map(|(uid, version)| Preconditions {
+                uid: Some(uid.clone()),
+                resource_version: Some(version.to_owned()),
+            }),
         }
     }
 }
@@ -255,6 +273,7 @@ pub(crate) async fn list_all(
                     .annotations
                     .as_ref()
                     .is_some_and(|a| a.get(PRUNE_OPT_OUT).is_some_and(|v| v == "disabled")),
+                cached_version: None,
             });
         }
         match page.metadata.continue_.filter(|token| !token.is_empty()) {
@@ -288,12 +307,13 @@ pub(crate) async fn delete_one(
     namespace: Option<&str>,
     name: &str,
     options: &DeleteOptions,
+    precondition: Option<(&String, &str)>,
 ) -> Result<Option<Vec<String>>, kube::Error> {
     if matches!(options.dry_run, DryRun::Client) {
         return Ok(None);
     }
     let api = dynamic_api(client, api_resource, namespace);
-    let answer = api.delete(name, &options.params()).await?;
+    let answer = api.delete(name, &options.params(precondition)).await?;
     Ok(answer.left().and_then(|object| {
         let finalizers = object.metadata.finalizers.unwrap_or_default();
         let held = object.metadata.deletion_timestamp.is_some() && !finalizers.is_empty() && !options.dry_run_server();
@@ -308,19 +328,21 @@ impl Parent {
     /// every object applied successfully; call [`Parent::update_latest`] only when the returned
     /// summary has no error.
     pub async fn prune(&self, client: &Client, visited: &[Visited], options: &DeleteOptions) -> PruneSummary {
-        match self.prune_candidates(client, visited, ForbiddenLists::Fail).await {
-            Ok(candidates) => delete_candidates(client, &candidates.objects, options).await.into_summary(),
+        match self.prune_candidates(client, visited, ForbiddenLists::Fail, None).await {
+            Ok(candidates) => delete_candidates(client, &candidates.objects, options, None).await.into_summary(),
             Err(error) => PruneSummary { errors: vec![error], ..PruneSummary::default() },
         }
     }
 
     /// The members recorded before this run (by kind and namespace, labelled with this set's ID)
     /// that this run did not visit, sorted by group, kind, namespace and name (kubectl's order).
+    /// A kind and namespace the watch cache answers for is not listed.
     pub async fn prune_candidates(
         &self,
         client: &Client,
         visited: &[Visited],
         forbidden: ForbiddenLists,
+        cache: Option<&dyn ObjectCache>,
     ) -> Result<Candidates, Error> {
         let visited: HashSet<&str> = visited.iter().map(|v| v.uid.as_str()).collect();
         let mut tasks: Vec<(&RecordedKind, Option<&str>)> = Vec::new();
@@ -341,13 +363,22 @@ impl Parent {
         let selector = self.member_selector();
         // Owned values (no borrowed closure arguments): a closure over borrowed items is not
         // provably `Send` for every lifetime, which the controller's spawned reconciles need.
-        let lists: Vec<(ApiResource, Option<String>)> =
-            tasks.iter().map(|(kind, ns)| (kind.api_resource.clone(), ns.map(str::to_owned))).collect();
+        let set_id = self.id().to_owned();
+        let lists: Vec<(ApiResource, Option<String>, Option<Vec<Listed>>)> = tasks
+            .iter()
+            .map(|(kind, ns)| {
+                let known = cache.and_then(|cache| cache.members(&kind.api_resource, *ns, &set_id));
+                (kind.api_resource.clone(), ns.map(str::to_owned), known)
+            })
+            .collect();
         let skip_unknown_kinds = self.skip_unknown_kinds;
-        let results: Vec<_> = futures::stream::iter(lists.into_iter().map(|(api_resource, ns)| {
+        let results: Vec<_> = futures::stream::iter(lists.into_iter().map(|(api_resource, ns, known)| {
             let selector = selector.clone();
             let client = client.clone();
             async move {
+                if let Some(known) = known {
+                    return Ok(Some(known));
+                }
                 match list_all(&client, &api_resource, ns.as_deref(), &selector).await {
                     // The kind went away since discovery was read (its CRD deleted): nothing
                     // of it is left to prune.

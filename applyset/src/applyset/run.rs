@@ -5,12 +5,14 @@
 //! [`Run::finish`] records only this run's kinds and namespaces (the latest write).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use super::error::Error;
 use super::parent::{Member, Parent};
 use super::prune::{Candidate, Candidates, DeleteOptions, Deleted, ForbiddenLists, PruneSummary, delete_candidates};
 use crate::apply::{DryRun, Plan, Visited};
 use crate::cluster::Cluster;
+use crate::cluster::cache::ObjectCache;
 
 /// How the parent's ApplySet metadata is written.
 #[derive(Clone)]
@@ -30,11 +32,19 @@ pub struct Run<'c> {
     parent: Parent,
     writes: ParentWrites,
     dry_run: DryRun,
+    /// Prune candidates from a watch cache where it answers (the controller's).
+    cache: Option<Arc<dyn ObjectCache>>,
 }
 
 impl<'c> Run<'c> {
     pub fn new(cluster: &'c Cluster, parent: Parent, writes: ParentWrites, dry_run: DryRun) -> Self {
-        Self { cluster, parent, writes, dry_run }
+        Self { cluster, parent, writes, dry_run, cache: None }
+    }
+
+    /// Prune candidates are taken from `cache` where it answers, and deletes reported to it.
+    pub fn with_cache(mut self, cache: Arc<dyn ObjectCache>) -> Self {
+        self.cache = Some(cache);
+        self
     }
 
     /// The apply identity's client (prune's own LISTs go through the same door).
@@ -79,12 +89,12 @@ impl<'c> Run<'c> {
 
     /// The recorded members this run did not visit, for a caller with its own prune policy.
     pub async fn prune_candidates(&self, visited: &[Visited], forbidden: ForbiddenLists) -> Result<Candidates, Error> {
-        self.parent.prune_candidates(self.cluster.client(), visited, forbidden).await
+        self.parent.prune_candidates(self.cluster.client(), visited, forbidden, self.cache.as_deref()).await
     }
 
     /// DELETEs the candidates in order, stopping at the first failure.
     pub async fn delete(&self, candidates: &[Candidate], options: &DeleteOptions) -> Deleted {
-        delete_candidates(self.cluster.client(), candidates, options).await
+        delete_candidates(self.cluster.client(), candidates, options, self.cache.as_deref()).await
     }
 
     /// Records this run's kinds and namespaces only. Call only when the prune had no error.

@@ -8,12 +8,14 @@
 //! Go-exact JSON parser ([`Value`]), content types and query parameters are exactly kubectl's,
 //! and errors keep the apiserver's `Status` ([`ApiStatus`]), typed by [`ErrorCategory`].
 //!
+//! - `cache`: what a watch cache answers in place of the apiserver (the controller's);
 //! - `door`: the rate limiter and the capture of `Warning` headers;
 //! - `error`: typed failures and their categories;
 //! - `discovery`: GVK → resource and scope;
 //! - `openapi`: the OpenAPI caches;
 //! - `request`: paths, write parameters and body decoding.
 
+pub mod cache;
 mod discovery;
 mod door;
 mod error;

@@ -1,14 +1,16 @@
 //! The one `Context` every reconcile shares: the controller's own client, the git cache, the
 //! per-identity apply clusters (ServiceAccount impersonation), events and metrics.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use kube::Resource;
 
 use super::api::{ApplySet, SecretsMode};
+use super::cache::ManagedCache;
 use super::events::{EventPublisher, NewEvent};
+use super::lock;
 use super::metrics::Metrics;
 use crate::apply::last_applied::HashedSecrets;
 use crate::applyset::ApiIndex;
@@ -62,6 +64,10 @@ pub struct Context {
     runs: Mutex<HashMap<String, LastRun>>,
     /// The codec of `spec.secrets: Hashed`, once its key was read (or created).
     hashed_secrets: tokio::sync::OnceCell<Arc<HashedSecrets>>,
+    /// The shared watch cache of managed objects.
+    pub cache: Arc<ManagedCache>,
+    /// ApplySets whose managed objects someone else changed: their next run is due at once.
+    drift_checks: Mutex<HashSet<String>>,
 }
 
 #[derive(Debug, Clone)]
@@ -95,6 +101,7 @@ impl Context {
         metrics: Arc<Metrics>,
         settings: Settings,
         instance: String,
+        cache: Arc<ManagedCache>,
     ) -> Context {
         Context {
             events: EventPublisher::new(client.clone(), "applyset-controller", &instance),
@@ -108,6 +115,8 @@ impl Context {
             failures: Mutex::new(HashMap::new()),
             runs: Mutex::new(HashMap::new()),
             hashed_secrets: tokio::sync::OnceCell::new(),
+            cache,
+            drift_checks: Mutex::new(HashSet::new()),
         }
     }
 
@@ -187,6 +196,17 @@ impl Context {
         }
     }
 
+    /// Someone else changed the ApplySet's objects: its next run is due now.
+    pub fn request_drift_check(&self, key: &str) {
+        lock(&self.drift_checks).insert(key.to_owned());
+    }
+
+    /// Whether a drift check was asked for since the last call (taken at the start of a run, so
+    /// that a change during the run asks for one more).
+    pub fn take_drift_check(&self, key: &str) -> bool {
+        lock(&self.drift_checks).remove(key)
+    }
+
     /// Time left until the next scheduled run.
     pub fn remaining(&self, key: &str) -> Duration {
         let runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
@@ -203,6 +223,7 @@ impl Context {
     pub fn forget(&self, key: &str) {
         self.runs.lock().unwrap_or_else(|p| p.into_inner()).remove(key);
         self.failures.lock().unwrap_or_else(|p| p.into_inner()).remove(key);
+        lock(&self.drift_checks).remove(key);
     }
 
     pub fn succeeded(&self, key: &str) {

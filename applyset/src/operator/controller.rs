@@ -13,6 +13,7 @@ use kube::runtime::watcher;
 use tokio::sync::watch;
 
 use super::api::ApplySet;
+use super::cache::{self, ManagedCache};
 use super::context::{Context, Settings};
 use super::http::{self, Health};
 use super::leader::{LeaderElector, LeaseConfig};
@@ -133,7 +134,10 @@ async fn serve(args: ControllerArgs) -> anyhow::Result<()> {
 
     let identity = elector.as_ref().map_or_else(instance_name, |e| e.identity().to_owned());
     let git = GitSource::new(&args.scope.cache_dir);
-    let context = Arc::new(Context::new(client.clone(), config, git, metrics.clone(), settings(&args)?, identity));
+    let (cache, changes) = ManagedCache::new(client.clone(), metrics.clone());
+    let settings = settings(&args)?;
+    let context =
+        Arc::new(Context::new(client.clone(), config, git, metrics.clone(), settings, identity, cache.clone()));
     let watch = match shard {
         Some(selector) => watcher::Config::default().any_semantic().labels(selector),
         None => watcher::Config::default().any_semantic(),
@@ -142,6 +146,8 @@ async fn serve(args: ControllerArgs) -> anyhow::Result<()> {
         ControllerConfig::default().concurrency(args.scope.concurrent_reconciles).debounce(Duration::from_millis(500)),
     );
     tokio::spawn(ready_once_synced(controller.store(), health.clone()));
+    let drift_checks = cache::triggers::drift_checks(cache, changes, controller.store(), context.clone());
+    let controller = controller.reconcile_on(drift_checks);
     // The receiver answers from the leader's view of the ApplySets; standbys are not ready, so
     // a Service sends hooks to the leader only.
     let mut server_tasks = server_tasks;

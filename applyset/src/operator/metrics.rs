@@ -40,6 +40,10 @@ pub struct Metrics {
     last_successful_sync: Gauge,
     leader: IntGauge,
     webhook_requests: IntCounterVec,
+    watched_kinds: IntGauge,
+    cached_objects: IntGauge,
+    watch_failures: IntCounter,
+    watch_changes: IntCounterVec,
     /// Each ApplySet's latest counts, and their sums (what `objects` exports), updated together
     /// under one lock so a scrape never sees an ApplySet counted twice or half removed.
     object_counts: Mutex<ObjectCounts>,
@@ -148,6 +152,32 @@ impl Metrics {
             ),
         );
 
+        let watched_kinds = register(
+            &registry,
+            IntGauge::new("applyset_watched_kinds", "Resource types the watch cache of managed objects watches."),
+        );
+        let cached_objects = register(
+            &registry,
+            IntGauge::new("applyset_watch_cache_objects", "Managed objects held by the watch cache."),
+        );
+        let watch_failures = register(
+            &registry,
+            IntCounter::new(
+                "applyset_watch_failures_total",
+                "Watches of managed objects that failed (410 Gone, connection lost, forbidden) and were started again with a fresh list.",
+            ),
+        );
+        let watch_changes = register(
+            &registry,
+            IntCounterVec::new(
+                Opts::new(
+                    "applyset_watch_changes_total",
+                    "Changes to managed objects seen by the watch cache, by origin: own (the controller's writes) or other (started a drift check).",
+                ),
+                &["origin"],
+            ),
+        );
+
         #[cfg(target_os = "linux")]
         registry
             .register(Box::new(prometheus::process_collector::ProcessCollector::for_self()))
@@ -170,6 +200,10 @@ impl Metrics {
             last_successful_sync,
             leader,
             webhook_requests,
+            watched_kinds,
+            cached_objects,
+            watch_failures,
+            watch_changes,
             object_counts: Mutex::new(ObjectCounts::default()),
             last_sync_lock: Mutex::new(()),
         }
@@ -248,6 +282,24 @@ impl Metrics {
     }
 
     /// Whether this replica leads (and so reconciles).
+    pub fn set_watched_kinds(&self, kinds: u64) {
+        self.watched_kinds.set(kinds as i64);
+    }
+
+    /// The watch cache holds `delta` more objects (or fewer).
+    pub fn cached_objects_changed(&self, delta: i64) {
+        self.cached_objects.add(delta);
+    }
+
+    pub fn watch_failed(&self) {
+        self.watch_failures.inc();
+    }
+
+    /// A change seen by the watch cache; `own`: the controller's own write.
+    pub fn watch_change(&self, own: bool) {
+        self.watch_changes.with_label_values(&[if own { "own" } else { "other" }]).inc();
+    }
+
     pub fn set_leader(&self, leader: bool) {
         self.leader.set(i64::from(leader));
     }

@@ -2,6 +2,7 @@
 //! sync with git (`applyset controller`).
 
 pub mod api;
+pub mod cache;
 pub mod context;
 pub mod controller;
 pub mod drift;

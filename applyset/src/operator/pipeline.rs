@@ -28,6 +28,7 @@ use crate::apply::last_applied::{self, LastAppliedCodecRef};
 use crate::apply::{self, ApplyOptions, ApplyReport, DryRun, Fatal, FieldPolicyRef, Ownership, PatchFilter};
 use crate::applyset::{ApiIndex, Parent, ParentWrites, Run};
 use crate::cluster::Cluster;
+use crate::cluster::cache::CacheRef;
 use crate::fields::Reason;
 use crate::manifest::{self, LoadedObject};
 use crate::redact;
@@ -257,7 +258,7 @@ async fn begin_run<'c>(applyset: &ApplySet, ctx: &Context, cluster: &'c Cluster)
         }
     }
     let writes = ParentWrites::Owned { client: ctx.client.clone(), labels, annotations };
-    Ok(Run::new(cluster, parent, writes, DryRun::None))
+    Ok(Run::new(cluster, parent, writes, DryRun::None).with_cache(ctx.cache.clone()))
 }
 
 /// apply: plan, record the members on the parent (not in Report mode), apply within the
@@ -298,6 +299,10 @@ async fn apply(
         last_applied,
         server_side_fallback: Some(SERVER_SIDE_MANAGER.into()),
         server_side_force: mode.steady,
+        cache: Some(CacheRef {
+            cache: ctx.cache.clone(),
+            trust_unlabelled: ctx.service_account_for(applyset).is_none(),
+        }),
         ..ApplyOptions::default()
     };
     let plan = plan(cluster, loaded, &options).await?;

@@ -95,8 +95,10 @@ async fn sync(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Action, Reconcil
             return finish_failed(ctx, &applyset, &previous, status, failure, started, None).await;
         }
     };
-    // A status write or a repeated watch event must not start a new run before it is due.
-    if !ctx.is_due(&key, generation, applyset.run_requests().as_deref()) {
+    // A status write or a repeated watch event must not start a new run before it is due; a
+    // change to its objects made by someone else makes it due at once.
+    let drift_check = ctx.take_drift_check(&key);
+    if !drift_check && !ctx.is_due(&key, generation, applyset.run_requests().as_deref()) {
         return Ok(Action::requeue(ctx.remaining(&key)));
     }
 

@@ -52,6 +52,12 @@ pub(super) async fn apply_one(
         details: Details::default(),
     };
     let (result, visited) = one.run(live).await;
+    // The watch event of this write is the run's own, not drift.
+    if let (Some(cache), Ok(Verb::Created | Verb::Configured), Some(written), DryRun::None) =
+        (&options.cache, &result, &one.details.result, options.dry_run)
+    {
+        cache.cache.wrote(written);
+    }
     let mut report = item.report(result, one.warnings);
     if options.keep_results {
         report.details = Some(Box::new(one.details));

@@ -1,0 +1,253 @@
+//! The controller's shared watch cache of managed objects: one watch per resource type, shared
+//! by every ApplySet, filtered to objects carrying `applyset.kubernetes.io/part-of`. Runs read
+//! live objects and prune candidates from it, so that a no-op interval sends no request on
+//! managed objects; a kind is watched from the first time a run asks for it.
+//!
+//! It answers only from a complete view ([`store::KindStore`]): until a kind is listed, and
+//! from a watch error (a 410, the apiserver away) until it is listed again, runs ask the
+//! apiserver as before. Prune deletes what it took from here with the resourceVersion it saw as
+//! a precondition, so an object changed since is never deleted on a stale view.
+//!
+//! Whole objects are kept, as compact JSON: apply needs the live object, so keeping metadata
+//! only would cost a GET per object per interval, the requests this cache exists to save.
+//!
+//! Changes that the controller did not make (`kubectl edit`, `scale`, `delete`) are sent to
+//! [`triggers`], which starts the owning ApplySet's drift check at once.
+
+pub mod store;
+pub mod triggers;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use applyset_merge::Value;
+use futures::StreamExt;
+use kube::core::{ApiResource, DynamicResourceScope};
+use kube::runtime::watcher;
+use tokio::sync::mpsc;
+
+use self::store::{Change, KindStore, Watched};
+use super::lock;
+use super::metrics::Metrics;
+use crate::applyset::{Listed, PART_OF_LABEL};
+use crate::cluster::Mapping;
+use crate::cluster::cache::{Cached, ObjectCache};
+
+/// How long the controller remembers its own writes: their watch events arrive within
+/// milliseconds, or after a watch gap within a relist.
+const OWN_WRITES_KEPT: Duration = Duration::from_secs(300);
+
+/// `(group, version, plural)`: each version is its own watch (a run reads objects in the
+/// version it applies).
+type KindKey = (String, String, String);
+
+pub struct ManagedCache {
+    client: kube::Client,
+    kinds: Mutex<HashMap<KindKey, Arc<RwLock<KindStore>>>>,
+    watches: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    own: Mutex<OwnWrites>,
+    changes: mpsc::UnboundedSender<Change>,
+    metrics: Arc<Metrics>,
+}
+
+impl ManagedCache {
+    /// The cache, and the changes it sees that someone else may have made.
+    pub fn new(client: kube::Client, metrics: Arc<Metrics>) -> (Arc<ManagedCache>, mpsc::UnboundedReceiver<Change>) {
+        let (changes, receiver) = mpsc::unbounded_channel();
+        let cache = ManagedCache {
+            client,
+            kinds: Mutex::new(HashMap::new()),
+            watches: Mutex::new(Vec::new()),
+            own: Mutex::new(OwnWrites::default()),
+            changes,
+            metrics,
+        };
+        (Arc::new(cache), receiver)
+    }
+
+    /// The store of `resource`, its watch started on first use.
+    fn kind(&self, resource: &ApiResource) -> Arc<RwLock<KindStore>> {
+        let key = (resource.group.clone(), resource.version.clone(), resource.plural.clone());
+        let mut kinds = lock(&self.kinds);
+        if let Some(store) = kinds.get(&key) {
+            return store.clone();
+        }
+        let store = Arc::new(RwLock::new(KindStore::default()));
+        kinds.insert(key, store.clone());
+        let watch = watch_kind(
+            self.client.clone(),
+            resource.clone(),
+            store.clone(),
+            self.changes.clone(),
+            self.metrics.clone(),
+        );
+        lock(&self.watches).push(tokio::spawn(watch));
+        self.metrics.set_watched_kinds(kinds.len() as u64);
+        store
+    }
+
+    /// Whether the change was the controller's own write or delete.
+    pub fn is_own(&self, change: &Change) -> bool {
+        lock(&self.own).contains(&change.uid, change.resource_version.as_deref())
+    }
+
+    /// Objects held, over every kind (for the metric and the benchmark).
+    pub fn objects(&self) -> usize {
+        let kinds: Vec<_> = lock(&self.kinds).values().cloned().collect();
+        kinds.iter().map(|store| store.read().unwrap_or_else(|p| p.into_inner()).len()).sum()
+    }
+}
+
+impl Drop for ManagedCache {
+    fn drop(&mut self) {
+        for watch in lock(&self.watches).drain(..) {
+            watch.abort();
+        }
+    }
+}
+
+impl ObjectCache for ManagedCache {
+    fn live(&self, mapping: &Mapping, namespace: Option<&str>, name: &str, set_id: &str) -> Option<Cached> {
+        let store = self.kind(&mapping.resource);
+        let key = (namespace.filter(|_| mapping.namespaced).map(str::to_owned), name.to_owned());
+        let entry = store.read().unwrap_or_else(|p| p.into_inner()).get(&key)?;
+        match entry {
+            None => Some(Cached::Unlabelled),
+            Some(entry) if entry.set_id == set_id => {
+                let mut object = entry.object()?;
+                // As a GET shows it (a LIST's items leave these out).
+                if let Value::Object(map) = &mut object {
+                    map.insert("apiVersion".into(), Value::String(mapping.resource.api_version.clone()));
+                    map.insert("kind".into(), Value::String(mapping.resource.kind.clone()));
+                }
+                Some(Cached::Found(object))
+            }
+            // Another set's: read from the apiserver, with the run's identity.
+            Some(_) => None,
+        }
+    }
+
+    fn members(&self, resource: &ApiResource, namespace: Option<&str>, set_id: &str) -> Option<Vec<Listed>> {
+        self.kind(resource).read().unwrap_or_else(|p| p.into_inner()).members(set_id, namespace)
+    }
+
+    fn wrote(&self, object: &Value) {
+        let metadata = object.as_object().and_then(|o| o.get("metadata")).and_then(Value::as_object);
+        let text = |key: &str| metadata.and_then(|m| m.get(key)).and_then(Value::as_str);
+        if let (Some(uid), Some(version)) = (text("uid"), text("resourceVersion")) {
+            lock(&self.own).wrote(uid, version);
+        }
+    }
+
+    fn deleted(&self, uid: &str) {
+        lock(&self.own).deleted(uid);
+    }
+}
+
+/// The writes and deletes the controller made lately, by uid.
+#[derive(Default)]
+struct OwnWrites {
+    writes: HashMap<(String, String), Instant>,
+    deletes: HashMap<String, Instant>,
+}
+
+impl OwnWrites {
+    fn wrote(&mut self, uid: &str, version: &str) {
+        self.expire();
+        self.writes.insert((uid.to_owned(), version.to_owned()), Instant::now());
+    }
+
+    fn deleted(&mut self, uid: &str) {
+        self.expire();
+        self.deletes.insert(uid.to_owned(), Instant::now());
+    }
+
+    fn contains(&self, uid: &str, version: Option<&str>) -> bool {
+        match version {
+            Some(version) => self.writes.contains_key(&(uid.to_owned(), version.to_owned())),
+            None => self.deletes.contains_key(uid),
+        }
+    }
+
+    fn expire(&mut self) {
+        self.writes.retain(|_, at| at.elapsed() < OWN_WRITES_KEPT);
+        self.deletes.retain(|_, at| at.elapsed() < OWN_WRITES_KEPT);
+    }
+}
+
+impl kube::Resource for Watched {
+    type DynamicType = ApiResource;
+    type Scope = DynamicResourceScope;
+
+    fn kind(resource: &ApiResource) -> std::borrow::Cow<'_, str> {
+        resource.kind.as_str().into()
+    }
+    fn group(resource: &ApiResource) -> std::borrow::Cow<'_, str> {
+        resource.group.as_str().into()
+    }
+    fn version(resource: &ApiResource) -> std::borrow::Cow<'_, str> {
+        resource.version.as_str().into()
+    }
+    fn api_version(resource: &ApiResource) -> std::borrow::Cow<'_, str> {
+        resource.api_version.as_str().into()
+    }
+    fn plural(resource: &ApiResource) -> std::borrow::Cow<'_, str> {
+        resource.plural.as_str().into()
+    }
+    fn meta(&self) -> &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+        &self.meta
+    }
+    fn meta_mut(&mut self) -> &mut k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+        &mut self.meta
+    }
+}
+
+/// Watches one kind for as long as the controller runs. Any watch error (a 410 Gone, a dropped
+/// connection, the apiserver away, a forbidden watch) makes the view incomplete and starts over
+/// with a fresh list after a backoff, so that the view is complete again only once listed.
+async fn watch_kind(
+    client: kube::Client,
+    resource: ApiResource,
+    store: Arc<RwLock<KindStore>>,
+    changes: mpsc::UnboundedSender<Change>,
+    metrics: Arc<Metrics>,
+) {
+    let mut failures: u32 = 0;
+    loop {
+        let api: kube::Api<Watched> = kube::Api::all_with(client.clone(), &resource);
+        let config = watcher::Config::default().labels(PART_OF_LABEL).any_semantic();
+        let mut events = std::pin::pin!(watcher::watcher(api, config));
+        while let Some(event) = events.next().await {
+            match event {
+                Ok(event) => {
+                    let synced = matches!(event, watcher::Event::InitDone);
+                    let found = {
+                        let mut store = store.write().unwrap_or_else(|p| p.into_inner());
+                        let before = store.len();
+                        let found = store.apply(event);
+                        metrics.cached_objects_changed(store.len() as i64 - before as i64);
+                        found
+                    };
+                    for change in found {
+                        let _ = changes.send(change);
+                    }
+                    if synced {
+                        failures = 0;
+                        tracing::debug!(kind = %resource.kind, group = %resource.group, "watch cache synced");
+                    }
+                }
+                Err(error) => {
+                    store.write().unwrap_or_else(|p| p.into_inner()).fail();
+                    metrics.watch_failed();
+                    if failures == 0 {
+                        tracing::warn!(kind = %resource.kind, group = %resource.group, %error, "watch failed: reading from the apiserver until it is listed again");
+                    }
+                    break;
+                }
+            }
+        }
+        failures = failures.saturating_add(1);
+        tokio::time::sleep(super::schedule::backoff(Duration::from_secs(1), Duration::from_secs(30), failures)).await;
+    }
+}

@@ -1,0 +1,278 @@
+//! One kind's objects as its watch delivered them, and what each event changed. Pure: the
+//! watch loop feeds it events, the run reads it; it answers only while its view is complete.
+
+use std::collections::{BTreeSet, HashMap};
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+use applyset_merge::Value;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::runtime::watcher::Event;
+
+use crate::applyset::{LAST_APPLIED_ANNOTATION as LAST_APPLIED, Listed, PART_OF_LABEL, PRUNE_OPT_OUT};
+
+/// `(namespace, name)`; the namespace is `None` for a cluster-scoped object.
+pub type Key = (Option<String>, String);
+
+/// One watched object: what prune needs, the set it belongs to, and the whole object as
+/// compact JSON (parsed again only when a run reads it: text takes a third of the memory of
+/// the parsed tree, and a no-op interval reads each object once).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    pub listed: Listed,
+    pub resource_version: String,
+    /// The part-of label's value.
+    pub set_id: String,
+    /// A digest of the object without what others change on their own (status, resourceVersion,
+    /// managedFields): a new value is a change somebody made to what the set applies.
+    pub content: u64,
+    pub json: Box<str>,
+}
+
+impl Entry {
+    /// Reads one object as the apiserver sent it.
+    pub fn of(object: &Value) -> Entry {
+        let metadata = object.as_object().and_then(|o| o.get("metadata")).and_then(Value::as_object);
+        let text = |key: &str| metadata.and_then(|m| m.get(key)).and_then(Value::as_str).map(str::to_owned);
+        let map = |key: &str| metadata.and_then(|m| m.get(key)).and_then(Value::as_object);
+        let annotation = |key: &str| map("annotations").and_then(|a| a.get(key)).and_then(Value::as_str);
+        let finalizers = metadata
+            .and_then(|m| m.get("finalizers"))
+            .and_then(Value::as_array)
+            .map(|items| items.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+            .unwrap_or_default();
+        Entry {
+            listed: Listed {
+                name: text("name").unwrap_or_default(),
+                namespace: text("namespace").filter(|ns| !ns.is_empty()),
+                uid: text("uid").unwrap_or_default(),
+                has_last_applied: annotation(LAST_APPLIED).is_some(),
+                deleting: text("deletionTimestamp").is_some(),
+                finalizers,
+                prune_disabled: annotation(PRUNE_OPT_OUT) == Some("disabled"),
+                cached_version: text("resourceVersion"),
+            },
+            resource_version: text("resourceVersion").unwrap_or_default(),
+            set_id: map("labels")
+                .and_then(|l| l.get(PART_OF_LABEL))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+            content: content_digest(object),
+            json: object.to_json_string().into_boxed_str(),
+        }
+    }
+
+    pub fn key(&self) -> Key {
+        (self.listed.namespace.clone(), self.listed.name.clone())
+    }
+
+    /// The object, parsed again.
+    pub fn object(&self) -> Option<Value> {
+        Value::from_json_str(&self.json).ok()
+    }
+}
+
+/// The digest of what a set applies and others may change: everything but the status and the
+/// metadata the apiserver keeps for itself (and `apiVersion` and `kind`, which a LIST's items
+/// leave out and a watch event's object has).
+fn content_digest(object: &Value) -> u64 {
+    let mut content = object.clone();
+    if let Some(root) = content.as_object_mut() {
+        for volatile in ["status", "apiVersion", "kind"] {
+            root.remove(volatile);
+        }
+        if let Some(metadata) = root.get_mut("metadata").and_then(Value::as_object_mut) {
+            for volatile in ["resourceVersion", "managedFields", "generation"] {
+                metadata.remove(volatile);
+            }
+        }
+    }
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    content.to_json_string().hash(&mut hasher);
+    hasher.finish()
+}
+
+/// What one watched object is to kube's watcher: its metadata (the resourceVersion the watch
+/// resumes from) and our entry.
+#[derive(Debug, Clone)]
+pub struct Watched {
+    pub meta: ObjectMeta,
+    pub entry: Arc<Entry>,
+}
+
+impl<'de> serde::Deserialize<'de> for Watched {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let object = Value::deserialize(deserializer)?;
+        let entry = Entry::of(&object);
+        let meta = ObjectMeta {
+            name: Some(entry.listed.name.clone()),
+            namespace: entry.listed.namespace.clone(),
+            uid: Some(entry.listed.uid.clone()),
+            resource_version: Some(entry.resource_version.clone()),
+            ..ObjectMeta::default()
+        };
+        Ok(Watched { meta, entry: Arc::new(entry) })
+    }
+}
+
+/// A change to a set's objects that the set did not necessarily make.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    pub set_id: String,
+    pub uid: String,
+    /// The new resourceVersion; `None` when the object was deleted.
+    pub resource_version: Option<String>,
+}
+
+/// One kind's objects.
+#[derive(Debug, Default)]
+pub struct KindStore {
+    /// The view is complete: listed, and watched since without an error.
+    synced: bool,
+    /// Synced at least once: a later list compares with what was known.
+    listed_once: bool,
+    objects: HashMap<Key, Arc<Entry>>,
+    by_set: HashMap<String, BTreeSet<Key>>,
+    /// A list in progress (kube's `Init` … `InitDone`).
+    relisting: Option<HashMap<Key, Arc<Entry>>>,
+}
+
+impl KindStore {
+    pub fn is_synced(&self) -> bool {
+        self.synced
+    }
+
+    pub fn len(&self) -> usize {
+        self.objects.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.objects.is_empty()
+    }
+
+    /// The watch failed: nothing is answered until the next complete list.
+    pub fn fail(&mut self) {
+        self.synced = false;
+        self.relisting = None;
+    }
+
+    /// Applies one watch event; returns the changes others may have made.
+    pub fn apply(&mut self, event: Event<Watched>) -> Vec<Change> {
+        match event {
+            Event::Init => {
+                self.synced = false;
+                self.relisting = Some(HashMap::new());
+                Vec::new()
+            }
+            Event::InitApply(watched) => {
+                if let Some(listing) = &mut self.relisting {
+                    listing.insert(watched.entry.key(), watched.entry);
+                }
+                Vec::new()
+            }
+            Event::InitDone => {
+                let Some(listed) = self.relisting.take() else { return Vec::new() };
+                // After a gap (an error, a 410), whatever changed meanwhile is a change; the
+                // first list is only the starting point.
+                let changes = if self.listed_once { diff(&self.objects, &listed) } else { Vec::new() };
+                self.by_set.clear();
+                for (key, entry) in &listed {
+                    self.by_set.entry(entry.set_id.clone()).or_default().insert(key.clone());
+                }
+                self.objects = listed;
+                self.synced = true;
+                self.listed_once = true;
+                changes
+            }
+            Event::Apply(watched) => self.upsert(watched.entry),
+            Event::Delete(watched) => self.remove(&watched.entry),
+        }
+    }
+
+    fn upsert(&mut self, entry: Arc<Entry>) -> Vec<Change> {
+        let key = entry.key();
+        let old = self.objects.insert(key.clone(), entry.clone());
+        self.by_set.entry(entry.set_id.clone()).or_default().insert(key.clone());
+        match old {
+            Some(old) if old.content == entry.content && old.set_id == entry.set_id => Vec::new(),
+            Some(old) if old.set_id != entry.set_id => {
+                self.unindex(&old.set_id, &key);
+                vec![changed(&old.set_id, &entry), changed(&entry.set_id, &entry)]
+            }
+            _ => vec![changed(&entry.set_id, &entry)],
+        }
+    }
+
+    fn remove(&mut self, entry: &Entry) -> Vec<Change> {
+        let key = entry.key();
+        let removed = self.objects.remove(&key);
+        let set_id = removed.as_ref().map_or(&entry.set_id, |old| &old.set_id).clone();
+        self.unindex(&set_id, &key);
+        vec![Change { set_id, uid: entry.listed.uid.clone(), resource_version: None }]
+    }
+
+    fn unindex(&mut self, set_id: &str, key: &Key) {
+        if let Some(keys) = self.by_set.get_mut(set_id) {
+            keys.remove(key);
+            if keys.is_empty() {
+                self.by_set.remove(set_id);
+            }
+        }
+    }
+
+    /// The object `key` when the view is complete: `Some(None)` when no labelled object has
+    /// that name.
+    pub fn get(&self, key: &Key) -> Option<Option<Arc<Entry>>> {
+        self.synced.then(|| self.objects.get(key).cloned())
+    }
+
+    /// The members of `set_id` in `namespace` (every namespace of a cluster-scoped kind is
+    /// `None`), when the view is complete.
+    pub fn members(&self, set_id: &str, namespace: Option<&str>) -> Option<Vec<Listed>> {
+        if !self.synced {
+            return None;
+        }
+        let Some(keys) = self.by_set.get(set_id) else { return Some(Vec::new()) };
+        let listed = keys
+            .iter()
+            .filter(|(ns, _)| ns.as_deref() == namespace)
+            .filter_map(|key| self.objects.get(key))
+            .map(|entry| entry.listed.clone())
+            .collect();
+        Some(listed)
+    }
+}
+
+fn changed(set_id: &str, entry: &Entry) -> Change {
+    Change {
+        set_id: set_id.to_owned(),
+        uid: entry.listed.uid.clone(),
+        resource_version: Some(entry.resource_version.clone()),
+    }
+}
+
+/// What differs between two complete views: objects new, gone, changed or moved to another set.
+fn diff(before: &HashMap<Key, Arc<Entry>>, after: &HashMap<Key, Arc<Entry>>) -> Vec<Change> {
+    let mut changes = Vec::new();
+    for (key, entry) in after {
+        match before.get(key) {
+            Some(old) if old.content == entry.content && old.set_id == entry.set_id => {}
+            Some(old) if old.set_id != entry.set_id => {
+                changes.push(changed(&old.set_id, entry));
+                changes.push(changed(&entry.set_id, entry));
+            }
+            _ => changes.push(changed(&entry.set_id, entry)),
+        }
+    }
+    for (key, old) in before {
+        if !after.contains_key(key) {
+            changes.push(Change { set_id: old.set_id.clone(), uid: old.listed.uid.clone(), resource_version: None });
+        }
+    }
+    changes
+}
+
+#[cfg(test)]
+#[path = "store_tests.rs"]
+mod tests;

@@ -1,0 +1,143 @@
+use kube::runtime::watcher::Event;
+use serde_json::json;
+
+use super::*;
+
+const SET: &str = "applyset-a-v1";
+const OTHER: &str = "applyset-b-v1";
+
+fn object(name: &str, version: &str, set: &str, replicas: i64, ready: i64) -> Watched {
+    serde_json::from_value(json!({
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {
+            "name": name,
+            "namespace": "shop",
+            "uid": format!("uid-{name}"),
+            "resourceVersion": version,
+            "labels": { PART_OF_LABEL: set },
+            "managedFields": [{ "manager": "kube-controller-manager", "operation": "Update" }],
+        },
+        "spec": { "replicas": replicas },
+        "status": { "readyReplicas": ready },
+    }))
+    .expect("a watched object")
+}
+
+fn listed(store: &mut KindStore, objects: Vec<Watched>) -> Vec<Change> {
+    let mut changes = store.apply(Event::Init);
+    for object in objects {
+        changes.extend(store.apply(Event::InitApply(object)));
+    }
+    changes.extend(store.apply(Event::InitDone));
+    changes
+}
+
+fn key(name: &str) -> Key {
+    (Some("shop".into()), name.into())
+}
+
+fn names(listed: Option<Vec<Listed>>) -> Option<Vec<String>> {
+    listed.map(|items| items.into_iter().map(|l| l.name).collect())
+}
+
+#[test]
+fn answers_only_once_listed_and_the_first_list_is_no_change() {
+    let mut store = KindStore::default();
+    assert_eq!(store.get(&key("web")), None, "nothing is known before the list");
+    assert_eq!(store.members(SET, Some("shop")), None);
+    store.apply(Event::Init);
+    store.apply(Event::InitApply(object("web", "1", SET, 2, 0)));
+    assert_eq!(store.get(&key("web")), None, "a list in progress is not a complete view");
+    assert!(store.apply(Event::InitDone).is_empty(), "the first list is the starting point");
+    assert!(store.is_synced());
+    let entry = store.get(&key("web")).flatten().expect("listed");
+    assert_eq!(entry.listed.cached_version.as_deref(), Some("1"));
+    let object = serde_json::to_value(entry.object().expect("parses")).expect("serializes");
+    assert_eq!(object["spec"]["replicas"], 2, "the whole object is kept");
+    assert_eq!(object["status"]["readyReplicas"], 0);
+    assert_eq!(store.get(&key("api")), Some(None), "complete view: no labelled object of that name");
+    assert_eq!(names(store.members(SET, Some("shop"))), Some(vec!["web".into()]));
+    assert_eq!(names(store.members(SET, Some("other"))), Some(vec![]));
+    assert_eq!(names(store.members(OTHER, Some("shop"))), Some(vec![]));
+}
+
+#[test]
+fn status_and_bookkeeping_updates_are_not_changes_but_spec_edits_are() {
+    let mut store = KindStore::default();
+    listed(&mut store, vec![object("web", "1", SET, 2, 0)]);
+    assert!(store.apply(Event::Apply(object("web", "2", SET, 2, 2))).is_empty(), "status only");
+    let scaled = store.apply(Event::Apply(object("web", "3", SET, 5, 2)));
+    assert_eq!(scaled, [Change { set_id: SET.into(), uid: "uid-web".into(), resource_version: Some("3".into()) }]);
+    assert_eq!(store.get(&key("web")).flatten().expect("kept").resource_version, "3", "the newest version is kept");
+}
+
+#[test]
+fn a_relabelled_object_is_a_change_for_both_sets_and_moves_between_them() {
+    let mut store = KindStore::default();
+    listed(&mut store, vec![object("web", "1", SET, 2, 0)]);
+    let changes = store.apply(Event::Apply(object("web", "2", OTHER, 2, 0)));
+    let sets: Vec<&str> = changes.iter().map(|c| c.set_id.as_str()).collect();
+    assert_eq!(sets, [SET, OTHER]);
+    assert_eq!(names(store.members(SET, Some("shop"))), Some(vec![]));
+    assert_eq!(names(store.members(OTHER, Some("shop"))), Some(vec!["web".into()]));
+}
+
+#[test]
+fn a_delete_is_a_change_without_a_version() {
+    let mut store = KindStore::default();
+    listed(&mut store, vec![object("web", "1", SET, 2, 0)]);
+    let changes = store.apply(Event::Delete(object("web", "2", SET, 2, 0)));
+    assert_eq!(changes, [Change { set_id: SET.into(), uid: "uid-web".into(), resource_version: None }]);
+    assert_eq!(store.get(&key("web")), Some(None));
+    assert_eq!(store.len(), 0);
+}
+
+#[test]
+fn after_a_watch_error_nothing_is_answered_until_the_relist_which_reports_the_gap() {
+    let mut store = KindStore::default();
+    listed(
+        &mut store,
+        vec![object("web", "1", SET, 2, 0), object("db", "1", SET, 1, 0), object("old", "1", SET, 1, 0)],
+    );
+    store.fail();
+    assert_eq!(store.get(&key("web")), None, "no answer from a view that may be stale");
+    assert_eq!(store.members(SET, Some("shop")), None, "never a prune decision from it");
+    store.apply(Event::Init);
+    store.apply(Event::InitApply(object("web", "9", SET, 7, 0)));
+    assert_eq!(store.members(SET, Some("shop")), None, "nor while the relist runs");
+    // During the gap: web scaled, db's status changed, old deleted, new created.
+    store.apply(Event::InitApply(object("db", "9", SET, 1, 1)));
+    store.apply(Event::InitApply(object("new", "9", SET, 1, 0)));
+    let mut changes = store.apply(Event::InitDone);
+    changes.sort_by(|a, b| a.uid.cmp(&b.uid));
+    let seen: Vec<(&str, Option<&str>)> =
+        changes.iter().map(|c| (c.uid.as_str(), c.resource_version.as_deref())).collect();
+    assert_eq!(seen, [("uid-new", Some("9")), ("uid-old", None), ("uid-web", Some("9"))]);
+    assert_eq!(
+        names(store.members(SET, Some("shop"))).map(|mut n| {
+            n.sort();
+            n
+        }),
+        Some(vec!["db".into(), "new".into(), "web".into()])
+    );
+}
+
+#[test]
+fn cluster_scoped_objects_have_no_namespace() {
+    let mut store = KindStore::default();
+    let namespace: Watched = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Namespace",
+        "metadata": { "name": "shop", "uid": "u", "resourceVersion": "4", "labels": { PART_OF_LABEL: SET },
+                      "annotations": { PRUNE_OPT_OUT: "disabled" }, "deletionTimestamp": "2026-01-01T00:00:00Z",
+                      "finalizers": ["kubernetes"] },
+    }))
+    .expect("a watched object");
+    listed(&mut store, vec![namespace]);
+    let members = store.members(SET, None).expect("synced");
+    assert_eq!(members.len(), 1);
+    let member = &members[0];
+    assert_eq!((member.namespace.as_deref(), member.name.as_str()), (None, "shop"));
+    assert!(member.prune_disabled && member.deleting && !member.has_last_applied);
+    assert_eq!(member.finalizers, ["kubernetes"]);
+}

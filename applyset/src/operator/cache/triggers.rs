@@ -1,0 +1,131 @@
+//! Drift in seconds: a change the watch cache sees on a managed object (an out-of-band
+//! `kubectl edit`, `scale` or `delete`) starts its ApplySet's drift check at once, instead of at
+//! the next interval. Changes are collected for a moment first, so that a burst is one check
+//! and the controller's own writes (whose answers may arrive after their watch events) are
+//! recognised and start nothing.
+
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::Stream;
+use kube::runtime::reflector::{ObjectRef, Store};
+use tokio::sync::mpsc;
+
+use super::ManagedCache;
+use super::store::Change;
+use crate::applyset::applyset_id;
+use crate::operator::api::{ApplySet, GROUP, KIND};
+use crate::operator::context::Context;
+
+/// How long changes are collected before the checks they ask for start.
+pub const SETTLE: Duration = Duration::from_millis(150);
+
+/// The ApplySets whose drift check a stream of changes asks for, one request per ApplySet per
+/// burst; each is also marked in the context as due now.
+pub fn drift_checks(
+    cache: Arc<ManagedCache>,
+    changes: mpsc::UnboundedReceiver<Change>,
+    applysets: Store<ApplySet>,
+    ctx: Arc<Context>,
+) -> impl Stream<Item = ObjectRef<ApplySet>> + Send + 'static {
+    let state = Triggers { cache, changes, applysets, ctx, ids: HashMap::new(), pending: VecDeque::new() };
+    futures::stream::unfold(state, |mut state| async move {
+        loop {
+            if let Some(next) = state.pending.pop_front() {
+                return Some((next, state));
+            }
+            let first = state.changes.recv().await?;
+            tokio::time::sleep(SETTLE).await;
+            let mut burst = vec![first];
+            while let Ok(change) = state.changes.try_recv() {
+                burst.push(change);
+            }
+            state.pending = state.owners_of(burst).into();
+        }
+    })
+}
+
+struct Triggers {
+    cache: Arc<ManagedCache>,
+    changes: mpsc::UnboundedReceiver<Change>,
+    applysets: Store<ApplySet>,
+    ctx: Arc<Context>,
+    /// Each ApplySet's ID (`namespace/name` → ID), computed once.
+    ids: HashMap<String, String>,
+    pending: VecDeque<ObjectRef<ApplySet>>,
+}
+
+impl Triggers {
+    /// The ApplySets that own what changed, the controller's own writes left out.
+    fn owners_of(&mut self, burst: Vec<Change>) -> Vec<ObjectRef<ApplySet>> {
+        let mut changed = BTreeSet::new();
+        for change in burst {
+            let own = self.cache.is_own(&change);
+            self.ctx.metrics.watch_change(own);
+            if !own && !change.set_id.is_empty() {
+                changed.insert(change.set_id);
+            }
+        }
+        if changed.is_empty() {
+            return Vec::new();
+        }
+        let applysets = self.applysets.state();
+        let owners = owners(&changed, &applysets, &mut self.ids);
+        for applyset in &owners {
+            tracing::info!(applyset = %applyset.key(), "managed objects changed: checking for drift now");
+            self.ctx.request_drift_check(&applyset.key());
+        }
+        owners.iter().map(|applyset| ObjectRef::from_obj(applyset.as_ref())).collect()
+    }
+}
+
+/// The ApplySets with one of `set_ids`, except suspended ones (a suspended ApplySet changes
+/// nothing, drift included).
+pub fn owners(
+    set_ids: &BTreeSet<String>,
+    applysets: &[Arc<ApplySet>],
+    ids: &mut HashMap<String, String>,
+) -> Vec<Arc<ApplySet>> {
+    applysets
+        .iter()
+        .filter(|applyset| !applyset.spec.suspend)
+        .filter(|applyset| {
+            let id = ids
+                .entry(applyset.key())
+                .or_insert_with(|| applyset_id(&applyset.name(), &applyset.namespace_or_default(), KIND, GROUP));
+            set_ids.contains(id.as_str())
+        })
+        .cloned()
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::operator::api::ApplySetSpec;
+
+    fn applyset(namespace: &str, name: &str, suspend: bool) -> Arc<ApplySet> {
+        let spec: ApplySetSpec = serde_json::from_value(serde_json::json!({
+            "source": { "url": "https://git.example/repo.git" },
+            "suspend": suspend,
+        }))
+        .expect("a valid spec");
+        let mut applyset = ApplySet::new(name, spec);
+        applyset.metadata.namespace = Some(namespace.into());
+        Arc::new(applyset)
+    }
+
+    #[test]
+    fn a_change_asks_for_the_check_of_the_set_that_owns_it_only() {
+        let sets = [applyset("team-a", "web", false), applyset("team-b", "web", false), applyset("team-a", "db", true)];
+        let web_a = applyset_id("web", "team-a", KIND, GROUP);
+        let db_a = applyset_id("db", "team-a", KIND, GROUP);
+        let mut ids = HashMap::new();
+        let found = owners(&[web_a.clone()].into(), &sets, &mut ids);
+        assert_eq!(found.iter().map(|a| a.key()).collect::<Vec<_>>(), ["team-a/web"]);
+        assert!(owners(&[db_a].into(), &sets, &mut ids).is_empty(), "a suspended set is not checked");
+        assert!(owners(&["applyset-other-v1".to_owned()].into(), &sets, &mut ids).is_empty());
+        assert_eq!(ids.len(), 2, "IDs are computed once per set");
+    }
+}

@@ -16,7 +16,8 @@ use git::Fixture;
 use k8s_openapi::api::coordination::v1::Lease;
 use operator::{
     ControllerFixture, ControllerOptions, ControllerProcess, condition, config_map, create_applyset, failed_with,
-    get_applyset, http_get, is_ready, ready_at, request_reconcile, revision, start_controller, wait_for_applyset,
+    get_applyset, http_get, is_ready, ready_at, request_reconcile, revision, sample, start_controller,
+    wait_for_applyset,
 };
 use support::{TestNamespace, lease_holder};
 
@@ -114,14 +115,6 @@ async fn reconcile_now(ns: &TestNamespace, name: &str, controller: &ControllerPr
 
 fn drifted_object<'a>(applyset: &'a ApplySet, kind: &str, name: &str) -> Option<&'a DriftedObject> {
     applyset.status.as_ref()?.drift.as_ref()?.objects.iter().find(|o| o.kind == kind && o.name == name)
-}
-
-/// The value of one sample line (`name{labels}` exactly as rendered) in a Prometheus text page.
-fn sample(metrics: &str, series: &str) -> Option<f64> {
-    metrics.lines().find_map(|line| {
-        let (key, value) = line.rsplit_once(' ')?;
-        (key == series).then(|| value.parse().ok()).flatten()
-    })
 }
 
 /// Every label value on every sample line.

@@ -156,13 +156,21 @@ pub async fn delete_candidates(
                 done.terminating.push(candidate);
             }
             Ok(None) => done.deleted.push(candidate.clone()),
+            // Known from a watch cache that had not seen it go yet: it is gone.
+            Err(error) if precondition.is_some() && is_status(&error, 404) => done.deleted.push(candidate.clone()),
             Err(error) => {
                 let gk = GroupKind::of(api_resource);
                 let object = match ns {
                     Some(ns) => format!("{gk} {ns}/{name}"),
                     None => format!("{gk} {name}"),
                 };
-                done.error = Some(Error::request(format!("pruning {object}"), error));
+                let context = match precondition {
+                    Some((_, version)) if is_status(&error, 409) => format!(
+                        "pruning {object}: it changed since the watch cache saw it at resourceVersion {version}, so it was not deleted (the next run decides again)"
+                    ),
+                    _ => format!("pruning {object}"),
+                };
+                done.error = Some(Error::request(context, error));
                 return done;
             }
         }

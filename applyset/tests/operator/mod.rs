@@ -52,6 +52,14 @@ pub fn start_controller(ns: &TestNamespace) -> Result<ControllerProcess> {
     ControllerOptions::for_namespace(ns).local_sources().start()
 }
 
+/// The value of one series (`name{labels}` exactly as exported) in a `/metrics` text.
+pub fn sample(metrics: &str, series: &str) -> Option<f64> {
+    metrics.lines().find_map(|line| {
+        let (key, value) = line.rsplit_once(' ')?;
+        (key == series).then(|| value.parse().ok()).flatten()
+    })
+}
+
 /// A ConfigMap manifest with one `data.value`, as the controller tests commit them.
 pub fn config_map(name: &str, namespace: &str, value: &str) -> String {
     format!(

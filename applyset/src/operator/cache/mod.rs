@@ -38,6 +38,10 @@ use crate::cluster::cache::{Cached, ObjectCache};
 /// milliseconds, or after a watch gap within a relist.
 const OWN_WRITES_KEPT: Duration = Duration::from_secs(300);
 
+/// The longest wait before a failed watch is started again: after an outage the view is
+/// complete again (and drift seen at once) within this of the apiserver's return.
+const WATCH_RETRY_LIMIT: Duration = Duration::from_secs(8);
+
 /// `(group, version, plural)`: each version is its own watch (a run reads objects in the
 /// version it applies).
 type KindKey = (String, String, String);
@@ -248,6 +252,6 @@ async fn watch_kind(
             }
         }
         failures = failures.saturating_add(1);
-        tokio::time::sleep(super::schedule::backoff(Duration::from_secs(1), Duration::from_secs(30), failures)).await;
+        tokio::time::sleep(super::schedule::backoff(Duration::from_secs(1), WATCH_RETRY_LIMIT, failures)).await;
     }
 }

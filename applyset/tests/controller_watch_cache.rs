@@ -143,7 +143,7 @@ async fn out_of_band_changes_are_corrected_at_once_and_own_writes_start_nothing(
     ns.kubectl_ok(&["patch", "configmap/settings", "-p", r#"{"data":{"value":"edited"}}"#], None)?;
     timed("kubectl patch reverted", || Ok(value()? == "one")).await?;
     ns.kubectl_ok(&["delete", "configmap/settings"], None)?;
-    timed("kubectl delete recreated", || Ok(ns.exists("configmap/settings")?)).await?;
+    timed("kubectl delete recreated", || ns.exists("configmap/settings")).await?;
     let applyset = wait_for_applyset(&ns, "app", &controller, "drift corrected", T, |a: &ApplySet| {
         condition(a, "Drifted").map(|c| c.1).as_deref() == Some("DriftCorrected")
     })

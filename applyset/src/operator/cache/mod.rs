@@ -42,6 +42,9 @@ const OWN_WRITES_KEPT: Duration = Duration::from_secs(300);
 /// complete again (and drift seen at once) within this of the apiserver's return.
 const WATCH_RETRY_LIMIT: Duration = Duration::from_secs(8);
 
+/// How long a watch the apiserver forbids waits before it is tried again.
+const FORBIDDEN_RETRY: Duration = Duration::from_secs(300);
+
 /// `(group, version, plural)`: each version is its own watch (a run reads objects in the
 /// version it applies).
 type KindKey = (String, String, String);
@@ -219,6 +222,7 @@ async fn watch_kind(
 ) {
     let mut failures: u32 = 0;
     loop {
+        let mut forbidden = false;
         let api: kube::Api<Watched> = kube::Api::all_with(client.clone(), &resource);
         let config = watcher::Config::default().labels(PART_OF_LABEL).any_semantic();
         let mut events = std::pin::pin!(watcher::watcher(api, config));
@@ -244,6 +248,7 @@ async fn watch_kind(
                 Err(error) => {
                     store.write().unwrap_or_else(|p| p.into_inner()).fail();
                     metrics.watch_failed();
+                    forbidden = is_forbidden(&error);
                     if failures == 0 {
                         tracing::warn!(kind = %resource.kind, group = %resource.group, %error, "watch failed: reading from the apiserver until it is listed again");
                     }
@@ -252,6 +257,22 @@ async fn watch_kind(
             }
         }
         failures = failures.saturating_add(1);
-        tokio::time::sleep(super::schedule::backoff(Duration::from_secs(1), WATCH_RETRY_LIMIT, failures)).await;
+        let wait = match forbidden {
+            // RBAC rarely changes: runs LIST this kind meanwhile.
+            true => FORBIDDEN_RETRY,
+            false => super::schedule::backoff(Duration::from_secs(1), WATCH_RETRY_LIMIT, failures),
+        };
+        tokio::time::sleep(wait).await;
+    }
+}
+
+/// The controller may not list or watch the kind cluster-wide (a namespaced RBAC mode).
+fn is_forbidden(error: &watcher::Error) -> bool {
+    match error {
+        watcher::Error::InitialListFailed(kube::Error::Api(status))
+        | watcher::Error::WatchStartFailed(kube::Error::Api(status))
+        | watcher::Error::WatchFailed(kube::Error::Api(status)) => status.code == 403,
+        watcher::Error::WatchError(status) => status.code == 403,
+        _ => false,
     }
 }

@@ -7,6 +7,7 @@
 //! `Stalled=True` condition decides next; then the built-in kinds' own rules (`kinds`); then
 //! a `Ready` condition; anything else is Current.
 
+pub mod cel;
 mod kinds;
 #[cfg(test)]
 mod tests;
@@ -109,6 +110,22 @@ fn compute_checked(object: &Value, context: Context) -> Result<Health, String> {
 
 /// Deletion, generation and the standard `Reconciling`/`Stalled` conditions.
 fn generic_properties(object: &Value) -> Result<Option<Health>, String> {
+    if let Some(health) = generic_generation(object)? {
+        return Ok(Some(health));
+    }
+    for condition in conditions(object)? {
+        if condition.kind == "Reconciling" && condition.status == "True" {
+            return Ok(Some(Health::in_progress(condition.reason, condition.message)));
+        }
+        if condition.kind == "Stalled" && condition.status == "True" {
+            return Ok(Some(Health::failed(condition.reason, condition.message)));
+        }
+    }
+    Ok(None)
+}
+
+/// Deletion, and a latest generation the object's controller has not observed yet.
+fn generic_generation(object: &Value) -> Result<Option<Health>, String> {
     if field(object, "metadata.deletionTimestamp").and_then(Value::as_str).is_some_and(|t| !t.is_empty()) {
         return Ok(Some(Health {
             status: Status::Terminating,
@@ -123,14 +140,6 @@ fn generic_properties(object: &Value) -> Result<Option<Health>, String> {
         let message =
             format!("{} generation is {generation}, but latest observed generation is {observed}", kind(object));
         return Ok(Some(Health::in_progress("LatestGenerationNotObserved", message)));
-    }
-    for condition in conditions(object)? {
-        if condition.kind == "Reconciling" && condition.status == "True" {
-            return Ok(Some(Health::in_progress(condition.reason, condition.message)));
-        }
-        if condition.kind == "Stalled" && condition.status == "True" {
-            return Ok(Some(Health::failed(condition.reason, condition.message)));
-        }
     }
     Ok(None)
 }

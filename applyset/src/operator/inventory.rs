@@ -99,6 +99,7 @@ pub fn skipped_entry(candidate: &Candidate, reason: &str, message: String) -> In
         state: reason.to_owned(),
         message: Some(message),
         method: None,
+        ..InventoryObject::default()
     }
 }
 

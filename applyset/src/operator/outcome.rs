@@ -70,6 +70,7 @@ pub fn classify(report: &ApplyReport, revision: &str, steady: bool, report_only:
             state: status::STATE_APPLIED.into(),
             message: None,
             method: None,
+            ..InventoryObject::default()
         };
         if let Some(why) = object.details.as_ref().and_then(|d| d.server_side.as_ref()) {
             entry.method = Some(METHOD_SERVER_SIDE.into());

@@ -298,8 +298,7 @@ mod tests {
             namespace: Some("shop".into()),
             name: name.into(),
             state: state.into(),
-            message: None,
-            method: None,
+            ..InventoryObject::default()
         }
     }
 

@@ -12,6 +12,9 @@ use serde::{Deserialize, Serialize};
 use crate::applyset::PARENT_CRD_LABEL;
 use crate::source::SourceSpec;
 
+mod health;
+pub use health::{DependencyReference, HealthCheckExpression, HealthCheckReference};
+
 pub const GROUP: &str = "applyset.dev";
 pub const KIND: &str = "ApplySet";
 pub const PLURAL: &str = "applysets";
@@ -111,6 +114,23 @@ pub struct ApplySetSpec {
     /// the token of this Secret (GitHub, GitLab, or a generic HMAC-SHA256 signature).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub webhook: Option<WebhookSpec>,
+    /// `Ready` only once every applied object is healthy (kstatus `Current`: a Deployment
+    /// rolled out, a Job complete, a custom resource `Ready`), within `healthTimeout`.
+    #[serde(default)]
+    pub wait: bool,
+    /// `Ready` only once these objects are healthy (when `wait` is off).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub health_checks: Vec<HealthCheckReference>,
+    /// How long health is waited for after an apply (Go duration; default: `timeout`). Past
+    /// it, `Ready=False` with reason `HealthCheckFailed` names the objects and why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health_timeout: Option<String>,
+    /// CEL expressions judging the health of custom resources, per apiVersion and kind.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub health_check_exprs: Vec<HealthCheckExpression>,
+    /// ApplySets that must be `Ready` before this one is applied (same namespace by default).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub depends_on: Vec<DependencyReference>,
 }
 
 /// `spec.webhook`.
@@ -371,6 +391,12 @@ pub struct InventoryObject {
     pub state: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// The object's health (kstatus: `Current`, `InProgress`, `Failed`, `Terminating`,
+    /// `Unknown`) when the ApplySet waits for it, and why when not `Current`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health_message: Option<String>,
     /// `ServerSide` for an object applied with server-side apply (its last-applied annotation
     /// would exceed the apiserver's limit; `message` says by how much); unset: client-side.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -2,10 +2,12 @@
 //! per-identity apply clusters (ServiceAccount impersonation), events and metrics.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use kube::Resource;
+use kube::runtime::reflector::{ObjectRef, Store};
+use tokio::sync::mpsc;
 
 use super::api::{ApplySet, SecretsMode};
 use super::cache::ManagedCache;
@@ -66,8 +68,18 @@ pub struct Context {
     hashed_secrets: tokio::sync::OnceCell<Arc<HashedSecrets>>,
     /// The shared watch cache of managed objects.
     pub cache: Arc<ManagedCache>,
-    /// ApplySets whose managed objects someone else changed: their next run is due at once.
+    /// ApplySets whose next run is due at once: someone else changed their objects, an object
+    /// they wait for changed, or a dependency became Ready.
     drift_checks: Mutex<HashSet<String>>,
+    /// When each ApplySet's current wait for health began.
+    pub waits: super::waiting::Waits,
+    /// ApplySets whose health is not yet what they wait for: any change of their objects,
+    /// status included, runs them.
+    unhealthy: Mutex<HashSet<String>>,
+    /// The controller's view of every ApplySet (for `dependsOn`), once it runs.
+    applysets: OnceLock<Store<ApplySet>>,
+    /// Asks the controller to run an ApplySet now.
+    run_now: OnceLock<mpsc::UnboundedSender<ObjectRef<ApplySet>>>,
 }
 
 #[derive(Debug, Clone)]
@@ -117,6 +129,10 @@ impl Context {
             hashed_secrets: tokio::sync::OnceCell::new(),
             cache,
             drift_checks: Mutex::new(HashSet::new()),
+            waits: Default::default(),
+            unhealthy: Mutex::new(HashSet::new()),
+            applysets: OnceLock::new(),
+            run_now: OnceLock::new(),
         }
     }
 
@@ -207,6 +223,40 @@ impl Context {
         lock(&self.drift_checks).remove(key)
     }
 
+    /// Connects the context to the running controller: its view of the ApplySets, and the
+    /// channel that runs one now.
+    pub fn connect(&self, applysets: Store<ApplySet>, run_now: mpsc::UnboundedSender<ObjectRef<ApplySet>>) {
+        let _ = self.applysets.set(applysets);
+        let _ = self.run_now.set(run_now);
+    }
+
+    /// Every ApplySet the controller sees (empty before it runs).
+    pub fn applysets(&self) -> Vec<Arc<ApplySet>> {
+        self.applysets.get().map(Store::state).unwrap_or_default()
+    }
+
+    /// Runs the ApplySet now (a dependency of it became Ready).
+    pub fn run_now(&self, applyset: &ApplySet) {
+        self.request_drift_check(&applyset.key());
+        if let Some(sender) = self.run_now.get() {
+            let _ = sender.send(ObjectRef::from_obj(applyset));
+        }
+    }
+
+    /// Records whether the ApplySet's health is what it waits for.
+    pub fn set_unhealthy(&self, key: &str, unhealthy: bool) {
+        let mut set = lock(&self.unhealthy);
+        if unhealthy {
+            set.insert(key.to_owned());
+        } else {
+            set.remove(key);
+        }
+    }
+
+    pub fn is_unhealthy(&self, key: &str) -> bool {
+        lock(&self.unhealthy).contains(key)
+    }
+
     /// Time left until the next scheduled run.
     pub fn remaining(&self, key: &str) -> Duration {
         let runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
@@ -224,6 +274,8 @@ impl Context {
         self.runs.lock().unwrap_or_else(|p| p.into_inner()).remove(key);
         self.failures.lock().unwrap_or_else(|p| p.into_inner()).remove(key);
         lock(&self.drift_checks).remove(key);
+        lock(&self.unhealthy).remove(key);
+        self.waits.forget(key);
     }
 
     pub fn succeeded(&self, key: &str) {

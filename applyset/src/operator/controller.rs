@@ -147,7 +147,10 @@ async fn serve(args: ControllerArgs) -> anyhow::Result<()> {
     );
     tokio::spawn(ready_once_synced(controller.store(), health.clone()));
     let drift_checks = cache::triggers::drift_checks(cache, changes, controller.store(), context.clone());
-    let controller = controller.reconcile_on(drift_checks);
+    let (run_now, requested) = tokio::sync::mpsc::unbounded_channel();
+    context.connect(controller.store(), run_now);
+    let requested = futures::stream::unfold(requested, |mut r| async { r.recv().await.map(|o| (o, r)) });
+    let controller = controller.reconcile_on(futures::stream::select(drift_checks, requested));
     // The receiver answers from the leader's view of the ApplySets; standbys are not ready, so
     // a Service sends hooks to the leader only.
     let mut server_tasks = server_tasks;

@@ -5,6 +5,7 @@ pub mod api;
 pub mod cache;
 pub mod context;
 pub mod controller;
+pub mod dependencies;
 pub mod drift;
 pub mod duration;
 pub mod events;
@@ -22,6 +23,7 @@ pub mod reconcile;
 pub mod schedule;
 pub mod secret_key;
 pub mod status;
+pub mod waiting;
 pub mod webhook;
 
 /// Locks `mutex`, going on with the data if a panicking thread poisoned it: what the

@@ -41,6 +41,8 @@ pub struct Done {
     pub counts: (u64, u64, u64),
     /// The revision moved since the last applied one: from what, and how.
     pub history: Option<crate::source::RevisionChange>,
+    /// What the health step found, when the ApplySet waits for health.
+    pub health: Option<super::waiting::Verdict>,
 }
 
 /// `status.inventory.objects[].method` of an object applied server-side.

@@ -24,6 +24,7 @@ use super::prune;
 use super::reconcile::{api_resource, redact_owner};
 use super::schedule::Intervals;
 use super::status::{self, DRIFTED, Failure, Stage};
+use super::waiting;
 use crate::apply::last_applied::{self, LastAppliedCodecRef};
 use crate::apply::{self, ApplyOptions, ApplyReport, DryRun, Fatal, FieldPolicyRef, Ownership, PatchFilter};
 use crate::applyset::{ApiIndex, Parent, ParentWrites, Run};
@@ -42,6 +43,9 @@ pub(super) async fn pipeline(
     status: &mut ApplySetStatus,
     intervals: Intervals,
 ) -> Result<Done, Failure> {
+    if !applyset.spec.depends_on.is_empty() {
+        super::dependencies::check(applyset, &ctx.applysets())?;
+    }
     let (artifact, credentials) = fetch(applyset, ctx, previous, intervals).await?;
     status.last_attempted_revision = Some(artifact.revision.clone());
     tracing::Span::current().record("revision", artifact.revision.as_str());
@@ -74,7 +78,40 @@ pub(super) async fn pipeline(
     if !mode.report_only && applyset.spec.prune {
         prune(applyset, ctx, &cluster, &mut run, status, &report, previous, &mut done, intervals).await?;
     }
+    health(applyset, ctx, &cluster, run.parent().id(), status, &report, &mut done, intervals).await?;
     Ok(done)
+}
+
+/// health: what the ApplySet waits for, judged once (see [`super::waiting`]); nothing when it
+/// does not wait.
+#[allow(clippy::too_many_arguments)]
+async fn health(
+    applyset: &ApplySet,
+    ctx: &Context,
+    cluster: &Cluster,
+    set_id: &str,
+    status: &mut ApplySetStatus,
+    report: &ApplyReport,
+    done: &mut Done,
+    intervals: Intervals,
+) -> Result<(), Failure> {
+    if !waiting::waits(applyset) {
+        ctx.set_unhealthy(&applyset.key(), false);
+        return Ok(());
+    }
+    let timeout = match applyset.spec.health_timeout.as_deref() {
+        Some(text) => super::duration::parse(text)
+            .map_err(|e| Failure::new(Stage::InvalidSpec, format!("spec.healthTimeout {text:?}: {e}")))?,
+        None => intervals.timeout,
+    };
+    let token = format!("{}-{}", done.revision, done.applied_digest);
+    let (verdict, judged) = waiting::health(applyset, ctx, cluster, set_id, &report.visited, &token, timeout).await?;
+    if let Some(inventory) = &mut status.inventory {
+        waiting::record(&mut inventory.objects, &judged);
+    }
+    ctx.set_unhealthy(&applyset.key(), !matches!(verdict, waiting::Verdict::Healthy { .. }));
+    done.health = Some(verdict);
+    Ok(())
 }
 
 /// Whether this run re-applies what was applied before (any change now is drift), and whether

@@ -19,6 +19,7 @@ use super::outcome::{Done, describe_drift, set_drift_condition};
 use super::prune;
 use super::schedule::{Intervals, backoff, with_jitter};
 use super::status::{self, Failure, READY, Stage, reason};
+use super::waiting::Verdict;
 use crate::apply::DryRun;
 use crate::applyset::{ParentWrites, Run};
 use crate::fields::Reason;
@@ -129,7 +130,7 @@ async fn sync(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Action, Reconcil
             if let Some(note) = history_note(&done) {
                 message.push_str(&format!(" ({note})"));
             }
-            status::mark_ready(&mut status, &message, generation, &now);
+            let health = health_outcome(&mut status, &done, &message, generation, &now);
             set_drift_condition(&mut status, &done, generation, &now);
             status.last_applied_revision = Some(done.revision.clone());
             status.applied_revisions = super::history::record_applied(
@@ -139,12 +140,36 @@ async fn sync(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Action, Reconcil
             );
             status.last_applied_spec_digest = Some(done.applied_digest.clone());
             let was_ready = status::condition(&written, READY).is_some_and(|c| c.status == "True");
+            let health_before = status::condition(&written, READY).map(|c| (c.reason.clone(), c.message.clone()));
             write_status(ctx, &applyset, &written, &mut status).await?;
-            publish_success_events(ctx, &applyset, &done, was_ready).await;
-            ctx.succeeded(&key);
-            ctx.metrics.reconcile_finished("success", started.elapsed());
-            ctx.metrics.sync_succeeded(now.0.as_second() as f64);
-            let next = with_jitter(intervals.interval);
+            // A run that waits for health says "Succeeded" once, when it is healthy.
+            publish_success_events(ctx, &applyset, &done, was_ready || health.is_some()).await;
+            let next = match health {
+                Some(HealthOutcome::Waiting(until)) => {
+                    ctx.metrics.reconcile_finished("waiting", started.elapsed());
+                    with_jitter(intervals.interval).min(until)
+                }
+                Some(HealthOutcome::Failed(message)) => {
+                    let after = status::condition(&status, READY).map(|c| (c.reason.clone(), c.message.clone()));
+                    if health_before != after {
+                        ctx.event(&applyset, true, reason::HEALTH_CHECK_FAILED, "HealthCheck", message).await;
+                    }
+                    ctx.metrics.reconcile_finished(Stage::HealthCheck.metric_label(), started.elapsed());
+                    with_jitter(intervals.interval)
+                }
+                None => {
+                    ctx.succeeded(&key);
+                    ctx.metrics.reconcile_finished("success", started.elapsed());
+                    ctx.metrics.sync_succeeded(now.0.as_second() as f64);
+                    if !was_ready {
+                        // Its dependants waited for this: they run now, not at their interval.
+                        for dependant in super::dependencies::dependants(&key, &ctx.applysets()) {
+                            ctx.run_now(&dependant);
+                        }
+                    }
+                    with_jitter(intervals.interval)
+                }
+            };
             ctx.ran(&key, generation, applyset.run_requests().as_deref(), next);
             Ok(Action::requeue(next))
         }
@@ -180,6 +205,49 @@ async fn finish_failed(
     let next = backoff(intervals.retry, intervals.interval, failures);
     ctx.ran(&key, generation, applyset.run_requests().as_deref(), next);
     Ok(Action::requeue(next))
+}
+
+/// What the health step means for the run (`None`: Ready; nothing to wait for, or healthy).
+enum HealthOutcome {
+    /// Not healthy yet: run again by then at the latest (changes of its objects run it sooner).
+    Waiting(Duration),
+    /// `HealthCheckFailed`, with the message.
+    Failed(String),
+}
+
+/// Sets `Ready` (and `Healthy`, when the ApplySet waits) from the run's health verdict.
+fn health_outcome(
+    status: &mut ApplySetStatus,
+    done: &Done,
+    applied: &str,
+    generation: Option<i64>,
+    now: &Time,
+) -> Option<HealthOutcome> {
+    match &done.health {
+        None => {
+            status::remove_condition(&mut status.conditions, status::HEALTHY);
+            status::mark_ready(status, applied, generation, now);
+            None
+        }
+        Some(Verdict::Healthy { count }) => {
+            let message = format!("{count} object(s) healthy");
+            status::mark_healthy(status, "True", reason::SUCCEEDED, &message, generation, now);
+            status::mark_ready(status, &format!("{applied}; {message}"), generation, now);
+            None
+        }
+        Some(Verdict::Waiting { message, deadline }) => {
+            status::mark_healthy(status, "Unknown", reason::PROGRESSING, message, generation, now);
+            status::mark_progressing(status, &format!("{applied}; {message}"), generation, now);
+            status.observed_generation = generation;
+            Some(HealthOutcome::Waiting(deadline.saturating_duration_since(Instant::now())))
+        }
+        Some(Verdict::Failed { message }) => {
+            status::mark_healthy(status, "False", reason::HEALTH_CHECK_FAILED, message, generation, now);
+            let failure = Failure::new(Stage::HealthCheck, format!("{applied}, but {message}"));
+            status::mark_failed(status, &failure, generation, now);
+            Some(HealthOutcome::Failed(failure.message))
+        }
+    }
 }
 
 /// The secrets of one ApplySet are registered in parts, each replaced on its own.

@@ -29,7 +29,14 @@ pub mod reason {
     pub const DRIFT_CORRECTED: &str = "DriftCorrected";
     pub const NO_DRIFT: &str = "NoDrift";
     pub const OWNERSHIP_CONFLICT: &str = "OwnershipConflict";
+    pub const HEALTH_CHECK_FAILED: &str = "HealthCheckFailed";
+    pub const DEPENDENCY_NOT_READY: &str = "DependencyNotReady";
+    pub const DEPENDENCY_CYCLE: &str = "DependencyCycle";
 }
+
+/// `Healthy`: what the ApplySet waits for is up (only when it waits: `spec.wait` or
+/// `spec.healthChecks`).
+pub const HEALTHY: &str = "Healthy";
 
 /// Where a reconcile failed: one condition reason and one metric label each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,6 +54,12 @@ pub enum Stage {
     /// `spec.pruneGuard` stopped the prune (everything was applied).
     PruneGuarded,
     Delete,
+    /// What the ApplySet waits for failed, or was not healthy within `healthTimeout`.
+    HealthCheck,
+    /// A `spec.dependsOn` ApplySet is not Ready: nothing was fetched or applied.
+    DependencyNotReady,
+    /// `spec.dependsOn` makes a cycle: no run can ever start (`Stalled`).
+    DependencyCycle,
 }
 
 impl Stage {
@@ -61,6 +74,9 @@ impl Stage {
             Stage::Prune => reason::PRUNE_FAILED,
             Stage::PruneGuarded => reason::PRUNE_GUARDED,
             Stage::Delete => reason::DELETE_FAILED,
+            Stage::HealthCheck => reason::HEALTH_CHECK_FAILED,
+            Stage::DependencyNotReady => reason::DEPENDENCY_NOT_READY,
+            Stage::DependencyCycle => reason::DEPENDENCY_CYCLE,
         }
     }
 
@@ -76,6 +92,9 @@ impl Stage {
             Stage::Prune => "prune_failed",
             Stage::PruneGuarded => "prune_guarded",
             Stage::Delete => "delete_failed",
+            Stage::HealthCheck => "health_check_failed",
+            Stage::DependencyNotReady => "dependency_not_ready",
+            Stage::DependencyCycle => "dependency_cycle",
         }
     }
 }
@@ -171,11 +190,23 @@ pub fn mark_ready(status: &mut ApplySetStatus, message: &str, generation: Option
 
 /// kstatus "failed": Ready=False with the stage's reason; Stalled=True only when retrying
 /// cannot help.
+/// Sets `Healthy` (kept only while the ApplySet waits for health).
+pub fn mark_healthy(
+    status: &mut ApplySetStatus,
+    value: &str,
+    reason: &str,
+    message: &str,
+    generation: Option<i64>,
+    now: &Time,
+) {
+    set_condition(&mut status.conditions, HEALTHY, value, reason, message, generation, now);
+}
+
 pub fn mark_failed(status: &mut ApplySetStatus, failure: &Failure, generation: Option<i64>, now: &Time) {
     let reason = failure.stage.reason();
     set_condition(&mut status.conditions, READY, "False", reason, &failure.message, generation, now);
     remove_condition(&mut status.conditions, RECONCILING);
-    if failure.stage == Stage::InvalidSpec {
+    if matches!(failure.stage, Stage::InvalidSpec | Stage::DependencyCycle) {
         set_condition(&mut status.conditions, STALLED, "True", reason, &failure.message, generation, now);
     } else {
         remove_condition(&mut status.conditions, STALLED);

@@ -123,6 +123,9 @@ pub struct Change {
     pub uid: String,
     /// The new resourceVersion; `None` when the object was deleted.
     pub resource_version: Option<String>,
+    /// Only the status (or the apiserver's own metadata) changed: nothing the set applies,
+    /// but maybe its health.
+    pub status_only: bool,
 }
 
 /// One kind's objects.
@@ -195,7 +198,10 @@ impl KindStore {
         let old = self.objects.insert(key.clone(), entry.clone());
         self.by_set.entry(entry.set_id.clone()).or_default().insert(key.clone());
         match old {
-            Some(old) if old.content == entry.content && old.set_id == entry.set_id => Vec::new(),
+            Some(old) if old.resource_version == entry.resource_version => Vec::new(),
+            Some(old) if old.content == entry.content && old.set_id == entry.set_id => {
+                vec![Change { status_only: true, ..changed(&entry.set_id, &entry) }]
+            }
             Some(old) if old.set_id != entry.set_id => {
                 self.unindex(&old.set_id, &key);
                 vec![changed(&old.set_id, &entry), changed(&entry.set_id, &entry)]
@@ -209,7 +215,7 @@ impl KindStore {
         let removed = self.objects.remove(&key);
         let set_id = removed.as_ref().map_or(&entry.set_id, |old| &old.set_id).clone();
         self.unindex(&set_id, &key);
-        vec![Change { set_id, uid: entry.listed.uid.clone(), resource_version: None }]
+        vec![Change { set_id, uid: entry.listed.uid.clone(), resource_version: None, status_only: false }]
     }
 
     fn unindex(&mut self, set_id: &str, key: &Key) {
@@ -249,6 +255,7 @@ fn changed(set_id: &str, entry: &Entry) -> Change {
         set_id: set_id.to_owned(),
         uid: entry.listed.uid.clone(),
         resource_version: Some(entry.resource_version.clone()),
+        status_only: false,
     }
 }
 
@@ -257,7 +264,10 @@ fn diff(before: &HashMap<Key, Arc<Entry>>, after: &HashMap<Key, Arc<Entry>>) -> 
     let mut changes = Vec::new();
     for (key, entry) in after {
         match before.get(key) {
-            Some(old) if old.content == entry.content && old.set_id == entry.set_id => {}
+            Some(old) if old.resource_version == entry.resource_version => {}
+            Some(old) if old.content == entry.content && old.set_id == entry.set_id => {
+                changes.push(Change { status_only: true, ..changed(&entry.set_id, entry) });
+            }
             Some(old) if old.set_id != entry.set_id => {
                 changes.push(changed(&old.set_id, entry));
                 changes.push(changed(&entry.set_id, entry));
@@ -267,7 +277,12 @@ fn diff(before: &HashMap<Key, Arc<Entry>>, after: &HashMap<Key, Arc<Entry>>) -> 
     }
     for (key, old) in before {
         if !after.contains_key(key) {
-            changes.push(Change { set_id: old.set_id.clone(), uid: old.listed.uid.clone(), resource_version: None });
+            changes.push(Change {
+                set_id: old.set_id.clone(),
+                uid: old.listed.uid.clone(),
+                resource_version: None,
+                status_only: false,
+            });
         }
     }
     changes

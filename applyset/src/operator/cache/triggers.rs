@@ -57,26 +57,41 @@ struct Triggers {
 }
 
 impl Triggers {
-    /// The ApplySets that own what changed, the controller's own writes left out.
+    /// The ApplySets that own what changed, the controller's own writes left out; a change of
+    /// status only concerns the ApplySets waiting for their objects' health.
     fn owners_of(&mut self, burst: Vec<Change>) -> Vec<ObjectRef<ApplySet>> {
-        let mut changed = BTreeSet::new();
-        for change in burst {
+        let (mut changed, mut status_changed) = (BTreeSet::new(), BTreeSet::new());
+        for change in burst.into_iter().filter(|c| !c.set_id.is_empty()) {
+            if change.status_only {
+                status_changed.insert(change.set_id);
+                continue;
+            }
             let own = self.cache.is_own(&change);
             self.ctx.metrics.watch_change(own);
-            if !own && !change.set_id.is_empty() {
+            if own {
+                // The controller's own write may start a rollout that an unhealthy set waits on.
+                status_changed.insert(change.set_id);
+            } else {
                 changed.insert(change.set_id);
             }
         }
-        if changed.is_empty() {
+        if changed.is_empty() && status_changed.is_empty() {
             return Vec::new();
         }
         let applysets = self.applysets.state();
-        let owners = owners(&changed, &applysets, &mut self.ids);
-        for applyset in &owners {
+        let mut found = owners(&changed, &applysets, &mut self.ids);
+        for applyset in &found {
             tracing::info!(applyset = %applyset.key(), "managed objects changed: checking for drift now");
+        }
+        let waiting: Vec<_> = owners(&status_changed, &applysets, &mut self.ids)
+            .into_iter()
+            .filter(|a| self.ctx.is_unhealthy(&a.key()) && !found.iter().any(|o| o.key() == a.key()))
+            .collect();
+        found.extend(waiting);
+        for applyset in &found {
             self.ctx.request_drift_check(&applyset.key());
         }
-        owners.iter().map(|applyset| ObjectRef::from_obj(applyset.as_ref())).collect()
+        found.iter().map(|applyset| ObjectRef::from_obj(applyset.as_ref())).collect()
     }
 }
 

@@ -1,0 +1,180 @@
+//! `spec.dependsOn`: an ApplySet is fetched and applied only once every ApplySet it depends on
+//! is `Ready` for its latest generation (which, for one that waits, means healthy). A cycle can
+//! never start and is reported as `Stalled`. Pure functions over the controller's view of the
+//! ApplySets; a dependant is run as soon as its dependency becomes Ready (the reconciler asks
+//! for it), not at its next interval.
+
+use std::sync::Arc;
+
+use super::api::ApplySet;
+use super::status::{Failure, READY, Stage};
+
+/// `namespace/name` of a dependency of `applyset` (its own namespace by default).
+fn dependency_keys(applyset: &ApplySet) -> Vec<String> {
+    let own = applyset.namespace_or_default();
+    applyset.spec.depends_on.iter().map(|d| format!("{}/{}", d.namespace.as_deref().unwrap_or(&own), d.name)).collect()
+}
+
+fn find<'a>(all: &'a [Arc<ApplySet>], key: &str) -> Option<&'a Arc<ApplySet>> {
+    all.iter().find(|a| a.key() == key)
+}
+
+/// `Ok` when every dependency is Ready; otherwise the failure to report: a cycle through this
+/// ApplySet (`DependencyCycle`, with the cycle) or the first dependency that is not Ready.
+pub fn check(applyset: &ApplySet, all: &[Arc<ApplySet>]) -> Result<(), Failure> {
+    if let Some(cycle) = cycle_through(applyset, all) {
+        return Err(Failure::new(
+            Stage::DependencyCycle,
+            format!("spec.dependsOn makes a cycle: {}; none of them can be applied", cycle.join(" → ")),
+        ));
+    }
+    for key in dependency_keys(applyset) {
+        let Some(dependency) = find(all, &key) else {
+            return Err(Failure::new(Stage::DependencyNotReady, format!("dependency ApplySet {key} not found")));
+        };
+        let status = dependency.status.as_ref();
+        let ready = status.and_then(|s| s.conditions.iter().find(|c| c.type_ == READY));
+        let current = status.and_then(|s| s.observed_generation) == dependency.metadata.generation;
+        match ready {
+            Some(ready) if ready.status == "True" && current => {}
+            Some(ready) => {
+                let why = if current { format!("{}: {}", ready.reason, ready.message) } else { "reconciling".into() };
+                return Err(Failure::new(
+                    Stage::DependencyNotReady,
+                    format!("dependency ApplySet {key} is not ready ({why}); nothing was applied"),
+                ));
+            }
+            None => {
+                return Err(Failure::new(
+                    Stage::DependencyNotReady,
+                    format!("dependency ApplySet {key} is not ready (not reconciled yet); nothing was applied"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A path of dependencies from `applyset` back to itself, if any (`a → b → a`).
+fn cycle_through(applyset: &ApplySet, all: &[Arc<ApplySet>]) -> Option<Vec<String>> {
+    let start = applyset.key();
+    let mut path = vec![start.clone()];
+    let mut seen = std::collections::HashSet::new();
+    fn walk(
+        current: &ApplySet,
+        start: &str,
+        all: &[Arc<ApplySet>],
+        path: &mut Vec<String>,
+        seen: &mut std::collections::HashSet<String>,
+    ) -> bool {
+        for key in dependency_keys(current) {
+            if key == start {
+                path.push(key);
+                return true;
+            }
+            if !seen.insert(key.clone()) {
+                continue;
+            }
+            if let Some(next) = find(all, &key) {
+                path.push(key);
+                if walk(next, start, all, path, seen) {
+                    return true;
+                }
+                path.pop();
+            }
+        }
+        false
+    }
+    walk(applyset, &start, all, &mut path, &mut seen).then_some(path)
+}
+
+/// The ApplySets that depend on `key`.
+pub fn dependants(key: &str, all: &[Arc<ApplySet>]) -> Vec<Arc<ApplySet>> {
+    all.iter().filter(|a| dependency_keys(a).iter().any(|d| d == key)).cloned().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::operator::api::{ApplySetSpec, ApplySetStatus};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+
+    fn applyset(name: &str, depends_on: &[&str], ready: Option<&str>) -> Arc<ApplySet> {
+        let depends: Vec<serde_json::Value> = depends_on
+            .iter()
+            .map(|d| match d.split_once('/') {
+                Some((ns, n)) => serde_json::json!({ "name": n, "namespace": ns }),
+                None => serde_json::json!({ "name": d }),
+            })
+            .collect();
+        let spec: ApplySetSpec = serde_json::from_value(serde_json::json!({
+            "source": { "url": "https://git.example/r.git" }, "dependsOn": depends,
+        }))
+        .expect("a valid spec");
+        let mut applyset = ApplySet::new(name, spec);
+        applyset.metadata.namespace = Some("apps".into());
+        applyset.metadata.generation = Some(2);
+        applyset.status = ready.map(|status| ApplySetStatus {
+            observed_generation: Some(2),
+            conditions: vec![Condition {
+                type_: READY.into(),
+                status: status.into(),
+                reason: if status == "True" { "Succeeded" } else { "HealthCheckFailed" }.into(),
+                message: "m".into(),
+                last_transition_time: Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH),
+                observed_generation: Some(2),
+            }],
+            ..ApplySetStatus::default()
+        });
+        Arc::new(applyset)
+    }
+
+    #[test]
+    fn runs_only_once_every_dependency_is_ready() {
+        let crds = applyset("crds", &[], Some("True"));
+        let app = applyset("app", &["crds", "infra/db"], None);
+        let db = applyset("db", &[], Some("False"));
+        let mut db_in_infra = (*db).clone();
+        db_in_infra.metadata.namespace = Some("infra".into());
+        let all = vec![crds.clone(), app.clone(), Arc::new(db_in_infra)];
+        let failure = check(&app, &all).expect_err("db is not ready");
+        assert_eq!(failure.stage, Stage::DependencyNotReady);
+        assert!(failure.message.starts_with("dependency ApplySet infra/db is not ready (HealthCheckFailed: m)"));
+        let ready_db = {
+            let mut db = (*applyset("db", &[], Some("True"))).clone();
+            db.metadata.namespace = Some("infra".into());
+            Arc::new(db)
+        };
+        assert!(check(&app, &[crds.clone(), app.clone(), ready_db]).is_ok());
+        let missing = check(&app, &[crds, app.clone()]).expect_err("infra/db is missing");
+        assert_eq!(missing.message, "dependency ApplySet infra/db not found");
+    }
+
+    #[test]
+    fn a_dependency_reconciling_a_new_generation_is_not_ready() {
+        let mut base = (*applyset("base", &[], Some("True"))).clone();
+        base.metadata.generation = Some(3);
+        let app = applyset("app", &["base"], None);
+        let failure = check(&app, &[Arc::new(base), app.clone()]).expect_err("generation 3 not observed");
+        assert!(failure.message.contains("(reconciling)"), "{}", failure.message);
+    }
+
+    #[test]
+    fn a_cycle_is_named_and_stalls() {
+        let a = applyset("a", &["b"], None);
+        let b = applyset("b", &["c"], None);
+        let c = applyset("c", &["a"], None);
+        let outside = applyset("d", &["a"], None);
+        let all = vec![a.clone(), b, c, outside.clone()];
+        let failure = check(&a, &all).expect_err("a cycle");
+        assert_eq!(failure.stage, Stage::DependencyCycle);
+        assert_eq!(
+            failure.message,
+            "spec.dependsOn makes a cycle: apps/a → apps/b → apps/c → apps/a; none of them can be applied"
+        );
+        let waiting = check(&outside, &all).expect_err("d waits for a, which is in a cycle");
+        assert_eq!(waiting.stage, Stage::DependencyNotReady, "only the members of the cycle stall");
+        let names: Vec<String> = dependants("apps/a", &all).iter().map(|a| a.key()).collect();
+        assert_eq!(names, ["apps/c", "apps/d"]);
+    }
+}

@@ -1,0 +1,316 @@
+//! health: after a successful apply (and prune), whether what the ApplySet waits for is up —
+//! every applied object (`spec.wait`) or `spec.healthChecks` — judged with kstatus, or by the
+//! ApplySet's CEL expressions for their kinds.
+//!
+//! Waiting never blocks a worker: each run judges health once, from the watch cache (no request
+//! for the ApplySet's own objects), and an ApplySet still waiting is run again when a watched
+//! object of it changes, status included, or when its health timeout passes. The timeout counts
+//! from the first run that applied this revision with this spec; past it, or as soon as an
+//! object is `Failed`, the run fails with `HealthCheckFailed`, naming the objects and, for
+//! workloads, why their Pods are not ready (one LIST of their Pods, made only then).
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use applyset_merge::Value;
+use kube::core::{ApiResource, GroupVersionKind};
+
+use super::api::{ApplySet, HealthCheckReference, InventoryObject};
+use super::context::Context;
+use super::lock;
+use super::status::{Failure, Stage};
+use crate::apply::Visited;
+use crate::applyset::{GroupKind, printed_name};
+use crate::cluster::cache::{Cached, ObjectCache};
+use crate::cluster::{Cluster, Mapping};
+use crate::health::cel::{Expressions, Rules};
+use crate::health::{self, Health, Status};
+
+/// One object waited for.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub mapping: Mapping,
+    pub namespace: Option<String>,
+    pub name: String,
+}
+
+impl Target {
+    /// `deployment.apps/web`.
+    pub fn display(&self) -> String {
+        printed_name(&self.mapping.resource, &self.name)
+    }
+}
+
+/// What a run found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    /// Every object waited for is Current.
+    Healthy { count: usize },
+    /// Some are not yet; the wait goes on until `deadline`.
+    Waiting { message: String, deadline: Instant },
+    /// An object Failed, or the timeout passed.
+    Failed { message: String },
+}
+
+/// One judged object, for the message and the inventory.
+#[derive(Debug, Clone)]
+pub struct Judged {
+    pub target: Target,
+    pub health: Health,
+}
+
+/// The start of each ApplySet's current wait: (revision and spec digest, since).
+#[derive(Default)]
+pub struct Waits {
+    started: std::sync::Mutex<HashMap<String, (String, Instant)>>,
+}
+
+impl Waits {
+    /// When the wait for `token` (revision and digest) began, starting it now if it is new.
+    fn since(&self, key: &str, token: &str) -> Instant {
+        let mut started = lock(&self.started);
+        match started.get(key) {
+            Some((known, since)) if known == token => *since,
+            _ => {
+                let now = Instant::now();
+                started.insert(key.to_owned(), (token.to_owned(), now));
+                now
+            }
+        }
+    }
+
+    pub fn forget(&self, key: &str) {
+        lock(&self.started).remove(key);
+    }
+}
+
+/// Whether the ApplySet waits for anything.
+pub fn waits(applyset: &ApplySet) -> bool {
+    applyset.spec.wait || !applyset.spec.health_checks.is_empty()
+}
+
+/// The CEL rules of the spec (an expression that does not compile is an invalid spec).
+pub fn rules(applyset: &ApplySet) -> Result<Rules, Failure> {
+    let expressions: Vec<Expressions> = applyset
+        .spec
+        .health_check_exprs
+        .iter()
+        .map(|e| Expressions {
+            api_version: e.api_version.clone(),
+            kind: e.kind.clone(),
+            current: e.current.clone(),
+            in_progress: e.in_progress.clone(),
+            failed: e.failed.clone(),
+        })
+        .collect();
+    Rules::compile(&expressions).map_err(|e| Failure::new(Stage::InvalidSpec, e))
+}
+
+/// The objects waited for: the applied ones (`spec.wait`) or `spec.healthChecks`.
+pub async fn targets(applyset: &ApplySet, cluster: &Cluster, visited: &[Visited]) -> Result<Vec<Target>, Failure> {
+    if applyset.spec.wait {
+        return Ok(visited
+            .iter()
+            .map(|v| Target {
+                mapping: Mapping { resource: v.api_resource.clone(), namespaced: v.namespaced },
+                namespace: v.namespace.clone(),
+                name: v.name.clone(),
+            })
+            .collect());
+    }
+    let own_namespace = applyset.namespace_or_default();
+    let mut targets = Vec::new();
+    for (index, check) in applyset.spec.health_checks.iter().enumerate() {
+        let gvk = gvk_of(check);
+        let mapping = cluster.mapping(&gvk).await.map_err(|e| {
+            Failure::new(
+                Stage::HealthCheck,
+                format!("spec.healthChecks[{index}]: {} {} is not served: {e}", check.api_version, check.kind),
+            )
+        })?;
+        let namespace = mapping.namespaced.then(|| check.namespace.clone().unwrap_or_else(|| own_namespace.clone()));
+        targets.push(Target { mapping, namespace, name: check.name.clone() });
+    }
+    Ok(targets)
+}
+
+fn gvk_of(check: &HealthCheckReference) -> GroupVersionKind {
+    let (group, version) = check.api_version.rsplit_once('/').unwrap_or(("", &check.api_version));
+    GroupVersionKind::gvk(group, version, &check.kind)
+}
+
+/// Judges every target: from the watch cache when it holds the object for this set, else one
+/// GET with the run's identity (an object of another set, or one `healthChecks` names).
+pub async fn judge(ctx: &Context, cluster: &Cluster, set_id: &str, targets: &[Target], rules: &Rules) -> Vec<Judged> {
+    let now = health::Context { now: k8s_openapi::jiff::Timestamp::now().as_second() };
+    let mut judged = Vec::with_capacity(targets.len());
+    for target in targets {
+        let cached = ctx.cache.live(&target.mapping, target.namespace.as_deref(), &target.name, set_id);
+        let object = match cached {
+            Some(Cached::Found(object)) => Ok(object),
+            _ => cluster.get(&target.mapping, target.namespace.as_deref(), &target.name).await,
+        };
+        let health = match object {
+            Ok(object) => rules.judge(&object).unwrap_or_else(|| health::compute(&object, now)),
+            Err(error) if error.is_not_found() => {
+                Health { status: Status::InProgress, reason: Some("NotFound".into()), message: "not found".into() }
+            }
+            Err(error) => Health { status: Status::Unknown, reason: None, message: error.to_string() },
+        };
+        judged.push(Judged { target: target.clone(), health });
+    }
+    judged
+}
+
+/// The verdict on judged objects, the wait having begun at `since` with `timeout`.
+pub fn verdict(judged: &[Judged], since: Instant, timeout: Duration) -> Verdict {
+    let unhealthy: Vec<&Judged> = judged.iter().filter(|j| j.health.status != Status::Current).collect();
+    if unhealthy.is_empty() {
+        return Verdict::Healthy { count: judged.len() };
+    }
+    let failed = unhealthy.iter().any(|j| j.health.status == Status::Failed);
+    let lines = describe(&unhealthy);
+    if failed || since.elapsed() >= timeout {
+        let why = if failed { "failed".to_owned() } else { format!("not healthy after {}", seconds(timeout)) };
+        return Verdict::Failed { message: format!("{} object(s) {why}: {lines}", unhealthy.len()) };
+    }
+    Verdict::Waiting {
+        message: format!("waiting for {} of {} object(s) to be healthy: {lines}", unhealthy.len(), judged.len()),
+        deadline: since + timeout,
+    }
+}
+
+fn seconds(duration: Duration) -> String {
+    format!("{}s", duration.as_secs())
+}
+
+/// `deployment.apps/web: Deployment is not ready …; job.batch/migrate: …` (the first few).
+fn describe(unhealthy: &[&Judged]) -> String {
+    const SHOWN: usize = 5;
+    let mut parts: Vec<String> = unhealthy
+        .iter()
+        .take(SHOWN)
+        .map(|j| format!("{}: {} ({})", j.target.display(), j.health.message, j.health.status))
+        .collect();
+    if unhealthy.len() > SHOWN {
+        parts.push(format!("and {} more", unhealthy.len() - SHOWN));
+    }
+    parts.join("; ")
+}
+
+/// The run's health step: the verdict, the judged objects (for the inventory), and — when it
+/// failed — why the Pods of the failing workloads are not ready.
+pub async fn health(
+    applyset: &ApplySet,
+    ctx: &Context,
+    cluster: &Cluster,
+    set_id: &str,
+    visited: &[Visited],
+    token: &str,
+    timeout: Duration,
+) -> Result<(Verdict, Vec<Judged>), Failure> {
+    let rules = rules(applyset)?;
+    let targets = targets(applyset, cluster, visited).await?;
+    let judged = judge(ctx, cluster, set_id, &targets, &rules).await;
+    let since = ctx.waits.since(&applyset.key(), token);
+    let verdict = match verdict(&judged, since, timeout) {
+        Verdict::Failed { message } => {
+            let pods = pod_reasons(cluster, &judged).await;
+            let message = if pods.is_empty() { message } else { format!("{message}; {}", pods.join("; ")) };
+            Verdict::Failed { message }
+        }
+        other => other,
+    };
+    Ok((verdict, judged))
+}
+
+/// Workload kinds whose Pods say why they are not ready.
+const WORKLOADS: [(&str, &str); 4] =
+    [("apps", "Deployment"), ("apps", "StatefulSet"), ("apps", "DaemonSet"), ("apps", "ReplicaSet")];
+
+/// `Pod web-7c4f…: ImagePullBackOff (Back-off pulling image "…")` for the first Pod of each
+/// unhealthy workload that is not ready.
+async fn pod_reasons(cluster: &Cluster, judged: &[Judged]) -> Vec<String> {
+    let pods = Mapping { resource: ApiResource::erase::<k8s_openapi::api::core::v1::Pod>(&()), namespaced: true };
+    let mut reasons = Vec::new();
+    for j in judged.iter().filter(|j| j.health.status != Status::Current) {
+        let resource = &j.target.mapping.resource;
+        if !WORKLOADS.contains(&(resource.group.as_str(), resource.kind.as_str())) {
+            continue;
+        }
+        let Some(namespace) = j.target.namespace.as_deref() else { continue };
+        let Ok(workload) = cluster.get(&j.target.mapping, Some(namespace), &j.target.name).await else { continue };
+        let Some(selector) = match_labels(&workload) else { continue };
+        let Ok(items) = cluster.list(&pods, Some(namespace), Some(&selector)).await else { continue };
+        if let Some(reason) = items.iter().find_map(pod_reason) {
+            reasons.push(reason);
+        }
+    }
+    reasons
+}
+
+/// `spec.selector.matchLabels` as a label selector.
+fn match_labels(workload: &Value) -> Option<String> {
+    let labels = field(workload, &["spec", "selector", "matchLabels"])?.as_object()?;
+    let parts: Vec<String> = labels.iter().filter_map(|(k, v)| v.as_str().map(|v| format!("{k}={v}"))).collect();
+    (!parts.is_empty()).then(|| parts.join(","))
+}
+
+fn field<'a>(value: &'a Value, path: &[&str]) -> Option<&'a Value> {
+    path.iter().try_fold(value, |v, key| v.as_object()?.get(*key))
+}
+
+/// Why one Pod is not ready: a container waiting or terminated with a reason, else its Ready
+/// condition's reason; `None` for a ready Pod.
+pub fn pod_reason(pod: &Value) -> Option<String> {
+    let name = field(pod, &["metadata", "name"]).and_then(Value::as_str)?;
+    let conditions = field(pod, &["status", "conditions"]).and_then(Value::as_array);
+    let ready = conditions.into_iter().flatten().any(|c| {
+        field(c, &["type"]).and_then(Value::as_str) == Some("Ready")
+            && field(c, &["status"]).and_then(Value::as_str) == Some("True")
+    });
+    if ready {
+        return None;
+    }
+    let statuses = field(pod, &["status", "containerStatuses"]).and_then(Value::as_array).into_iter().flatten();
+    for status in statuses {
+        for state in ["waiting", "terminated"] {
+            if let Some(reason) = field(status, &["state", state, "reason"]).and_then(Value::as_str) {
+                let message = field(status, &["state", state, "message"]).and_then(Value::as_str);
+                return Some(match message {
+                    Some(message) if !message.is_empty() => format!("Pod {name}: {reason} ({message})"),
+                    _ => format!("Pod {name}: {reason}"),
+                });
+            }
+        }
+    }
+    let phase = field(pod, &["status", "phase"]).and_then(Value::as_str).unwrap_or("Unknown");
+    let unready = conditions.into_iter().flatten().find(|c| {
+        field(c, &["type"]).and_then(Value::as_str) == Some("Ready")
+            || field(c, &["type"]).and_then(Value::as_str) == Some("PodScheduled")
+                && field(c, &["status"]).and_then(Value::as_str) == Some("False")
+    });
+    let why = unready.and_then(|c| field(c, &["reason"]).and_then(Value::as_str));
+    Some(match why {
+        Some(why) => format!("Pod {name}: {phase}, {why}"),
+        None => format!("Pod {name}: {phase}, not ready"),
+    })
+}
+
+/// Records each judged object's health on its inventory entry.
+pub fn record(objects: &mut [InventoryObject], judged: &[Judged]) {
+    for j in judged {
+        let kind = GroupKind::of(&j.target.mapping.resource).to_string();
+        if let Some(entry) =
+            objects.iter_mut().find(|o| o.kind == kind && o.name == j.target.name && o.namespace == j.target.namespace)
+        {
+            entry.health = Some(j.health.status.as_str().to_owned());
+            entry.health_message =
+                (j.health.status != Status::Current).then(|| super::status::truncate(&j.health.message, 300));
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "waiting_tests.rs"]
+mod tests;

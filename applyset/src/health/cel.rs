@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use applyset_merge::Value;
-use cel::{Context, Env, Program};
+use ::cel::{Context, Env, Program};
 
 use super::{Health, Status, generic_generation};
 
@@ -76,15 +76,15 @@ impl Rules {
         }
         let mut context = Context::with_env(self.env.clone());
         for (name, value) in root {
-            match cel::to_value(value) {
+            match ::cel::to_value(value) {
                 Ok(value) => context.add_variable_from_value(name.clone(), value),
                 Err(error) => return Some(not_yet(format!("{name} cannot be read by CEL: {error}"))),
             }
         }
         for (status, program) in &rule.programs {
             match program.execute(&context) {
-                Ok(cel::Value::Bool(true)) => return Some(decided(*status, kind)),
-                Ok(cel::Value::Bool(false)) => {}
+                Ok(::cel::Value::Bool(true)) => return Some(decided(*status, kind)),
+                Ok(::cel::Value::Bool(false)) => {}
                 Ok(other) => return Some(not_yet(format!("a health expression gave {other:?}, not a bool"))),
                 Err(error) => return Some(not_yet(format!("a health expression cannot be evaluated yet: {error}"))),
             }

@@ -4,12 +4,13 @@
 //! `inProgress`, `failed` and `current` are evaluated in that order and the first that is true
 //! decides, none true meaning in progress. An expression that cannot be evaluated yet (a field
 //! the object does not have so far) leaves the object in progress, so the wait reports it when
-//! it times out; guard with `has(…)` or `.?field.orValue(…)` (optional syntax is on).
+//! it times out; guard with `has(…)` or `.?field.orValue(…)` (optional syntax is on). `metadata`,
+//! `spec` and `status` are always defined (empty when the object has none yet).
 
 use std::sync::Arc;
 
-use applyset_merge::Value;
 use ::cel::{Context, Env, Program};
+use applyset_merge::Value;
 
 use super::{Health, Status, generic_generation};
 
@@ -75,6 +76,11 @@ impl Rules {
             return Some(health);
         }
         let mut context = Context::with_env(self.env.clone());
+        // An object without a status yet (or a spec) still has the variable, empty, so that
+        // `status.?phase` and `has(status.conditions)` ask what they mean to ask.
+        for name in ["metadata", "spec", "status"] {
+            context.add_variable_from_value(name, std::collections::HashMap::<String, ::cel::Value>::new());
+        }
         for (name, value) in root {
             match ::cel::to_value(value) {
                 Ok(value) => context.add_variable_from_value(name.clone(), value),

@@ -73,9 +73,6 @@ pub struct Context {
     drift_checks: Mutex<HashSet<String>>,
     /// When each ApplySet's current wait for health began.
     pub waits: super::waiting::Waits,
-    /// ApplySets whose health is not yet what they wait for: any change of their objects,
-    /// status included, runs them.
-    unhealthy: Mutex<HashSet<String>>,
     /// The controller's view of every ApplySet (for `dependsOn`), once it runs.
     applysets: OnceLock<Store<ApplySet>>,
     /// Asks the controller to run an ApplySet now.
@@ -130,7 +127,6 @@ impl Context {
             cache,
             drift_checks: Mutex::new(HashSet::new()),
             waits: Default::default(),
-            unhealthy: Mutex::new(HashSet::new()),
             applysets: OnceLock::new(),
             run_now: OnceLock::new(),
         }
@@ -243,20 +239,6 @@ impl Context {
         }
     }
 
-    /// Records whether the ApplySet's health is what it waits for.
-    pub fn set_unhealthy(&self, key: &str, unhealthy: bool) {
-        let mut set = lock(&self.unhealthy);
-        if unhealthy {
-            set.insert(key.to_owned());
-        } else {
-            set.remove(key);
-        }
-    }
-
-    pub fn is_unhealthy(&self, key: &str) -> bool {
-        lock(&self.unhealthy).contains(key)
-    }
-
     /// Time left until the next scheduled run.
     pub fn remaining(&self, key: &str) -> Duration {
         let runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
@@ -274,7 +256,6 @@ impl Context {
         self.runs.lock().unwrap_or_else(|p| p.into_inner()).remove(key);
         self.failures.lock().unwrap_or_else(|p| p.into_inner()).remove(key);
         lock(&self.drift_checks).remove(key);
-        lock(&self.unhealthy).remove(key);
         self.waits.forget(key);
     }
 

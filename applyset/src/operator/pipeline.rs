@@ -96,7 +96,6 @@ async fn health(
     intervals: Intervals,
 ) -> Result<(), Failure> {
     if !waiting::waits(applyset) {
-        ctx.set_unhealthy(&applyset.key(), false);
         return Ok(());
     }
     let timeout = match applyset.spec.health_timeout.as_deref() {
@@ -109,7 +108,6 @@ async fn health(
     if let Some(inventory) = &mut status.inventory {
         waiting::record(&mut inventory.objects, &judged);
     }
-    ctx.set_unhealthy(&applyset.key(), !matches!(verdict, waiting::Verdict::Healthy { .. }));
     done.health = Some(verdict);
     Ok(())
 }

@@ -12,7 +12,8 @@
 //! only would cost a GET per object per interval, the requests this cache exists to save.
 //!
 //! Changes that the controller did not make (`kubectl edit`, `scale`, `delete`) are sent to
-//! [`triggers`], which starts the owning ApplySet's drift check at once.
+//! [`triggers`], which starts the owning ApplySet's drift check at once; changes of status
+//! start the runs of the ApplySets waiting for their objects' health.
 
 pub mod store;
 pub mod triggers;

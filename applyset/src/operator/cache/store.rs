@@ -176,9 +176,15 @@ impl KindStore {
             }
             Event::InitDone => {
                 let Some(listed) = self.relisting.take() else { return Vec::new() };
-                // After a gap (an error, a 410), whatever changed meanwhile is a change; the
-                // first list is only the starting point.
-                let changes = if self.listed_once { diff(&self.objects, &listed) } else { Vec::new() };
+                // After a gap (an error, a 410), whatever changed meanwhile is a change. The first
+                // list is the starting point: what it shows may have changed since a run read it
+                // from the apiserver, so each object counts as a status change (which concerns
+                // only the sets waiting for health; drift made meanwhile waits for an interval).
+                let changes = if self.listed_once {
+                    diff(&self.objects, &listed)
+                } else {
+                    listed.values().map(|entry| Change { status_only: true, ..changed(&entry.set_id, entry) }).collect()
+                };
                 self.by_set.clear();
                 for (key, entry) in &listed {
                     self.by_set.entry(entry.set_id.clone()).or_default().insert(key.clone());

@@ -49,7 +49,11 @@ fn answers_only_once_listed_and_the_first_list_is_no_change() {
     store.apply(Event::Init);
     store.apply(Event::InitApply(object("web", "1", SET, 2, 0)));
     assert_eq!(store.get(&key("web")), None, "a list in progress is not a complete view");
-    assert!(store.apply(Event::InitDone).is_empty(), "the first list is the starting point");
+    let first = store.apply(Event::InitDone);
+    assert!(
+        first.iter().all(|c| c.status_only) && first.len() == 1,
+        "the first list only wakes the waiting: {first:?}"
+    );
     assert!(store.is_synced());
     let entry = store.get(&key("web")).flatten().expect("listed");
     assert_eq!(entry.listed.cached_version.as_deref(), Some("1"));

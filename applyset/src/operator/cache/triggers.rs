@@ -58,7 +58,8 @@ struct Triggers {
 
 impl Triggers {
     /// The ApplySets that own what changed, the controller's own writes left out; a change of
-    /// status only concerns the ApplySets waiting for their objects' health.
+    /// status only concerns the ApplySets that wait for their objects' health (healthy ones too:
+    /// `Ready` follows an object that fails later).
     fn owners_of(&mut self, burst: Vec<Change>) -> Vec<ObjectRef<ApplySet>> {
         let (mut changed, mut status_changed) = (BTreeSet::new(), BTreeSet::new());
         for change in burst.into_iter().filter(|c| !c.set_id.is_empty()) {
@@ -69,7 +70,7 @@ impl Triggers {
             let own = self.cache.is_own(&change);
             self.ctx.metrics.watch_change(own);
             if own {
-                // The controller's own write may start a rollout that an unhealthy set waits on.
+                // The controller's own write may start a rollout that the set waits on.
                 status_changed.insert(change.set_id);
             } else {
                 changed.insert(change.set_id);
@@ -85,7 +86,7 @@ impl Triggers {
         }
         let waiting: Vec<_> = owners(&status_changed, &applysets, &mut self.ids)
             .into_iter()
-            .filter(|a| self.ctx.is_unhealthy(&a.key()) && !found.iter().any(|o| o.key() == a.key()))
+            .filter(|a| crate::operator::waiting::waits(a) && !found.iter().any(|o| o.key() == a.key()))
             .collect();
         found.extend(waiting);
         for applyset in &found {

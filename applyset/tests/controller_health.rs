@@ -1,0 +1,157 @@
+//! Ready means running, end to end on the real control plane: `spec.wait`, `healthChecks`,
+//! `healthCheckExprs` (CEL) and `dependsOn`. Every ApplySet here has a 1 h interval, so what
+//! happens is started by the watch cache's events, not by an interval.
+
+mod git;
+mod operator;
+mod support;
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Result, ensure};
+use applyset::operator::api::ApplySet;
+use git::Fixture;
+use operator::{
+    ControllerFixture, condition, config_map, create_applyset, get_applyset, is_ready, ready_at, revision,
+    start_controller, wait_for_applyset,
+};
+
+const T: Duration = Duration::from_secs(90);
+const NEVER: &str = "1h";
+
+fn reason_is(type_: &'static str, reason: &'static str) -> impl Fn(&ApplySet) -> bool {
+    move |a| condition(a, type_).is_some_and(|c| c.1 == reason)
+}
+
+fn widget(group: &str, name: &str, namespace: &str) -> String {
+    format!(
+        "apiVersion: {group}/v1\nkind: Widget\nmetadata:\n  name: {name}\n  namespace: {namespace}\nspec:\n  size: 1\n"
+    )
+}
+
+/// Sets a Widget's `status.phase` as its controller would (the CRD has no status subresource).
+fn set_phase(ns: &support::TestNamespace, group: &str, name: &str, phase: &str) -> Result<()> {
+    let patch = format!(r#"{{"status":{{"phase":"{phase}"}}}}"#);
+    ns.kubectl_ok(&["patch", &format!("widgets.{group}/{name}"), "--type=merge", "-p", &patch], None)?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn objects_without_a_rollout_are_healthy_at_once() -> Result<()> {
+    let ControllerFixture { ns, repo } = ControllerFixture::new("health-plain").await?;
+    repo.write("a.yaml", config_map("a", &ns.name, "1"));
+    repo.write("b.yaml", config_map("b", &ns.name, "2"));
+    let first = repo.commit("two ConfigMaps");
+    let controller = start_controller(&ns)?;
+    create_applyset(
+        &ns,
+        "app",
+        serde_json::json!({ "source": { "url": repo.url() }, "interval": NEVER, "wait": true }),
+    )
+    .await?;
+    let applyset = wait_for_applyset(&ns, "app", &controller, "Ready", T, ready_at(revision(&first))).await?;
+    let healthy = condition(&applyset, "Healthy").expect("a Healthy condition");
+    assert_eq!((healthy.0.as_str(), healthy.2.as_str()), ("True", "2 object(s) healthy"));
+    let objects = applyset.status.and_then(|s| s.inventory).map(|i| i.objects).unwrap_or_default();
+    assert!(objects.iter().all(|o| o.health.as_deref() == Some("Current")), "{objects:?}");
+    Ok(())
+}
+
+/// A custom resource judged by `healthCheckExprs`: in progress until its controller (here the
+/// test) says Ready, which the watch cache sees at once; then Failed, which fails at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_custom_resource_is_judged_by_its_cel_expressions() -> Result<()> {
+    let ControllerFixture { ns, repo } = ControllerFixture::new("health-cel").await?;
+    let group = format!("{}.example.com", ns.name);
+    let _crds = support::CrdCleanup::new(&ns.kubeconfig, [format!("widgets.{group}")]);
+    ns.kubectl_ok(&["apply", "-f", "-"], Some(&support::widget_crd(&group)))?;
+    ns.kubectl_ok(&["wait", "--for=condition=Established", &format!("crd/widgets.{group}")], None)?;
+    repo.write("widget.yaml", widget(&group, "w", &ns.name));
+    repo.commit("a widget");
+    let controller = start_controller(&ns)?;
+    let spec = serde_json::json!({
+        "source": { "url": repo.url() }, "interval": NEVER, "wait": true, "healthTimeout": "10m",
+        "healthCheckExprs": [{
+            "apiVersion": format!("{group}/v1"), "kind": "Widget",
+            "current": "status.?phase.orValue('') == 'Ready'",
+            "failed": "status.?phase.orValue('') == 'Broken'",
+        }],
+    });
+    create_applyset(&ns, "app", spec).await?;
+    let waiting =
+        wait_for_applyset(&ns, "app", &controller, "waiting for health", T, reason_is("Healthy", "Progressing"))
+            .await?;
+    let ready = condition(&waiting, "Ready").expect("Ready");
+    assert_eq!(ready.0, "Unknown", "not Ready while waiting");
+    ensure!(ready.2.contains(&format!("widget.{group}/w")), "the message names the widget: {}", ready.2);
+
+    set_phase(&ns, &group, "w", "Ready")?;
+    let started = Instant::now();
+    wait_for_applyset(&ns, "app", &controller, "healthy", T, reason_is("Healthy", "Succeeded")).await?;
+    println!("status change to healthy: {:?}", started.elapsed());
+    ensure!(is_ready(&get_applyset(&ns, "app").await?), "Ready once healthy");
+
+    set_phase(&ns, &group, "w", "Broken")?;
+    let failed =
+        wait_for_applyset(&ns, "app", &controller, "health failed", T, reason_is("Ready", "HealthCheckFailed")).await?;
+    let message = condition(&failed, "Ready").map(|c| c.2).unwrap_or_default();
+    ensure!(message.contains(&format!("widget.{group}/w: Widget failed by its health expressions")), "{message}");
+    Ok(())
+}
+
+/// One ApplySet provides a CRD, another applies a custom resource of it and depends on the
+/// first: the user waits (`DependencyNotReady`) and runs as soon as the provider is Ready.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dependant_runs_as_soon_as_its_dependency_is_ready() -> Result<()> {
+    let ControllerFixture { ns, repo } = ControllerFixture::new("depends").await?;
+    let group = format!("{}.example.com", ns.name);
+    let _crds = support::CrdCleanup::new(&ns.kubeconfig, [format!("widgets.{group}")]);
+    repo.write("widget.yaml", widget(&group, "w", &ns.name));
+    let user_commit = repo.commit("a widget");
+    let provider = Fixture::new(&format!("depends-crds-{}", ns.name));
+    provider.write("crd.yaml", support::widget_crd(&group));
+    provider.commit("the CRD");
+    let controller = start_controller(&ns)?;
+
+    let user =
+        serde_json::json!({ "source": { "url": repo.url() }, "interval": NEVER, "dependsOn": [{ "name": "crds" }] });
+    create_applyset(&ns, "user", user).await?;
+    let blocked =
+        wait_for_applyset(&ns, "user", &controller, "DependencyNotReady", T, reason_is("Ready", "DependencyNotReady"))
+            .await?;
+    let message = condition(&blocked, "Ready").map(|c| c.2).unwrap_or_default();
+    assert_eq!(message, format!("dependency ApplySet {}/crds not found", ns.name));
+
+    create_applyset(
+        &ns,
+        "crds",
+        serde_json::json!({ "source": { "url": provider.url() }, "interval": NEVER, "wait": true }),
+    )
+    .await?;
+    let started = Instant::now();
+    wait_for_applyset(&ns, "user", &controller, "the user applied", T, ready_at(revision(&user_commit))).await?;
+    println!("dependency Ready → dependant applied: {:?}", started.elapsed());
+    ensure!(ns.exists(&format!("widgets.{group}/w"))?, "the widget was applied");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dependency_cycle_stalls_and_names_the_cycle() -> Result<()> {
+    let ControllerFixture { ns, repo } = ControllerFixture::new("cycle").await?;
+    repo.write("a.yaml", config_map("a", &ns.name, "1"));
+    repo.commit("a");
+    let controller = start_controller(&ns)?;
+    for (name, other) in [("a", "b"), ("b", "a")] {
+        let spec =
+            serde_json::json!({ "source": { "url": repo.url() }, "interval": NEVER, "dependsOn": [{ "name": other }] });
+        create_applyset(&ns, name, spec).await?;
+    }
+    let stalled =
+        wait_for_applyset(&ns, "a", &controller, "Stalled", T, reason_is("Stalled", "DependencyCycle")).await?;
+    let message = condition(&stalled, "Stalled").map(|c| c.2).unwrap_or_default();
+    let cycle = format!("{0}/a → {0}/b → {0}/a", ns.name);
+    ensure!(message.contains(&cycle), "{message}");
+    assert_eq!(condition(&stalled, "Ready").map(|c| c.0).as_deref(), Some("False"));
+    ensure!(!ns.exists("configmap/a")?, "nothing in a cycle is applied");
+    Ok(())
+}

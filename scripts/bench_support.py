@@ -218,3 +218,53 @@ def wait_for(what, condition, processes, limit=2400, period=1.0):
             sys.exit(f"bench-controller: {what} not reached after {limit} s")
         time.sleep(period)
     return time.monotonic() - started
+
+
+class AuditWindow:
+    """Requests the apiserver's audit log (scripts/control-plane writes one: <state>/logs/audit.log,
+    one JSON line per finished request) records from clients other than kubectl and the control
+    plane's own (users system:*) between start() and finish(), that is the controllers under test,
+    by (user agent's product, verb, resource, subresource). Requests received before start() (a
+    watch that ends in the window) are left out; a rotation of the log in between is followed."""
+
+    def __init__(self, kubeconfig):
+        self.path = Path(kubeconfig).parent / "logs" / "audit.log"
+
+    def available(self):
+        return self.path.is_file()
+
+    def start(self):
+        stat = self.path.stat()
+        self.inode, self.offset = stat.st_ino, stat.st_size
+        self.since = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
+
+    def finish(self):
+        import json
+        files = []
+        if self.path.stat().st_ino == self.inode:
+            files.append((self.path, self.offset))
+        else:
+            for rotated in self.path.parent.glob("audit-*.log"):
+                if rotated.stat().st_ino == self.inode:
+                    files.append((rotated, self.offset))
+            files.append((self.path, 0))
+        counts = Counter()
+        for path, offset in files:
+            with open(path, "rb") as f:
+                f.seek(offset)
+                for line in f:
+                    try:
+                        event = json.loads(line)
+                    except ValueError:
+                        continue
+                    agent = event.get("userAgent", "")
+                    user = event.get("user", {}).get("username", "")
+                    if agent.startswith("kubectl") or user.startswith("system:"):
+                        continue
+                    if event.get("requestReceivedTimestamp", "")[:19] < self.since:
+                        continue
+                    ref = event.get("objectRef") or {}
+                    product = agent.split("/")[0] or "(no user agent)"
+                    counts[(product, event.get("verb", "").upper(), ref.get("resource", "(non-resource)"),
+                            ref.get("subresource", ""))] += 1
+        return counts

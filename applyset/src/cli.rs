@@ -308,10 +308,14 @@ pub struct KubectlApplyArgs {
     /// How dependents of pruned objects are deleted: background, foreground or orphan.
     #[arg(long, default_value = "background", num_args = 0..=1, require_equals = true, default_missing_value = "background", value_name = "MODE")]
     pub cascade: String,
-    /// How long --force waits for a deleted object to be gone (Go duration; 0: the default).
+    /// How long --force waits for a deleted object to be gone, and --wait for health (Go
+    /// duration; 0: their defaults).
     #[arg(long, default_value = "0s", value_name = "DURATION")]
     pub timeout: String,
-    /// Accepted as kubectl accepts it; as with kubectl, apply's prune does not wait.
+    /// Beyond kubectl (which accepts it and, for apply, does nothing): after applying (and
+    /// pruning), wait until every applied object is healthy (kstatus Current: rolled out,
+    /// complete, Ready), for --timeout (default 5m); exit 1 with the reason when one fails or
+    /// the time runs out.
     #[arg(long, default_value = "false", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool)]
     pub wait: bool,
     /// Deprecated (as in kubectl): record the command in each object's

@@ -431,6 +431,9 @@ fn execute(args: ApplyArgs) -> Result<ExitCode, String> {
         delete_options: &delete_options,
         format: &format,
         load_failures,
+        // A dry run applies nothing to wait for.
+        health_timeout: (args.kubectl.wait && dry_run == DryRun::None)
+            .then(|| if timeout.is_zero() { super::wait::DEFAULT_TIMEOUT } else { timeout }),
     };
     runtime()?.block_on(run.apply_and_prune(objects, options))
 }
@@ -523,6 +526,8 @@ struct ApplyRun<'a> {
     format: &'a OutputFormat,
     /// Documents that could not be read: reported with the apply's failures, and no prune.
     load_failures: Vec<LoadFailure>,
+    /// `--wait`: how long to wait for the applied objects' health afterwards.
+    health_timeout: Option<std::time::Duration>,
 }
 
 impl ApplyRun<'_> {
@@ -547,7 +552,7 @@ impl ApplyRun<'_> {
             return Ok(ExitCode::from(1));
         }
         if !args.prune {
-            return Ok(ExitCode::SUCCESS);
+            return Ok(self.wait(&cluster, &report).await);
         }
 
         // Prune only after every object applied. The server's warnings on its LISTs and
@@ -572,7 +577,19 @@ impl ApplyRun<'_> {
             print_warnings(run.take_warnings());
             finished.map_err(|e| e.to_string())?;
         }
-        Ok(ExitCode::SUCCESS)
+        Ok(self.wait(&cluster, &report).await)
+    }
+
+    /// `--wait`: until the applied objects are healthy (exit 1 with the reason when not).
+    async fn wait(&self, cluster: &Cluster, report: &ApplyReport) -> ExitCode {
+        let Some(timeout) = self.health_timeout else { return ExitCode::SUCCESS };
+        match super::wait::until_healthy(cluster, &report.visited, timeout).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("error: {error}");
+                ExitCode::from(1)
+            }
+        }
     }
 }
 

@@ -3,3 +3,4 @@
 pub mod apply;
 pub mod diff;
 pub mod patch;
+pub mod wait;

@@ -230,7 +230,7 @@ const WORKLOADS: [(&str, &str); 4] =
 
 /// `Pod web-7c4f…: ImagePullBackOff (Back-off pulling image "…")` for the first Pod of each
 /// unhealthy workload that is not ready.
-async fn pod_reasons(cluster: &Cluster, judged: &[Judged]) -> Vec<String> {
+pub async fn pod_reasons(cluster: &Cluster, judged: &[Judged]) -> Vec<String> {
     let pods = Mapping { resource: ApiResource::erase::<k8s_openapi::api::core::v1::Pod>(&()), namespaced: true };
     let mut reasons = Vec::new();
     for j in judged.iter().filter(|j| j.health.status != Status::Current) {

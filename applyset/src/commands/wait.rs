@@ -87,14 +87,16 @@ async fn failure(cluster: &Cluster, progress: &Progress, what: &str) -> String {
     message
 }
 
+/// (group, version, plural, namespace): one watch each.
+type WatchKey = (String, String, String, Option<String>);
+
 /// Every event of every target's kind and namespace, as (target index, the object or `None`
 /// when deleted).
 fn watch_all(
     cluster: &Cluster,
     targets: &[Target],
 ) -> futures::stream::SelectAll<futures::stream::BoxStream<'static, (usize, Option<Value>)>> {
-    let mut groups: BTreeMap<(String, String, String, Option<String>), (Mapping, HashMap<String, usize>)> =
-        BTreeMap::new();
+    let mut groups: BTreeMap<WatchKey, (Mapping, HashMap<String, usize>)> = BTreeMap::new();
     for (index, target) in targets.iter().enumerate() {
         let r = &target.mapping.resource;
         let key = (r.group.clone(), r.version.clone(), r.plural.clone(), target.namespace.clone());

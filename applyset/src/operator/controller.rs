@@ -134,7 +134,7 @@ async fn serve(args: ControllerArgs) -> anyhow::Result<()> {
 
     let identity = elector.as_ref().map_or_else(instance_name, |e| e.identity().to_owned());
     let git = GitSource::new(&args.scope.cache_dir);
-    let (cache, changes) = ManagedCache::new(client.clone(), metrics.clone());
+    let (cache, changes) = ManagedCache::new(client.clone(), args.scope.watch_namespace.clone(), metrics.clone());
     let settings = settings(&args)?;
     let context =
         Arc::new(Context::new(client.clone(), config, git, metrics.clone(), settings, identity, cache.clone()));

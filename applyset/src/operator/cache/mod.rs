@@ -52,6 +52,9 @@ type KindKey = (String, String, String);
 
 pub struct ManagedCache {
     client: kube::Client,
+    /// `--watch-namespace`: namespaced kinds are watched in that namespace only (a controller
+    /// whose rights end there may not watch them cluster-wide), and answered only there.
+    scope: Option<String>,
     kinds: Mutex<HashMap<KindKey, Arc<RwLock<KindStore>>>>,
     watches: Mutex<Vec<tokio::task::JoinHandle<()>>>,
     own: Mutex<OwnWrites>,
@@ -61,10 +64,15 @@ pub struct ManagedCache {
 
 impl ManagedCache {
     /// The cache, and the changes it sees that someone else may have made.
-    pub fn new(client: kube::Client, metrics: Arc<Metrics>) -> (Arc<ManagedCache>, mpsc::UnboundedReceiver<Change>) {
+    pub fn new(
+        client: kube::Client,
+        scope: Option<String>,
+        metrics: Arc<Metrics>,
+    ) -> (Arc<ManagedCache>, mpsc::UnboundedReceiver<Change>) {
         let (changes, receiver) = mpsc::unbounded_channel();
         let cache = ManagedCache {
             client,
+            scope,
             kinds: Mutex::new(HashMap::new()),
             watches: Mutex::new(Vec::new()),
             own: Mutex::new(OwnWrites::default()),
@@ -74,8 +82,16 @@ impl ManagedCache {
         (Arc::new(cache), receiver)
     }
 
+    /// Whether the cache may answer for an object in `namespace` (`None`: cluster-scoped).
+    fn covers(&self, namespace: Option<&str>) -> bool {
+        match (&self.scope, namespace) {
+            (Some(scope), Some(namespace)) => scope == namespace,
+            _ => true,
+        }
+    }
+
     /// The store of `resource`, its watch started on first use.
-    fn kind(&self, resource: &ApiResource) -> Arc<RwLock<KindStore>> {
+    fn kind(&self, resource: &ApiResource, namespaced: bool) -> Arc<RwLock<KindStore>> {
         let key = (resource.group.clone(), resource.version.clone(), resource.plural.clone());
         let mut kinds = lock(&self.kinds);
         if let Some(store) = kinds.get(&key) {
@@ -83,9 +99,11 @@ impl ManagedCache {
         }
         let store = Arc::new(RwLock::new(KindStore::default()));
         kinds.insert(key, store.clone());
+        let namespace = self.scope.clone().filter(|_| namespaced);
         let watch = watch_kind(
             self.client.clone(),
             resource.clone(),
+            namespace,
             store.clone(),
             self.changes.clone(),
             self.metrics.clone(),
@@ -117,8 +135,12 @@ impl Drop for ManagedCache {
 
 impl ObjectCache for ManagedCache {
     fn live(&self, mapping: &Mapping, namespace: Option<&str>, name: &str, set_id: &str) -> Option<Cached> {
-        let store = self.kind(&mapping.resource);
-        let key = (namespace.filter(|_| mapping.namespaced).map(str::to_owned), name.to_owned());
+        let namespace = namespace.filter(|_| mapping.namespaced);
+        if !self.covers(namespace) {
+            return None;
+        }
+        let store = self.kind(&mapping.resource, mapping.namespaced);
+        let key = (namespace.map(str::to_owned), name.to_owned());
         let entry = store.read().unwrap_or_else(|p| p.into_inner()).get(&key)?;
         match entry {
             None => Some(Cached::Unlabelled),
@@ -137,7 +159,11 @@ impl ObjectCache for ManagedCache {
     }
 
     fn members(&self, resource: &ApiResource, namespace: Option<&str>, set_id: &str) -> Option<Vec<Listed>> {
-        self.kind(resource).read().unwrap_or_else(|p| p.into_inner()).members(set_id, namespace)
+        if !self.covers(namespace) {
+            return None;
+        }
+        let store = self.kind(resource, namespace.is_some());
+        store.read().unwrap_or_else(|p| p.into_inner()).members(set_id, namespace)
     }
 
     fn wrote(&self, object: &Value) {
@@ -217,6 +243,7 @@ impl kube::Resource for Watched {
 async fn watch_kind(
     client: kube::Client,
     resource: ApiResource,
+    namespace: Option<String>,
     store: Arc<RwLock<KindStore>>,
     changes: mpsc::UnboundedSender<Change>,
     metrics: Arc<Metrics>,
@@ -224,7 +251,10 @@ async fn watch_kind(
     let mut failures: u32 = 0;
     loop {
         let mut forbidden = false;
-        let api: kube::Api<Watched> = kube::Api::all_with(client.clone(), &resource);
+        let api: kube::Api<Watched> = match &namespace {
+            Some(namespace) => kube::Api::namespaced_with(client.clone(), namespace, &resource),
+            None => kube::Api::all_with(client.clone(), &resource),
+        };
         let config = watcher::Config::default().labels(PART_OF_LABEL).any_semantic();
         let mut events = std::pin::pin!(watcher::watcher(api, config));
         while let Some(event) = events.next().await {

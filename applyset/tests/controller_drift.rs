@@ -15,9 +15,9 @@ use applyset::operator::api::{ApplySet, DriftedObject};
 use git::Fixture;
 use k8s_openapi::api::coordination::v1::Lease;
 use operator::{
-    ControllerFixture, ControllerOptions, ControllerProcess, condition, config_map, create_applyset, failed_with,
-    get_applyset, http_get, is_ready, ready_at, request_reconcile, revision, sample, start_controller,
-    wait_for_applyset,
+    ControllerFixture, ControllerOptions, ControllerProcess, condition, config_map, create_applyset, deployment,
+    failed_with, get_applyset, http_get, is_ready, ready_at, request_reconcile, revision, sample, service,
+    start_controller, wait_for_applyset,
 };
 use support::{TestNamespace, lease_holder};
 
@@ -25,62 +25,10 @@ const T: Duration = Duration::from_secs(90);
 /// Long enough that only `request_reconcile` (or a spec change) starts a run during a test.
 const NEVER: &str = "1h";
 
-/// A Deployment with one container `app`; `env` adds environment variables to it.
-fn deployment(name: &str, namespace: &str, image: &str, replicas: u32, env: &[(&str, &str)]) -> String {
-    let mut env_yaml = String::new();
-    if !env.is_empty() {
-        env_yaml.push_str("        env:\n");
-        for (key, value) in env {
-            env_yaml.push_str(&format!("        - name: {key}\n          value: \"{value}\"\n"));
-        }
-    }
-    format!(
-        "apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: {name}
-  namespace: {namespace}
-  labels:
-    app: {name}
-spec:
-  replicas: {replicas}
-  selector:
-    matchLabels:
-      app: {name}
-  template:
-    metadata:
-      labels:
-        app: {name}
-    spec:
-      containers:
-      - name: app
-        image: {image}
-{env_yaml}"
-    )
-}
-
 /// Adds resource limits in spellings the apiserver stores differently (`1000m` as `1`,
 /// `0.5Gi` as `512Mi`) to the container of [`deployment`] (which must have no env).
 fn with_limits(deployment: String) -> String {
     format!("{deployment}        resources:\n          limits:\n            cpu: 1000m\n            memory: 0.5Gi\n")
-}
-
-fn service(name: &str, namespace: &str) -> String {
-    format!(
-        "apiVersion: v1
-kind: Service
-metadata:
-  name: {name}
-  namespace: {namespace}
-spec:
-  selector:
-    app: {name}
-  ports:
-  - name: http
-    port: 80
-    targetPort: 8080
-"
-    )
 }
 
 /// A real `kubectl edit` whose editor is a `sed -i` script (kubectl runs `$KUBE_EDITOR` through

@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Result, ensure};
 use applyset::operator::api::ApplySet;
 use operator::{
-    ControllerFixture, ControllerProcess, condition, config_map, create_applyset, is_ready, ready_at,
-    request_reconcile, revision, sample, start_controller, wait_for_applyset,
+    ControllerFixture, ControllerProcess, condition, config_map, create_applyset, deployment, is_ready, ready_at,
+    request_reconcile, revision, sample, service, start_controller, wait_for_applyset,
 };
 use support::{AuditLog, TestNamespace, eventually};
 
@@ -25,18 +25,6 @@ const T: Duration = Duration::from_secs(90);
 const NEVER: &str = "1h";
 /// The resources the tests' ApplySets manage.
 const MANAGED: [&str; 3] = ["configmaps", "deployments", "services"];
-
-fn deployment(name: &str, namespace: &str, replicas: u32) -> String {
-    format!(
-        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {name}\n  namespace: {namespace}\nspec:\n  replicas: {replicas}\n  selector:\n    matchLabels:\n      app: {name}\n  template:\n    metadata:\n      labels:\n        app: {name}\n    spec:\n      containers:\n      - name: app\n        image: registry.example/app:1\n"
-    )
-}
-
-fn service(name: &str, namespace: &str) -> String {
-    format!(
-        "apiVersion: v1\nkind: Service\nmetadata:\n  name: {name}\n  namespace: {namespace}\nspec:\n  selector:\n    app: {name}\n  ports:\n  - port: 80\n"
-    )
-}
 
 fn metric(controller: &ControllerProcess, series: &str) -> Result<f64> {
     Ok(sample(&controller.metrics()?, series).unwrap_or(0.0))
@@ -73,7 +61,7 @@ async fn no_op_intervals_send_no_request_on_managed_objects_and_prune_from_the_c
     repo.write("a.yaml", config_map("a", &ns.name, "one"));
     repo.write("b.yaml", config_map("b", &ns.name, "two"));
     repo.write("web.yaml", service("web", &ns.name));
-    repo.write("deploy.yaml", deployment("web", &ns.name, 1));
+    repo.write("deploy.yaml", deployment("web", &ns.name, "registry.example/app:1", 1, &[]));
     repo.commit("first");
     let controller = start_controller(&ns)?;
     create_applyset(&ns, "app", serde_json::json!({ "source": { "url": repo.url() }, "interval": "2s" })).await?;
@@ -121,7 +109,7 @@ async fn no_op_intervals_send_no_request_on_managed_objects_and_prune_from_the_c
 /// A Deployment and a ConfigMap under an ApplySet that never runs on its interval.
 async fn drift_fixture(prefix: &str, mode: &str) -> Result<(TestNamespace, git::Fixture, ControllerProcess)> {
     let ControllerFixture { ns, repo } = ControllerFixture::new(prefix).await?;
-    repo.write("deploy.yaml", deployment("web", &ns.name, 2));
+    repo.write("deploy.yaml", deployment("web", &ns.name, "registry.example/app:1", 2, &[]));
     repo.write("settings.yaml", config_map("settings", &ns.name, "one"));
     repo.commit("first");
     let controller = start_controller(&ns)?;
@@ -160,7 +148,7 @@ async fn out_of_band_changes_are_corrected_at_once_and_own_writes_start_nothing(
     let (runs, others) = settled().await?;
     let own = metric(&controller, OWN_CHANGES)?;
     repo.write("settings.yaml", config_map("settings", &ns.name, "two"));
-    repo.write("deploy.yaml", deployment("web", &ns.name, 3));
+    repo.write("deploy.yaml", deployment("web", &ns.name, "registry.example/app:1", 3, &[]));
     let second = repo.commit("second");
     request_reconcile(&ns, "app").await?;
     wait_for_applyset(&ns, "app", &controller, "the second commit applied", T, ready_at(revision(&second))).await?;

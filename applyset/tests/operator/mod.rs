@@ -60,6 +60,59 @@ pub fn sample(metrics: &str, series: &str) -> Option<f64> {
     })
 }
 
+/// A Deployment with one container `app`; `env` adds environment variables to it.
+pub fn deployment(name: &str, namespace: &str, image: &str, replicas: u32, env: &[(&str, &str)]) -> String {
+    let mut env_yaml = String::new();
+    if !env.is_empty() {
+        env_yaml.push_str("        env:\n");
+        for (key, value) in env {
+            env_yaml.push_str(&format!("        - name: {key}\n          value: \"{value}\"\n"));
+        }
+    }
+    format!(
+        "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {name}
+  namespace: {namespace}
+  labels:
+    app: {name}
+spec:
+  replicas: {replicas}
+  selector:
+    matchLabels:
+      app: {name}
+  template:
+    metadata:
+      labels:
+        app: {name}
+    spec:
+      containers:
+      - name: app
+        image: {image}
+{env_yaml}"
+    )
+}
+
+/// A Service selecting `app: <name>` on port 80.
+pub fn service(name: &str, namespace: &str) -> String {
+    format!(
+        "apiVersion: v1
+kind: Service
+metadata:
+  name: {name}
+  namespace: {namespace}
+spec:
+  selector:
+    app: {name}
+  ports:
+  - name: http
+    port: 80
+    targetPort: 8080
+"
+    )
+}
+
 /// A ConfigMap manifest with one `data.value`, as the controller tests commit them.
 pub fn config_map(name: &str, namespace: &str, value: &str) -> String {
     format!(

@@ -1,6 +1,6 @@
 // Builds the real Kubernetes control plane (etcd, kube-apiserver,
-// kube-controller-manager) used by the integration tests; see
-// scripts/control-plane.
+// kube-controller-manager, kube-scheduler) used by the integration tests; see
+// scripts/control-plane. kwok, which simulates the nodes, is built from ./kwok.
 module github.com/applyset/applyset/tests/control-plane
 
 go 1.24.0

@@ -1,7 +1,7 @@
-// Command k8s-control-plane is one binary holding the three control-plane
-// servers, so the (long) build links the shared Kubernetes code only once.
+// Command k8s-control-plane is one binary holding the control-plane servers,
+// so the (long) build links the shared Kubernetes code only once.
 //
-// Usage: k8s-control-plane etcd|kube-apiserver|kube-controller-manager [flags...]
+// Usage: k8s-control-plane etcd|kube-apiserver|kube-controller-manager|kube-scheduler [flags...]
 package main
 
 import (
@@ -12,6 +12,7 @@ import (
 	"k8s.io/component-base/cli"
 	apiserver "k8s.io/kubernetes/cmd/kube-apiserver/app"
 	controllermanager "k8s.io/kubernetes/cmd/kube-controller-manager/app"
+	scheduler "k8s.io/kubernetes/cmd/kube-scheduler/app"
 )
 
 func main() {
@@ -31,12 +32,16 @@ func main() {
 		command := controllermanager.NewControllerManagerCommand()
 		command.SetArgs(args)
 		os.Exit(cli.Run(command))
+	case "kube-scheduler":
+		command := scheduler.NewSchedulerCommand()
+		command.SetArgs(args)
+		os.Exit(cli.Run(command))
 	default:
 		usage()
 	}
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: k8s-control-plane etcd|kube-apiserver|kube-controller-manager [flags...]")
+	fmt.Fprintln(os.Stderr, "usage: k8s-control-plane etcd|kube-apiserver|kube-controller-manager|kube-scheduler [flags...]")
 	os.Exit(2)
 }

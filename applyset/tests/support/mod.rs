@@ -2,8 +2,9 @@
 //! per test.
 //!
 //! The control plane is the one `scripts/control-plane up` runs (etcd,
-//! kube-apiserver, kube-controller-manager); it is started, or attached to
-//! when already up, once per test binary and left running for the next one.
+//! kube-apiserver, kube-controller-manager, kube-scheduler, and kwok's two
+//! simulated nodes); it is started, or attached to when already up, once per
+//! test binary and left running for the next one.
 //! Set `APPLYSET_TEST_KUBECONFIG` to a kubeconfig path (or to `1` to use
 //! `$KUBECONFIG`) to run the tests against another cluster instead; a
 //! developer's `$KUBECONFIG` is never used unless asked for that way.

@@ -12,7 +12,7 @@ use anyhow::{Result, ensure};
 use applyset::operator::api::ApplySet;
 use git::Fixture;
 use operator::{
-    ControllerFixture, condition, config_map, create_applyset, get_applyset, is_ready, ready_at, revision,
+    ControllerFixture, condition, config_map, create_applyset, deployment, get_applyset, is_ready, ready_at, revision,
     start_controller, wait_for_applyset,
 };
 
@@ -153,5 +153,112 @@ async fn a_dependency_cycle_stalls_and_names_the_cycle() -> Result<()> {
     ensure!(message.contains(&cycle), "{message}");
     assert_eq!(condition(&stalled, "Ready").map(|c| c.0).as_deref(), Some("False"));
     ensure!(!ns.exists("configmap/a")?, "nothing in a cycle is applied");
+    Ok(())
+}
+
+// ---- Workloads that really start: kwok's simulated nodes run their Pods (scripts/control-plane).
+
+/// A Job whose Pod succeeds, or (`fail`) fails every time (the control plane's kwok stages act
+/// on the annotation `applyset.dev/test-pod`).
+fn job(name: &str, namespace: &str, fail: bool) -> String {
+    let annotation = if fail { "      annotations:\n        applyset.dev/test-pod: fail\n" } else { "" };
+    format!(
+        "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: {name}\n  namespace: {namespace}\nspec:\n  backoffLimit: 0\n  template:\n    metadata:\n{annotation}      labels:\n        app: {name}\n    spec:\n      restartPolicy: Never\n      containers:\n      - name: task\n        image: registry.example/task:1\n"
+    )
+}
+
+fn waiting_spec(repo: &Fixture, timeout: &str) -> serde_json::Value {
+    serde_json::json!({ "source": { "url": repo.url() }, "interval": NEVER, "wait": true, "healthTimeout": timeout })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deployment_is_ready_once_available_and_a_rollout_is_tracked() -> Result<()> {
+    let ControllerFixture { ns, repo } = ControllerFixture::new("health-rollout").await?;
+    repo.write("web.yaml", deployment("web", &ns.name, "registry.example/web:1", 2, &[]));
+    let first = repo.commit("web 1");
+    let controller = start_controller(&ns)?;
+    create_applyset(&ns, "app", waiting_spec(&repo, "2m")).await?;
+    let healthy = wait_for_applyset(&ns, "app", &controller, "healthy", T, reason_is("Healthy", "Succeeded")).await?;
+    assert_eq!(healthy.status.as_ref().and_then(|s| s.last_applied_revision.clone()), Some(revision(&first)));
+    assert_eq!(ns.jsonpath("deployment/web", "{.status.availableReplicas}")?, "2");
+    assert!(is_ready(&healthy));
+
+    // A new image: Ready follows the rollout to its end.
+    repo.write("web.yaml", deployment("web", &ns.name, "registry.example/web:2", 2, &[]));
+    let second = repo.commit("web 2");
+    operator::request_reconcile(&ns, "app").await?;
+    let rolled = wait_for_applyset(&ns, "app", &controller, "the rollout healthy", T, |a: &ApplySet| {
+        ready_at(revision(&second))(a) && reason_is("Healthy", "Succeeded")(a)
+    })
+    .await?;
+    assert_eq!(ns.jsonpath("deployment/web", "{.spec.template.spec.containers[0].image}")?, "registry.example/web:2");
+    assert_eq!(ns.jsonpath("deployment/web", "{.status.updatedReplicas}")?, "2");
+    assert!(is_ready(&rolled));
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pods_that_never_start_fail_the_health_check_with_their_reason() -> Result<()> {
+    let ControllerFixture { ns, repo } = ControllerFixture::new("health-pull").await?;
+    repo.write("web.yaml", deployment("web", &ns.name, "registry.example/web:unpullable", 2, &[]));
+    repo.commit("an image that cannot be pulled");
+    let controller = start_controller(&ns)?;
+    create_applyset(&ns, "app", waiting_spec(&repo, "10s")).await?;
+    let failed =
+        wait_for_applyset(&ns, "app", &controller, "HealthCheckFailed", T, reason_is("Ready", "HealthCheckFailed"))
+            .await?;
+    let message = condition(&failed, "Ready").map(|c| c.2).unwrap_or_default();
+    ensure!(message.contains("not healthy after 10s: deployment.apps/web"), "{message}");
+    ensure!(message.contains("ImagePullBackOff") && message.contains("Pod web-"), "the Pod's reason: {message}");
+    let events = operator::events_for(&ns, "app").await?;
+    ensure!(events.iter().any(|(_, reason, _)| reason == "HealthCheckFailed"), "a Warning Event: {events:?}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_that_completes_is_healthy_and_one_that_fails_fails_at_once() -> Result<()> {
+    let ControllerFixture { ns, repo } = ControllerFixture::new("health-job").await?;
+    repo.write("ok.yaml", job("ok", &ns.name, false));
+    repo.commit("a job");
+    let failing = Fixture::new(&format!("health-job-failing-{}", ns.name));
+    failing.write("bad.yaml", job("bad", &ns.name, true));
+    failing.commit("a failing job");
+    let controller = start_controller(&ns)?;
+    create_applyset(&ns, "ok", waiting_spec(&repo, "5m")).await?;
+    create_applyset(&ns, "bad", waiting_spec(&failing, "5m")).await?;
+    wait_for_applyset(&ns, "ok", &controller, "the job complete", T, reason_is("Healthy", "Succeeded")).await?;
+    let started = Instant::now();
+    let bad = wait_for_applyset(&ns, "bad", &controller, "the job failed", T, reason_is("Ready", "HealthCheckFailed"))
+        .await?;
+    ensure!(started.elapsed() < Duration::from_secs(5 * 60), "a failed Job does not wait for the timeout");
+    let message = condition(&bad, "Ready").map(|c| c.2).unwrap_or_default();
+    ensure!(message.contains("object(s) failed: job.batch/bad"), "{message}");
+    Ok(())
+}
+
+/// `applyset apply --wait`: the CLI waits as the controller does, and says why when it fails.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apply_wait_waits_for_the_rollout_and_names_what_never_starts() -> Result<()> {
+    let ns = support::TestNamespace::create("cli-wait").await?;
+    let good = deployment("web", &ns.name, "registry.example/web:1", 2, &[]);
+    let dir = support::ManifestDir::new(&[("web.yaml", good.as_str())])?;
+    let out = support::applyset_apply(&ns, &["-f", dir.path(), "--wait", "--timeout=90s"])?;
+    ensure!(out.success, "{}{}", out.stdout, out.stderr);
+    assert_eq!(out.stdout, "deployment.apps/web created\n", "stdout keeps kubectl's lines");
+    ensure!(out.stderr.ends_with("1 object(s) healthy\n"), "{}", out.stderr);
+    assert_eq!(ns.jsonpath("deployment/web", "{.status.availableReplicas}")?, "2");
+
+    let bad = deployment("bad", &ns.name, "registry.example/web:unpullable", 1, &[]);
+    dir.write("bad.yaml", &bad)?;
+    dir.remove("web.yaml")?;
+    let out = support::applyset_apply(&ns, &["-f", dir.path(), "--wait", "--timeout=8s"])?;
+    ensure!(!out.success, "a Deployment whose Pods never start fails the wait");
+    ensure!(
+        out.stderr
+            .contains("error: timed out after 8s waiting for the applied objects to be healthy: deployment.apps/bad"),
+        "{}",
+        out.stderr
+    );
+    ensure!(out.stderr.contains("ImagePullBackOff"), "the Pod's reason: {}", out.stderr);
     Ok(())
 }

@@ -397,6 +397,9 @@ class Bench:
         for path in files:
             self.k("apply", "--server-side", "--force-conflicts", "-f", str(path))
         self.k("wait", "--for=condition=Established", "--timeout=120s", "crd", "--all")
+        # The control plane's service range is a /24; Flux's shape has 1,000 ClusterIP Services.
+        self.k("apply", "-f", "-", stdin="apiVersion: networking.k8s.io/v1\nkind: ServiceCIDR\nmetadata:\n"
+               "  name: vsflux\nspec:\n  cidrs:\n  - 10.1.0.0/20\n")
 
     def repository(self, shape):
         work = self.scratch / f"work-{shape.name}"
@@ -504,6 +507,10 @@ class Bench:
 
 
 def main(args):
+    # A TERM (or a HUP from a closed terminal) cleans up like ^C: controllers stopped, control plane down.
+    import signal
+    for number in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(number, lambda signum, frame: sys.exit(128 + signum))
     args.qps, args.burst = 300, 600   # applyset's defaults (crate::cluster::DEFAULT_QPS/BURST); Flux gets the same
     args.limit = 2400
     bench = Bench(args)

@@ -226,9 +226,12 @@ impl Context {
         let _ = self.run_now.set(run_now);
     }
 
-    /// Every ApplySet the controller sees (empty before it runs).
-    pub fn applysets(&self) -> Vec<Arc<ApplySet>> {
-        self.applysets.get().map(Store::state).unwrap_or_default()
+    /// Every ApplySet the controller sees, once its first list is complete (a run that starts
+    /// before would not find a dependency that exists).
+    pub async fn applysets(&self) -> Vec<Arc<ApplySet>> {
+        let Some(store) = self.applysets.get() else { return Vec::new() };
+        let _ = tokio::time::timeout(Duration::from_secs(30), store.wait_until_ready()).await;
+        store.state()
     }
 
     /// Runs the ApplySet now (a dependency of it became Ready).

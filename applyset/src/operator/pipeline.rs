@@ -44,7 +44,7 @@ pub(super) async fn pipeline(
     intervals: Intervals,
 ) -> Result<Done, Failure> {
     if !applyset.spec.depends_on.is_empty() {
-        super::dependencies::check(applyset, &ctx.applysets())?;
+        super::dependencies::check(applyset, &ctx.applysets().await)?;
     }
     let (artifact, credentials) = fetch(applyset, ctx, previous, intervals).await?;
     status.last_attempted_revision = Some(artifact.revision.clone());

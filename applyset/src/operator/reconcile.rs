@@ -163,7 +163,7 @@ async fn sync(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Action, Reconcil
                     ctx.metrics.sync_succeeded(now.0.as_second() as f64);
                     if !was_ready {
                         // Its dependants waited for this: they run now, not at their interval.
-                        for dependant in super::dependencies::dependants(&key, &ctx.applysets()) {
+                        for dependant in super::dependencies::dependants(&key, &ctx.applysets().await) {
                             ctx.run_now(&dependant);
                         }
                     }

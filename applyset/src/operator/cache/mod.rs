@@ -52,9 +52,9 @@ type KindKey = (String, String, String);
 
 pub struct ManagedCache {
     client: kube::Client,
-    /// `--watch-namespace`: namespaced kinds are watched in that namespace only (a controller
-    /// whose rights end there may not watch them cluster-wide), and answered only there.
-    scope: Option<String>,
+    /// `--watch-namespace`: where namespaced kinds are watched when the apiserver forbids
+    /// watching them cluster-wide (a controller whose rights end there); answered only there then.
+    fallback: Option<String>,
     kinds: Mutex<HashMap<KindKey, Arc<RwLock<KindStore>>>>,
     watches: Mutex<Vec<tokio::task::JoinHandle<()>>>,
     own: Mutex<OwnWrites>,
@@ -66,13 +66,13 @@ impl ManagedCache {
     /// The cache, and the changes it sees that someone else may have made.
     pub fn new(
         client: kube::Client,
-        scope: Option<String>,
+        fallback: Option<String>,
         metrics: Arc<Metrics>,
     ) -> (Arc<ManagedCache>, mpsc::UnboundedReceiver<Change>) {
         let (changes, receiver) = mpsc::unbounded_channel();
         let cache = ManagedCache {
             client,
-            scope,
+            fallback,
             kinds: Mutex::new(HashMap::new()),
             watches: Mutex::new(Vec::new()),
             own: Mutex::new(OwnWrites::default()),
@@ -80,14 +80,6 @@ impl ManagedCache {
             metrics,
         };
         (Arc::new(cache), receiver)
-    }
-
-    /// Whether the cache may answer for an object in `namespace` (`None`: cluster-scoped).
-    fn covers(&self, namespace: Option<&str>) -> bool {
-        match (&self.scope, namespace) {
-            (Some(scope), Some(namespace)) => scope == namespace,
-            _ => true,
-        }
     }
 
     /// The store of `resource`, its watch started on first use.
@@ -99,11 +91,11 @@ impl ManagedCache {
         }
         let store = Arc::new(RwLock::new(KindStore::default()));
         kinds.insert(key, store.clone());
-        let namespace = self.scope.clone().filter(|_| namespaced);
+        let fallback = self.fallback.clone().filter(|_| namespaced);
         let watch = watch_kind(
             self.client.clone(),
             resource.clone(),
-            namespace,
+            fallback,
             store.clone(),
             self.changes.clone(),
             self.metrics.clone(),
@@ -136,9 +128,6 @@ impl Drop for ManagedCache {
 impl ObjectCache for ManagedCache {
     fn live(&self, mapping: &Mapping, namespace: Option<&str>, name: &str, set_id: &str) -> Option<Cached> {
         let namespace = namespace.filter(|_| mapping.namespaced);
-        if !self.covers(namespace) {
-            return None;
-        }
         let store = self.kind(&mapping.resource, mapping.namespaced);
         let key = (namespace.map(str::to_owned), name.to_owned());
         let entry = store.read().unwrap_or_else(|p| p.into_inner()).get(&key)?;
@@ -159,9 +148,6 @@ impl ObjectCache for ManagedCache {
     }
 
     fn members(&self, resource: &ApiResource, namespace: Option<&str>, set_id: &str) -> Option<Vec<Listed>> {
-        if !self.covers(namespace) {
-            return None;
-        }
         let store = self.kind(resource, namespace.is_some());
         store.read().unwrap_or_else(|p| p.into_inner()).members(set_id, namespace)
     }
@@ -243,12 +229,13 @@ impl kube::Resource for Watched {
 async fn watch_kind(
     client: kube::Client,
     resource: ApiResource,
-    namespace: Option<String>,
+    fallback: Option<String>,
     store: Arc<RwLock<KindStore>>,
     changes: mpsc::UnboundedSender<Change>,
     metrics: Arc<Metrics>,
 ) {
     let mut failures: u32 = 0;
+    let mut namespace: Option<String> = None;
     loop {
         let mut forbidden = false;
         let api: kube::Api<Watched> = match &namespace {
@@ -288,6 +275,13 @@ async fn watch_kind(
             }
         }
         failures = failures.saturating_add(1);
+        if forbidden && namespace.is_none() && fallback.is_some() {
+            // The controller's rights end at its namespace: watch there, answer only there.
+            namespace = fallback.clone();
+            store.write().unwrap_or_else(|p| p.into_inner()).set_scope(namespace.clone());
+            tracing::info!(kind = %resource.kind, namespace = ?namespace, "watching in the controller's namespace only");
+            continue;
+        }
         let wait = match forbidden {
             // RBAC rarely changes: runs LIST this kind meanwhile.
             true => FORBIDDEN_RETRY,

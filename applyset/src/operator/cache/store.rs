@@ -139,6 +139,8 @@ pub struct KindStore {
     by_set: HashMap<String, BTreeSet<Key>>,
     /// A list in progress (kube's `Init` … `InitDone`).
     relisting: Option<HashMap<Key, Arc<Entry>>>,
+    /// The one namespace watched, when not all are: nothing elsewhere is answered.
+    scope: Option<String>,
 }
 
 impl KindStore {
@@ -152,6 +154,19 @@ impl KindStore {
 
     pub fn is_empty(&self) -> bool {
         self.objects.is_empty()
+    }
+
+    /// From now on the watch covers `namespace` only.
+    pub fn set_scope(&mut self, namespace: Option<String>) {
+        self.scope = namespace;
+        self.fail();
+    }
+
+    fn covers(&self, namespace: Option<&str>) -> bool {
+        match (&self.scope, namespace) {
+            (Some(scope), Some(namespace)) => scope == namespace,
+            _ => true,
+        }
     }
 
     /// The watch failed: nothing is answered until the next complete list.
@@ -236,13 +251,13 @@ impl KindStore {
     /// The object `key` when the view is complete: `Some(None)` when no labelled object has
     /// that name.
     pub fn get(&self, key: &Key) -> Option<Option<Arc<Entry>>> {
-        self.synced.then(|| self.objects.get(key).cloned())
+        (self.synced && self.covers(key.0.as_deref())).then(|| self.objects.get(key).cloned())
     }
 
     /// The members of `set_id` in `namespace` (every namespace of a cluster-scoped kind is
     /// `None`), when the view is complete.
     pub fn members(&self, set_id: &str, namespace: Option<&str>) -> Option<Vec<Listed>> {
-        if !self.synced {
+        if !self.synced || !self.covers(namespace) {
             return None;
         }
         let Some(keys) = self.by_set.get(set_id) else { return Some(Vec::new()) };

@@ -155,3 +155,14 @@ fn cluster_scoped_objects_have_no_namespace() {
     assert!(member.prune_disabled && member.deleting && !member.has_last_applied);
     assert_eq!(member.finalizers, ["kubernetes"]);
 }
+
+#[test]
+fn a_store_watching_one_namespace_answers_for_it_only() {
+    let mut store = KindStore::default();
+    store.set_scope(Some("shop".into()));
+    listed(&mut store, vec![object("web", "1", SET, 2, 0)]);
+    assert!(store.get(&key("web")).is_some(), "its namespace is answered");
+    assert_eq!(store.get(&(Some("other".into()), "web".into())), None, "another is not");
+    assert_eq!(store.members(SET, Some("other")), None);
+    assert_eq!(names(store.members(SET, Some("shop"))), Some(vec!["web".into()]));
+}

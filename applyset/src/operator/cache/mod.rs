@@ -237,6 +237,21 @@ async fn watch_kind(
     let mut failures: u32 = 0;
     let mut namespace: Option<String> = None;
     loop {
+        // Asked first (a SelfSubjectAccessReview), so that a watch RBAC does not grant is never
+        // sent: cluster-wide, else in --watch-namespace, else not at all for a while.
+        let scope = watchable_scope(&client, &resource, fallback.as_deref()).await;
+        match scope {
+            Some(scope) if scope != namespace => {
+                namespace = scope;
+                store.write().unwrap_or_else(|p| p.into_inner()).set_scope(namespace.clone());
+            }
+            Some(_) => {}
+            None => {
+                tracing::info!(kind = %resource.kind, group = %resource.group, "not allowed to watch: runs read this kind from the apiserver");
+                tokio::time::sleep(FORBIDDEN_RETRY).await;
+                continue;
+            }
+        }
         let mut forbidden = false;
         let api: kube::Api<Watched> = match &namespace {
             Some(namespace) => kube::Api::namespaced_with(client.clone(), namespace, &resource),
@@ -275,13 +290,6 @@ async fn watch_kind(
             }
         }
         failures = failures.saturating_add(1);
-        if forbidden && namespace.is_none() && fallback.is_some() {
-            // The controller's rights end at its namespace: watch there, answer only there.
-            namespace = fallback.clone();
-            store.write().unwrap_or_else(|p| p.into_inner()).set_scope(namespace.clone());
-            tracing::info!(kind = %resource.kind, namespace = ?namespace, "watching in the controller's namespace only");
-            continue;
-        }
         let wait = match forbidden {
             // RBAC rarely changes: runs LIST this kind meanwhile.
             true => FORBIDDEN_RETRY,
@@ -289,6 +297,48 @@ async fn watch_kind(
         };
         tokio::time::sleep(wait).await;
     }
+}
+
+/// Where the controller may list and watch `resource`: `Some(None)` cluster-wide,
+/// `Some(Some(ns))` in `fallback` only, `None` nowhere. A review that cannot be made says
+/// cluster-wide (the watch itself then tells).
+async fn watchable_scope(
+    client: &kube::Client,
+    resource: &ApiResource,
+    fallback: Option<&str>,
+) -> Option<Option<String>> {
+    if may_list_and_watch(client, resource, None).await {
+        return Some(None);
+    }
+    let namespace = fallback?;
+    may_list_and_watch(client, resource, Some(namespace)).await.then(|| Some(namespace.to_owned()))
+}
+
+async fn may_list_and_watch(client: &kube::Client, resource: &ApiResource, namespace: Option<&str>) -> bool {
+    use k8s_openapi::api::authorization::v1::{
+        ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
+    };
+    let reviews: kube::Api<SelfSubjectAccessReview> = kube::Api::all(client.clone());
+    for verb in ["list", "watch"] {
+        let review = SelfSubjectAccessReview {
+            spec: SelfSubjectAccessReviewSpec {
+                resource_attributes: Some(ResourceAttributes {
+                    group: Some(resource.group.clone()),
+                    resource: Some(resource.plural.clone()),
+                    verb: Some(verb.into()),
+                    namespace: namespace.map(str::to_owned),
+                    ..ResourceAttributes::default()
+                }),
+                ..SelfSubjectAccessReviewSpec::default()
+            },
+            ..SelfSubjectAccessReview::default()
+        };
+        match reviews.create(&kube::api::PostParams::default(), &review).await {
+            Ok(answer) if !answer.status.as_ref().is_some_and(|s| s.allowed) => return false,
+            _ => {}
+        }
+    }
+    true
 }
 
 /// The controller may not list or watch the kind cluster-wide (a namespaced RBAC mode).

@@ -70,7 +70,7 @@ pub struct Context {
     pub cache: Arc<ManagedCache>,
     /// ApplySets whose next run is due at once: someone else changed their objects, an object
     /// they wait for changed, or a dependency became Ready.
-    drift_checks: Mutex<HashSet<String>>,
+    run_requests: Mutex<HashSet<String>>,
     /// When each ApplySet's current wait for health began.
     pub waits: super::waiting::Waits,
     /// The controller's view of every ApplySet (for `dependsOn`), once it runs.
@@ -125,7 +125,7 @@ impl Context {
             runs: Mutex::new(HashMap::new()),
             hashed_secrets: tokio::sync::OnceCell::new(),
             cache,
-            drift_checks: Mutex::new(HashSet::new()),
+            run_requests: Mutex::new(HashSet::new()),
             waits: Default::default(),
             applysets: OnceLock::new(),
             run_now: OnceLock::new(),
@@ -208,15 +208,16 @@ impl Context {
         }
     }
 
-    /// Someone else changed the ApplySet's objects: its next run is due now.
-    pub fn request_drift_check(&self, key: &str) {
-        lock(&self.drift_checks).insert(key.to_owned());
+    /// Its next run is due now: someone else changed its objects, an object it waits for
+    /// changed, or a dependency became Ready.
+    pub fn request_run(&self, key: &str) {
+        lock(&self.run_requests).insert(key.to_owned());
     }
 
-    /// Whether a drift check was asked for since the last call (taken at the start of a run, so
+    /// Whether a run was asked for since the last call (taken at the start of a run, so
     /// that a change during the run asks for one more).
-    pub fn take_drift_check(&self, key: &str) -> bool {
-        lock(&self.drift_checks).remove(key)
+    pub fn take_run_request(&self, key: &str) -> bool {
+        lock(&self.run_requests).remove(key)
     }
 
     /// Connects the context to the running controller: its view of the ApplySets, and the
@@ -236,7 +237,7 @@ impl Context {
 
     /// Runs the ApplySet now (a dependency of it became Ready).
     pub fn run_now(&self, applyset: &ApplySet) {
-        self.request_drift_check(&applyset.key());
+        self.request_run(&applyset.key());
         if let Some(sender) = self.run_now.get() {
             let _ = sender.send(ObjectRef::from_obj(applyset));
         }
@@ -258,7 +259,7 @@ impl Context {
     pub fn forget(&self, key: &str) {
         self.runs.lock().unwrap_or_else(|p| p.into_inner()).remove(key);
         self.failures.lock().unwrap_or_else(|p| p.into_inner()).remove(key);
-        lock(&self.drift_checks).remove(key);
+        lock(&self.run_requests).remove(key);
         self.waits.forget(key);
     }
 

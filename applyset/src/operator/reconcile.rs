@@ -98,7 +98,7 @@ async fn sync(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Action, Reconcil
     };
     // A status write or a repeated watch event must not start a new run before it is due; a
     // change to its objects made by someone else makes it due at once.
-    let drift_check = ctx.take_drift_check(&key);
+    let drift_check = ctx.take_run_request(&key);
     if !drift_check && !ctx.is_due(&key, generation, applyset.run_requests().as_deref()) {
         return Ok(Action::requeue(ctx.remaining(&key)));
     }

@@ -90,7 +90,7 @@ impl Triggers {
             .collect();
         found.extend(waiting);
         for applyset in &found {
-            self.ctx.request_drift_check(&applyset.key());
+            self.ctx.request_run(&applyset.key());
         }
         found.iter().map(|applyset| ObjectRef::from_obj(applyset.as_ref())).collect()
     }

@@ -97,6 +97,11 @@ pub struct ScopeArgs {
     /// namespace (multi-tenant lockdown) instead of as the controller.
     #[arg(long, env = "APPLYSET_DEFAULT_SERVICE_ACCOUNT", value_name = "NAME")]
     pub default_service_account: Option<String>,
+    /// Refuse every reference an ApplySet makes into another namespace (`spec.dependsOn`,
+    /// `spec.healthChecks`), as Flux's flag of the same name: the run fails with
+    /// `AccessDenied` and names the field, nothing of the other namespace is read.
+    #[arg(long, env = "APPLYSET_NO_CROSS_NAMESPACE_REFS")]
+    pub no_cross_namespace_refs: bool,
     /// Accept file:// and local-path sources (demos and tests only: they read the
     /// controller's own filesystem).
     #[arg(long, env = "APPLYSET_ALLOW_LOCAL_SOURCES")]

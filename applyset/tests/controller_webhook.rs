@@ -59,29 +59,49 @@ impl Hooked {
     /// `git_ref`: the ApplySet's `spec.source.ref` (`null`: the default branch).
     async fn start(prefix: &str, config_map_name: &str, git_ref: serde_json::Value) -> Result<Hooked> {
         let fixture = ControllerFixture::new(prefix).await?;
-        let (ns, repo) = (&fixture.ns, &fixture.repo);
-        ns.kubectl_ok(&["create", "secret", "generic", "hook-token", "--from-literal=token=s3cret"], None)?;
-        repo.write("app/cm.yaml", config_map(config_map_name, &ns.name, "1"));
-        repo.commit("first");
+        fixture.ns.kubectl_ok(&["create", "secret", "generic", "hook-token", "--from-literal=token=s3cret"], None)?;
         let port = support::free_port();
-        let controller = ControllerOptions::for_namespace(ns)
+        let controller = ControllerOptions::for_namespace(&fixture.ns)
             .local_sources()
             .arg(format!("--webhook-bind-address=127.0.0.1:{port}"))
             .start()?;
-        let mut source = serde_json::json!({ "url": repo.url(), "path": "app" });
-        if !git_ref.is_null() {
-            source["ref"] = git_ref;
-        }
-        let spec = serde_json::json!({
-            "source": source,
-            "interval": "1h",
-            "webhook": { "secretRef": { "name": "hook-token" } },
-        });
-        create_applyset(ns, "app", spec).await?;
-        wait_for_applyset(ns, "app", &controller, "the first commit applied", T, is_ready).await?;
-        let hook = format!("/hook/{}/app", ns.name);
+        create_hooked_applyset(&fixture, config_map_name, git_ref).await?;
+        wait_for_applyset(&fixture.ns, "app", &controller, "the first commit applied", T, is_ready).await?;
+        let hook = format!("/hook/{}/app", fixture.ns.name);
         Ok(Hooked { fixture, controller, port, hook })
     }
+}
+
+/// Commits one ConfigMap and creates the ApplySet `app` (interval 1 h, `spec.webhook` with the
+/// Secret `hook-token`) following `git_ref` (`null`: the default branch).
+async fn create_hooked_applyset(
+    fixture: &ControllerFixture,
+    config_map_name: &str,
+    git_ref: serde_json::Value,
+) -> Result<()> {
+    let (ns, repo) = (&fixture.ns, &fixture.repo);
+    repo.write("app/cm.yaml", config_map(config_map_name, &ns.name, "1"));
+    repo.commit("first");
+    let mut source = serde_json::json!({ "url": repo.url(), "path": "app" });
+    if !git_ref.is_null() {
+        source["ref"] = git_ref;
+    }
+    let spec = serde_json::json!({
+        "source": source,
+        "interval": "1h",
+        "webhook": { "secretRef": { "name": "hook-token" } },
+    });
+    create_applyset(ns, "app", spec).await
+}
+
+/// Waits until `app` applied `commit` of the default branch.
+async fn wait_applied(ns: &support::TestNamespace, controller: &ControllerProcess, commit: &str) -> Result<()> {
+    wait_for_applyset(ns, "app", controller, "the pushed commit applied", T, |s| {
+        s.status.as_ref().and_then(|s| s.last_applied_revision.as_deref())
+            == Some(format!("main@sha1:{commit}").as_str())
+    })
+    .await
+    .map(|_| ())
 }
 
 #[tokio::test]
@@ -112,11 +132,7 @@ async fn a_signed_push_is_applied_at_once_and_everything_else_is_refused() -> Re
     let second = repo.commit("second");
     let pushed = Instant::now();
     assert_eq!(github_push(port, hook, b"s3cret", "refs/heads/main")?, (200, "accepted\n".to_owned()));
-    wait_for_applyset(ns, "app", controller, "the pushed commit applied", T, |s| {
-        s.status.as_ref().and_then(|s| s.last_applied_revision.as_deref())
-            == Some(format!("main@sha1:{second}").as_str())
-    })
-    .await?;
+    wait_applied(ns, controller, &second).await?;
     eprintln!("push → applied in {:?}", pushed.elapsed());
     assert_eq!(operator::config_map_value(ns, "hooked")?.as_deref(), Some("2"));
 
@@ -205,14 +221,95 @@ async fn a_flood_is_refused_with_bounded_memory_and_a_burst_of_pushes_is_one_run
     for _ in 0..20 {
         assert_eq!(github_push(port, hook, b"s3cret", "refs/heads/main")?.0, 200);
     }
-    wait_for_applyset(ns, "app", controller, "the pushed commit applied", T, |s| {
-        s.status.as_ref().and_then(|s| s.last_applied_revision.as_deref())
-            == Some(format!("main@sha1:{second}").as_str())
-    })
-    .await?;
+    wait_applied(ns, controller, &second).await?;
     tokio::time::sleep(Duration::from_secs(3)).await;
     let runs = reconciles(&controller.metrics()?) - runs_before;
     eprintln!("20 pushes in a burst → {runs} run(s)");
     assert!((1.0..=3.0).contains(&runs), "20 pushes gave {runs} runs");
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_empty_token_refuses_every_request() -> Result<()> {
+    let fixture = ControllerFixture::new("hookempty").await?;
+    let ns = &fixture.ns;
+    ns.kubectl_ok(&["create", "secret", "generic", "hook-token", "--from-literal=token="], None)?;
+    let port = support::free_port();
+    let controller = ControllerOptions::for_namespace(ns)
+        .local_sources()
+        .arg(format!("--webhook-bind-address=127.0.0.1:{port}"))
+        .start()?;
+    create_hooked_applyset(&fixture, "empty", serde_json::Value::Null).await?;
+    wait_for_applyset(ns, "app", &controller, "the first commit applied", T, is_ready).await?;
+    let hook = format!("/hook/{}/app", ns.name);
+    let push = br#"{"ref":"refs/heads/main"}"#;
+    let runs_before = reconciles(&controller.metrics()?);
+    // What an empty token would have accepted: an empty GitLab token, and HMACs under the empty
+    // key (of the empty body: HMAC-SHA256("", ""), a published vector).
+    let empty_key = "sha256=b613679a0814d9ec772f95d778c35fc5ff1697c493715653c6c712144292c5ad";
+    let gitlab: &[(&str, &str)] = &[("X-Gitlab-Event", "Push Hook"), ("X-Gitlab-Token", "")];
+    let github: &[(&str, &str)] = &[("X-GitHub-Event", "push"), ("X-Hub-Signature-256", empty_key)];
+    let generic: &[(&str, &str)] = &[("X-Signature", empty_key)];
+    for (headers, body) in [(gitlab, &push[..]), (github, b""), (generic, b"")] {
+        assert_eq!(post(port, &hook, headers, body)?.0, 401, "{headers:?}");
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let metrics = controller.metrics()?;
+    assert_eq!(metric(&metrics, "applyset_webhook_requests_total{outcome=\"unauthorized\"}"), 3.0);
+    assert_eq!(metric(&metrics, "applyset_webhook_requests_total{outcome=\"accepted\"}"), 0.0);
+    assert_eq!(reconciles(&metrics), runs_before, "a refused request started a run");
+    let annotations = operator::get_applyset(ns, "app").await?.metadata.annotations.unwrap_or_default();
+    assert!(!annotations.contains_key(applyset::operator::api::RECONCILE_REQUESTED_AT), "{annotations:?}");
+    Ok(())
+}
+
+/// Two replicas with leader election, each serving the receiver: a signed push sent to the
+/// standby starts a run (the leader carries it out), and so does one sent to the leader.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_push_to_either_of_two_replicas_starts_a_run() -> Result<()> {
+    let fixture = ControllerFixture::new("hookha").await?;
+    let (ns, repo) = (&fixture.ns, &fixture.repo);
+    ns.kubectl_ok(&["create", "secret", "generic", "hook-token", "--from-literal=token=s3cret"], None)?;
+    let replica = |identity: &str, port: u16| {
+        ControllerOptions::for_namespace(ns)
+            .local_sources()
+            .arg(format!("--webhook-bind-address=127.0.0.1:{port}"))
+            .arg("--leader-elect")
+            .arg(format!("--leader-election-namespace={}", ns.name))
+            .arg(format!("--leader-election-identity={identity}"))
+            .start()
+    };
+    let (leader_port, standby_port) = (support::free_port(), support::free_port());
+    let leader = replica("alpha", leader_port)?;
+    support::eventually("alpha to lead", T, || async {
+        Ok((operator::sample(&leader.metrics()?, "applyset_leader") == Some(1.0)).then_some(()))
+    })
+    .await?;
+    let standby = replica("beta", standby_port)?;
+    create_hooked_applyset(&fixture, "ha", serde_json::Value::Null).await?;
+    wait_for_applyset(ns, "app", &leader, "the first commit applied", T, is_ready).await?;
+    let hook = format!("/hook/{}/app", ns.name);
+    assert_eq!(operator::http_get(standby.health_port, "/readyz")?.0, 200, "the standby is ready: it serves pushes");
+
+    // The standby's view lists the ApplySet shortly after it starts.
+    repo.write("app/cm.yaml", config_map("ha", &ns.name, "2"));
+    let second = repo.commit("second");
+    support::eventually("the standby to accept a push", T, || async {
+        let (code, _) = github_push(standby_port, &hook, b"s3cret", "refs/heads/main")?;
+        Ok((code == 200).then_some(()))
+    })
+    .await?;
+    wait_applied(ns, &leader, &second).await?;
+    assert_eq!(operator::config_map_value(ns, "ha")?.as_deref(), Some("2"));
+
+    repo.write("app/cm.yaml", config_map("ha", &ns.name, "3"));
+    let third = repo.commit("third");
+    assert_eq!(github_push(leader_port, &hook, b"s3cret", "refs/heads/main")?, (200, "accepted\n".to_owned()));
+    wait_applied(ns, &leader, &third).await?;
+    assert_eq!(operator::config_map_value(ns, "ha")?.as_deref(), Some("3"));
+
+    let standby_metrics = standby.metrics()?;
+    assert_eq!(metric(&standby_metrics, "applyset_webhook_requests_total{outcome=\"accepted\"}"), 1.0);
+    assert_eq!(reconciles(&standby_metrics), 0.0, "the standby reconciled:\n{standby_metrics}");
     Ok(())
 }

@@ -32,7 +32,8 @@ pub mod selector;
 pub use error::{BODY_OMITTED, ErrorCategory, Fatal, ObjectError};
 pub use execute::execute;
 pub use options::{
-    ApplyOptions, DryRun, FieldPolicyRef, Ownership, PatchFilter, PatchFilterFn, TAKE_OWNERSHIP_ANNOTATION, Verb,
+    ApplyOptions, DryRun, FieldPolicyRef, Ownership, PatchFilter, PatchFilterFn, TAKE_OWNERSHIP_ANNOTATION,
+    UnusableLastApplied, Verb,
 };
 pub use plan::{Member, Plan, plan};
 pub use report::{ApplyReport, Details, ObjectReport, Visited};

@@ -74,6 +74,22 @@ pub struct ApplyOptions {
     pub last_applied: Option<super::last_applied::LastAppliedCodecRef>,
     /// Whether an object that another ApplySet's `part-of` label claims is taken over.
     pub ownership: Ownership,
+    /// What a live last-applied annotation that is not a JSON object does.
+    pub unusable_last_applied: UnusableLastApplied,
+}
+
+/// What to do with a live object whose last-applied annotation is not a JSON object (invalid
+/// JSON, or JSON of another type): anyone who may patch the object can write one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum UnusableLastApplied {
+    /// kubectl's behaviour: the object fails, and keeps failing until the annotation is fixed.
+    #[default]
+    Fail,
+    /// The controller's: the annotation is treated as absent (the patch is computed from the
+    /// manifest and the live object, as for an object without one, and writes the annotation
+    /// anew); the object's details say so ([`super::Details::last_applied_discarded`]). One
+    /// object's annotation must not fail the run, and with it hold back the set's prune.
+    TreatAsAbsent,
 }
 
 /// What to do with an object whose live `applyset.kubernetes.io/part-of` label names another
@@ -139,6 +155,7 @@ impl Default for ApplyOptions {
             server_side_fallback: None,
             server_side_force: false,
             ownership: Ownership::Adopt,
+            unusable_last_applied: UnusableLastApplied::Fail,
         }
     }
 }

@@ -46,6 +46,9 @@ pub struct Details {
     pub fields: Vec<crate::fields::Finding>,
     /// Applied server-side (see [`super::ApplyOptions::server_side_fallback`]): why.
     pub server_side: Option<String>,
+    /// The live object's last-applied annotation was not a JSON object and was treated as
+    /// absent ([`super::UnusableLastApplied::TreatAsAbsent`]).
+    pub last_applied_discarded: bool,
 }
 
 /// A whole run.

@@ -32,6 +32,60 @@ pub const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-co
 /// On an object in git, `disabled`: the controller keeps it (orphaned) when it leaves git.
 pub const PRUNE_OPT_OUT: &str = "applyset.dev/prune";
 
+/// The do-not-prune marks the controller honours: its own, and those of the tools teams
+/// migrate from (Helm's keep policy, Flux's and Argo CD's prune opt-outs), so that a manifest
+/// carrying one keeps its meaning here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PruneMark {
+    /// `applyset.dev/prune: disabled`.
+    Applyset,
+    /// `helm.sh/resource-policy: keep`.
+    Helm,
+    /// `kustomize.toolkit.fluxcd.io/prune: disabled`.
+    Flux,
+    /// `argocd.argoproj.io/sync-options` holding `Prune=false`.
+    ArgoCd,
+}
+
+impl PruneMark {
+    pub const ALL: [PruneMark; 4] = [PruneMark::Applyset, PruneMark::Helm, PruneMark::Flux, PruneMark::ArgoCd];
+
+    /// The annotation key.
+    pub fn key(self) -> &'static str {
+        match self {
+            PruneMark::Applyset => PRUNE_OPT_OUT,
+            PruneMark::Helm => "helm.sh/resource-policy",
+            PruneMark::Flux => "kustomize.toolkit.fluxcd.io/prune",
+            PruneMark::ArgoCd => "argocd.argoproj.io/sync-options",
+        }
+    }
+
+    /// The mark as written in a manifest: `helm.sh/resource-policy: keep`.
+    pub fn text(self) -> &'static str {
+        match self {
+            PruneMark::Applyset => "applyset.dev/prune: disabled",
+            PruneMark::Helm => "helm.sh/resource-policy: keep",
+            PruneMark::Flux => "kustomize.toolkit.fluxcd.io/prune: disabled",
+            PruneMark::ArgoCd => "argocd.argoproj.io/sync-options: Prune=false",
+        }
+    }
+
+    /// Whether the annotation's value is this mark (Argo CD's is a comma-separated list of
+    /// options, `Prune=false,ServerSideApply=true`).
+    fn holds(self, value: &str) -> bool {
+        match self {
+            PruneMark::Applyset | PruneMark::Flux => value == "disabled",
+            PruneMark::Helm => value == "keep",
+            PruneMark::ArgoCd => value.split(',').any(|option| option.trim() == "Prune=false"),
+        }
+    }
+
+    /// The first mark among an object's annotations, looked up by key.
+    pub fn find<'a>(annotation: impl Fn(&str) -> Option<&'a str>) -> Option<PruneMark> {
+        PruneMark::ALL.into_iter().find(|mark| annotation(mark.key()).is_some_and(|value| mark.holds(value)))
+    }
+}
+
 /// The tooling annotation value the controller writes: `applyset/v<version>`.
 pub fn tooling() -> String {
     format!("{TOOL_NAME}/v{}", env!("CARGO_PKG_VERSION"))

@@ -154,6 +154,34 @@ impl Parent {
         Ok(parent)
     }
 
+    /// Adds the kinds and namespaces of members the caller recorded itself (the controller's
+    /// `status.inventory.members`, by `Kind[.group]` and namespace) to those the parent's
+    /// annotations record, so that a hand edit of the annotations cannot hide a member from
+    /// prune; the next superset write puts them back. Returns what the annotations lacked, as
+    /// `Kind[.group]` and `namespace NAME` (a kind the cluster no longer serves is left out).
+    pub fn include_recorded<'a>(
+        &mut self,
+        members: impl IntoIterator<Item = (&'a str, Option<&'a str>)>,
+    ) -> Vec<String> {
+        let mut missing = BTreeSet::new();
+        for (kind, namespace) in members {
+            let group_kind = GroupKind::parse(kind);
+            if !self.current_kinds.contains_key(&group_kind)
+                && let Ok(entry) = self.index.for_group_kind(&group_kind)
+            {
+                let recorded = RecordedKind { api_resource: entry.api_resource.clone(), namespaced: entry.namespaced };
+                missing.insert(group_kind.to_string());
+                self.current_kinds.insert(group_kind, recorded);
+            }
+            if let Some(namespace) = namespace.filter(|ns| !ns.is_empty())
+                && self.current_namespaces.insert(namespace.to_owned())
+            {
+                missing.insert(format!("namespace {namespace}"));
+            }
+        }
+        missing.into_iter().collect()
+    }
+
     /// Records this run's members (the first half of [`Parent::update_superset`], no write).
     pub fn record_members<'a>(&mut self, members: impl IntoIterator<Item = Member<'a>>) {
         for member in members {

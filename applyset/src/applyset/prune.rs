@@ -10,7 +10,7 @@ use kube::Client;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Preconditions, PropagationPolicy};
 use kube::core::ApiResource;
 
-use super::codec::{LAST_APPLIED_ANNOTATION, PRUNE_OPT_OUT};
+use super::codec::{LAST_APPLIED_ANNOTATION, PruneMark};
 use super::error::{Error, is_status};
 use super::parent::{Parent, RecordedKind};
 use crate::apply::{DryRun, Visited};
@@ -188,9 +188,9 @@ pub struct Listed {
     /// `metadata.deletionTimestamp` is set: it is being deleted (held by `finalizers`).
     pub deleting: bool,
     pub finalizers: Vec<String>,
-    /// Carries `applyset.dev/prune: disabled` (the controller keeps such objects when they
-    /// leave git; kubectl's prune does not look).
-    pub prune_disabled: bool,
+    /// Carries a do-not-prune mark (the controller keeps such objects when they leave git;
+    /// kubectl's prune does not look).
+    pub prune_mark: Option<PruneMark>,
     /// Known from a watch cache at this resourceVersion: the DELETE requires it (and the uid),
     /// so that an object changed since the cache saw it (relabelled, replaced) is not deleted
     /// on a stale view. `None` from a LIST, deleted as kubectl deletes.
@@ -277,10 +277,7 @@ pub(crate) async fn list_all(
                 has_last_applied: meta.annotations.as_ref().is_some_and(|a| a.contains_key(LAST_APPLIED_ANNOTATION)),
                 deleting: meta.deletion_timestamp.is_some(),
                 finalizers: meta.finalizers.unwrap_or_default(),
-                prune_disabled: meta
-                    .annotations
-                    .as_ref()
-                    .is_some_and(|a| a.get(PRUNE_OPT_OUT).is_some_and(|v| v == "disabled")),
+                prune_mark: PruneMark::find(|key| meta.annotations.as_ref()?.get(key).map(String::as_str)),
                 cached_version: None,
             });
         }

@@ -356,3 +356,56 @@ fn printed_names_and_suffixes() {
     assert_eq!(DryRun::Server.suffix(), " (server dry run)");
     assert_eq!(gvk_string("", "v1", "ConfigMap"), "/v1, Kind=ConfigMap");
 }
+
+#[test]
+fn members_recorded_elsewhere_widen_what_an_edited_parent_records() {
+    let mut p = parent("ns");
+    // The annotations say Deployments in "ns" only (someone removed the rest by hand).
+    p.current_kinds.insert(
+        GroupKind::new("apps", "Deployment"),
+        RecordedKind { api_resource: ar("apps", "v1", "Deployment", "deployments"), namespaced: true },
+    );
+    p.current_namespaces = ["ns".to_owned()].into();
+    let members = [
+        ("Deployment.apps", Some("ns")),
+        ("ConfigMap", Some("team-b")),
+        ("Namespace", None),
+        ("Gone.example.com", Some("ns")),
+    ];
+    let restored = p.include_recorded(members);
+    assert_eq!(restored, ["ConfigMap", "Namespace", "namespace team-b"]);
+    let kinds: Vec<String> = p.current_kinds().map(ToString::to_string).collect();
+    assert_eq!(kinds, ["ConfigMap", "Namespace", "Deployment.apps"], "a kind no longer served is left out");
+    assert!(p.current_namespaces().contains("team-b"));
+    // The next superset write records them again.
+    let superset = p.superset_body();
+    assert_eq!(superset["metadata"]["annotations"][GROUP_KINDS_ANNOTATION], "ConfigMap,Deployment.apps,Namespace");
+    assert_eq!(superset["metadata"]["annotations"][ADDITIONAL_NAMESPACES_ANNOTATION], "team-b");
+    assert!(p.include_recorded(members).is_empty(), "nothing missing the second time");
+}
+
+#[test]
+fn do_not_prune_marks_of_every_anchor() {
+    let find = |pairs: &[(&str, &str)]| {
+        let map: BTreeMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        PruneMark::find(|key| map.get(key).map(String::as_str))
+    };
+    assert_eq!(find(&[("applyset.dev/prune", "disabled")]), Some(PruneMark::Applyset));
+    assert_eq!(find(&[("helm.sh/resource-policy", "keep")]), Some(PruneMark::Helm));
+    assert_eq!(find(&[("kustomize.toolkit.fluxcd.io/prune", "disabled")]), Some(PruneMark::Flux));
+    assert_eq!(find(&[("argocd.argoproj.io/sync-options", "Prune=false")]), Some(PruneMark::ArgoCd));
+    assert_eq!(
+        find(&[("argocd.argoproj.io/sync-options", "ServerSideApply=true, Prune=false")]),
+        Some(PruneMark::ArgoCd)
+    );
+    for (key, value) in [
+        ("applyset.dev/prune", "enabled"),
+        ("helm.sh/resource-policy", "delete"),
+        ("kustomize.toolkit.fluxcd.io/prune", "enabled"),
+        ("argocd.argoproj.io/sync-options", "Prune=true,Delete=false"),
+        ("argocd.argoproj.io/compare-options", "Prune=false"),
+    ] {
+        assert_eq!(find(&[(key, value)]), None, "{key}: {value}");
+    }
+    assert_eq!(PruneMark::Helm.text(), "helm.sh/resource-policy: keep");
+}

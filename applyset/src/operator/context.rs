@@ -30,6 +30,8 @@ pub struct Settings {
     pub default_service_account: Option<String>,
     /// Accept `file://` and local-path sources (the demo and tests; never for tenants).
     pub allow_local_sources: bool,
+    /// Refuse references into other namespaces (`--no-cross-namespace-refs`).
+    pub no_cross_namespace_refs: bool,
     /// The field manager of the controller's writes to managed objects.
     pub field_manager: String,
     /// The shortest interval and retry interval accepted.

@@ -9,7 +9,8 @@ use futures::StreamExt;
 use kube::Api;
 use kube::api::ListParams;
 use kube::runtime::controller::{Config as ControllerConfig, Controller};
-use kube::runtime::watcher;
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{WatchStreamExt, watcher};
 use tokio::sync::watch;
 
 use super::api::ApplySet;
@@ -123,6 +124,21 @@ async fn serve(args: ControllerArgs) -> anyhow::Result<()> {
         tracing::info!(selector, "reconciling the ApplySets of one shard");
     }
 
+    let watch = match shard {
+        Some(selector) => watcher::Config::default().any_semantic().labels(selector),
+        None => watcher::Config::default().any_semantic(),
+    };
+    // Every replica serves the webhook receiver, standbys included: an accepted push only
+    // writes the ApplySet's run-request annotation, which the leader acts on, so the webhook
+    // Service may send a push to any ready replica.
+    let mut server_tasks = server_tasks;
+    if let Some(address) = args.serving.webhook_bind_address {
+        let receiver =
+            webhook::Receiver::new(client.clone(), receiver_view(&applysets, &watch, &stop), metrics.clone());
+        let server = http::bind_handler(address, receiver).await?;
+        server_tasks.push(tokio::spawn(server.run(stop.stopped())));
+    }
+
     let mut elector = match args.leader.leader_elect {
         true => Some(LeaderElector::new(client.clone(), lease_config(&args.leader, shard)?)),
         false => None,
@@ -138,10 +154,6 @@ async fn serve(args: ControllerArgs) -> anyhow::Result<()> {
     let settings = settings(&args)?;
     let context =
         Arc::new(Context::new(client.clone(), config, git, metrics.clone(), settings, identity, cache.clone()));
-    let watch = match shard {
-        Some(selector) => watcher::Config::default().any_semantic().labels(selector),
-        None => watcher::Config::default().any_semantic(),
-    };
     let controller = Controller::new(applysets, watch).with_config(
         ControllerConfig::default().concurrency(args.scope.concurrent_reconciles).debounce(Duration::from_millis(500)),
     );
@@ -151,14 +163,6 @@ async fn serve(args: ControllerArgs) -> anyhow::Result<()> {
     context.connect(controller.store(), run_now);
     let requested = futures::stream::unfold(requested, |mut r| async { r.recv().await.map(|o| (o, r)) });
     let controller = controller.reconcile_on(futures::stream::select(drift_checks, requested));
-    // The receiver answers from the leader's view of the ApplySets; standbys are not ready, so
-    // a Service sends hooks to the leader only.
-    let mut server_tasks = server_tasks;
-    if let Some(address) = args.serving.webhook_bind_address {
-        let receiver = webhook::Receiver::new(client.clone(), controller.store(), metrics.clone());
-        let server = http::bind_handler(address, receiver).await?;
-        server_tasks.push(tokio::spawn(server.run(stop.stopped())));
-    }
     let running =
         controller.graceful_shutdown_on(stop.stopped()).run(reconcile::reconcile, reconcile::error_policy, context);
     let outcome = run_until_stopped(running, elector.as_mut(), &metrics, &stop).await;
@@ -189,6 +193,29 @@ async fn start_servers(
     Ok(servers.into_iter().map(|server| tokio::spawn(server.run(stop.stopped()))).collect())
 }
 
+/// The webhook receiver's own view of the ApplySets (the controller's exists on the leader
+/// only): the same selection, specs only (statuses can be large and the receiver never reads
+/// them), kept until the controller stops.
+fn receiver_view(applysets: &Api<ApplySet>, watch: &watcher::Config, stop: &Stop) -> Store<ApplySet> {
+    let (store, writer) = reflector::store();
+    let view = watcher(applysets.clone(), watch.clone())
+        .default_backoff()
+        .modify(|applyset: &mut ApplySet| {
+            applyset.status = None;
+            applyset.metadata.managed_fields = None;
+        })
+        .reflect(writer)
+        .for_each(|_| async {});
+    let stopped = stop.stopped();
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = view => {}
+            _ = stopped => {}
+        }
+    });
+    store
+}
+
 /// The CRD must be installed (and a shard selector valid, which the apiserver judges); say so
 /// plainly instead of retrying a failing watch forever.
 async fn check_crd_installed(applysets: &Api<ApplySet>, shard: Option<&str>) -> anyhow::Result<()> {
@@ -211,7 +238,8 @@ async fn check_crd_installed(applysets: &Api<ApplySet>, shard: Option<&str>) -> 
 
 /// Waits for the lease when leader election is on; false when asked to stop while waiting.
 async fn lead(elector: Option<&mut LeaderElector>, health: &Health, stop: &Stop) -> bool {
-    // A standby is healthy and ready: it serves probes while it waits for the lease.
+    // A standby is healthy and ready: it serves probes, and webhooks, while it waits for the
+    // lease.
     health.set_ready(elector.is_some());
     let Some(elector) = elector else { return true };
     tracing::info!(identity = elector.identity(), "waiting to lead");
@@ -233,6 +261,7 @@ fn settings(args: &ControllerArgs) -> anyhow::Result<Settings> {
         apply_concurrency: args.scope.apply_concurrency as usize,
         default_service_account: args.scope.default_service_account.clone(),
         allow_local_sources: args.scope.allow_local_sources,
+        no_cross_namespace_refs: args.scope.no_cross_namespace_refs,
         field_manager: "applyset-controller".into(),
         min_interval: super::duration::parse(&args.scope.min_interval)
             .map_err(|e| anyhow::anyhow!("--min-interval {:?}: {e}", args.scope.min_interval))?,

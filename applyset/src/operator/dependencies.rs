@@ -3,6 +3,11 @@
 //! never start and is reported as `Stalled`. Pure functions over the controller's view of the
 //! ApplySets; a dependant is run as soon as its dependency becomes Ready (the reconciler asks
 //! for it), not at its next interval.
+//!
+//! Tenants are strangers: a dependant's status names its dependency and the dependency's
+//! `Ready` status, never its reason or message (another namespace's failure text would name
+//! its files and objects). With `--no-cross-namespace-refs` a reference into another
+//! namespace is refused before anything of that namespace is looked at ([`cross_namespace`]).
 
 use std::sync::Arc;
 
@@ -19,8 +24,35 @@ fn find<'a>(all: &'a [Arc<ApplySet>], key: &str) -> Option<&'a Arc<ApplySet>> {
     all.iter().find(|a| a.key() == key)
 }
 
+/// `AccessDenied` when the controller forbids references into other namespaces and the spec
+/// makes one (`spec.dependsOn`, `spec.healthChecks`): the fields are named, nothing of the other
+/// namespace is read, so whether it exists is not revealed either.
+pub fn cross_namespace(applyset: &ApplySet) -> Result<(), Failure> {
+    let own = applyset.namespace_or_default();
+    let elsewhere = |namespace: &Option<String>| namespace.as_deref().is_some_and(|ns| ns != own);
+    let dependencies = applyset.spec.depends_on.iter().enumerate().filter(|(_, d)| elsewhere(&d.namespace));
+    let health_checks = applyset.spec.health_checks.iter().enumerate().filter(|(_, c)| elsewhere(&c.namespace));
+    let fields: Vec<String> = dependencies
+        .map(|(i, d)| format!("spec.dependsOn[{i}] ({}/{})", d.namespace.as_deref().unwrap_or_default(), d.name))
+        .chain(health_checks.map(|(i, c)| {
+            format!("spec.healthChecks[{i}] ({} {}/{})", c.kind, c.namespace.as_deref().unwrap_or_default(), c.name)
+        }))
+        .collect();
+    if fields.is_empty() {
+        return Ok(());
+    }
+    Err(Failure::new(
+        Stage::AccessDenied,
+        format!(
+            "{} refer(s) to another namespace than {own}; cross-namespace references are forbidden on this controller (--no-cross-namespace-refs)",
+            fields.join(", ")
+        ),
+    ))
+}
+
 /// `Ok` when every dependency is Ready; otherwise the failure to report: a cycle through this
-/// ApplySet (`DependencyCycle`, with the cycle) or the first dependency that is not Ready.
+/// ApplySet (`DependencyCycle`, with the cycle) or the first dependency that is not Ready,
+/// named with its `Ready` status only.
 pub fn check(applyset: &ApplySet, all: &[Arc<ApplySet>]) -> Result<(), Failure> {
     if let Some(cycle) = cycle_through(applyset, all) {
         return Err(Failure::new(
@@ -35,22 +67,16 @@ pub fn check(applyset: &ApplySet, all: &[Arc<ApplySet>]) -> Result<(), Failure> 
         let status = dependency.status.as_ref();
         let ready = status.and_then(|s| s.conditions.iter().find(|c| c.type_ == READY));
         let current = status.and_then(|s| s.observed_generation) == dependency.metadata.generation;
-        match ready {
-            Some(ready) if ready.status == "True" && current => {}
-            Some(ready) => {
-                let why = if current { format!("{}: {}", ready.reason, ready.message) } else { "reconciling".into() };
-                return Err(Failure::new(
-                    Stage::DependencyNotReady,
-                    format!("dependency ApplySet {key} is not ready ({why}); nothing was applied"),
-                ));
-            }
-            None => {
-                return Err(Failure::new(
-                    Stage::DependencyNotReady,
-                    format!("dependency ApplySet {key} is not ready (not reconciled yet); nothing was applied"),
-                ));
-            }
-        }
+        let why = match ready {
+            Some(ready) if ready.status == "True" && current => continue,
+            Some(ready) if current => format!("Ready={}", ready.status),
+            Some(_) => "reconciling".to_owned(),
+            None => "not reconciled yet".to_owned(),
+        };
+        return Err(Failure::new(
+            Stage::DependencyNotReady,
+            format!("dependency ApplySet {key} is not ready ({why}); nothing was applied"),
+        ));
     }
     Ok(())
 }
@@ -139,7 +165,8 @@ mod tests {
         let all = vec![crds.clone(), app.clone(), Arc::new(db_in_infra)];
         let failure = check(&app, &all).expect_err("db is not ready");
         assert_eq!(failure.stage, Stage::DependencyNotReady);
-        assert!(failure.message.starts_with("dependency ApplySet infra/db is not ready (HealthCheckFailed: m)"));
+        // Its Ready status only: another tenant's reason and message stay theirs.
+        assert_eq!(failure.message, "dependency ApplySet infra/db is not ready (Ready=False); nothing was applied");
         let ready_db = {
             let mut db = (*applyset("db", &[], Some("True"))).clone();
             db.metadata.namespace = Some("infra".into());
@@ -148,6 +175,25 @@ mod tests {
         assert!(check(&app, &[crds.clone(), app.clone(), ready_db]).is_ok());
         let missing = check(&app, &[crds, app.clone()]).expect_err("infra/db is missing");
         assert_eq!(missing.message, "dependency ApplySet infra/db not found");
+    }
+
+    #[test]
+    fn references_into_other_namespaces_are_named_when_forbidden() {
+        let local = applyset("app", &["crds", "apps/base"], None);
+        assert!(cross_namespace(&local).is_ok(), "its own namespace, named or not");
+        let mut reaching = (*applyset("app", &["crds", "infra/db"], None)).clone();
+        reaching.spec.health_checks = serde_json::from_value(serde_json::json!([
+            { "apiVersion": "apps/v1", "kind": "Deployment", "name": "web" },
+            { "apiVersion": "apps/v1", "kind": "Deployment", "name": "api", "namespace": "payments" },
+        ]))
+        .unwrap();
+        let failure = cross_namespace(&reaching).expect_err("two references elsewhere");
+        assert_eq!(failure.stage, Stage::AccessDenied);
+        assert_eq!(
+            failure.message,
+            "spec.dependsOn[1] (infra/db), spec.healthChecks[1] (Deployment payments/api) refer(s) to another namespace than apps; cross-namespace references are forbidden on this controller (--no-cross-namespace-refs)"
+        );
+        assert!(failure.stage.stalls());
     }
 
     #[test]

@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 
 use super::api::{InventoryMember, InventoryObject};
+use super::status::{Failure, Stage};
 use crate::apply::Visited;
 use crate::applyset::{Candidate, GroupKind};
 
@@ -63,6 +64,79 @@ pub fn with_applied(previous: Option<&[InventoryMember]>, visited: &[Visited]) -
         members.insert(key_of(&member), member);
     }
     members.into_values().collect()
+}
+
+/// The most `status.inventory.members` may take, as compact JSON: the whole ApplySet must stay
+/// under etcd's request limit (1.5 MiB by default), or every status write is refused and the
+/// set can never record, nor prune, what it applied.
+pub const RECORD_LIMIT: usize = 1 << 20;
+
+/// A UID's length (`8-4-4-4-12` hex digits), for members not created yet.
+const UID_LENGTH: usize = 36;
+
+/// The member a manifest becomes once applied (its UID not known yet), if it names a kind and a
+/// name; objects without a namespace are counted in `default_namespace` (a cluster-scoped one
+/// is then over-counted by a few bytes).
+pub fn planned_member(object: &applyset_merge::Value, default_namespace: &str) -> Option<InventoryMember> {
+    let map = object.as_object()?;
+    fn text(value: Option<&applyset_merge::Value>) -> Option<&str> {
+        value.and_then(applyset_merge::Value::as_str)
+    }
+    let kind = text(map.get("kind"))?;
+    let group = text(map.get("apiVersion")).and_then(|v| v.split_once('/')).map_or("", |(group, _)| group);
+    let metadata = map.get("metadata").and_then(applyset_merge::Value::as_object)?;
+    let name = text(metadata.get("name"))?;
+    let namespace = text(metadata.get("namespace")).unwrap_or(default_namespace);
+    Some(InventoryMember {
+        kind: GroupKind::new(group, kind).to_string(),
+        namespace: Some(namespace.to_owned()),
+        name: name.to_owned(),
+        uid: "0".repeat(UID_LENGTH),
+    })
+}
+
+/// The bytes the record of these members takes in the status, as compact JSON.
+pub fn record_bytes(members: &[InventoryMember]) -> usize {
+    serde_json::to_vec(members).map_or(usize::MAX, |json| json.len())
+}
+
+/// The record's size once `planned` (from [`planned_member`]) joins what was recorded before:
+/// what the status holds between the apply and the prune.
+pub fn planned_record_bytes(previous: Option<&[InventoryMember]>, planned: Vec<InventoryMember>) -> usize {
+    let mut members: BTreeMap<Key, InventoryMember> =
+        previous.unwrap_or_default().iter().map(|m| (key_of(m), m.clone())).collect();
+    for member in planned {
+        members.entry(key_of(&member)).or_insert(member);
+    }
+    record_bytes(&members.into_values().collect::<Vec<_>>())
+}
+
+/// `InventoryTooLarge` when the record of `loaded` (with what was recorded before) would not fit
+/// in the status: refused before anything is applied, so that nothing is created that the set
+/// could never record, nor prune.
+pub fn check_fits(
+    previous: Option<&[InventoryMember]>,
+    loaded: &[crate::manifest::LoadedObject],
+    default_namespace: &str,
+) -> Result<(), Failure> {
+    let planned: Vec<InventoryMember> =
+        loaded.iter().filter_map(|o| planned_member(&o.object, default_namespace)).collect();
+    let count = planned.len();
+    let bytes = planned_record_bytes(previous, planned);
+    if bytes <= RECORD_LIMIT {
+        return Ok(());
+    }
+    Err(too_large(count, bytes, "nothing was applied or pruned"))
+}
+
+/// The failure of a record over [`RECORD_LIMIT`].
+pub fn too_large(count: usize, bytes: usize, consequence: &str) -> Failure {
+    Failure::new(
+        Stage::InventoryTooLarge,
+        format!(
+            "{count} object(s): recording them for prune (status.inventory.members) takes {bytes} bytes, over the limit of {RECORD_LIMIT} bytes that keeps the ApplySet within etcd's request size; {consequence}. Split the source into several ApplySets"
+        ),
+    )
 }
 
 /// The record after a prune: what this run applied, plus what is still being deleted or could
@@ -156,6 +230,43 @@ mod tests {
         let (recorded, strangers) = recorded_or_strangers(vec![candidate("old", "1")], None);
         assert!(recorded.is_empty());
         assert_eq!(strangers.len(), 1);
+    }
+
+    #[test]
+    fn the_planned_record_is_measured_before_anything_is_applied() {
+        let object = |kind: &str, api_version: &str, name: &str, namespace: Option<&str>| {
+            let mut metadata = serde_json::json!({ "name": name });
+            if let Some(ns) = namespace {
+                metadata["namespace"] = ns.into();
+            }
+            let json = serde_json::json!({ "apiVersion": api_version, "kind": kind, "metadata": metadata });
+            applyset_merge::Value::from_json_str(&json.to_string()).unwrap()
+        };
+        let web = planned_member(&object("Deployment", "apps/v1", "web", None), "shop").unwrap();
+        assert_eq!((web.kind.as_str(), web.namespace.as_deref(), web.uid.len()), ("Deployment.apps", Some("shop"), 36));
+        let cm = planned_member(&object("ConfigMap", "v1", "c", Some("other")), "shop").unwrap();
+        assert_eq!((cm.kind.as_str(), cm.namespace.as_deref()), ("ConfigMap", Some("other")));
+        assert_eq!(
+            planned_member(&applyset_merge::Value::from_json_str(r#"{"kind":"ConfigMap"}"#).unwrap(), "ns"),
+            None
+        );
+
+        // The estimate is the size of the record once the UIDs are known.
+        let applied = with_applied(None, &[visited("a", "0a1b2c3d-0000-4000-8000-000000000001")]);
+        let planned = vec![planned_member(&object("ConfigMap", "v1", "a", Some("ns")), "ns").unwrap()];
+        assert_eq!(planned_record_bytes(None, planned.clone()), record_bytes(&applied));
+        // A member recorded before counts once, and so does one still to be pruned.
+        let before = with_applied(None, &[visited("a", "1"), visited("old", "2")]);
+        assert_eq!(planned_record_bytes(Some(&before), planned), record_bytes(&before));
+
+        // 20,000 small ConfigMaps do not fit; 3,000 do.
+        let many = |count: usize| -> Vec<InventoryMember> {
+            (0..count)
+                .map(|i| planned_member(&object("ConfigMap", "v1", &format!("config-{i}"), None), "tenant-a").unwrap())
+                .collect()
+        };
+        assert!(planned_record_bytes(None, many(20_000)) > RECORD_LIMIT);
+        assert!(planned_record_bytes(None, many(3_000)) < RECORD_LIMIT);
     }
 
     #[test]

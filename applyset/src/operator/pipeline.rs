@@ -26,7 +26,9 @@ use super::schedule::Intervals;
 use super::status::{self, DRIFTED, Failure, Stage};
 use super::waiting;
 use crate::apply::last_applied::{self, LastAppliedCodecRef};
-use crate::apply::{self, ApplyOptions, ApplyReport, DryRun, Fatal, FieldPolicyRef, Ownership, PatchFilter};
+use crate::apply::{
+    self, ApplyOptions, ApplyReport, DryRun, Fatal, FieldPolicyRef, Ownership, PatchFilter, UnusableLastApplied,
+};
 use crate::applyset::{ApiIndex, Parent, ParentWrites, Run};
 use crate::cluster::Cluster;
 use crate::cluster::cache::CacheRef;
@@ -43,6 +45,9 @@ pub(super) async fn pipeline(
     status: &mut ApplySetStatus,
     intervals: Intervals,
 ) -> Result<Done, Failure> {
+    if ctx.settings.no_cross_namespace_refs {
+        super::dependencies::cross_namespace(applyset)?;
+    }
     if !applyset.spec.depends_on.is_empty() {
         super::dependencies::check(applyset, &ctx.applysets().await)?;
     }
@@ -58,6 +63,8 @@ pub(super) async fn pipeline(
         None => applyset.spec.apply_digest(),
     };
     let loaded = load(applyset, ctx, &artifact, intervals, variables.map(|(vars, _)| vars)).await?;
+    let recorded = previous.inventory.as_ref().and_then(|i| i.members.as_deref());
+    inventory::check_fits(recorded, &loaded, &applyset.namespace_or_default())?;
     let ignore = IgnoreRules::new(&applyset.spec.drift.ignore).map_err(|e| Failure::new(Stage::InvalidSpec, e))?;
     let (history, history_warnings) = history(applyset, ctx, &artifact, &loaded, credentials, intervals).await;
 
@@ -282,15 +289,25 @@ async fn begin_run<'c>(applyset: &ApplySet, ctx: &Context, cluster: &'c Cluster)
     let index = ctx.api_index(cluster, false).await.map_err(|e| Failure::new(Stage::Apply, e))?;
     let labels = applyset.metadata.labels.clone().unwrap_or_default();
     let annotations = applyset.metadata.annotations.clone().unwrap_or_default();
-    let mut parent = parent_for(applyset, &index, &labels, &annotations)?;
+    let (mut parent, mut restored) = parent_for(applyset, &index, &labels, &annotations)?;
     if !parent.warnings.is_empty() {
         // A kind recorded on the parent may be newer than the cached discovery (a CRD the last
         // run created): look again before treating it as gone.
         let index = ctx.api_index(cluster, true).await.map_err(|e| Failure::new(Stage::Apply, e))?;
-        parent = parent_for(applyset, &index, &labels, &annotations)?;
+        (parent, restored) = parent_for(applyset, &index, &labels, &annotations)?;
         for warning in parent.warnings.drain(..) {
             tracing::warn!(applyset = %applyset.key(), "{warning}");
         }
+    }
+    if !restored.is_empty() {
+        let note = format!(
+            "the ApplySet's {} / {} annotations lacked what status.inventory.members records ({}); its members there are still considered for prune and the annotations are written again",
+            crate::applyset::GROUP_KINDS_ANNOTATION,
+            crate::applyset::ADDITIONAL_NAMESPACES_ANNOTATION,
+            restored.join(", ")
+        );
+        tracing::warn!(applyset = %applyset.key(), "{note}");
+        ctx.event(applyset, true, "ParentAnnotationsRestored", "Prune", note).await;
     }
     let writes = ParentWrites::Owned { client: ctx.client.clone(), labels, annotations };
     Ok(Run::new(cluster, parent, writes, DryRun::None).with_cache(ctx.cache.clone()))
@@ -326,6 +343,9 @@ async fn apply(
         crd_timeout: intervals.timeout,
         keep_results: true,
         ownership: Ownership::RefuseOtherSets,
+        // Beyond kubectl: whoever may patch one object must not be able to fail the run (and
+        // so hold back the whole set's prune) by writing garbage into its annotation.
+        unusable_last_applied: UnusableLastApplied::TreatAsAbsent,
         patch_filter: (!ignore.is_empty()).then(|| {
             let ignore = ignore.clone();
             PatchFilter(Arc::new(move |object, live, patch| ignore.filter_patch(object, live, patch)))
@@ -392,6 +412,20 @@ async fn record(
             tracing::warn!(applyset = %applyset.key(), object = %object.name, "{warning}");
         }
     }
+    let discarded: Vec<&str> = report
+        .objects
+        .iter()
+        .filter(|o| o.details.as_ref().is_some_and(|d| d.last_applied_discarded))
+        .map(|o| o.name.as_str())
+        .collect();
+    if !discarded.is_empty() && !mode.report_only {
+        let note = format!(
+            "the {} annotation of {} was not a JSON object (edited by hand?); treated as absent and written anew",
+            crate::applyset::LAST_APPLIED_ANNOTATION,
+            discarded.join(", ")
+        );
+        ctx.event(applyset, true, "LastAppliedDiscarded", "Apply", note).await;
+    }
     let Classified { mut done, inventory, errors } =
         classify(report, &artifact.revision, mode.steady, mode.report_only);
     done.history = artifact.change.clone();
@@ -404,6 +438,17 @@ async fn record(
         Some(inventory::with_applied(previous_members, &report.visited))
     };
     status.inventory = Some(status::inventory(inventory, status::INVENTORY_LIMIT));
+    // The estimate before the apply keeps this rare (names the kustomize build changed): the
+    // record that does not fit is not written, the earlier one stays, nothing is pruned.
+    if let Some(members) = members.as_deref()
+        && inventory::record_bytes(members) > inventory::RECORD_LIMIT
+    {
+        let bytes = inventory::record_bytes(members);
+        if let Some(inventory) = &mut status.inventory {
+            inventory.members = previous_members.map(<[_]>::to_vec);
+        }
+        return Err(inventory::too_large(members.len(), bytes, "applied, but not recorded: nothing was pruned"));
+    }
     if let Some(inventory) = &mut status.inventory {
         inventory.members = members;
     }
@@ -655,13 +700,16 @@ async fn plan(cluster: &Cluster, loaded: Vec<LoadedObject>, options: &ApplyOptio
     apply::plan(cluster, retry_with, options).await.map_err(to_failure)
 }
 
+/// The ApplySet as the KEP-3659 parent: the kinds and namespaces its annotations record, plus
+/// those of the members its status records (an edited annotation cannot hide a member from
+/// prune). Returns what the annotations lacked.
 pub(super) fn parent_for(
     applyset: &ApplySet,
     index: &ApiIndex,
     labels: &BTreeMap<String, String>,
     annotations: &BTreeMap<String, String>,
-) -> Result<Parent, Failure> {
-    Parent::from_existing(
+) -> Result<(Parent, Vec<String>), Failure> {
+    let mut parent = Parent::from_existing(
         index.clone(),
         api_resource(),
         &applyset.name(),
@@ -669,5 +717,9 @@ pub(super) fn parent_for(
         labels,
         annotations,
     )
-    .map_err(|e| Failure::new(Stage::Apply, e.to_string()))
+    .map_err(|e| Failure::new(Stage::Apply, e.to_string()))?;
+    let members = applyset.status.as_ref().and_then(|s| s.inventory.as_ref()).and_then(|i| i.members.as_deref());
+    let restored =
+        parent.include_recorded(members.unwrap_or_default().iter().map(|m| (m.kind.as_str(), m.namespace.as_deref())));
+    Ok((parent, restored))
 }

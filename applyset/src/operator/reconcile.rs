@@ -67,10 +67,17 @@ pub async fn reconcile(applyset: Arc<ApplySet>, ctx: Arc<Context>) -> Result<Act
     })
 }
 
-/// Unexpected errors (status writes, finalizer patches): retry soon.
-pub fn error_policy(applyset: Arc<ApplySet>, error: &ReconcileError, _ctx: Arc<Context>) -> Action {
-    tracing::warn!(applyset = %applyset.key(), %error, "reconcile error");
-    Action::requeue(Duration::from_secs(15))
+/// The first retry after an unexpected error, doubled at each failure in a row up to
+/// [`ERROR_RETRY_MAX`].
+const ERROR_RETRY: Duration = Duration::from_secs(15);
+const ERROR_RETRY_MAX: Duration = Duration::from_secs(600);
+
+/// Unexpected errors (status writes, finalizer patches): retry with a backoff, so that a write
+/// the apiserver keeps refusing does not re-run the whole ApplySet every few seconds.
+pub fn error_policy(applyset: Arc<ApplySet>, error: &ReconcileError, ctx: Arc<Context>) -> Action {
+    let next = backoff(ERROR_RETRY, ERROR_RETRY_MAX, ctx.failed(&applyset.key()));
+    tracing::warn!(applyset = %applyset.key(), %error, retry_in = ?next, "reconcile error");
+    Action::requeue(next)
 }
 
 async fn sync(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Action, ReconcileError> {
@@ -199,7 +206,8 @@ async fn finish_failed(
     tracing::warn!(applyset = %key, reason = failure.stage.reason(), message = %failure.message, "reconcile failed");
     ctx.metrics.reconcile_finished(failure.stage.metric_label(), started.elapsed());
     let failures = ctx.failed(&key);
-    let Some(intervals) = intervals.filter(|_| failure.stage != Stage::InvalidSpec) else {
+    let Some(intervals) = intervals.filter(|_| !matches!(failure.stage, Stage::InvalidSpec | Stage::AccessDenied))
+    else {
         return Ok(Action::await_change());
     };
     let next = backoff(intervals.retry, intervals.interval, failures);
@@ -308,7 +316,8 @@ async fn publish_success_events(ctx: &Context, applyset: &ApplySet, done: &Done,
         ctx.event(applyset, false, "Pruned", "Prune", format!("pruned: {}", list(&done.pruned))).await;
     }
     if !done.orphaned.is_empty() {
-        let note = format!("left git and kept (applyset.dev/prune: disabled): {}", list(&done.orphaned));
+        let note =
+            format!("left git and kept (a do-not-prune mark, see status.pruneSkipped): {}", list(&done.orphaned));
         ctx.event(applyset, false, "Orphaned", "Prune", note).await;
     }
     if !done.prune_skipped.is_empty() {
@@ -400,7 +409,7 @@ async fn cleanup(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Action, Recon
         let index = ctx.api_index(&cluster, true).await.map_err(ReconcileError::Cleanup)?;
         let labels = applyset.metadata.labels.clone().unwrap_or_default();
         let annotations = applyset.metadata.annotations.clone().unwrap_or_default();
-        let parent = super::pipeline::parent_for(&applyset, &index, &labels, &annotations)
+        let (parent, _) = super::pipeline::parent_for(&applyset, &index, &labels, &annotations)
             .map_err(|f| ReconcileError::Cleanup(f.message))?;
         let writes = ParentWrites::Owned { client: ctx.client.clone(), labels, annotations };
         let run = Run::new(&cluster, parent, writes, DryRun::None);

@@ -32,6 +32,10 @@ pub mod reason {
     pub const HEALTH_CHECK_FAILED: &str = "HealthCheckFailed";
     pub const DEPENDENCY_NOT_READY: &str = "DependencyNotReady";
     pub const DEPENDENCY_CYCLE: &str = "DependencyCycle";
+    /// A reference into another namespace, refused by `--no-cross-namespace-refs` (Flux's
+    /// reason for the same refusal).
+    pub const ACCESS_DENIED: &str = "AccessDenied";
+    pub const INVENTORY_TOO_LARGE: &str = "InventoryTooLarge";
 }
 
 /// `Healthy`: what the ApplySet waits for is up (only when it waits: `spec.wait` or
@@ -60,6 +64,12 @@ pub enum Stage {
     DependencyNotReady,
     /// `spec.dependsOn` makes a cycle: no run can ever start (`Stalled`).
     DependencyCycle,
+    /// The spec refers to another namespace and the controller forbids it
+    /// (`--no-cross-namespace-refs`): no retry helps (`Stalled`).
+    AccessDenied,
+    /// The source has more objects than the status can record for prune: nothing is applied
+    /// (`Stalled` until a commit or the spec makes it smaller; retried at the backoff).
+    InventoryTooLarge,
 }
 
 impl Stage {
@@ -77,6 +87,8 @@ impl Stage {
             Stage::HealthCheck => reason::HEALTH_CHECK_FAILED,
             Stage::DependencyNotReady => reason::DEPENDENCY_NOT_READY,
             Stage::DependencyCycle => reason::DEPENDENCY_CYCLE,
+            Stage::AccessDenied => reason::ACCESS_DENIED,
+            Stage::InventoryTooLarge => reason::INVENTORY_TOO_LARGE,
         }
     }
 
@@ -95,7 +107,15 @@ impl Stage {
             Stage::HealthCheck => "health_check_failed",
             Stage::DependencyNotReady => "dependency_not_ready",
             Stage::DependencyCycle => "dependency_cycle",
+            Stage::AccessDenied => "access_denied",
+            Stage::InventoryTooLarge => "inventory_too_large",
         }
+    }
+
+    /// No run can succeed until the spec (or the controller's settings) changes: `Stalled`,
+    /// and no retry until then.
+    pub fn stalls(self) -> bool {
+        matches!(self, Stage::InvalidSpec | Stage::AccessDenied | Stage::DependencyCycle | Stage::InventoryTooLarge)
     }
 }
 
@@ -206,7 +226,7 @@ pub fn mark_failed(status: &mut ApplySetStatus, failure: &Failure, generation: O
     let reason = failure.stage.reason();
     set_condition(&mut status.conditions, READY, "False", reason, &failure.message, generation, now);
     remove_condition(&mut status.conditions, RECONCILING);
-    if matches!(failure.stage, Stage::InvalidSpec | Stage::DependencyCycle) {
+    if failure.stage.stalls() {
         set_condition(&mut status.conditions, STALLED, "True", reason, &failure.message, generation, now);
     } else {
         remove_condition(&mut status.conditions, STALLED);

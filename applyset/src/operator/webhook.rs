@@ -106,8 +106,13 @@ pub enum Event {
     Other,
 }
 
-/// The provider whose signature header is present and valid for `token`, if any.
+/// The provider whose signature header is present and valid for `token`, if any. An empty
+/// token verifies nothing: it would accept an empty `X-Gitlab-Token` (and an HMAC under an
+/// empty key is anyone's to compute).
 pub fn verify(headers: &HeaderMap, body: &[u8], token: &[u8]) -> Option<Provider> {
+    if token.is_empty() {
+        return None;
+    }
     let header = |name: &str| headers.get(name).map(HeaderValue::as_bytes);
     if let Some(signature) = header("x-hub-signature-256") {
         return signed(signature, body, token).then_some(Provider::GitHub);
@@ -261,7 +266,7 @@ impl Receiver {
         };
         let Some(token) = self.token(&namespace, &webhook.secret_ref.name).await else {
             tracing::warn!(applyset = %format!("{namespace}/{name}"), secret = %webhook.secret_ref.name,
-                "webhook refused: the Secret or its token key is missing");
+                "webhook refused: the Secret or its token key is missing or empty");
             return Outcome::Unauthorized;
         };
         let Some(provider) = verify(&parts.headers, &body, &token) else { return Outcome::Unauthorized };
@@ -285,7 +290,12 @@ impl Receiver {
         }
         let secrets: Api<Secret> = Api::namespaced(self.client.clone(), namespace);
         let token = match secrets.get_opt(secret).await {
-            Ok(found) => found.and_then(|s| s.data).and_then(|mut data| data.remove("token")).map(|t| t.0),
+            // An empty token is no token: every request is refused.
+            Ok(found) => found
+                .and_then(|s| s.data)
+                .and_then(|mut data| data.remove("token"))
+                .map(|t| t.0)
+                .filter(|t| !t.is_empty()),
             // An apiserver error is not cached: the next request tries again.
             Err(_) => return None,
         };
@@ -328,6 +338,8 @@ impl Receiver {
 mod tests {
     use super::*;
 
+    const EMPTY_KEY_EMPTY_BODY: &str = "b613679a0814d9ec772f95d778c35fc5ff1697c493715653c6c712144292c5ad";
+
     fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
         let mut map = HeaderMap::new();
         for (name, value) in pairs {
@@ -354,6 +366,12 @@ mod tests {
         assert_eq!(verify(&headers(&[("x-gitlab-token", "s3cret")]), body, b"s3cret"), Some(Provider::GitLab));
         assert_eq!(verify(&headers(&[("x-gitlab-token", "s3cre")]), body, b"s3cret"), None);
         assert_eq!(verify(&headers(&[]), body, b"s3cret"), None);
+        // An empty token accepts nothing, not even an empty token or an HMAC under the empty key
+        // (HMAC-SHA256 of the empty message under the empty key, a published vector).
+        let empty_key = format!("sha256={EMPTY_KEY_EMPTY_BODY}");
+        assert_eq!(verify(&headers(&[("x-gitlab-token", "")]), body, b""), None);
+        assert_eq!(verify(&headers(&[("x-hub-signature-256", &empty_key)]), b"", b""), None);
+        assert_eq!(verify(&headers(&[("x-signature", &empty_key)]), b"", b""), None);
     }
 
     #[test]

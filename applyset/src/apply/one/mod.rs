@@ -14,7 +14,7 @@ use applyset_merge::value::go_quote;
 use super::error::{ErrorCategory, ObjectError};
 use super::metadata::{self, ComputedPatch};
 use super::object::{self, LAST_APPLIED, PART_OF_LABEL, last_applied, meta_str};
-use super::options::{ApplyOptions, DryRun, Ownership, TAKE_OWNERSHIP_ANNOTATION, Verb};
+use super::options::{ApplyOptions, DryRun, Ownership, TAKE_OWNERSHIP_ANNOTATION, UnusableLastApplied, Verb};
 use super::plan::{Prepared, source_text};
 use super::report::{Details, ObjectReport, Visited};
 use crate::cluster::{Cluster, Error, Mapping, WriteParams};
@@ -239,10 +239,17 @@ impl One<'_> {
 
     /// The patch for the current state, with the caller's filter applied (kept in the details).
     async fn compute(&mut self, modified: &Value, current: &Value) -> Result<ComputedPatch, ObjectError> {
-        let (mut computed, mut original) =
+        let (mut computed, mut original, discarded) =
             compute(self.cluster, self.item, modified, current, self.options, &mut self.warnings).await.map_err(
                 |error| error.rewrap(&format!("applying patch:\n\nto:\n{}\nfor:", self.info_text()), &self.source),
             )?;
+        if discarded && !self.details.last_applied_discarded {
+            self.details.last_applied_discarded = true;
+            self.warnings.push(format!(
+                "Warning: the {LAST_APPLIED} annotation of {} is not a JSON object; it was treated as absent and is written anew",
+                self.item.display()
+            ));
+        }
         let patch_error = |message| ObjectError::plain(ErrorCategory::Patch, message);
         if let Some(owned) = self.returning_to_client_side(current, &computed).map_err(patch_error)? {
             computed.patch = self
@@ -434,7 +441,8 @@ fn ownership_conflict(options: &ApplyOptions, item: &Prepared, current: &Value) 
 }
 
 /// kubectl's three-way patch of the object: original (its last-applied annotation), modified
-/// (the manifest with the new annotation), current (the live object). Returns the original too.
+/// (the manifest with the new annotation), current (the live object). Returns the original too,
+/// and whether an unusable annotation was treated as absent.
 async fn compute(
     cluster: &Cluster,
     item: &Prepared,
@@ -442,11 +450,18 @@ async fn compute(
     current: &Value,
     options: &ApplyOptions,
     warnings: &mut Vec<String>,
-) -> Result<(ComputedPatch, Value), ObjectError> {
+) -> Result<(ComputedPatch, Value, bool), ObjectError> {
     let source = source_text(&item.source);
+    let treat_as_absent = options.unusable_last_applied == UnusableLastApplied::TreatAsAbsent;
+    let mut discarded = false;
     let original = match last_applied(current) {
         None | Some("") => Value::Object(Default::default()),
         Some(text) => match Value::from_json_str(text) {
+            Ok(value) if value.as_object().is_some() => value,
+            _ if treat_as_absent => {
+                discarded = true;
+                Value::Object(Default::default())
+            }
             Ok(value) => value,
             Err(_) => {
                 let (modified, current) = (modified.to_json_string(), current.to_json_string());
@@ -472,7 +487,7 @@ async fn compute(
                 let error = ObjectError::plain(ErrorCategory::Patch, message).quoting(e.bodies);
                 ObjectError { unusable_last_applied, ..error }
             })?;
-    Ok((computed, original))
+    Ok((computed, original, discarded))
 }
 
 /// The old live object as a create body: no resourceVersion, uid or timestamps.

@@ -9,7 +9,7 @@ use applyset_merge::Value;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::runtime::watcher::Event;
 
-use crate::applyset::{LAST_APPLIED_ANNOTATION as LAST_APPLIED, Listed, PART_OF_LABEL, PRUNE_OPT_OUT};
+use crate::applyset::{LAST_APPLIED_ANNOTATION as LAST_APPLIED, Listed, PART_OF_LABEL, PruneMark};
 
 /// `(namespace, name)`; the namespace is `None` for a cluster-scoped object.
 pub type Key = (Option<String>, String);
@@ -49,7 +49,7 @@ impl Entry {
                 has_last_applied: annotation(LAST_APPLIED).is_some(),
                 deleting: text("deletionTimestamp").is_some(),
                 finalizers,
-                prune_disabled: annotation(PRUNE_OPT_OUT) == Some("disabled"),
+                prune_mark: PruneMark::find(annotation),
                 cached_version: text("resourceVersion"),
             },
             resource_version: text("resourceVersion").unwrap_or_default(),

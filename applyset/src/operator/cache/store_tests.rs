@@ -2,6 +2,7 @@ use kube::runtime::watcher::Event;
 use serde_json::json;
 
 use super::*;
+use crate::applyset::PRUNE_OPT_OUT;
 
 const SET: &str = "applyset-a-v1";
 const OTHER: &str = "applyset-b-v1";
@@ -152,7 +153,7 @@ fn cluster_scoped_objects_have_no_namespace() {
     assert_eq!(members.len(), 1);
     let member = &members[0];
     assert_eq!((member.namespace.as_deref(), member.name.as_str()), (None, "shop"));
-    assert!(member.prune_disabled && member.deleting && !member.has_last_applied);
+    assert!(member.prune_mark == Some(PruneMark::Applyset) && member.deleting && !member.has_last_applied);
     assert_eq!(member.finalizers, ["kubernetes"]);
 }
 

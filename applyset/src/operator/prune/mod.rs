@@ -7,7 +7,10 @@
 //! * a second DELETE of an object that is already terminating (held by finalizers), which is
 //!   reported instead;
 //! * lists the apply identity may not make fail nothing: they are skipped with a warning;
-//! * objects whose manifest carried `applyset.dev/prune: disabled` (orphaned, reported);
+//! * objects whose manifest carried a do-not-prune mark (orphaned, reported): ours
+//!   (`applyset.dev/prune: disabled`), Helm's `helm.sh/resource-policy: keep`, Flux's
+//!   `kustomize.toolkit.fluxcd.io/prune: disabled`, Argo CD's `argocd.argoproj.io/sync-options:
+//!   Prune=false` ([`crate::applyset::PruneMark`]);
 //! * a revision that would prune more than `spec.pruneGuard` allows ([`guard`]).
 //!
 //! What it deletes goes in the reverse of the apply's stages, each waited for ([`order`]).
@@ -21,7 +24,7 @@ use kube::api::{ListParams, ObjectMeta};
 use kube::core::DynamicObject;
 use kube::{Api, Client};
 
-use super::api::{InventoryMember, InventoryObject, PRUNE_OPT_OUT, PruneGuard};
+use super::api::{InventoryMember, InventoryObject, PruneGuard};
 use super::inventory::{self, skipped};
 use crate::apply::Visited;
 use crate::applyset::error::is_status;
@@ -113,11 +116,11 @@ pub async fn prune(
         if candidate.listed.deleting {
             kept.push(inventory::member_of_candidate(&candidate));
             held.push(candidate);
-        } else if candidate.listed.prune_disabled {
+        } else if let Some(mark) = candidate.listed.prune_mark {
             pruned.skipped.push(inventory::skipped_entry(
                 &candidate,
                 skipped::ORPHANED,
-                format!("left git with {PRUNE_OPT_OUT}: disabled: kept, no longer applied"),
+                format!("left git with {}: kept, no longer applied", mark.text()),
             ));
             kept.push(inventory::member_of_candidate(&candidate));
         } else if let Some(entry) = namespace_guard(client, index, &candidate, &scope).await {

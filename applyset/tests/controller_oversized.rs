@@ -134,3 +134,57 @@ async fn an_oversized_crd_and_its_custom_resources_apply() -> Result<()> {
     assert!(!ns.exists(&crd)?, "deleted with the ApplySet, after its custom resources");
     Ok(())
 }
+
+/// A source with more objects than the status can record for prune (20,000 ConfigMaps: about
+/// 2 MiB of `status.inventory.members`, past etcd's request limit) fails safely: nothing is
+/// applied, `Ready=False`/`Stalled=True` with `InventoryTooLarge` naming the size and the limit,
+/// one Warning Event, retries at the backoff only, and the controller's memory stays bounded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_set_too_large_to_record_fails_before_applying_anything() -> Result<()> {
+    const COUNT: usize = 20_000;
+    let ControllerFixture { ns, repo } = ControllerFixture::new("toolarge").await?;
+    // Files under the 2 MiB file cap; the revision under the 4 MiB cap.
+    for file in 0..4 {
+        let text: String = (file * COUNT / 4..(file + 1) * COUNT / 4)
+            .map(|i| format!("---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: c{i}}}\ndata: {{k: v}}\n"))
+            .collect();
+        repo.write(&format!("part{file}.yaml"), text);
+    }
+    repo.commit("20,000 ConfigMaps");
+    let controller = start_controller(&ns)?;
+    let spec = serde_json::json!({ "source": { "url": repo.url() }, "interval": "1m", "retryInterval": "2s" });
+    create_applyset(&ns, "huge", spec).await?;
+    let failed = wait_for_applyset(&ns, "huge", &controller, "InventoryTooLarge", T, |a| {
+        operator::condition(a, "Ready").is_some_and(|c| c.1 == "InventoryTooLarge")
+    })
+    .await?;
+    let (_, reason, message) = operator::condition(&failed, "Stalled").context("a Stalled condition")?;
+    assert_eq!(reason, "InventoryTooLarge");
+    assert!(
+        message.starts_with("20000 object(s): recording them for prune")
+            && message.contains("over the limit of 1048576 bytes")
+            && message.contains("nothing was applied or pruned"),
+        "{message}"
+    );
+    // The retries of 20 s: at the backoff (2 s, 4 s, 8 s, 16 s), not a storm; one Event.
+    let rss = |metrics: &str| operator::sample(metrics, "process_resident_memory_bytes").unwrap_or(0.0) / 1048576.0;
+    let first_rss = rss(&controller.metrics()?);
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    let metrics = controller.metrics()?;
+    let runs = operator::sample(&metrics, r#"applyset_reconcile_total{result="inventory_too_large"}"#).unwrap_or(0.0);
+    assert!((1.0..=6.0).contains(&runs), "{runs} runs in about 20 s");
+    let events = operator::events_for(&ns, "huge").await?;
+    let warnings: Vec<_> =
+        events.iter().filter(|(kind, reason, _)| kind == "Warning" && reason == "InventoryTooLarge").collect();
+    assert_eq!(warnings.len(), 1, "{events:?}");
+    let created = ns.kubectl_ok(&["get", "configmaps", "-l", "applyset.kubernetes.io/part-of", "-o", "name"], None)?;
+    assert_eq!(created.trim(), "", "nothing was applied");
+    // Memory follows the set, not the retries.
+    let last_rss = rss(&metrics);
+    eprintln!(
+        "20,000 objects refused in {runs} run(s); RSS {first_rss:.1} MiB after the first, {last_rss:.1} MiB after 20 s"
+    );
+    assert!(last_rss < first_rss + 64.0, "RSS grew from {first_rss:.1} to {last_rss:.1} MiB");
+    assert!(last_rss < 512.0, "over the chart's limit: {last_rss:.1} MiB");
+    Ok(())
+}

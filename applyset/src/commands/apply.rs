@@ -6,14 +6,17 @@
 
 use std::process::ExitCode;
 
+use super::flags::validate_flags;
+pub use super::flags::{parse_cascade, parse_dry_run, parse_validate};
+use super::print::{output_format, print_prune, print_report, print_warnings};
 use crate::apply::prune;
 use crate::apply::selector::Selector;
 use crate::apply::{self, ApplyOptions, ApplyReport, DryRun};
-use crate::applyset::{DeleteOptions, FieldValidation, Parent, ParentWrites, Propagation, PruneSummary, Run};
+use crate::applyset::{DeleteOptions, FieldValidation, Parent, ParentWrites, Run};
 use crate::cli::{ApplyArgs, ClusterArgs, InputArgs};
 use crate::cluster::{Cluster, ConnectOptions, collecting_warnings};
 use crate::manifest::{self, LoadedObject};
-use crate::printers::{OutputFormat, PrintFlags, Printed};
+use crate::printers::OutputFormat;
 
 pub fn run(args: ApplyArgs) -> ExitCode {
     match execute(args) {
@@ -22,32 +25,6 @@ pub fn run(args: ApplyArgs) -> ExitCode {
             eprintln!("error: {message}");
             ExitCode::from(1)
         }
-    }
-}
-
-/// `--dry-run` as kubectl parses it (a bare `--dry-run` arrives as `unchanged`).
-pub fn parse_dry_run(value: &str) -> Result<DryRun, String> {
-    match value {
-        "none" | "false" => Ok(DryRun::None),
-        "client" => Ok(DryRun::Client),
-        "server" => Ok(DryRun::Server),
-        "unchanged" | "true" => {
-            eprintln!("W0000 --dry-run is deprecated and can be replaced with --dry-run=client.");
-            Ok(DryRun::Client)
-        }
-        other => Err(format!(r#"Invalid dry-run value ({other}). Must be "none", "server", or "client"."#)),
-    }
-}
-
-/// `--validate` → the `fieldValidation` query value.
-pub fn parse_validate(value: &str) -> Result<String, String> {
-    match value.to_ascii_lowercase().as_str() {
-        "strict" | "true" => Ok("Strict".into()),
-        "warn" => Ok("Warn".into()),
-        "ignore" | "false" => Ok("Ignore".into()),
-        _ => Err(format!(
-            r#"invalid - validate option "{value}"; must be one of: strict (or true), warn, ignore (or false)"#
-        )),
     }
 }
 
@@ -124,237 +101,6 @@ pub async fn connect(args: &ClusterArgs) -> Result<Cluster, String> {
     })
     .await
     .map_err(|e| e.to_string())
-}
-
-/// The printer `-o`/`--template` choose, as kubectl resolves it.
-fn output_format(args: &ApplyArgs) -> OutputFormat {
-    OutputFormat::resolve(&PrintFlags {
-        output: args.output.as_deref(),
-        template: args.kubectl.template.as_deref(),
-        allow_missing_keys: args.kubectl.allow_missing_template_keys,
-        show_managed_fields: args.kubectl.show_managed_fields,
-    })
-}
-
-/// Prints warnings, one line per object (stdout) and the failures (stderr); returns whether
-/// anything failed. `load_failures` are the documents that could not be read.
-pub fn print_report(
-    report: &ApplyReport,
-    dry_run: DryRun,
-    format: &OutputFormat,
-    load_failures: &[LoadFailure],
-) -> bool {
-    let mut printed = Vec::new();
-    let mut print_errors = Vec::new();
-    use std::io::Write;
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    // kubectl's warning writer prints each distinct server warning once per run.
-    let mut seen = std::collections::HashSet::new();
-    for object in &report.objects {
-        for warning in &object.warnings {
-            if seen.insert(warning.as_str()) {
-                let _ = out.flush();
-                eprintln!("{warning}");
-            }
-        }
-        match (&object.result, format) {
-            (Ok(_), OutputFormat::Name) => {
-                let _ = writeln!(out, "{}", object.name);
-            }
-            (Ok(verb), OutputFormat::Lines) => {
-                let _ = writeln!(out, "{} {}{}", object.name, verb.word(), dry_run.suffix());
-            }
-            (Ok(_), OutputFormat::Objects(printer)) if printer.per_object => {
-                let result = object.details.as_ref().and_then(|d| d.result.clone()).unwrap_or_default();
-                let done = printer.print(vec![result]);
-                let _ = write!(out, "{}", done.text);
-                print_errors.extend(done.error);
-            }
-            (Ok(_), _) => printed.extend(object.details.as_ref().and_then(|d| d.result.clone())),
-            (Err(_), _) => {}
-        }
-    }
-    let _ = out.flush();
-    drop(out);
-    let lines = failure_lines(report, load_failures, &print_errors);
-    for line in &lines {
-        eprintln!("{line}");
-    }
-    if !lines.is_empty() {
-        // kubectl prints whole objects only once everything applied.
-        return true;
-    }
-    let printed = match format {
-        OutputFormat::Objects(printer) if !printed.is_empty() && !printer.per_object => printer.print(printed),
-        OutputFormat::Unusable(message) if !report.objects.is_empty() => {
-            Printed { text: String::new(), error: Some(message.clone()) }
-        }
-        _ => return false,
-    };
-    print!("{}", printed.text);
-    match printed.error {
-        None => false,
-        Some(message) => {
-            let _ = std::io::stdout().flush();
-            // kubectl's messages that end in a newline are printed as they are.
-            eprint!("error: {message}{}", if message.ends_with('\n') { "" } else { "\n" });
-            true
-        }
-    }
-}
-
-/// One failure of a run, as kubectl collects them.
-enum Failure<'a> {
-    /// A document that could not be read.
-    Load(&'a str),
-    /// An object that failed, and where it came from.
-    Object(&'a manifest::Source, &'a apply::ObjectError),
-}
-
-impl Failure<'_> {
-    /// The failure printed alone (`cmdutil.CheckErr`), led by the object's source.
-    fn alone(&self) -> String {
-        match self {
-            Failure::Load(message) => format!("error: {message}"),
-            Failure::Object(source, error) => with_source(source, &error.render()),
-        }
-    }
-
-    /// The failure as one of several (`MultipleErrors`), led by the object's source.
-    fn in_list(&self) -> String {
-        match self {
-            Failure::Load(message) => (*message).to_owned(),
-            Failure::Object(source, error) => with_source(source, &error.render_in_list()),
-        }
-    }
-
-    /// The failure's own text (Go's `err.Error()`), as it shows inside an aggregate.
-    fn text(&self) -> &str {
-        match self {
-            Failure::Load(message) => message,
-            Failure::Object(_, error) => &error.message,
-        }
-    }
-}
-
-/// kubectl's wording, led by where the object came from (kubectl's lone-error form names
-/// neither the file nor the document).
-fn with_source(source: &manifest::Source, line: &str) -> String {
-    match line.strip_prefix("error: ") {
-        Some(message) => format!("error: {source}: {message}"),
-        None => format!("{source}: {line}"),
-    }
-}
-
-/// The stderr lines of a run's failures, in kubectl's arrangement: reading the input collects
-/// the unreadable documents and the unmappable kinds in input order (one error, or an
-/// aggregate), applying adds each object's failure after them; a lone error prints with
-/// `error: `, several print one per line, and an aggregate among them prints on one line as Go
-/// formats it (`[a, b]`, repeated messages once).
-fn failure_lines(report: &ApplyReport, load_failures: &[LoadFailure], print_errors: &[String]) -> Vec<String> {
-    // Ordered by (objects read before, a document's read error before the object that follows it).
-    let mut reading: Vec<((usize, u8), Failure<'_>)> =
-        load_failures.iter().map(|f| ((f.position, 0), Failure::Load(f.message.as_str()))).collect();
-    let mut applying = Vec::new();
-    for (index, object) in report.objects.iter().enumerate() {
-        let Err(error) = &object.result else { continue };
-        let failure = Failure::Object(&object.source, error);
-        if error.category() == apply::ErrorCategory::NoMatch {
-            // Mapped while reading, after the documents read before it.
-            reading.push(((index, 1), failure));
-        } else {
-            applying.push(failure);
-        }
-    }
-    // Objects that applied but could not be printed (`--template` alone prints each one).
-    applying.extend(print_errors.iter().map(|message| Failure::Load(message.trim_end_matches('\n'))));
-    reading.sort_by_key(|(position, _)| *position);
-    let reading: Vec<Failure<'_>> = reading.into_iter().map(|(_, f)| f).collect();
-    match (reading.len(), applying.len()) {
-        (0, 0) => Vec::new(),
-        (1, 0) => vec![reading[0].alone()],
-        (0, 1) => vec![applying[0].alone()],
-        (_, 0) => reading.iter().map(Failure::in_list).collect(),
-        (0, _) => applying.iter().map(Failure::in_list).collect(),
-        (1, _) => std::iter::once(&reading[0]).chain(&applying).map(Failure::in_list).collect(),
-        (_, _) => {
-            let aggregate = manifest::go_aggregate(reading.iter().map(Failure::text)).unwrap_or_default();
-            std::iter::once(aggregate).chain(applying.iter().map(Failure::in_list)).collect()
-        }
-    }
-}
-
-/// `--cascade` as kubectl reads it (the boolean forms warn).
-pub fn parse_cascade(value: &str) -> Result<Propagation, String> {
-    match value {
-        "background" => Ok(Propagation::Background),
-        "foreground" => Ok(Propagation::Foreground),
-        "orphan" => Ok(Propagation::Orphan),
-        "true" | "false" => {
-            let (replacement, propagation) =
-                if value == "true" { ("background", Propagation::Background) } else { ("orphan", Propagation::Orphan) };
-            eprintln!(
-                "warning: --cascade={value} is deprecated (boolean value) and can be replaced with --cascade={replacement}."
-            );
-            Ok(propagation)
-        }
-        other => Err(format!(r#"invalid cascade value ({other}). Must be "background", "foreground", or "orphan""#)),
-    }
-}
-
-/// kubectl's checks of the flags this tool accepts only for kubectl's sake.
-fn validate_kubectl_flags(args: &ApplyArgs) -> Result<(), String> {
-    let input = &args.input;
-    match (&input.kustomize, input.filenames.is_empty()) {
-        (Some(_), false) => return Err("only one of -f or -k can be specified".into()),
-        (Some(_), true) => {}
-        (None, true) => return Err("must specify one of -f and -k".into()),
-        (None, false) => {}
-    }
-    let kubectl = &args.kubectl;
-    if kubectl.server_side {
-        return Err("applyset applies client-side only: --server-side=true is not supported (use kubectl apply --server-side, or applyset apply --server-side-fallback for objects too large for client-side apply)".into());
-    }
-    if kubectl.force_conflicts {
-        return Err("--force-conflicts only works with --server-side".into());
-    }
-    if kubectl.subresource.is_some() {
-        return Err("--subresource can only be specified for --server-side".into());
-    }
-    Ok(())
-}
-
-fn validate_flags(args: &ApplyArgs, dry_run: DryRun) -> Result<(), String> {
-    validate_kubectl_flags(args)?;
-    if dry_run == DryRun::Server && args.force {
-        return Err("--dry-run=server cannot be used with --force".into());
-    }
-    if args.all && args.input.selector.is_some() {
-        return Err("cannot set --all and --selector at the same time".into());
-    }
-    if args.applyset.is_some() && !args.prune {
-        return Err("--applyset requires --prune".into());
-    }
-    if args.prune {
-        if args.force {
-            return Err("--force cannot be used with --prune".into());
-        }
-        if args.applyset.is_some() {
-            if args.all {
-                return Err("--all is incompatible with --applyset".into());
-            }
-            if args.input.selector.is_some() {
-                return Err("--selector is incompatible with --applyset".into());
-            }
-            if !args.prune_allowlist.is_empty() {
-                return Err("--prune-allowlist is incompatible with --applyset".into());
-            }
-        } else if !args.all && args.input.selector.is_none() {
-            return Err("all resources selected for prune without explicitly passing --all. To prune all resources, pass the --all flag. If you did not mean to prune all resources, specify a label selector".into());
-        }
-    }
-    Ok(())
 }
 
 fn execute(args: ApplyArgs) -> Result<ExitCode, String> {
@@ -611,43 +357,4 @@ async fn start_run<'c>(
     });
     options.applyset_label = Some(parent.id().to_owned());
     Ok(Some(Run::new(cluster, parent, ParentWrites::Kubectl, dry_run)))
-}
-
-/// Prints prune's warnings (each once, after the apply's), the pruned objects as kubectl does
-/// (lines, names, or the objects through `-o`'s printer) and the errors; returns whether
-/// anything failed. `applyset_prune`: kubectl's ApplySet prune prints with one printer.
-fn print_prune(
-    summary: &PruneSummary,
-    server_warnings: &[String],
-    report: &ApplyReport,
-    dry_run: DryRun,
-    format: &OutputFormat,
-    applyset_prune: bool,
-) -> bool {
-    let mut seen: std::collections::HashSet<&str> =
-        report.objects.iter().flat_map(|o| o.warnings.iter().map(String::as_str)).collect();
-    for warning in summary.warnings.iter().chain(server_warnings) {
-        if seen.insert(warning.as_str()) {
-            eprintln!("{warning}");
-        }
-    }
-    match format {
-        OutputFormat::Objects(printer) => {
-            let objects = summary.pruned.iter().filter_map(|object| object.object.clone());
-            print!("{}", printer.print_pruned(objects, applyset_prune));
-        }
-        // `-o name` prints bare names, as kubectl's name printer does for pruned objects too.
-        OutputFormat::Name => summary.pruned.iter().for_each(|object| println!("{}", object.name)),
-        _ => summary.pruned.iter().for_each(|object| println!("{}", object.line(dry_run))),
-    }
-    for error in &summary.errors {
-        eprintln!("error: {error}");
-    }
-    !summary.errors.is_empty()
-}
-
-fn print_warnings(warnings: Vec<String>) {
-    for warning in warnings {
-        eprintln!("{warning}");
-    }
 }

@@ -2,5 +2,7 @@
 
 pub mod apply;
 pub mod diff;
+mod flags;
 pub mod patch;
+mod print;
 pub mod wait;

@@ -16,7 +16,6 @@ pub mod leader;
 pub mod leftover;
 pub mod metrics;
 pub mod outcome;
-mod pipeline;
 pub mod postbuild;
 pub mod prune;
 pub mod reconcile;

@@ -1,0 +1,89 @@
+//! Deleting an ApplySet (its finalizer): prune every object it recorded (or orphan them), then
+//! drop its git cache and everything the controller keeps for it.
+
+use std::sync::Arc;
+
+use kube::runtime::controller::Action;
+
+use super::steps::apply::parent_for;
+use super::steps::prune::describe_skipped;
+use super::{REDACT_PARTS, ReconcileError, redact_owner};
+use crate::apply::DryRun;
+use crate::applyset::{ParentWrites, Run};
+use crate::operator::api::{ApplySet, DeletionPolicy};
+use crate::operator::context::Context;
+use crate::operator::prune;
+use crate::operator::status::reason;
+use crate::redact;
+use crate::source::CacheKey;
+
+/// How long deletion waits for each stage's objects to be gone: the ApplySet's timeout.
+fn deletion_timeout(applyset: &ApplySet) -> std::time::Duration {
+    let timeout = applyset.spec.timeout.as_deref().and_then(|t| crate::operator::duration::parse(t).ok());
+    timeout.unwrap_or(std::time::Duration::from_secs(120))
+}
+
+/// Deleting an ApplySet: prune every object it recorded (or orphan them), then drop the git
+/// cache. A failure keeps the finalizer and is retried.
+pub(super) async fn cleanup(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Action, ReconcileError> {
+    let key = applyset.key();
+    let namespace = applyset.namespace_or_default();
+    if applyset.deletion_policy() == DeletionPolicy::Delete && !applyset.spec.suspend {
+        let service_account = ctx.service_account_for(&applyset);
+        let cluster = ctx
+            .cluster_for(&namespace, service_account.as_deref())
+            .map_err(|e| ReconcileError::Cleanup(e.to_string()))?;
+        let index = ctx.api_index(&cluster, true).await.map_err(ReconcileError::Cleanup)?;
+        let labels = applyset.metadata.labels.clone().unwrap_or_default();
+        let annotations = applyset.metadata.annotations.clone().unwrap_or_default();
+        let (parent, _) =
+            parent_for(&applyset, &index, &labels, &annotations).map_err(|f| ReconcileError::Cleanup(f.message))?;
+        let writes = ParentWrites::Owned { client: ctx.client.clone(), labels, annotations };
+        let run = Run::new(&cluster, parent, writes, DryRun::None);
+        let members = applyset.status.as_ref().and_then(|s| s.inventory.as_ref()).and_then(|i| i.members.clone());
+        let scope = prune::Scope {
+            members: members.as_deref().unwrap_or_default(),
+            had_record: members.is_some(),
+            own_namespace: &namespace,
+            prune_non_empty_namespaces: applyset.spec.prune_non_empty_namespaces,
+            // Deleting the ApplySet deletes what it manages, however much that is.
+            guard: None,
+            deadline: std::time::Instant::now() + deletion_timeout(&applyset),
+        };
+        let pruned = prune::prune(&run, &index, &[], scope, &applyset.delete_options()).await;
+        ctx.metrics.pruned(pruned.deleted.len() as u64);
+        let not_yet = pruned.error.clone().or_else(|| {
+            (!pruned.terminating.is_empty())
+                .then(|| format!("still being deleted, held by finalizers: {}", pruned.terminating.join(", ")))
+        });
+        if let Some(message) = not_yet {
+            ctx.event(&applyset, true, reason::DELETE_FAILED, "Delete", message.clone()).await;
+            return Err(ReconcileError::Cleanup(format!("deleting the objects of {key}: {message}")));
+        }
+        if !pruned.deleted.is_empty() {
+            ctx.event(
+                &applyset,
+                false,
+                "Pruned",
+                "Delete",
+                format!("deleted with the ApplySet: {}", pruned.deleted.join(", ")),
+            )
+            .await;
+        }
+        let skipped: Vec<String> = pruned.skipped.iter().map(describe_skipped).collect();
+        if !skipped.is_empty() {
+            ctx.event(&applyset, true, "PruneSkipped", "Delete", format!("left in place: {}", skipped.join("; ")))
+                .await;
+        }
+    }
+    ctx.history.forget(&key);
+    if let Err(error) = ctx.git.purge(&CacheKey::new(&namespace, applyset.name())).await {
+        tracing::warn!(applyset = %key, %error, "cannot remove the git cache");
+    }
+    ctx.metrics.forget(&key);
+    ctx.forget(&key);
+    for part in REDACT_PARTS {
+        redact::forget(&redact_owner(&applyset, part));
+    }
+    Ok(Action::await_change())
+}

@@ -1,0 +1,168 @@
+//! The reconcile of an ApplySet: [`reconcile`] handles the finalizer and decides whether a run
+//! is due; a run is a `Reconciliation` value (`run.rs`) whose `run` calls the steps
+//! (dependencies → fetch → load → apply → record → prune → health, one method each in
+//! `steps/`); `publish.rs` turns its outcome into conditions, the status write, Events, metrics
+//! and the next run; `cleanup.rs` is the deletion of an ApplySet. Each step that fails maps to one condition reason and one metric label
+//! ([`Stage`]); nothing is pruned unless every earlier step succeeded, and the status is written
+//! only when it changed.
+
+mod cleanup;
+mod publish;
+mod run;
+mod steps;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::Api;
+use kube::api::{Patch, PatchParams};
+use kube::core::ApiResource;
+use kube::runtime::controller::Action;
+use kube::runtime::finalizer::{self, Event as FinalizerEvent};
+
+use super::api::{ApplySet, ApplySetStatus, FINALIZER, GROUP, KIND, PLURAL};
+use super::context::Context;
+use super::schedule::{Intervals, backoff};
+use super::status::{self, Failure, READY, Stage};
+use publish::Finish;
+pub(super) use run::Reconciliation;
+pub use steps::apply::SERVER_SIDE_MANAGER;
+
+/// Errors the controller retries on its own schedule (the reconcile's outcome is in the status).
+#[derive(Debug, thiserror::Error)]
+pub enum ReconcileError {
+    #[error("writing the status of {key}: {source}")]
+    Status { key: String, source: kube::Error },
+    #[error("finalizer: {0}")]
+    Finalizer(String),
+    #[error("{0}")]
+    Cleanup(String),
+}
+
+pub fn api_resource() -> ApiResource {
+    ApiResource {
+        group: GROUP.into(),
+        version: "v1alpha1".into(),
+        api_version: format!("{GROUP}/v1alpha1"),
+        kind: KIND.into(),
+        plural: PLURAL.into(),
+    }
+}
+
+pub(super) fn now() -> Time {
+    Time(k8s_openapi::jiff::Timestamp::now())
+}
+
+/// The controller's entry point: finalizer handling, then `sync` or `cleanup`.
+pub async fn reconcile(applyset: Arc<ApplySet>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
+    let api: Api<ApplySet> = Api::namespaced(ctx.client.clone(), &applyset.namespace_or_default());
+    finalizer::finalizer(&api, FINALIZER, applyset, |event| async {
+        match event {
+            FinalizerEvent::Apply(applyset) => sync(applyset, &ctx).await,
+            FinalizerEvent::Cleanup(applyset) => cleanup::cleanup(applyset, &ctx).await,
+        }
+    })
+    .await
+    .map_err(|e| match e {
+        finalizer::Error::ApplyFailed(inner) | finalizer::Error::CleanupFailed(inner) => inner,
+        other => ReconcileError::Finalizer(other.to_string()),
+    })
+}
+
+/// The first retry after an unexpected error, doubled at each failure in a row up to
+/// [`ERROR_RETRY_MAX`].
+const ERROR_RETRY: Duration = Duration::from_secs(15);
+const ERROR_RETRY_MAX: Duration = Duration::from_secs(600);
+
+/// Unexpected errors (status writes, finalizer patches): retry with a backoff, so that a write
+/// the apiserver keeps refusing does not re-run the whole ApplySet every few seconds.
+pub fn error_policy(applyset: Arc<ApplySet>, error: &ReconcileError, ctx: Arc<Context>) -> Action {
+    let next = backoff(ERROR_RETRY, ERROR_RETRY_MAX, ctx.failed(&applyset.key()));
+    tracing::warn!(applyset = %applyset.key(), %error, retry_in = ?next, "reconcile error");
+    Action::requeue(next)
+}
+
+async fn sync(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Action, ReconcileError> {
+    let started = Instant::now();
+    let key = applyset.key();
+    let generation = applyset.metadata.generation;
+    let previous = applyset.status.clone().unwrap_or_default();
+    let mut status = previous.clone();
+    if let Some(requested) = applyset.reconcile_requested_at() {
+        status.last_handled_reconcile_at = Some(requested.to_owned());
+    }
+
+    if applyset.spec.suspend {
+        status::mark_suspended(&mut status, generation, &now());
+        write_status(ctx, &applyset, &previous, &mut status).await?;
+        ctx.metrics.reconcile_finished("suspended", started.elapsed());
+        return Ok(Action::await_change());
+    }
+    let intervals = match Intervals::of(&applyset, ctx.settings.min_interval) {
+        Ok(intervals) => intervals,
+        Err(message) => {
+            let failure = Failure::new(Stage::InvalidSpec, message);
+            let finish = Finish { ctx, applyset: &applyset, written: &previous, started };
+            return finish.failed(status, failure, None).await;
+        }
+    };
+    // A status write or a repeated watch event must not start a new run before it is due; a
+    // change to its objects made by someone else makes it due at once.
+    let drift_check = ctx.take_run_request(&key);
+    if !drift_check && !ctx.is_due(&key, generation, applyset.run_requests().as_deref()) {
+        return Ok(Action::requeue(ctx.remaining(&key)));
+    }
+
+    let mut written = previous.clone();
+    if previous.observed_generation != generation || status::condition(&previous, READY).is_none() {
+        let message = format!("Reconciling generation {}", generation.unwrap_or(0));
+        status::mark_progressing(&mut status, &message, generation, &now());
+        write_status(ctx, &applyset, &previous, &mut status).await?;
+        written = status.clone();
+    }
+
+    // One span per run: every log line of the run (and of each object it applies) carries the
+    // ApplySet and, once fetched, the revision.
+    let span = tracing::info_span!("reconcile", applyset = %key, revision = tracing::field::Empty);
+    let mut reconciliation = Reconciliation::new(&applyset, ctx, &previous, status, intervals);
+    let outcome = tracing::Instrument::instrument(reconciliation.run(), span).await;
+    let status = reconciliation.into_status();
+    let finish = Finish { ctx, applyset: &applyset, written: &written, started };
+    match outcome {
+        Ok(done) => finish.succeeded(status, done, intervals).await,
+        Err(failure) => finish.failed(status, failure, Some(intervals)).await,
+    }
+}
+
+/// The secrets of one ApplySet are registered in parts, each replaced on its own.
+pub(super) const REDACT_PARTS: [&str; 3] = ["source", "manifests", "postbuild"];
+
+pub(super) fn redact_owner(applyset: &ApplySet, part: &str) -> String {
+    format!("{}#{part}", applyset.key())
+}
+
+/// Writes the status subresource when it differs from `written` (timestamps aside), after
+/// redacting its messages (in place, so that the caller keeps what was written).
+///
+/// The body is a JSON merge patch from `written` to `next`, so keys that disappeared (a
+/// healed failure's inventory state, drifted objects that no longer drift) are removed on the
+/// server too: a patch of `next` alone would keep them, and every later run would find the
+/// status "changed" and write it again.
+pub(super) async fn write_status(
+    ctx: &Context,
+    applyset: &ApplySet,
+    written: &ApplySetStatus,
+    next: &mut ApplySetStatus,
+) -> Result<(), ReconcileError> {
+    status::redact(next);
+    if status::same_ignoring_time(written, next) {
+        return Ok(());
+    }
+    let api: Api<ApplySet> = Api::namespaced(ctx.client.clone(), &applyset.namespace_or_default());
+    let patch = serde_json::json!({ "status": status::merge_patch(written, next) });
+    api.patch_status(&applyset.name(), &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .map(|_| ())
+        .map_err(|source| ReconcileError::Status { key: applyset.key(), source })
+}

@@ -1,0 +1,98 @@
+//! One run of an ApplySet as a value: [`Reconciliation`] holds what every step needs (the
+//! ApplySet, the controller's context, the status before and the one being built), and
+//! [`Reconciliation::run`] reads as the reconcile does, one step a line. Each step is a method
+//! in [`super::steps`] that fails with one [`Failure`] (its stage is the condition reason and
+//! the metric label); nothing is pruned unless every earlier step succeeded.
+
+use super::super::api::{ApplySet, ApplySetStatus, DriftMode};
+use super::super::context::Context;
+use super::super::outcome::Done;
+use super::super::schedule::Intervals;
+use super::super::status::{self, DRIFTED, Failure};
+use super::steps::apply::ApplyInput;
+use crate::source::Artifact;
+
+/// What a run knows of its ApplySet, and the status it builds (kept when a later step fails:
+/// the revision attempted, the record of what was applied).
+pub(in crate::operator) struct Reconciliation<'a> {
+    pub(super) applyset: &'a ApplySet,
+    pub(super) ctx: &'a Context,
+    /// The status as the run found it.
+    pub(super) previous: &'a ApplySetStatus,
+    /// The status the run writes, success or failure.
+    pub(super) status: ApplySetStatus,
+    pub(super) intervals: Intervals,
+}
+
+impl<'a> Reconciliation<'a> {
+    pub(in crate::operator) fn new(
+        applyset: &'a ApplySet,
+        ctx: &'a Context,
+        previous: &'a ApplySetStatus,
+        status: ApplySetStatus,
+        intervals: Intervals,
+    ) -> Self {
+        Reconciliation { applyset, ctx, previous, status, intervals }
+    }
+
+    /// The status built so far (after [`Reconciliation::run`]: the one to write).
+    pub(in crate::operator) fn into_status(self) -> ApplySetStatus {
+        self.status
+    }
+
+    /// dependencies → fetch → cluster → variables → load → size check → history → apply →
+    /// record → prune → health.
+    pub(in crate::operator) async fn run(&mut self) -> Result<Done, Failure> {
+        self.dependencies().await?;
+        let fetched = self.fetch().await?;
+        let cluster = self.cluster()?;
+        let variables = self.variables(&cluster).await?;
+        let loaded = self.load(&fetched.artifact, variables.values).await?;
+        self.check_record_fits(&loaded)?;
+        let ignore = self.ignore_rules()?;
+        let history = self.history(&fetched, &loaded).await;
+        let mode = Mode::of(self.applyset, self.previous, &fetched.artifact, &variables.digest);
+        let mut run = self.begin_run(&cluster).await?;
+        let revision = fetched.artifact.revision.clone();
+        let input = ApplyInput { loaded, ignore, history: history.index, mode, revision };
+        let report = self.apply(&cluster, &mut run, input).await?;
+        let mut done = self.record(&report, mode, &fetched.artifact).await?;
+        done.warnings = history.warnings;
+        done.applied_digest = variables.digest;
+        if mode.prunes(self.applyset) {
+            self.prune(&cluster, &mut run, &report, &mut done).await?;
+        }
+        self.health(&cluster, run.parent().id(), &report, &mut done).await?;
+        Ok(done)
+    }
+}
+
+/// Whether this run re-applies what was applied before (any change now is drift), and whether
+/// it only reports drift (a server dry run).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Mode {
+    pub(super) steady: bool,
+    pub(super) report_only: bool,
+}
+
+impl Mode {
+    /// Steady: this revision, with the spec fields that shape the apply, was applied in full
+    /// before. Both are recorded only by successful runs, so a failed run in between (a git
+    /// server away for a while) does not make a Report-mode run apply for real, nor hide
+    /// corrected drift as a plain apply; and a spec change that does not shape the apply (the
+    /// interval) does not either.
+    pub(super) fn of(applyset: &ApplySet, previous: &ApplySetStatus, artifact: &Artifact, digest: &str) -> Mode {
+        let steady = previous.last_applied_revision.as_deref() == Some(artifact.revision.as_str())
+            && match previous.last_applied_spec_digest.as_deref() {
+                Some(previous_digest) => previous_digest == digest,
+                None => status::condition(previous, DRIFTED)
+                    .is_some_and(|c| c.observed_generation == applyset.metadata.generation),
+            };
+        Mode { steady, report_only: steady && applyset.spec.drift.mode == DriftMode::Report }
+    }
+
+    /// Prune runs after a real apply of an ApplySet that prunes.
+    fn prunes(self, applyset: &ApplySet) -> bool {
+        !self.report_only && applyset.spec.prune
+    }
+}

@@ -1,0 +1,206 @@
+//! apply: the KEP-3659 run over the ApplySet itself as the parent, then every object applied
+//! as `kubectl apply` does (plus the controller's rules: ownership, drift ignore rules, stale
+//! and foreign fields, hashed Secrets, server-side fallback), within the timeout.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::super::run::Mode;
+use super::super::{Reconciliation, api_resource};
+use crate::apply::last_applied::{self, LastAppliedCodecRef};
+use crate::apply::{
+    self, ApplyOptions, ApplyReport, DryRun, Fatal, FieldPolicyRef, Ownership, PatchFilter, UnusableLastApplied,
+};
+use crate::applyset::{ApiIndex, Parent, ParentWrites, Run};
+use crate::cluster::Cluster;
+use crate::cluster::cache::CacheRef;
+use crate::manifest::LoadedObject;
+use crate::operator::api::{ApplySet, SecretsMode};
+use crate::operator::drift::IgnoreRules;
+use crate::operator::history::HistoryIndex;
+use crate::operator::leftover::LeftoverPolicy;
+use crate::operator::status::{Failure, Stage};
+
+/// The field manager of the server-side apply of objects too large for client-side apply.
+pub const SERVER_SIDE_MANAGER: &str = "applyset";
+
+/// What the apply step applies, and the rules it applies them with.
+pub(in crate::operator::reconcile) struct ApplyInput {
+    pub(in crate::operator::reconcile) loaded: Vec<LoadedObject>,
+    pub(in crate::operator::reconcile) ignore: Arc<IgnoreRules>,
+    pub(in crate::operator::reconcile) history: Arc<HistoryIndex>,
+    pub(in crate::operator::reconcile) mode: Mode,
+    /// The revision, for messages.
+    pub(in crate::operator::reconcile) revision: String,
+}
+
+impl Reconciliation<'_> {
+    /// `spec.drift.ignore`, compiled (an invalid rule is `InvalidSpec`).
+    pub(in crate::operator::reconcile) fn ignore_rules(&self) -> Result<Arc<IgnoreRules>, Failure> {
+        IgnoreRules::new(&self.applyset.spec.drift.ignore)
+            .map(Arc::new)
+            .map_err(|e| Failure::new(Stage::InvalidSpec, e))
+    }
+
+    /// The KEP-3659 run over the ApplySet itself as the parent, its metadata written with the
+    /// controller's identity (it is our own object).
+    pub(in crate::operator::reconcile) async fn begin_run<'c>(&self, cluster: &'c Cluster) -> Result<Run<'c>, Failure> {
+        let (applyset, ctx) = (self.applyset, self.ctx);
+        let index = ctx.api_index(cluster, false).await.map_err(|e| Failure::new(Stage::Apply, e))?;
+        let labels = applyset.metadata.labels.clone().unwrap_or_default();
+        let annotations = applyset.metadata.annotations.clone().unwrap_or_default();
+        let (mut parent, mut restored) = parent_for(applyset, &index, &labels, &annotations)?;
+        if !parent.warnings.is_empty() {
+            // A kind recorded on the parent may be newer than the cached discovery (a CRD the
+            // last run created): look again before treating it as gone.
+            let index = ctx.api_index(cluster, true).await.map_err(|e| Failure::new(Stage::Apply, e))?;
+            (parent, restored) = parent_for(applyset, &index, &labels, &annotations)?;
+            for warning in parent.warnings.drain(..) {
+                tracing::warn!(applyset = %applyset.key(), "{warning}");
+            }
+        }
+        if !restored.is_empty() {
+            let note = format!(
+                "the ApplySet's {} / {} annotations lacked what status.inventory.members records ({}); its members there are still considered for prune and the annotations are written again",
+                crate::applyset::GROUP_KINDS_ANNOTATION,
+                crate::applyset::ADDITIONAL_NAMESPACES_ANNOTATION,
+                restored.join(", ")
+            );
+            tracing::warn!(applyset = %applyset.key(), "{note}");
+            ctx.event(applyset, true, "ParentAnnotationsRestored", "Prune", note).await;
+        }
+        let writes = ParentWrites::Owned { client: ctx.client.clone(), labels, annotations };
+        Ok(Run::new(cluster, parent, writes, DryRun::None).with_cache(ctx.cache.clone()))
+    }
+
+    /// Plans, records the members' kinds on the parent (not in Report mode), applies within
+    /// the timeout. An empty source applies nothing.
+    pub(in crate::operator::reconcile) async fn apply(
+        &self,
+        cluster: &Cluster,
+        run: &mut Run<'_>,
+        input: ApplyInput,
+    ) -> Result<ApplyReport, Failure> {
+        if input.loaded.is_empty() {
+            return Ok(ApplyReport::default());
+        }
+        let (loaded, last_applied) = self.hashed_secrets(input.loaded).await?;
+        let options = self.apply_options(run.parent().id(), &input.ignore, input.history, input.mode, last_applied);
+        let plan = plan(cluster, loaded, &options).await?;
+        if !input.mode.report_only {
+            // Every kind is recorded before anything is applied, so a failed run can still be
+            // pruned later (KEP-3659's superset update).
+            run.begin(&plan).await.map_err(|e| Failure::new(Stage::Apply, e.to_string()))?;
+        }
+        let timeout = self.intervals.timeout;
+        tokio::time::timeout(timeout, apply::execute(cluster, plan, &options)).await.map_err(|_| {
+            Failure::new(
+                Stage::Apply,
+                format!("applying {} timed out after {timeout:?}; nothing was pruned", input.revision),
+            )
+        })
+    }
+
+    /// How the controller applies: kubectl's client-side apply with the ApplySet's rules.
+    fn apply_options(
+        &self,
+        set_id: &str,
+        ignore: &Arc<IgnoreRules>,
+        history: Arc<HistoryIndex>,
+        mode: Mode,
+        last_applied: Option<LastAppliedCodecRef>,
+    ) -> ApplyOptions {
+        let (applyset, ctx) = (self.applyset, self.ctx);
+        let policy = LeftoverPolicy::new(
+            &applyset.spec.drift,
+            !mode.report_only,
+            &ctx.settings.field_manager,
+            ignore.clone(),
+            history,
+        );
+        ApplyOptions {
+            // Report mode asks the apiserver what the apply would do (as `kubectl diff` does),
+            // so that values it canonicalizes are not reported as drift.
+            dry_run: if mode.report_only { DryRun::Server } else { DryRun::None },
+            force: applyset.spec.force,
+            default_namespace: Some(applyset.namespace_or_default()),
+            field_manager: ctx.settings.field_manager.clone(),
+            concurrency: ctx.settings.apply_concurrency,
+            applyset_label: Some(set_id.to_owned()),
+            crd_timeout: self.intervals.timeout,
+            keep_results: true,
+            ownership: Ownership::RefuseOtherSets,
+            // Beyond kubectl: whoever may patch one object must not be able to fail the run
+            // (and so hold back the whole set's prune) by writing garbage into its annotation.
+            unusable_last_applied: UnusableLastApplied::TreatAsAbsent,
+            patch_filter: (!ignore.is_empty()).then(|| {
+                let ignore = ignore.clone();
+                PatchFilter(Arc::new(move |object, live, patch| ignore.filter_patch(object, live, patch)))
+            }),
+            field_policy: (!policy.is_idle()).then(|| FieldPolicyRef(Arc::new(policy))),
+            last_applied,
+            server_side_fallback: Some(SERVER_SIDE_MANAGER.into()),
+            server_side_force: mode.steady,
+            cache: Some(CacheRef {
+                cache: ctx.cache.clone(),
+                trust_unlabelled: ctx.service_account_for(applyset).is_none(),
+            }),
+            ..ApplyOptions::default()
+        }
+    }
+
+    /// `spec.secrets: Hashed`: Secrets' `stringData` folded into `data` (a live Secret has
+    /// none, so it would be sent again at every run) and their annotations recorded as hashes.
+    async fn hashed_secrets(
+        &self,
+        mut loaded: Vec<LoadedObject>,
+    ) -> Result<(Vec<LoadedObject>, Option<LastAppliedCodecRef>), Failure> {
+        if self.ctx.secrets_mode(self.applyset) != SecretsMode::Hashed {
+            return Ok((loaded, None));
+        }
+        let codec = self.ctx.hashed_secrets().await.map_err(|e| Failure::new(Stage::Apply, e))?;
+        for object in &mut loaded {
+            last_applied::fold_string_data(&mut object.object);
+        }
+        Ok((loaded, Some(LastAppliedCodecRef(codec))))
+    }
+}
+
+/// Plans the apply; kinds unknown to a cached discovery are looked up once more.
+async fn plan(cluster: &Cluster, loaded: Vec<LoadedObject>, options: &ApplyOptions) -> Result<apply::Plan, Failure> {
+    let to_failure = |e: Fatal| match e {
+        Fatal::Duplicates(_) | Fatal::NoObjects => Failure::new(Stage::Load, e.to_string()),
+        Fatal::Cluster(e) => Failure::new(Stage::Apply, e.to_string()),
+    };
+    let retry_with = loaded.clone();
+    let plan = apply::plan(cluster, loaded, options).await.map_err(to_failure)?;
+    if !plan.has_failures() {
+        return Ok(plan);
+    }
+    cluster.refresh_discovery().await.map_err(|e| Failure::new(Stage::Apply, e.to_string()))?;
+    apply::plan(cluster, retry_with, options).await.map_err(to_failure)
+}
+
+/// The ApplySet as the KEP-3659 parent: the kinds and namespaces its annotations record, plus
+/// those of the members its status records (an edited annotation cannot hide a member from
+/// prune). Returns what the annotations lacked.
+pub(in crate::operator::reconcile) fn parent_for(
+    applyset: &ApplySet,
+    index: &ApiIndex,
+    labels: &BTreeMap<String, String>,
+    annotations: &BTreeMap<String, String>,
+) -> Result<(Parent, Vec<String>), Failure> {
+    let mut parent = Parent::from_existing(
+        index.clone(),
+        api_resource(),
+        &applyset.name(),
+        &applyset.namespace_or_default(),
+        labels,
+        annotations,
+    )
+    .map_err(|e| Failure::new(Stage::Apply, e.to_string()))?;
+    let members = applyset.status.as_ref().and_then(|s| s.inventory.as_ref()).and_then(|i| i.members.as_deref());
+    let restored =
+        parent.include_recorded(members.unwrap_or_default().iter().map(|m| (m.kind.as_str(), m.namespace.as_deref())));
+    Ok((parent, restored))
+}

@@ -1,0 +1,179 @@
+//! From the checkout to the objects to apply: the apply identity's cluster, the post-build
+//! variables, the manifests (loaded, or built by kustomize), the size check of the record they
+//! would make, and the earlier revisions' manifests for stale fields.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use super::super::Reconciliation;
+use super::super::redact_owner;
+use super::source::Fetched;
+use crate::cluster::Cluster;
+use crate::manifest::{self, LoadedObject};
+use crate::operator::api::StaleFields;
+use crate::operator::history::{self, HistoryIndex};
+use crate::operator::status::{Failure, Stage};
+use crate::operator::{inventory, postbuild};
+use crate::redact;
+use crate::source::Artifact;
+
+/// The post-build variables, and the digest of what shapes the apply (the spec fields, and
+/// the variables when there are any).
+pub(in crate::operator::reconcile) struct Variables {
+    pub(in crate::operator::reconcile) values: Option<Arc<manifest::postbuild::Variables>>,
+    pub(in crate::operator::reconcile) digest: String,
+}
+
+/// The earlier revisions' manifests of the objects git changed, and what could not be read.
+pub(in crate::operator::reconcile) struct History {
+    pub(in crate::operator::reconcile) index: Arc<HistoryIndex>,
+    pub(in crate::operator::reconcile) warnings: Vec<String>,
+}
+
+impl Reconciliation<'_> {
+    /// The cluster the ApplySet applies to, as its identity (its ServiceAccount, if any).
+    pub(in crate::operator::reconcile) fn cluster(&self) -> Result<Arc<Cluster>, Failure> {
+        let service_account = self.ctx.service_account_for(self.applyset);
+        self.ctx
+            .cluster_for(&self.applyset.namespace_or_default(), service_account.as_deref())
+            .map_err(|e| Failure::new(Stage::Apply, e.to_string()))
+    }
+
+    /// `spec.postBuild`'s variables, read as the apply identity.
+    pub(in crate::operator::reconcile) async fn variables(&self, cluster: &Cluster) -> Result<Variables, Failure> {
+        let spec_digest = self.applyset.spec.apply_digest();
+        Ok(match postbuild::variables(self.applyset, cluster).await? {
+            Some((values, vars_digest)) => {
+                Variables { values: Some(values), digest: format!("{spec_digest}-{vars_digest}") }
+            }
+            None => Variables { values: None, digest: spec_digest },
+        })
+    }
+
+    /// The revision's manifests (none for an empty source that `allowEmpty` accepts); the
+    /// values of the Secrets it applies are redacted from every status, Event and log line
+    /// before anything can fail with a message that quotes them.
+    pub(in crate::operator::reconcile) async fn load(
+        &self,
+        artifact: &Artifact,
+        substitute: Option<Arc<manifest::postbuild::Variables>>,
+    ) -> Result<Vec<LoadedObject>, Failure> {
+        let applyset = self.applyset;
+        // kubectl refuses a directory without manifests; with allowEmpty it is an empty source.
+        let empty_source =
+            applyset.spec.allow_empty && !manifest::walk::holds_manifests(&artifact.dir, true).unwrap_or(true);
+        let loaded = if manifest::kustomize::kustomization_file(&artifact.dir).is_some() {
+            self.build(artifact, substitute).await?
+        } else if empty_source {
+            Vec::new()
+        } else {
+            load_manifests(&artifact.dir, &artifact.checkout, self.ctx.settings.manifest_limits, substitute)?
+        };
+        let mut secrets = redact::Secrets::new();
+        for object in &loaded {
+            secrets.add_manifest(&object.object);
+        }
+        redact::register(&redact_owner(applyset, "manifests"), secrets);
+        if loaded.is_empty() && !applyset.spec.allow_empty {
+            return Err(Failure::new(
+                Stage::Load,
+                format!(
+                    "no objects found in {} at {}; nothing was applied or pruned (set spec.allowEmpty to accept an empty source)",
+                    applyset.spec.source.path.as_deref().unwrap_or("the repository root"),
+                    artifact.revision
+                ),
+            ));
+        }
+        Ok(loaded)
+    }
+
+    /// A source holding a kustomization is built by kustomize (checked first: nothing from
+    /// outside the checkout, no remote base, no Helm, no plugins), within the timeout; its
+    /// output may be at most four times the revision size cap.
+    async fn build(
+        &self,
+        artifact: &Artifact,
+        substitute: Option<Arc<manifest::postbuild::Variables>>,
+    ) -> Result<Vec<LoadedObject>, Failure> {
+        let settings = &self.ctx.settings;
+        let kustomize = manifest::kustomize::Kustomize {
+            binary: settings.kustomize_binary.clone(),
+            timeout: self.intervals.timeout,
+            max_output: settings.manifest_limits.total.unwrap_or(4 << 20).saturating_mul(4),
+        };
+        let options = manifest::LoadOptions { substitute, ..manifest::LoadOptions::default() };
+        kustomize
+            .build_with(&artifact.checkout, &artifact.dir, &options)
+            .await
+            .map_err(|error| Failure::new(Stage::Build, format!("{error}; nothing was applied or pruned")))
+    }
+
+    /// The record the objects would make must fit in the status ([`inventory::check_fits`]).
+    pub(in crate::operator::reconcile) fn check_record_fits(&self, loaded: &[LoadedObject]) -> Result<(), Failure> {
+        let recorded = self.previous.inventory.as_ref().and_then(|i| i.members.as_deref());
+        inventory::check_fits(recorded, loaded, &self.applyset.namespace_or_default())
+    }
+
+    /// The earlier applied revisions' manifests of the objects git changed since, for stale
+    /// fields. A revision that cannot be read is left out with a warning.
+    pub(in crate::operator::reconcile) async fn history(&self, fetched: &Fetched, loaded: &[LoadedObject]) -> History {
+        let (applyset, artifact) = (self.applyset, &fetched.artifact);
+        let none = || History { index: Arc::new(HistoryIndex::default()), warnings: Vec::new() };
+        if applyset.spec.drift.stale_fields == StaleFields::Ignore {
+            return none();
+        }
+        // Earlier revisions are read as plain manifests: a kustomization's would need building
+        // (documented: a kustomize source reports foreign fields, not stale ones).
+        if manifest::kustomize::kustomization_file(&artifact.dir).is_some() {
+            return none();
+        }
+        let earlier = history::earlier(applyset, &artifact.revision);
+        let (index, warnings) = self
+            .ctx
+            .history
+            .index(
+                &self.ctx.git,
+                applyset,
+                earlier,
+                &artifact.revision,
+                loaded,
+                fetched.credentials.clone(),
+                self.intervals.timeout,
+            )
+            .await;
+        for warning in &warnings {
+            tracing::warn!(applyset = %applyset.key(), "{warning}");
+        }
+        History { index, warnings }
+    }
+}
+
+/// Loads every manifest under `dir`; file names in errors and sources are relative to the
+/// repository root. Beyond kubectl: size caps, and patch directives written in a manifest are
+/// refused here, before anything is applied (the check needs nothing from the cluster).
+fn load_manifests(
+    dir: &Path,
+    checkout: &Path,
+    limits: manifest::Limits,
+    substitute: Option<Arc<manifest::postbuild::Variables>>,
+) -> Result<Vec<LoadedObject>, Failure> {
+    // The fetch resolved `dir` inside the checkout; "" is the repository root itself.
+    let within = dir.strip_prefix(checkout).unwrap_or(dir);
+    let options = manifest::LoadOptions {
+        limits,
+        reject_patch_directives: true,
+        base_dir: Some(checkout.into()),
+        substitute,
+        kubectl_validation: false,
+    };
+    manifest::load_with(&[within.to_path_buf()], true, std::io::empty(), &options).map_err(|error| {
+        let count = error.errors.len();
+        let lines: Vec<String> = error.errors.iter().take(10).map(ToString::to_string).collect();
+        // Post-build substitution is part of the build (as in Flux): BuildFailed.
+        let substitution = error.errors.iter().any(|e| e.kind == manifest::ErrorKind::Substitution);
+        Failure::new(
+            if substitution { Stage::Build } else { Stage::Load },
+            format!("{count} error(s) loading the manifests; nothing was applied or pruned:\n{}", lines.join("\n")),
+        )
+    })
+}

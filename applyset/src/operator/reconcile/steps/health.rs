@@ -1,0 +1,39 @@
+//! health: what the ApplySet waits for, judged once from the watch cache (see
+//! [`crate::operator::waiting`]); nothing when it does not wait.
+
+use super::super::Reconciliation;
+use crate::apply::ApplyReport;
+use crate::cluster::Cluster;
+use crate::operator::outcome::Done;
+use crate::operator::status::{Failure, Stage};
+use crate::operator::waiting;
+
+impl Reconciliation<'_> {
+    /// health: what the ApplySet waits for, judged once (see [`crate::operator::waiting`]); nothing when it
+    /// does not wait.
+    pub(in crate::operator::reconcile) async fn health(
+        &mut self,
+        cluster: &Cluster,
+        set_id: &str,
+        report: &ApplyReport,
+        done: &mut Done,
+    ) -> Result<(), Failure> {
+        let (applyset, ctx, intervals) = (self.applyset, self.ctx, self.intervals);
+        if !waiting::waits(applyset) {
+            return Ok(());
+        }
+        let timeout = match applyset.spec.health_timeout.as_deref() {
+            Some(text) => crate::operator::duration::parse(text)
+                .map_err(|e| Failure::new(Stage::InvalidSpec, format!("spec.healthTimeout {text:?}: {e}")))?,
+            None => intervals.timeout,
+        };
+        let token = format!("{}-{}", done.revision, done.applied_digest);
+        let (verdict, judged) =
+            waiting::health(applyset, ctx, cluster, set_id, &report.visited, &token, timeout).await?;
+        if let Some(inventory) = &mut self.status.inventory {
+            waiting::record(&mut inventory.objects, &judged);
+        }
+        done.health = Some(verdict);
+        Ok(())
+    }
+}

@@ -1,0 +1,11 @@
+//! The steps of a run, each a method on [`super::Reconciliation`], in the order
+//! [`super::Reconciliation::run`] calls them: [`source`] (dependencies, fetch), [`build`]
+//! (cluster, variables, load, size check, history), [`apply`], [`record`], [`prune`] and
+//! [`health`].
+
+pub(super) mod apply;
+pub(super) mod build;
+pub(super) mod health;
+pub(super) mod prune;
+pub(super) mod record;
+pub(super) mod source;

@@ -1,0 +1,89 @@
+//! prune: only after every object applied, through the controller's guards (see
+//! [`crate::operator::prune`]); then the parent records this run's kinds only.
+
+use super::super::Reconciliation;
+use crate::apply::ApplyReport;
+use crate::applyset::Run;
+use crate::cluster::Cluster;
+use crate::operator::api::{APPROVE_PRUNE, InventoryObject};
+use crate::operator::inventory;
+use crate::operator::outcome::Done;
+use crate::operator::prune;
+use crate::operator::status::{Failure, Stage};
+
+impl Reconciliation<'_> {
+    /// prune: only after every object applied, through the controller's guards; then the parent
+    /// records this run's kinds only.
+    pub(in crate::operator::reconcile) async fn prune(
+        &mut self,
+        cluster: &Cluster,
+        run: &mut Run<'_>,
+        report: &ApplyReport,
+        done: &mut Done,
+    ) -> Result<(), Failure> {
+        let (applyset, ctx, previous, intervals) = (self.applyset, self.ctx, self.previous, self.intervals);
+        let status = &mut self.status;
+        let members = status.inventory.as_ref().and_then(|i| i.members.clone());
+        let namespace = applyset.namespace_or_default();
+        let approval = applyset.metadata.annotations.as_ref().and_then(|a| a.get(APPROVE_PRUNE)).map(String::as_str);
+        let scope = prune::Scope {
+            members: members.as_deref().unwrap_or_default(),
+            had_record: previous.inventory.as_ref().is_some_and(|i| i.members.is_some()),
+            own_namespace: &namespace,
+            prune_non_empty_namespaces: applyset.spec.prune_non_empty_namespaces,
+            guard: applyset.spec.prune_guard.as_ref().map(|limits| prune::GuardCheck {
+                limits,
+                approval,
+                revision: &done.revision,
+            }),
+            deadline: std::time::Instant::now() + intervals.timeout,
+        };
+        // The cluster's discovery as it is now: this run may have added kinds (new CRDs).
+        let index = ctx.api_index(cluster, false).await.map_err(|e| Failure::new(Stage::Prune, e))?;
+        let pruned = prune::prune(run, &index, &report.visited, scope, &applyset.delete_options()).await;
+        ctx.metrics.pruned(pruned.deleted.len() as u64);
+        if let Some(inventory) = &mut status.inventory {
+            inventory.members = Some(pruned.members.clone());
+        }
+        status.prune_skipped = pruned.skipped.clone();
+        for warning in &pruned.warnings {
+            tracing::warn!(applyset = %applyset.key(), "{warning}");
+        }
+        done.pruned = pruned.deleted.clone();
+        // Orphaned objects were kept on purpose: an `Orphaned` Event, not a warning.
+        let unexpected = pruned.skipped.iter().filter(|e| e.state != inventory::skipped::ORPHANED);
+        done.prune_skipped = unexpected.map(describe_skipped).chain(pruned.warnings.iter().cloned()).collect();
+        // Newly orphaned only: a steady run publishes nothing.
+        let orphaned = pruned.skipped.iter().filter(|e| e.state == inventory::skipped::ORPHANED);
+        done.orphaned = orphaned
+            .filter(|e| !previous.prune_skipped.contains(e))
+            .map(|e| {
+                let place = e.namespace.as_ref().map(|ns| format!(" in {ns}")).unwrap_or_default();
+                format!("{} {}{place}", e.kind, e.name)
+            })
+            .collect();
+        if let Some(message) = pruned.guarded {
+            return Err(Failure::new(Stage::PruneGuarded, message));
+        }
+        if let Some(error) = pruned.error {
+            return Err(Failure::new(Stage::Prune, error));
+        }
+        if !pruned.terminating.is_empty() {
+            return Err(Failure::new(
+                Stage::Prune,
+                format!(
+                    "{} object(s) removed from the source are still being deleted, held by finalizers (not deleted again): {}",
+                    pruned.terminating.len(),
+                    pruned.terminating.join(", ")
+                ),
+            ));
+        }
+        run.finish().await.map_err(|e| Failure::new(Stage::Apply, e.to_string()))
+    }
+}
+
+/// `configmap/x in ns: NotInInventory (…)`.
+pub(in crate::operator::reconcile) fn describe_skipped(entry: &InventoryObject) -> String {
+    let place = entry.namespace.as_ref().map(|ns| format!(" in {ns}")).unwrap_or_default();
+    format!("{} {}{place}: {} ({})", entry.kind, entry.name, entry.state, entry.message.as_deref().unwrap_or_default())
+}

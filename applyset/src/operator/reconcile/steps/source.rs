@@ -1,0 +1,108 @@
+//! dependencies and fetch: nothing is fetched until every dependency is Ready; the revision
+//! comes from git with the source's credentials (kept to read earlier revisions).
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use k8s_openapi::api::core::v1::Secret;
+use kube::Api;
+
+use super::super::Reconciliation;
+use super::super::redact_owner;
+use crate::operator::dependencies;
+use crate::operator::status::{Failure, Stage};
+use crate::redact;
+use crate::source::{Artifact, CacheKey, Credentials, ErrorCategory, GitUrl, Transport};
+
+/// What fetch brought: the revision's checkout, and the credentials that read it.
+pub(in crate::operator::reconcile) struct Fetched {
+    pub(in crate::operator::reconcile) artifact: Artifact,
+    pub(in crate::operator::reconcile) credentials: Option<Credentials>,
+}
+
+impl Reconciliation<'_> {
+    /// With `--no-cross-namespace-refs`, no reference into another namespace; then every
+    /// `spec.dependsOn` ApplySet Ready (the controller's view of them, once listed).
+    pub(in crate::operator::reconcile) async fn dependencies(&self) -> Result<(), Failure> {
+        if self.ctx.settings.no_cross_namespace_refs {
+            dependencies::cross_namespace(self.applyset)?;
+        }
+        if !self.applyset.spec.depends_on.is_empty() {
+            dependencies::check(self.applyset, &self.ctx.applysets().await)?;
+        }
+        Ok(())
+    }
+
+    /// The source's credentials, then the revision from git; the attempted revision goes into
+    /// the status and the run's span.
+    pub(in crate::operator::reconcile) async fn fetch(&mut self) -> Result<Fetched, Failure> {
+        let (applyset, ctx) = (self.applyset, self.ctx);
+        let credentials = self.credentials().await?;
+        // The source's secrets (URL user info, the auth Secret's values) are redacted from
+        // everything published from here on.
+        let mut source_secrets = redact::Secrets::new();
+        let values = crate::source::url_secrets(&applyset.spec.source.url).into_iter();
+        for value in values.chain(credentials.iter().flat_map(Credentials::secret_values)) {
+            source_secrets.add(&value);
+        }
+        redact::register(&redact_owner(applyset, "source"), source_secrets);
+        if !ctx.settings.allow_local_sources
+            && GitUrl::parse(&applyset.spec.source.url).is_ok_and(|url| url.transport() == Transport::Local)
+        {
+            return Err(Failure::new(
+                Stage::InvalidSpec,
+                "spec.source.url: local repositories (file:// or a path) are disabled on this controller (--allow-local-sources)",
+            ));
+        }
+        let namespace = applyset.namespace_or_default();
+        let fetch_started = Instant::now();
+        let artifact = ctx
+            .git
+            .sync_since(
+                &CacheKey::new(&namespace, applyset.name()),
+                &applyset.spec.source,
+                credentials.clone(),
+                self.intervals.timeout,
+                self.previous.last_applied_revision.as_deref(),
+            )
+            .await;
+        match artifact {
+            Ok(artifact) => {
+                ctx.metrics.git_fetch(fetch_started.elapsed(), None);
+                self.status.last_attempted_revision = Some(artifact.revision.clone());
+                tracing::Span::current().record("revision", artifact.revision.as_str());
+                Ok(Fetched { artifact, credentials })
+            }
+            Err(error) => {
+                let category = error.category();
+                ctx.metrics.git_fetch(fetch_started.elapsed(), Some(category.as_str()));
+                let stage = if category == ErrorCategory::InvalidSpec { Stage::InvalidSpec } else { Stage::Fetch };
+                Err(Failure::new(stage, error.to_string()))
+            }
+        }
+    }
+
+    /// Reads the source `auth` Secret (same namespace) into credentials; never logs its data.
+    async fn credentials(&self) -> Result<Option<Credentials>, Failure> {
+        let Some(secret_ref) = &self.applyset.spec.source.secret_ref else { return Ok(None) };
+        let namespace = self.applyset.namespace_or_default();
+        let secrets: Api<Secret> = Api::namespaced(self.ctx.client.clone(), &namespace);
+        let secret = secrets.get_opt(&secret_ref.name).await.map_err(|e| {
+            Failure::new(
+                Stage::Fetch,
+                format!("reading Secret {namespace}/{}: {}", secret_ref.name, crate::applyset::error_text(&e)),
+            )
+        })?;
+        let Some(secret) = secret else {
+            return Err(Failure::new(
+                Stage::Fetch,
+                format!("Secret {namespace}/{} (spec.source.secretRef) not found", secret_ref.name),
+            ));
+        };
+        let data: BTreeMap<String, Vec<u8>> =
+            secret.data.unwrap_or_default().into_iter().map(|(k, v)| (k, v.0)).collect();
+        Credentials::from_secret_data(&data)
+            .map(Some)
+            .map_err(|e| Failure::new(Stage::Fetch, format!("Secret {namespace}/{}: {e}", secret_ref.name)))
+    }
+}

@@ -66,9 +66,11 @@ pub struct ControllerClusterArgs {
     /// The kubeconfig context to use.
     #[arg(long, value_name = "NAME")]
     pub context: Option<String>,
-    /// Requests per second to the apiserver per apply identity (0 = unlimited).
+    /// Requests per second to the apiserver for the whole controller (0 = unlimited): one
+    /// budget shared by its own requests and every identity it applies as.
     #[arg(long, env = "APPLYSET_QPS", default_value_t = crate::cluster::DEFAULT_QPS)]
     pub qps: f64,
+    /// Requests allowed in a burst above --qps (the same shared budget).
     #[arg(long, env = "APPLYSET_BURST", default_value_t = crate::cluster::DEFAULT_BURST)]
     pub burst: u32,
 }

@@ -98,69 +98,28 @@ impl Cluster {
         let aggregated =
             |v: &serde_json::Value| v.get("kind").and_then(|k| k.as_str()) == Some("APIGroupDiscoveryList");
         if aggregated(&core) && aggregated(&groups) {
-            let mut map = DiscoveryMap::default();
-            for list in [&core, &groups] {
-                add_aggregated(&mut map, list);
-            }
-            map.index = Arc::new(ApiIndex::from_aggregated(&[&core, &groups]));
-            return Ok(map);
+            return Ok(DiscoveryMap::of(ApiIndex::from_aggregated(&[&core, &groups])));
         }
         self.walk_discovery().await
     }
 
     /// Discovery of servers without the aggregated endpoint: one request per group-version.
     async fn walk_discovery(&self) -> Result<DiscoveryMap> {
-        let mut map = DiscoveryMap {
-            index: Arc::new(ApiIndex::load(&self.client).await.map_err(Error::Other)?),
-            ..DiscoveryMap::default()
-        };
-        let discovery = kube::Discovery::new(self.client.clone())
-            .run()
-            .await
-            .map_err(|e| Error::Other(format!("discovery failed: {e}")))?;
-        for group in discovery.groups() {
-            for version in group.versions() {
-                for (resource, capabilities) in group.versioned_resources(version) {
-                    let key = (resource.group.clone(), resource.version.clone(), resource.kind.clone());
-                    let namespaced = capabilities.scope == kube::discovery::Scope::Namespaced;
-                    map.kinds.entry(key).or_insert(Mapping { resource, namespaced });
-                }
-            }
-        }
-        Ok(map)
+        Ok(DiscoveryMap::of(ApiIndex::load(&self.client).await.map_err(Error::Other)?))
     }
 }
 
-/// Adds the kinds of one `APIGroupDiscoveryList`; the first mapping of a kind wins, as the
-/// apiserver lists preferred versions first.
-fn add_aggregated(map: &mut DiscoveryMap, list: &serde_json::Value) {
-    let text = |v: Option<&serde_json::Value>| v.and_then(|v| v.as_str()).unwrap_or("").to_owned();
-    for group in list.get("items").and_then(|i| i.as_array()).into_iter().flatten() {
-        let group_name = text(group.get("metadata").and_then(|m| m.get("name")));
-        for version in group.get("versions").and_then(|v| v.as_array()).into_iter().flatten() {
-            let version_name = text(version.get("version"));
-            for resource in version.get("resources").and_then(|r| r.as_array()).into_iter().flatten() {
-                let plural = text(resource.get("resource"));
-                let kind = text(resource.get("responseKind").and_then(|k| k.get("kind")));
-                if plural.is_empty() || kind.is_empty() {
-                    continue;
-                }
-                let api_version =
-                    if group_name.is_empty() { version_name.clone() } else { format!("{group_name}/{version_name}") };
-                let namespaced = text(resource.get("scope")) == "Namespaced";
-                let key = (group_name.clone(), version_name.clone(), kind.clone());
-                map.kinds.entry(key).or_insert(Mapping {
-                    resource: ApiResource {
-                        group: group_name.clone(),
-                        version: version_name.clone(),
-                        api_version,
-                        kind,
-                        plural,
-                    },
-                    namespaced,
-                });
-            }
+impl DiscoveryMap {
+    /// The apply path's kind → resource map, from the one parsed index: the first entry of a
+    /// kind wins, as the apiserver lists preferred versions first.
+    fn of(index: ApiIndex) -> DiscoveryMap {
+        let mut kinds = HashMap::new();
+        for entry in index.entries().iter().filter(|e| !e.api_resource.kind.is_empty()) {
+            let resource = &entry.api_resource;
+            let key = (resource.group.clone(), resource.version.clone(), resource.kind.clone());
+            kinds.entry(key).or_insert_with(|| Mapping { resource: resource.clone(), namespaced: entry.namespaced });
         }
+        DiscoveryMap { kinds, index: Arc::new(index) }
     }
 }
 
@@ -176,8 +135,7 @@ mod tests {
                 {"resource": "deployments/scale", "responseKind": {}, "scope": "Namespaced"}
             ]}]}
         ]});
-        let mut map = DiscoveryMap::default();
-        add_aggregated(&mut map, &list);
+        let map = DiscoveryMap::of(ApiIndex::from_aggregated(&[&list]));
         let key = ("apps".to_owned(), "v1".to_owned(), "Deployment".to_owned());
         let mapping = &map.kinds[&key];
         assert_eq!((mapping.resource.plural.as_str(), mapping.namespaced), ("deployments", true));

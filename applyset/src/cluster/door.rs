@@ -99,10 +99,24 @@ pub async fn collecting_warnings<F: std::future::Future>(future: F) -> (F::Outpu
         .await
 }
 
-/// Outside [`collecting_warnings`] a warning goes straight to stderr, as kubectl prints it.
+/// Where warnings outside [`collecting_warnings`] go: stderr (the CLI, as kubectl prints
+/// them) until [`warnings_to_log`] is called.
+static WARNINGS_TO_LOG: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// From now on, server warnings outside [`collecting_warnings`] go to the log (the controller:
+/// its log lines are structured and redacted; plain stderr would bypass both).
+pub fn warnings_to_log() {
+    WARNINGS_TO_LOG.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Outside [`collecting_warnings`] a warning goes to stderr, as kubectl prints it, or to the log.
 fn record_warning(line: String) {
     if WARNINGS.try_with(|w| w.borrow_mut().push(line.clone())).is_err() {
-        eprintln!("{line}");
+        if WARNINGS_TO_LOG.load(std::sync::atomic::Ordering::Relaxed) {
+            tracing::warn!(target: "applyset::apiserver", "{line}");
+        } else {
+            eprintln!("{line}");
+        }
     }
 }
 

@@ -140,6 +140,11 @@ impl ApiIndex {
         Self { entries }
     }
 
+    /// Every resource, in discovery's order.
+    pub fn entries(&self) -> &[ApiEntry] {
+        &self.entries
+    }
+
     /// An index from plain entries (tests).
     pub fn from_entries(entries: Vec<ApiEntry>) -> Self {
         Self { entries }

@@ -33,7 +33,7 @@ use tokio::sync::RwLock;
 use discovery::DiscoveryMap;
 pub use discovery::Mapping;
 use door::Door;
-pub use door::{RateLimiter, collecting_warnings};
+pub use door::{RateLimiter, collecting_warnings, warnings_to_log};
 pub use error::{ApiStatus, Error, ErrorCategory, Result, is_unreachable};
 use openapi::OpenApiCache;
 pub use request::{PatchType, WriteParams, object_path};
@@ -69,6 +69,17 @@ pub struct Cluster {
     openapi: OpenApiCache,
 }
 
+/// A client for `config` whose requests pass `limiter` and whose server warnings are recorded
+/// as a [`Cluster`]'s are: the controller's own client (ApplySets, status, Events, watches),
+/// on the same rate budget as every apply identity.
+pub fn rate_limited_client(config: kube::Config, limiter: Arc<RateLimiter>) -> Result<kube::Client> {
+    let server = config.cluster_url.to_string();
+    let default_namespace = config.default_namespace.clone();
+    let inner = kube::Client::try_from(config)
+        .map_err(|e| Error::Config(format!("cannot build a client for {server}: {e}")))?;
+    Ok(kube::Client::new(Door { inner, limiter }, default_namespace))
+}
+
 impl std::fmt::Debug for Cluster {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Cluster").field("server", &self.server).finish_non_exhaustive()
@@ -82,14 +93,20 @@ impl Cluster {
         Cluster::from_config(config, options.qps, options.burst)
     }
 
-    /// A cluster for a ready-made config (the controller's, possibly impersonating a
-    /// ServiceAccount, with the ApplySet's namespace as the default).
+    /// A cluster for a ready-made config with a rate limiter of its own.
     pub fn from_config(config: kube::Config, qps: f64, burst: u32) -> Result<Cluster> {
+        Cluster::from_config_sharing(config, Arc::new(RateLimiter::new(qps, burst)))
+    }
+
+    /// A cluster for a ready-made config (the controller's, possibly impersonating a
+    /// ServiceAccount, with the ApplySet's namespace as the default) whose requests take their
+    /// turn at `limiter`, shared with every other identity of the process: one rate budget.
+    pub fn from_config_sharing(config: kube::Config, limiter: Arc<RateLimiter>) -> Result<Cluster> {
         let server = config.cluster_url.to_string().trim_end_matches('/').to_owned();
         let default_namespace = config.default_namespace.clone();
         let client = kube::Client::try_from(config)
             .map_err(|e| Error::Config(format!("cannot build a client for {server}: {e}")))?;
-        Ok(Cluster::from_client(client, server, default_namespace, qps, burst))
+        Ok(Cluster::from_client_sharing(client, server, default_namespace, limiter))
     }
 
     /// The kubeconfig (or in-cluster config) with the apply path's timeouts.
@@ -128,7 +145,16 @@ impl Cluster {
         qps: f64,
         burst: u32,
     ) -> Cluster {
-        let limiter = Arc::new(RateLimiter::new(qps, burst));
+        Cluster::from_client_sharing(client, server, default_namespace, Arc::new(RateLimiter::new(qps, burst)))
+    }
+
+    /// [`Cluster::from_client`] taking its turns at a shared `limiter`.
+    pub fn from_client_sharing(
+        client: kube::Client,
+        server: String,
+        default_namespace: String,
+        limiter: Arc<RateLimiter>,
+    ) -> Cluster {
         let door = Door { inner: client, limiter: limiter.clone() };
         let client = kube::Client::new(door, default_namespace.clone());
         Cluster {
@@ -142,6 +168,8 @@ impl Cluster {
     }
 
     /// The rate-limited client, for `kube::Api` callers (prune, the ApplySet parent).
+    ///
+    /// (For a client without a [`Cluster`]'s caches, see [`rate_limited_client`].)
     pub fn client(&self) -> &kube::Client {
         &self.client
     }

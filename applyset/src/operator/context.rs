@@ -16,14 +16,12 @@ use super::lock;
 use super::metrics::Metrics;
 use crate::apply::last_applied::HashedSecrets;
 use crate::applyset::ApiIndex;
-use crate::cluster::Cluster;
+use crate::cluster::{Cluster, RateLimiter};
 use crate::source::GitSource;
 
 /// Settings from the command line that shape every reconcile.
 #[derive(Debug, Clone)]
 pub struct Settings {
-    pub qps: f64,
-    pub burst: u32,
     /// Objects in flight per apply.
     pub apply_concurrency: usize,
     /// Impersonated for ApplySets without `spec.serviceAccountName` (multi-tenant lockdown).
@@ -50,17 +48,35 @@ pub struct Settings {
 /// follow CRD changes made by others.
 const CLUSTER_TTL: Duration = Duration::from_secs(600);
 
+/// Where the apply clusters come from.
+pub enum ClusterSource {
+    /// Built from the controller's config, one per identity (impersonating ServiceAccounts),
+    /// every one taking its turn at the process's one rate limiter.
+    Config {
+        config: Box<kube::Config>,
+        limiter: Arc<RateLimiter>,
+        built: Mutex<HashMap<ClusterKey, (Instant, Arc<Cluster>)>>,
+    },
+    /// One cluster for every identity (unit tests on a mocked apiserver).
+    Fixed(Arc<Cluster>),
+}
+
+impl ClusterSource {
+    pub fn from_config(config: kube::Config, limiter: Arc<RateLimiter>) -> ClusterSource {
+        ClusterSource::Config { config: Box::new(config), limiter, built: Mutex::new(HashMap::new()) }
+    }
+}
+
 pub struct Context {
     /// The controller's own identity: ApplySets, their status, Secrets, Events.
     pub client: kube::Client,
-    config: kube::Config,
+    clusters: ClusterSource,
     pub git: GitSource,
     pub metrics: Arc<Metrics>,
     pub settings: Settings,
     /// Earlier revisions' manifests per ApplySet, for stale fields.
     pub history: super::history::HistoryCache,
     events: EventPublisher,
-    clusters: Mutex<HashMap<ClusterKey, (Instant, Arc<Cluster>)>>,
     /// Consecutive failures per ApplySet (`namespace/name`), for the retry backoff.
     failures: Mutex<HashMap<String, u32>>,
     /// The last run per ApplySet, so that watch events for our own status writes do not
@@ -92,7 +108,7 @@ struct LastRun {
 /// Who applies: the controller itself (`None`) or an impersonated user. One cluster (and one
 /// set of discovery and OpenAPI caches) per identity, shared by all its ApplySets.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct ClusterKey {
+pub struct ClusterKey {
     impersonate: Option<String>,
 }
 
@@ -107,7 +123,7 @@ impl ClusterKey {
 impl Context {
     pub fn new(
         client: kube::Client,
-        config: kube::Config,
+        clusters: ClusterSource,
         git: GitSource,
         metrics: Arc<Metrics>,
         settings: Settings,
@@ -117,12 +133,11 @@ impl Context {
         Context {
             events: EventPublisher::new(client.clone(), "applyset-controller", &instance),
             client,
-            config,
+            clusters,
             git,
             metrics,
             settings,
             history: Default::default(),
-            clusters: Mutex::new(HashMap::new()),
             failures: Mutex::new(HashMap::new()),
             runs: Mutex::new(HashMap::new()),
             hashed_secrets: tokio::sync::OnceCell::new(),
@@ -161,20 +176,24 @@ impl Context {
     /// The apply cluster for an ApplySet: with a ServiceAccount (of the ApplySet's namespace)
     /// every request is made as that account.
     pub fn cluster_for(&self, namespace: &str, service_account: Option<&str>) -> crate::cluster::Result<Arc<Cluster>> {
+        let (config, limiter, built) = match &self.clusters {
+            ClusterSource::Fixed(cluster) => return Ok(cluster.clone()),
+            ClusterSource::Config { config, limiter, built } => (config, limiter, built),
+        };
         let key = ClusterKey::new(namespace, service_account);
-        let mut clusters = self.clusters.lock().unwrap_or_else(|p| p.into_inner());
+        let mut clusters = lock(built);
         if let Some((built, cluster)) = clusters.get(&key)
             && built.elapsed() < CLUSTER_TTL
         {
             return Ok(cluster.clone());
         }
-        let mut config = self.config.clone();
+        let mut config = (**config).clone();
         if let Some(user) = &key.impersonate {
             // Groups are left out: the apiserver adds the ServiceAccount's own groups.
             config.auth_info.impersonate = Some(user.clone());
             config.auth_info.impersonate_groups = None;
         }
-        let cluster = Arc::new(Cluster::from_config(config, self.settings.qps, self.settings.burst)?);
+        let cluster = Arc::new(Cluster::from_config_sharing(config, limiter.clone())?);
         clusters.insert(key, (Instant::now(), cluster.clone()));
         Ok(cluster)
     }

@@ -15,17 +15,18 @@ use tokio::sync::watch;
 
 use super::api::ApplySet;
 use super::cache::{self, ManagedCache};
-use super::context::{Context, Settings};
+use super::context::{ClusterSource, Context, Settings};
 use super::http::{self, Health};
 use super::leader::{LeaderElector, LeaseConfig};
 use super::metrics::Metrics;
 use super::{duration, reconcile, webhook};
 use crate::cli::{ControllerArgs, DEFAULT_LEADER_ELECTION_ID, LeaderArgs, LogFormat};
-use crate::cluster::{Cluster, ConnectOptions};
+use crate::cluster::{Cluster, ConnectOptions, RateLimiter};
 use crate::source::GitSource;
 
 pub fn run(args: ControllerArgs) -> ExitCode {
     init_logging(args.logging.log_format);
+    crate::cluster::warnings_to_log();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .thread_stack_size(crate::DOCUMENT_THREAD_STACK)
         .enable_all()
@@ -107,8 +108,10 @@ async fn serve(args: ControllerArgs) -> anyhow::Result<()> {
         burst: args.cluster.burst,
     };
     let config = Cluster::load_config(&connect).await?;
-    // The controller's own requests (watches, status, Events, parents) pass a rate limiter too.
-    let client = Cluster::from_config(config.clone(), args.cluster.qps, args.cluster.burst)?.client().clone();
+    // One rate budget for the process (--qps, --burst): the controller's own requests
+    // (watches, status, Events, parents) and every apply identity's take their turns at it.
+    let limiter = Arc::new(RateLimiter::new(args.cluster.qps, args.cluster.burst));
+    let client = crate::cluster::rate_limited_client(config.clone(), limiter.clone())?;
     let metrics = Arc::new(Metrics::new());
     let health = Health::new();
     let stop = Stop::new();
@@ -152,8 +155,9 @@ async fn serve(args: ControllerArgs) -> anyhow::Result<()> {
     let git = GitSource::new(&args.scope.cache_dir);
     let (cache, changes) = ManagedCache::new(client.clone(), args.scope.watch_namespace.clone(), metrics.clone());
     let settings = settings(&args)?;
+    let clusters = ClusterSource::from_config(config, limiter);
     let context =
-        Arc::new(Context::new(client.clone(), config, git, metrics.clone(), settings, identity, cache.clone()));
+        Arc::new(Context::new(client.clone(), clusters, git, metrics.clone(), settings, identity, cache.clone()));
     let controller = Controller::new(applysets, watch).with_config(
         ControllerConfig::default().concurrency(args.scope.concurrent_reconciles).debounce(Duration::from_millis(500)),
     );
@@ -256,8 +260,6 @@ async fn lead(elector: Option<&mut LeaderElector>, health: &Health, stop: &Stop)
 
 fn settings(args: &ControllerArgs) -> anyhow::Result<Settings> {
     Ok(Settings {
-        qps: args.cluster.qps,
-        burst: args.cluster.burst,
         apply_concurrency: args.scope.apply_concurrency as usize,
         default_service_account: args.scope.default_service_account.clone(),
         allow_local_sources: args.scope.allow_local_sources,

@@ -9,6 +9,7 @@ pub mod digest;
 pub mod document;
 pub mod fields;
 pub mod health;
+pub mod keys;
 pub mod manifest;
 pub mod operator;
 pub mod printers;

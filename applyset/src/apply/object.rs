@@ -4,11 +4,7 @@
 
 use applyset_merge::{Map, Value};
 
-/// The annotation holding the last applied configuration.
-pub const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
-
-/// The ApplySet membership label.
-pub const PART_OF_LABEL: &str = "applyset.kubernetes.io/part-of";
+pub use crate::keys::{LAST_APPLIED_ANNOTATION as LAST_APPLIED, PART_OF_LABEL};
 
 /// The apiserver's limit on the total size of an object's annotations (keys + values, bytes).
 pub const ANNOTATIONS_SIZE_LIMIT: usize = 262_144;

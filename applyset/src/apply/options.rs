@@ -106,8 +106,7 @@ pub enum Ownership {
     RefuseOtherSets,
 }
 
-/// In a manifest: this object may be taken from another ApplySet (a deliberate move).
-pub const TAKE_OWNERSHIP_ANNOTATION: &str = "applyset.dev/take-ownership";
+pub use crate::keys::TAKE_OWNERSHIP_ANNOTATION;
 
 /// Called with (manifest, live object, computed patch) for every object that exists; may
 /// remove parts of the patch. An emptied patch sends nothing.

@@ -7,84 +7,18 @@ use sha2::{Digest, Sha256};
 
 use crate::cluster::mapper::GroupKind;
 
-/// Parent label carrying the set's ID.
-pub const PARENT_ID_LABEL: &str = "applyset.kubernetes.io/id";
-/// Member label carrying the set's ID.
-pub const PART_OF_LABEL: &str = "applyset.kubernetes.io/part-of";
-/// Parent annotation naming the managing tool (`<tool>/<version>`).
-pub const TOOLING_ANNOTATION: &str = "applyset.kubernetes.io/tooling";
-/// Parent annotation listing the members' group-kinds.
-pub const GROUP_KINDS_ANNOTATION: &str = "applyset.kubernetes.io/contains-group-kinds";
-/// Legacy parent annotation listing group-resources (read only when group-kinds is absent).
-pub const DEPRECATED_GROUP_RESOURCES_ANNOTATION: &str = "applyset.kubernetes.io/contains-group-resources";
-/// Parent annotation listing member namespaces other than the parent's.
-pub const ADDITIONAL_NAMESPACES_ANNOTATION: &str = "applyset.kubernetes.io/additional-namespaces";
-/// CRD label making the CRD's custom resources valid ApplySet parents.
-pub const PARENT_CRD_LABEL: &str = "applyset.kubernetes.io/is-parent-type";
+pub use crate::keys::{
+    ADDITIONAL_NAMESPACES_ANNOTATION, DEPRECATED_GROUP_RESOURCES_ANNOTATION, GROUP_KINDS_ANNOTATION,
+    LAST_APPLIED_ANNOTATION, PARENT_CRD_LABEL, PARENT_ID_LABEL, PART_OF_LABEL, PRUNE_OPT_OUT, PruneMark,
+    TOOLING_ANNOTATION,
+};
+
 /// Field manager of the parent's server-side apply (kubectl's, see the module docs).
 pub const FIELD_MANAGER: &str = "kubectl-applyset";
 /// The controller's tool name in the tooling annotation.
 pub const TOOL_NAME: &str = "applyset";
 /// The tooling annotation kubectl 1.33 writes (its build's version).
 pub const KUBECTL_TOOLING: &str = "kubectl/v1.33.1";
-/// The last-applied annotation (legacy prune keys on it).
-pub const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
-/// On an object in git, `disabled`: the controller keeps it (orphaned) when it leaves git.
-pub const PRUNE_OPT_OUT: &str = "applyset.dev/prune";
-
-/// The do-not-prune marks the controller honours: its own, and those of the tools teams
-/// migrate from (Helm's keep policy, Flux's and Argo CD's prune opt-outs), so that a manifest
-/// carrying one keeps its meaning here.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PruneMark {
-    /// `applyset.dev/prune: disabled`.
-    Applyset,
-    /// `helm.sh/resource-policy: keep`.
-    Helm,
-    /// `kustomize.toolkit.fluxcd.io/prune: disabled`.
-    Flux,
-    /// `argocd.argoproj.io/sync-options` holding `Prune=false`.
-    ArgoCd,
-}
-
-impl PruneMark {
-    pub const ALL: [PruneMark; 4] = [PruneMark::Applyset, PruneMark::Helm, PruneMark::Flux, PruneMark::ArgoCd];
-
-    /// The annotation key.
-    pub fn key(self) -> &'static str {
-        match self {
-            PruneMark::Applyset => PRUNE_OPT_OUT,
-            PruneMark::Helm => "helm.sh/resource-policy",
-            PruneMark::Flux => "kustomize.toolkit.fluxcd.io/prune",
-            PruneMark::ArgoCd => "argocd.argoproj.io/sync-options",
-        }
-    }
-
-    /// The mark as written in a manifest: `helm.sh/resource-policy: keep`.
-    pub fn text(self) -> &'static str {
-        match self {
-            PruneMark::Applyset => "applyset.dev/prune: disabled",
-            PruneMark::Helm => "helm.sh/resource-policy: keep",
-            PruneMark::Flux => "kustomize.toolkit.fluxcd.io/prune: disabled",
-            PruneMark::ArgoCd => "argocd.argoproj.io/sync-options: Prune=false",
-        }
-    }
-
-    /// Whether the annotation's value is this mark (Argo CD's is a comma-separated list of
-    /// options, `Prune=false,ServerSideApply=true`).
-    fn holds(self, value: &str) -> bool {
-        match self {
-            PruneMark::Applyset | PruneMark::Flux => value == "disabled",
-            PruneMark::Helm => value == "keep",
-            PruneMark::ArgoCd => value.split(',').any(|option| option.trim() == "Prune=false"),
-        }
-    }
-
-    /// The first mark among an object's annotations, looked up by key.
-    pub fn find<'a>(annotation: impl Fn(&str) -> Option<&'a str>) -> Option<PruneMark> {
-        PruneMark::ALL.into_iter().find(|mark| annotation(mark.key()).is_some_and(|value| mark.holds(value)))
-    }
-}
 
 /// The tooling annotation value the controller writes: `applyset/v<version>`.
 pub fn tooling() -> String {

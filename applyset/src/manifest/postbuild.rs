@@ -14,7 +14,7 @@ use applyset_merge::Value;
 use super::stream::parse_stream_limited;
 
 /// The opt-out, Flux's own key.
-pub const OPT_OUT: &str = "kustomize.toolkit.fluxcd.io/substitute";
+pub use crate::keys::SUBSTITUTE_OPT_OUT as OPT_OUT;
 
 /// The variables: name → value.
 pub type Variables = BTreeMap<String, String>;

@@ -18,14 +18,8 @@ pub use health::{DependencyReference, HealthCheckExpression, HealthCheckReferenc
 pub const GROUP: &str = "applyset.dev";
 pub const KIND: &str = "ApplySet";
 pub const PLURAL: &str = "applysets";
-/// Set to any new value (Flux uses a timestamp) to ask for a reconcile now.
-pub const RECONCILE_REQUESTED_AT: &str = "applyset.dev/reconcile-requested-at";
-/// On an ApplySet: lets one revision (`main@sha1:…`, the commit, or a prefix of 7 or more of
-/// its hex digits) prune past `spec.pruneGuard`.
-pub const APPROVE_PRUNE: &str = "applyset.dev/approve-prune";
+pub use crate::keys::{APPROVE_PRUNE, FINALIZER, RECONCILE_REQUESTED_AT};
 pub use crate::applyset::PRUNE_OPT_OUT;
-/// Deleting an ApplySet waits for its objects to be pruned (or orphaned).
-pub const FINALIZER: &str = "applyset.dev/finalizer";
 
 /// Go duration syntax, as Flux and Argo CD users write intervals (`30s`, `5m`, `1h30m`).
 pub const DURATION_PATTERN: &str = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$";

@@ -6,6 +6,7 @@ pub mod cli;
 pub mod cluster;
 pub mod commands;
 pub mod digest;
+pub mod duration;
 pub mod document;
 pub mod fields;
 pub mod health;

@@ -25,7 +25,6 @@ pub mod object;
 mod one;
 mod options;
 mod plan;
-pub mod prune;
 mod report;
 pub mod selector;
 

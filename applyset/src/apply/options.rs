@@ -7,25 +7,7 @@ use applyset_merge::Value;
 
 use crate::cluster::WriteParams;
 
-/// `--dry-run`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum DryRun {
-    #[default]
-    None,
-    Client,
-    Server,
-}
-
-impl DryRun {
-    /// The suffix kubectl appends to each output line.
-    pub fn suffix(self) -> &'static str {
-        match self {
-            DryRun::None => "",
-            DryRun::Client => " (dry run)",
-            DryRun::Server => " (server dry run)",
-        }
-    }
-}
+pub use crate::cluster::DryRun;
 
 /// How a run applies.
 #[derive(Debug, Clone)]

@@ -89,14 +89,4 @@ impl Error {
     }
 }
 
-/// The text kubectl shows for a client error: an API status's message, else the error.
-pub fn error_text(error: &kube::Error) -> String {
-    match error {
-        kube::Error::Api(status) if !status.message.is_empty() => status.message.clone(),
-        other => other.to_string(),
-    }
-}
-
-pub(crate) fn is_status(error: &kube::Error, code: u16) -> bool {
-    matches!(error, kube::Error::Api(status) if status.code == code)
-}
+pub use crate::cluster::list::{error_text, is_status};

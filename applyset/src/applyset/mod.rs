@@ -49,6 +49,7 @@
 pub mod codec;
 pub mod error;
 
+pub mod legacy;
 pub mod parent;
 pub mod prune;
 pub mod reference;

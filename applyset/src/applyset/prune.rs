@@ -7,20 +7,17 @@ use std::collections::{HashMap, HashSet};
 use applyset_merge::Value;
 use futures::StreamExt;
 use kube::Client;
-use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Preconditions, PropagationPolicy};
+use kube::api::{DeleteParams, Preconditions, PropagationPolicy};
 use kube::core::ApiResource;
 
-use super::codec::{LAST_APPLIED_ANNOTATION, PruneMark};
-use super::error::{Error, is_status};
+use super::error::Error;
 use super::parent::{Parent, RecordedKind};
 use crate::apply::{DryRun, Visited};
 use crate::cluster::cache::ObjectCache;
+use crate::cluster::list::is_status;
+pub(crate) use crate::cluster::list::{LIST_CONCURRENCY, dynamic_api, fetch_object, list_all};
+pub use crate::cluster::list::{LIST_PAGE_SIZE, Listed};
 use crate::cluster::mapper::{GroupKind, gvk_string, printed_name};
-
-/// How many LIST requests run at once.
-pub(crate) const LIST_CONCURRENCY: usize = 4;
-/// Page size of LIST requests.
-pub const LIST_PAGE_SIZE: u32 = 500;
 
 /// The result of a prune, in kubectl's order: the objects a DELETE was sent for (or, for a
 /// client dry run, would have been), the errors (the run fails if there is any; kubectl stops at
@@ -178,25 +175,6 @@ pub async fn delete_candidates(
     done
 }
 
-/// An object a LIST returned, reduced to what pruning needs.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Listed {
-    pub name: String,
-    pub namespace: Option<String>,
-    pub uid: String,
-    pub has_last_applied: bool,
-    /// `metadata.deletionTimestamp` is set: it is being deleted (held by `finalizers`).
-    pub deleting: bool,
-    pub finalizers: Vec<String>,
-    /// Carries a do-not-prune mark (the controller keeps such objects when they leave git;
-    /// kubectl's prune does not look).
-    pub prune_mark: Option<PruneMark>,
-    /// Known from a watch cache at this resourceVersion: the DELETE requires it (and the uid),
-    /// so that an object changed since the cache saw it (relabelled, replaced) is not deleted
-    /// on a stale view. `None` from a LIST, deleted as kubectl deletes.
-    pub cached_version: Option<String>,
-}
-
 /// How pruned objects are deleted (kubectl's `--cascade`, `--grace-period`, `--dry-run`).
 #[derive(Clone, Copy, Debug)]
 pub struct DeleteOptions {
@@ -242,65 +220,6 @@ impl DeleteOptions {
             }),
         }
     }
-}
-
-/// The API of `api_resource` in `namespace` (`None`: cluster-scoped).
-pub(crate) fn dynamic_api(client: &Client, api_resource: &ApiResource, namespace: Option<&str>) -> Api<DynamicObject> {
-    match namespace {
-        Some(ns) => Api::namespaced_with(client.clone(), ns, api_resource),
-        None => Api::all_with(client.clone(), api_resource),
-    }
-}
-
-/// LISTs `api_resource` in `namespace` (all namespaces' worth of nothing: `None` is a
-/// cluster-scoped LIST) with `selector`, following `continue` tokens.
-pub(crate) async fn list_all(
-    client: &Client,
-    api_resource: &ApiResource,
-    namespace: Option<&str>,
-    selector: &str,
-) -> Result<Vec<Listed>, kube::Error> {
-    let api = dynamic_api(client, api_resource, namespace);
-    let mut params = ListParams::default().limit(LIST_PAGE_SIZE);
-    if !selector.is_empty() {
-        params = params.labels(selector);
-    }
-    let mut listed = Vec::new();
-    loop {
-        let page = api.list_metadata(&params).await?;
-        for item in page.items {
-            let meta = item.metadata;
-            listed.push(Listed {
-                name: meta.name.unwrap_or_default(),
-                namespace: meta.namespace,
-                uid: meta.uid.unwrap_or_default(),
-                has_last_applied: meta.annotations.as_ref().is_some_and(|a| a.contains_key(LAST_APPLIED_ANNOTATION)),
-                deleting: meta.deletion_timestamp.is_some(),
-                finalizers: meta.finalizers.unwrap_or_default(),
-                prune_mark: PruneMark::find(|key| meta.annotations.as_ref()?.get(key).map(String::as_str)),
-                cached_version: None,
-            });
-        }
-        match page.metadata.continue_.filter(|token| !token.is_empty()) {
-            Some(token) => params = params.continue_token(&token),
-            None => return Ok(listed),
-        }
-    }
-}
-
-/// The object as the apiserver returns it (a GET), or `None` if it could not be read: only
-/// printing needs it, and kubectl ignores errors in printing pruned objects too.
-pub(crate) async fn fetch_object(
-    client: &Client,
-    api_resource: &ApiResource,
-    namespace: Option<&str>,
-    name: &str,
-) -> Option<Value> {
-    use kube::Resource;
-    let url = DynamicObject::url_path(api_resource, namespace);
-    let request = kube::core::Request::new(url).get(name, &kube::api::GetParams::default()).ok()?;
-    let text = client.request_text(request).await.ok()?;
-    Value::from_json_str(&text).ok()
 }
 
 /// DELETEs one object (nothing is sent for client dry-run). `Some(finalizers)` when the object

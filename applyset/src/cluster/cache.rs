@@ -12,7 +12,7 @@ use applyset_merge::Value;
 use kube::core::ApiResource;
 
 use super::Mapping;
-use crate::applyset::Listed;
+use super::list::Listed;
 
 /// A live object as a cache knows it.
 #[derive(Debug, Clone, PartialEq)]

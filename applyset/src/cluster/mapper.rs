@@ -6,7 +6,7 @@ use std::fmt;
 use kube::Client;
 use kube::core::ApiResource;
 
-use crate::applyset::error_text;
+use super::list::error_text;
 
 /// A group and kind; displays as Go's `GroupKind.String()` (`Kind` or `Kind.group`).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -19,6 +19,7 @@ pub mod cache;
 mod discovery;
 mod door;
 mod error;
+pub mod list;
 pub mod mapper;
 mod openapi;
 mod request;
@@ -36,6 +37,7 @@ use door::Door;
 pub use door::{RateLimiter, collecting_warnings, warnings_to_log};
 pub use error::{ApiStatus, Error, ErrorCategory, Result, is_unreachable};
 use openapi::OpenApiCache;
+pub use request::DryRun;
 pub use request::{PatchType, WriteParams, object_path};
 use request::{json_request, parse_body};
 

@@ -121,6 +121,26 @@ pub(super) fn json_request(
     request.body(body).map_err(|e| Error::Other(e.to_string()))
 }
 
+/// `--dry-run`: nothing sent (client), sent with `dryRun=All` (server), or for real.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DryRun {
+    #[default]
+    None,
+    Client,
+    Server,
+}
+
+impl DryRun {
+    /// The suffix kubectl appends to each output line.
+    pub fn suffix(self) -> &'static str {
+        match self {
+            DryRun::None => "",
+            DryRun::Client => " (dry run)",
+            DryRun::Server => " (server dry run)",
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,9 +9,9 @@ use std::process::ExitCode;
 use super::flags::validate_flags;
 pub use super::flags::{parse_cascade, parse_dry_run, parse_validate};
 use super::print::{output_format, print_prune, print_report, print_warnings};
-use crate::apply::prune;
 use crate::apply::selector::Selector;
 use crate::apply::{self, ApplyOptions, ApplyReport, DryRun};
+use crate::applyset::legacy as prune;
 use crate::applyset::{DeleteOptions, FieldValidation, Parent, ParentWrites, Run};
 use crate::cli::{ApplyArgs, ClusterArgs, InputArgs};
 use crate::cluster::{Cluster, ConnectOptions, collecting_warnings};
@@ -118,7 +118,7 @@ fn execute(args: ApplyArgs) -> Result<ExitCode, String> {
     let field_validation = parse_validate(&args.input.validate)?;
     validate_flags(&args, dry_run)?;
     let propagation = parse_cascade(&args.kubectl.cascade)?;
-    let timeout = crate::operator::duration::parse(&args.kubectl.timeout)
+    let timeout = crate::duration::parse(&args.kubectl.timeout)
         .map_err(|e| format!("invalid argument {:?} for \"--timeout\" flag: {e}", args.kubectl.timeout))?;
     let selector = args.input.selector.as_deref().map(Selector::parse).transpose()?;
     let (mut objects, load_failures) = match &args.input.kustomize {

@@ -19,8 +19,8 @@ use kube::runtime::watcher;
 
 use crate::apply::Visited;
 use crate::cluster::{Cluster, Mapping};
+use crate::health::targets::{Judged, Target, pod_reasons};
 use crate::health::{self, Health, Status};
-use crate::operator::waiting::{Judged, Target, pod_reasons};
 
 /// The wait when `--timeout` is not set.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);

@@ -22,7 +22,7 @@ use applyset_merge::Value;
 
 pub use path::{FieldPath, Segment};
 
-use crate::applyset::LAST_APPLIED_ANNOTATION;
+use crate::keys::LAST_APPLIED_ANNOTATION;
 
 /// Field managers whose fields never count as stale or foreign: the cluster's own controllers
 /// (their writes are status, bookkeeping such as `deployment.kubernetes.io/revision`, and the

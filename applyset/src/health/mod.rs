@@ -9,6 +9,7 @@
 
 pub mod cel;
 mod kinds;
+pub mod targets;
 #[cfg(test)]
 mod tests;
 

@@ -19,7 +19,8 @@ use super::context::{ClusterSource, Context, Settings};
 use super::http::{self, Health};
 use super::leader::{LeaderElector, LeaseConfig};
 use super::metrics::Metrics;
-use super::{duration, reconcile, webhook};
+use super::{reconcile, webhook};
+use crate::duration;
 use crate::cli::{ControllerArgs, DEFAULT_LEADER_ELECTION_ID, LeaderArgs, LogFormat};
 use crate::cluster::{Cluster, ConnectOptions, RateLimiter};
 use crate::source::GitSource;
@@ -265,7 +266,7 @@ fn settings(args: &ControllerArgs) -> anyhow::Result<Settings> {
         allow_local_sources: args.scope.allow_local_sources,
         no_cross_namespace_refs: args.scope.no_cross_namespace_refs,
         field_manager: "applyset-controller".into(),
-        min_interval: super::duration::parse(&args.scope.min_interval)
+        min_interval: crate::duration::parse(&args.scope.min_interval)
             .map_err(|e| anyhow::anyhow!("--min-interval {:?}: {e}", args.scope.min_interval))?,
         default_secrets: args.scope.default_secrets,
         kustomize_binary: args.scope.kustomize_binary.clone(),

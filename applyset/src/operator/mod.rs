@@ -7,7 +7,6 @@ pub mod context;
 pub mod controller;
 pub mod dependencies;
 pub mod drift;
-pub mod duration;
 pub mod events;
 pub mod history;
 pub mod http;

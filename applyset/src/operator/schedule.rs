@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::api::ApplySet;
-use super::duration;
+use crate::duration;
 
 /// The schedule an ApplySet asks for.
 #[derive(Debug, Clone, Copy)]

@@ -1,4 +1,8 @@
+use applyset_merge::Value;
+use kube::core::ApiResource;
+
 use super::*;
+use crate::health::targets::match_labels;
 
 fn target(kind: &str, name: &str) -> Target {
     Target {

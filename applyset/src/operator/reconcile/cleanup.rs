@@ -19,7 +19,7 @@ use crate::source::CacheKey;
 
 /// How long deletion waits for each stage's objects to be gone: the ApplySet's timeout.
 fn deletion_timeout(applyset: &ApplySet) -> std::time::Duration {
-    let timeout = applyset.spec.timeout.as_deref().and_then(|t| crate::operator::duration::parse(t).ok());
+    let timeout = applyset.spec.timeout.as_deref().and_then(|t| crate::duration::parse(t).ok());
     timeout.unwrap_or(std::time::Duration::from_secs(120))
 }
 

@@ -23,7 +23,7 @@ impl Reconciliation<'_> {
             return Ok(());
         }
         let timeout = match applyset.spec.health_timeout.as_deref() {
-            Some(text) => crate::operator::duration::parse(text)
+            Some(text) => crate::duration::parse(text)
                 .map_err(|e| Failure::new(Stage::InvalidSpec, format!("spec.healthTimeout {text:?}: {e}")))?,
             None => intervals.timeout,
         };

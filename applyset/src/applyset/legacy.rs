@@ -25,8 +25,8 @@
 //! `visited_namespaces` = the namespace of every namespaced input object (even one that failed)
 //! plus the `-n` namespace when it was given explicitly.
 //!
-//! The shared result type [`PruneSummary`] and [`DeleteOptions`] live in
-//! [`crate::applyset`] and are re-exported here.
+//! It lives beside the ApplySet prune ([`super::prune`]), whose LIST, DELETE and result types
+//! ([`PruneSummary`], [`DeleteOptions`]) it shares.
 //!
 //! Differences from kubectl: namespaces are visited in sorted order (kubectl: Go map order);
 //! LISTs are paginated and up to four run at once; the klog deprecation warning is returned in
@@ -38,10 +38,11 @@ use std::collections::{BTreeSet, HashSet};
 use futures::StreamExt;
 use kube::core::{ApiResource, GroupVersionKind};
 
-use super::{Cluster, Visited};
-use crate::applyset::prune::{LIST_CONCURRENCY, delete_one, fetch_object, list_all};
-use crate::applyset::{ApiIndex, Error, gvk_string, printed_name};
-pub use crate::applyset::{DeleteOptions, Listed, Propagation, PruneSummary, PrunedObject};
+use super::prune::{LIST_CONCURRENCY, delete_one, fetch_object, list_all};
+use super::{ApiIndex, Error, gvk_string, printed_name};
+pub use super::{DeleteOptions, Listed, Propagation, PruneSummary, PrunedObject};
+use crate::apply::Visited;
+use crate::cluster::Cluster;
 
 /// kubectl's deprecation warning, logged whenever the default allow-list is used with a
 /// namespace (always, since it defaults to the context's).

@@ -432,11 +432,11 @@ async fn a_refused_namespace_does_not_poison_later_runs() -> Result<()> {
     Ok(())
 }
 
-// 8d. An unusable last-applied annotation fails that object as kubectl does, but says so and
-//    how to fix it (the run's message explains that prune waits for it); once the annotation is
-//    removed, the next run applies it and prunes what left git meanwhile.
+// 8d. An unusable last-applied annotation (JSON, but not an object) does not fail the run as it
+//    fails `kubectl apply`: the controller treats it as absent, applies the change, writes the
+//    annotation anew, says so in a Warning Event, and prunes what left git in the same run.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_unusable_annotation_is_explained_and_heals() -> Result<()> {
+async fn an_unusable_annotation_is_treated_as_absent_and_prune_goes_on() -> Result<()> {
     let ControllerFixture { ns, repo } = ControllerFixture::new("annotation").await?;
     repo.write("a.yaml", config_map("a", &ns.name, "1"));
     repo.write("b.yaml", config_map("b", &ns.name, "1"));
@@ -446,21 +446,23 @@ async fn an_unusable_annotation_is_explained_and_heals() -> Result<()> {
     wait_for_applyset(&ns, "app", &controller, "Ready", T, ready_at(revision(&first))).await?;
 
     let annotation = "kubectl.kubernetes.io/last-applied-configuration";
-    ns.kubectl_ok(&["annotate", "configmap", "a", "--overwrite", &format!("{annotation}=[1,2,3]")], None)?;
     repo.write("a.yaml", config_map("a", &ns.name, "2"));
     repo.remove("b.yaml");
     let second = repo.commit("a changes, b leaves");
-    let failed = wait_for_applyset(&ns, "app", &controller, "ApplyFailed", T, failed_with("ApplyFailed")).await?;
-    let (_, _, message) = condition(&failed, "Ready").unwrap();
-    assert!(message.contains("configmap/a") && message.contains("is not a JSON object"), "{message}");
-    assert!(message.contains(&format!("kubectl annotate configmap/a {annotation}-")), "{message}");
-    assert!(message.contains("nothing was pruned"), "{message}");
-    assert!(ns.exists("configmap/b")?, "nothing is pruned while a fails");
-
-    ns.kubectl_ok(&["annotate", "configmap", "a", &format!("{annotation}-")], None)?;
-    wait_for_applyset(&ns, "app", &controller, "Ready once the annotation is gone", T, ready_at(revision(&second)))
-        .await?;
+    ns.kubectl_ok(&["annotate", "configmap", "a", "--overwrite", &format!("{annotation}=[1,2,3]")], None)?;
+    wait_for_applyset(&ns, "app", &controller, "Ready at the second commit", T, ready_at(revision(&second))).await?;
     assert_eq!(ns.jsonpath("configmap/a", "{.data.value}")?, "2");
     assert!(!ns.exists("configmap/b")?, "b is pruned");
+    let written =
+        ns.jsonpath("configmap/a", "{.metadata.annotations.kubectl\\.kubernetes\\.io/last-applied-configuration}")?;
+    let written: serde_json::Value = serde_json::from_str(&written)?;
+    assert_eq!(written["data"]["value"], "2", "the annotation is written anew");
+    let events = operator::events_for(&ns, "app").await?;
+    assert!(
+        events.iter().any(|(kind, reason, note)| kind == "Warning"
+            && reason == "LastAppliedDiscarded"
+            && note.contains("configmap/a")),
+        "{events:?}"
+    );
     Ok(())
 }

@@ -9,7 +9,6 @@ use super::drift;
 use super::status::{self, DRIFTED, reason};
 use crate::apply::{ApplyReport, ObjectReport, Verb};
 use crate::applyset::GroupKind;
-use crate::applyset::LAST_APPLIED_ANNOTATION as LAST_APPLIED;
 use crate::fields::Reason;
 
 /// What a successful pipeline run did, for the Ready message, Events and metrics.
@@ -82,13 +81,9 @@ pub fn classify(report: &ApplyReport, revision: &str, steady: bool, report_only:
             Err(error) => {
                 entry.state = status::STATE_FAILED.into();
                 // Without the quoted bodies: a refused Secret's patch holds its values.
-                let mut rendered = error.render_without_bodies();
-                if error.unusable_last_applied {
-                    rendered = format!(
-                        "the {LAST_APPLIED} annotation of {} is not a JSON object, so no patch can be computed (kubectl fails the same way); remove it (kubectl annotate {} {LAST_APPLIED}-) and the next run writes it anew. {rendered}",
-                        object.name, object.name
-                    );
-                }
+                // (An unusable last-applied annotation never fails an object here: the controller
+                // treats it as absent, see `UnusableLastApplied::TreatAsAbsent`.)
+                let rendered = error.render_without_bodies();
                 entry.message = Some(status::truncate(&rendered, status::MAX_OBJECT_MESSAGE));
                 errors.push(format!("{}: {}", object.source, rendered.trim_start_matches("error: ")));
             }

@@ -1,0 +1,169 @@
+//! `status`: what the controller reports of an ApplySet (conditions, revisions, the inventory
+//! and its record of members, drift).
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// What the controller observed; written only when it changes.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ApplySetStatus {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// `Ready`, `Reconciling`, `Stalled` (kstatus) and `Drifted`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+    /// The revision (`<branch>@sha1:<commit>`) whose objects are all applied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_applied_revision: Option<String>,
+    /// A digest of the spec fields that shape what is applied (source URL and path, prune,
+    /// allowEmpty, drift.ignore) at the last successful apply: with the same revision and
+    /// digest, any difference found is drift (other spec changes, such as the interval, do
+    /// not make a Report-mode run apply).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_applied_spec_digest: Option<String>,
+    /// The revision of the last attempt, successful or not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_attempted_revision: Option<String>,
+    /// The `applyset.dev/reconcile-requested-at` value last handled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_handled_reconcile_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inventory: Option<InventoryStatus>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift: Option<DriftStatus>,
+    /// Objects the last prune left in place on purpose, each with the reason in `state`
+    /// (`NotInInventory`, `OwnNamespace`, `NamespaceNotEmpty`) and a message.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prune_skipped: Vec<InventoryObject>,
+    /// The revisions this ApplySet applied in full, newest first (at most a fixed number): the
+    /// history stale fields are found from.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub applied_revisions: Vec<AppliedRevision>,
+}
+
+/// One revision applied in full.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppliedRevision {
+    /// `<ref>@sha1:<hex>`.
+    pub revision: String,
+    /// `spec.source.path` when it was applied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+}
+
+/// What the ApplySet manages.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct InventoryStatus {
+    pub count: u64,
+    /// Object counts by state (`Applied`, `Drifted`, `Failed`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub states: BTreeMap<String, u64>,
+    /// `Kind[.group]`, sorted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub group_kinds: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub namespaces: Vec<String>,
+    /// The first objects (failed and drifted first), at most a fixed number.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub objects: Vec<InventoryObject>,
+    /// Objects left out of `objects`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub omitted: u64,
+    /// Every object this ApplySet applied and has not pruned yet, with the UID it applied:
+    /// prune deletes only these. An object that merely carries the ApplySet's `part-of` label
+    /// (anyone who may patch it can add one) is reported in `pruneSkipped`, never deleted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub members: Option<Vec<InventoryMember>>,
+}
+
+/// An object the ApplySet applied.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct InventoryMember {
+    /// `Kind[.group]`.
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    pub name: String,
+    pub uid: String,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct InventoryObject {
+    /// `Kind[.group]`.
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    pub name: String,
+    /// `Applied`, `Drifted` or `Failed`.
+    pub state: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// The object's health (kstatus: `Current`, `InProgress`, `Failed`, `Terminating`,
+    /// `Unknown`) when the ApplySet waits for it, and why when not `Current`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health_message: Option<String>,
+    /// `ServerSide` for an object applied with server-side apply (its last-applied annotation
+    /// would exceed the apiserver's limit; `message` says by how much); unset: client-side.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+}
+
+/// Objects whose live state differs from what apply would produce.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DriftStatus {
+    pub count: u64,
+    /// `Correct` or `Report`, as configured when the drift was found.
+    pub mode: String,
+    /// Drifted fields by reason (`Changed`, `Stale`, `Foreign`), over all objects.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub reasons: BTreeMap<String, u64>,
+    /// The first drifted objects, at most a fixed number, each with at most a fixed number of
+    /// fields.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub objects: Vec<DriftedObject>,
+    /// Stale and foreign fields the last run removed (`staleFields`/`foreignFields: Remove`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub removed: Vec<DriftedObject>,
+}
+
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DriftedObject {
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    pub name: String,
+    pub fields: Vec<DriftedField>,
+}
+
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DriftedField {
+    /// Field path as kubectl's errors print it (`spec.template.spec.containers[name=app].image`).
+    pub path: String,
+    /// The field manager (from `metadata.managedFields`) that last wrote the field, if known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manager: Option<String>,
+    /// `Changed` (git sets it, the live value differs), `Stale` (an earlier revision set it,
+    /// nothing deletes it) or `Foreign` (git does not set it, another manager wrote it).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+    /// For a stale field: the newest earlier revision that applied it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub applied_in: Option<String>,
+}

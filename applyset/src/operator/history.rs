@@ -118,20 +118,25 @@ pub struct HistoryCache {
     indexes: std::sync::Mutex<HashMap<String, Arc<HistoryIndex>>>,
 }
 
+/// How earlier revisions are read: the ApplySet's git cache, with its credentials, within its
+/// timeout.
+pub struct RevisionReader<'a> {
+    pub git: &'a GitSource,
+    pub credentials: Option<Credentials>,
+    pub timeout: Duration,
+}
+
 impl HistoryCache {
     /// The index for `earlier` revisions and the `current` one: the cached one when it was
     /// built for the same, else read from git. A revision that cannot be read is left out with
     /// a warning (its fields are not checked), never taken as "nothing was applied".
-    #[allow(clippy::too_many_arguments)]
     pub async fn index(
         &self,
-        git: &GitSource,
+        reader: RevisionReader<'_>,
         applyset: &ApplySet,
         earlier: Vec<AppliedRevision>,
         current_revision: &str,
         current: &[LoadedObject],
-        credentials: Option<Credentials>,
-        timeout: Duration,
     ) -> (Arc<HistoryIndex>, Vec<String>) {
         let key = applyset.key();
         let built_for = (earlier, current_revision.to_owned());
@@ -144,7 +149,7 @@ impl HistoryCache {
         let mut revisions = Vec::new();
         let mut warnings = Vec::new();
         for applied in &built_for.0 {
-            match read(git, &cache_key, applyset, applied, credentials.clone(), timeout).await {
+            match read(&reader, &cache_key, applyset, applied).await {
                 Ok(objects) => revisions.push((applied.revision.clone(), objects)),
                 Err(why) => warnings.push(format!(
                     "earlier revision {} cannot be read, so fields only it applied are not checked for staleness: {why}",
@@ -168,17 +173,16 @@ impl HistoryCache {
 
 /// One earlier revision's objects, loaded as the controller loads manifests.
 async fn read(
-    git: &GitSource,
+    reader: &RevisionReader<'_>,
     cache_key: &CacheKey,
     applyset: &ApplySet,
     applied: &AppliedRevision,
-    credentials: Option<Credentials>,
-    timeout: Duration,
 ) -> Result<Vec<LoadedObject>, String> {
+    let RevisionReader { git, credentials, timeout } = reader;
     let (_, commit) = crate::source::parse_revision(&applied.revision).ok_or("not a revision of a commit")?;
     let spec = crate::source::SourceSpec { path: applied.path.clone(), ..applyset.spec.source.clone() };
     let files: Vec<(PathBuf, Vec<u8>)> =
-        git.read_revision(cache_key, &spec, commit, credentials, timeout).await.map_err(|e| e.to_string())?;
+        git.read_revision(cache_key, &spec, commit, credentials.clone(), *timeout).await.map_err(|e| e.to_string())?;
     let mut objects = Vec::new();
     for (path, bytes) in files {
         let loaded = crate::manifest::load_bytes(&path, &bytes).map_err(|e| e.to_string())?;

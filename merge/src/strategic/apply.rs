@@ -19,7 +19,7 @@ use super::{
 use crate::error::{Error, Result};
 use crate::meta::Schema;
 use crate::value::{Map, Value};
-use lists::{LiveView, Reorder, merge_list_field};
+use lists::{ListField, LiveView, Reorder, merge_list_field};
 
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct MergeOptions {
@@ -97,13 +97,13 @@ pub(crate) fn merge_map(original: Map, mut patch: Map, schema: &dyn Schema, opts
                 Value::Array(current) => {
                     let Ok(patch_list) = patch_value.into_array() else { unreachable!("same variant") };
                     let merged = schema.lookup_slice(&key).and_then(|(element, meta)| {
+                        let field =
+                            ListField { strategy: meta.strategy()?, merge_key: &meta.merge_key, is_deletion_list };
                         merge_list_field(
                             std::mem::take(current),
                             patch_list,
                             element.as_ref(),
-                            meta.strategy()?,
-                            &meta.merge_key,
-                            is_deletion_list,
+                            field,
                             opts,
                             Reorder::Always,
                         )
@@ -288,16 +288,8 @@ fn merge_ordered_list(
         }
         (Some(live), Some(patch_items)) => {
             // The ordering below supersedes the merge's own (`Reorder::IfAmbiguous`).
-            let merged = merge_list_field(
-                live,
-                patch_items,
-                element.as_ref(),
-                strategy,
-                merge_key,
-                false,
-                opts,
-                Reorder::IfAmbiguous,
-            )?;
+            let field = ListField { strategy, merge_key, is_deletion_list: false };
+            let merged = merge_list_field(live, patch_items, element.as_ref(), field, opts, Reorder::IfAmbiguous)?;
             let view = match merged.live_view {
                 LiveView::Unchanged(live) => {
                     LiveView::Keys(kind.as_ref().map(|k| owned_keys(&live, key_name(*k))).unwrap_or_default())

@@ -36,19 +36,26 @@ pub(super) enum Reorder {
     IfAmbiguous,
 }
 
+/// How one list field merges: its strategy and merge key (from the schema), and whether the
+/// patch list is a deletion list (`$deleteFromPrimitiveList`).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct ListField<'a> {
+    pub(super) strategy: Strategy,
+    pub(super) merge_key: &'a str,
+    pub(super) is_deletion_list: bool,
+}
+
 /// Upstream `mergeSliceHandler`: merge lists (and deletion lists) element-wise, others are
 /// replaced by the patch list verbatim.
-#[allow(clippy::too_many_arguments)]
 pub(super) fn merge_list_field(
     live: Vec<Value>,
     patch: Vec<Value>,
     element: &dyn Schema,
-    strategy: Strategy,
-    merge_key: &str,
-    is_deletion_list: bool,
+    field: ListField<'_>,
     opts: MergeOptions,
     reorder: Reorder,
 ) -> Result<MergedList> {
+    let ListField { strategy, merge_key, is_deletion_list } = field;
     if strategy.merge || is_deletion_list {
         merge_list(live, patch, element, merge_key, is_deletion_list, opts, reorder)
     } else {

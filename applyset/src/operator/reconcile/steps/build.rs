@@ -11,7 +11,7 @@ use super::source::Fetched;
 use crate::cluster::Cluster;
 use crate::manifest::{self, LoadedObject};
 use crate::operator::api::StaleFields;
-use crate::operator::history::{self, HistoryIndex};
+use crate::operator::history::{self, HistoryIndex, RevisionReader};
 use crate::operator::status::{Failure, Stage};
 use crate::operator::{inventory, postbuild};
 use crate::redact;
@@ -128,19 +128,12 @@ impl Reconciliation<'_> {
             return none();
         }
         let earlier = history::earlier(applyset, &artifact.revision);
-        let (index, warnings) = self
-            .ctx
-            .history
-            .index(
-                &self.ctx.git,
-                applyset,
-                earlier,
-                &artifact.revision,
-                loaded,
-                fetched.credentials.clone(),
-                self.intervals.timeout,
-            )
-            .await;
+        let reader = RevisionReader {
+            git: &self.ctx.git,
+            credentials: fetched.credentials.clone(),
+            timeout: self.intervals.timeout,
+        };
+        let (index, warnings) = self.ctx.history.index(reader, applyset, earlier, &artifact.revision, loaded).await;
         for warning in &warnings {
             tracing::warn!(applyset = %applyset.key(), "{warning}");
         }

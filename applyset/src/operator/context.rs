@@ -1,7 +1,7 @@
 //! The one `Context` every reconcile shares: the controller's own client, the git cache, the
 //! per-identity apply clusters (ServiceAccount impersonation), events and metrics.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -14,6 +14,7 @@ use super::cache::ManagedCache;
 use super::events::{EventPublisher, NewEvent};
 use super::lock;
 use super::metrics::Metrics;
+use super::schedule::Schedule;
 use crate::apply::last_applied::HashedSecrets;
 use crate::applyset::ApiIndex;
 use crate::cluster::{Cluster, RateLimiter};
@@ -77,32 +78,16 @@ pub struct Context {
     /// Earlier revisions' manifests per ApplySet, for stale fields.
     pub history: super::history::HistoryCache,
     events: EventPublisher,
-    /// Consecutive failures per ApplySet (`namespace/name`), for the retry backoff.
-    failures: Mutex<HashMap<String, u32>>,
-    /// The last run per ApplySet, so that watch events for our own status writes do not
-    /// start runs before they are due.
-    runs: Mutex<HashMap<String, LastRun>>,
+    /// When each ApplySet runs next, and the one way to ask for a run now.
+    pub schedule: Schedule,
     /// The codec of `spec.secrets: Hashed`, once its key was read (or created).
     hashed_secrets: tokio::sync::OnceCell<Arc<HashedSecrets>>,
     /// The shared watch cache of managed objects.
     pub cache: Arc<ManagedCache>,
-    /// ApplySets whose next run is due at once: someone else changed their objects, an object
-    /// they wait for changed, or a dependency became Ready.
-    run_requests: Mutex<HashSet<String>>,
     /// When each ApplySet's current wait for health began.
     pub waits: super::waiting::Waits,
     /// The controller's view of every ApplySet (for `dependsOn`), once it runs.
     applysets: OnceLock<Store<ApplySet>>,
-    /// Asks the controller to run an ApplySet now.
-    run_now: OnceLock<mpsc::UnboundedSender<ObjectRef<ApplySet>>>,
-}
-
-#[derive(Debug, Clone)]
-struct LastRun {
-    generation: Option<i64>,
-    requested_at: Option<String>,
-    at: Instant,
-    next: Duration,
 }
 
 /// Who applies: the controller itself (`None`) or an impersonated user. One cluster (and one
@@ -138,14 +123,11 @@ impl Context {
             metrics,
             settings,
             history: Default::default(),
-            failures: Mutex::new(HashMap::new()),
-            runs: Mutex::new(HashMap::new()),
+            schedule: Schedule::default(),
             hashed_secrets: tokio::sync::OnceCell::new(),
             cache,
-            run_requests: Mutex::new(HashSet::new()),
             waits: Default::default(),
             applysets: OnceLock::new(),
-            run_now: OnceLock::new(),
         }
     }
 
@@ -207,45 +189,11 @@ impl Context {
         cluster.api_index().await.map_err(|e| e.to_string())
     }
 
-    /// Records a failure; returns how many in a row.
-    pub fn failed(&self, key: &str) -> u32 {
-        let mut failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
-        let count = failures.entry(key.to_owned()).or_insert(0);
-        *count += 1;
-        *count
-    }
-
-    /// Whether a run is due: never ran, the spec or the reconcile-now annotation changed, or
-    /// the scheduled time has come (with a second of slack for the requeue timer).
-    pub fn is_due(&self, key: &str, generation: Option<i64>, requested_at: Option<&str>) -> bool {
-        let runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
-        match runs.get(key) {
-            None => true,
-            Some(run) => {
-                run.generation != generation
-                    || run.requested_at.as_deref() != requested_at
-                    || run.at.elapsed() + Duration::from_secs(1) >= run.next
-            }
-        }
-    }
-
-    /// Its next run is due now: someone else changed its objects, an object it waits for
-    /// changed, or a dependency became Ready.
-    pub fn request_run(&self, key: &str) {
-        lock(&self.run_requests).insert(key.to_owned());
-    }
-
-    /// Whether a run was asked for since the last call (taken at the start of a run, so
-    /// that a change during the run asks for one more).
-    pub fn take_run_request(&self, key: &str) -> bool {
-        lock(&self.run_requests).remove(key)
-    }
-
-    /// Connects the context to the running controller: its view of the ApplySets, and the
-    /// channel that runs one now.
-    pub fn connect(&self, applysets: Store<ApplySet>, run_now: mpsc::UnboundedSender<ObjectRef<ApplySet>>) {
+    /// Connects the context to the running controller: its view of the ApplySets (for
+    /// `dependsOn`); returns the stream of run-now requests it reconciles on.
+    pub fn connect(&self, applysets: Store<ApplySet>) -> Option<mpsc::UnboundedReceiver<ObjectRef<ApplySet>>> {
         let _ = self.applysets.set(applysets);
-        let _ = self.run_now.set(run_now);
+        self.schedule.connect()
     }
 
     /// Every ApplySet the controller sees, once its first list is complete (a run that starts
@@ -256,36 +204,10 @@ impl Context {
         store.state()
     }
 
-    /// Runs the ApplySet now (a dependency of it became Ready).
-    pub fn run_now(&self, applyset: &ApplySet) {
-        self.request_run(&applyset.key());
-        if let Some(sender) = self.run_now.get() {
-            let _ = sender.send(ObjectRef::from_obj(applyset));
-        }
-    }
-
-    /// Time left until the next scheduled run.
-    pub fn remaining(&self, key: &str) -> Duration {
-        let runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
-        runs.get(key).map_or(Duration::ZERO, |run| run.next.saturating_sub(run.at.elapsed()))
-    }
-
-    /// Records a finished run and when the next is due.
-    pub fn ran(&self, key: &str, generation: Option<i64>, requested_at: Option<&str>, next: Duration) {
-        let run = LastRun { generation, requested_at: requested_at.map(str::to_owned), at: Instant::now(), next };
-        self.runs.lock().unwrap_or_else(|p| p.into_inner()).insert(key.to_owned(), run);
-    }
-
     /// The ApplySet is gone.
     pub fn forget(&self, key: &str) {
-        self.runs.lock().unwrap_or_else(|p| p.into_inner()).remove(key);
-        self.failures.lock().unwrap_or_else(|p| p.into_inner()).remove(key);
-        lock(&self.run_requests).remove(key);
+        self.schedule.forget(key);
         self.waits.forget(key);
-    }
-
-    pub fn succeeded(&self, key: &str) {
-        self.failures.lock().unwrap_or_else(|p| p.into_inner()).remove(key);
     }
 
     /// Publishes an Event on the ApplySet; a failure to record is logged, never fatal.

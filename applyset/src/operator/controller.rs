@@ -20,9 +20,9 @@ use super::http::{self, Health};
 use super::leader::{LeaderElector, LeaseConfig};
 use super::metrics::Metrics;
 use super::{reconcile, webhook};
-use crate::duration;
 use crate::cli::{ControllerArgs, DEFAULT_LEADER_ELECTION_ID, LeaderArgs, LogFormat};
 use crate::cluster::{Cluster, ConnectOptions, RateLimiter};
+use crate::duration;
 use crate::source::GitSource;
 
 pub fn run(args: ControllerArgs) -> ExitCode {
@@ -163,11 +163,12 @@ async fn serve(args: ControllerArgs) -> anyhow::Result<()> {
         ControllerConfig::default().concurrency(args.scope.concurrent_reconciles).debounce(Duration::from_millis(500)),
     );
     tokio::spawn(ready_once_synced(controller.store(), health.clone()));
-    let drift_checks = cache::triggers::drift_checks(cache, changes, controller.store(), context.clone());
-    let (run_now, requested) = tokio::sync::mpsc::unbounded_channel();
-    context.connect(controller.store(), run_now);
+    let requested =
+        anyhow::Context::context(context.connect(controller.store()), "the controller's context was connected twice")?;
+    // Changes to managed objects ask for runs through the schedule, like every other "run now".
+    tokio::spawn(cache::triggers::drift_checks(cache, changes, controller.store(), context.clone()));
     let requested = futures::stream::unfold(requested, |mut r| async { r.recv().await.map(|o| (o, r)) });
-    let controller = controller.reconcile_on(futures::stream::select(drift_checks, requested));
+    let controller = controller.reconcile_on(requested);
     let running =
         controller.graceful_shutdown_on(stop.stopped()).run(reconcile::reconcile, reconcile::error_policy, context);
     let outcome = run_until_stopped(running, elector.as_mut(), &metrics, &stop).await;

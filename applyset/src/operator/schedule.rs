@@ -1,10 +1,109 @@
 //! When an ApplySet runs next: its intervals, jitter after a success, capped exponential
-//! backoff after failures (pure).
+//! backoff after failures (pure), and the controller's [`Schedule`]: the last run of each
+//! ApplySet, its failures in a row, and the one way to ask for a run now.
 
-use std::time::Duration;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use kube::runtime::reflector::ObjectRef;
+use tokio::sync::mpsc;
 
 use super::api::ApplySet;
+use super::lock;
 use crate::duration;
+
+/// What the controller remembers to schedule runs beside kube-runtime's queue: watch events
+/// for its own status writes must not start runs before they are due, failures back off, and
+/// anything that wants a run now — a change someone else made to a managed object, an object
+/// an ApplySet waits for, a dependency that became Ready — asks through [`Schedule::run_now`].
+/// (A webhook push, which may reach another replica, asks through the ApplySet's annotation.)
+#[derive(Default)]
+pub struct Schedule {
+    /// The last run of each ApplySet (`namespace/name`).
+    runs: Mutex<HashMap<String, LastRun>>,
+    /// Failures in a row per ApplySet, for the backoff.
+    failures: Mutex<HashMap<String, u32>>,
+    /// ApplySets asked to run now, until their run takes the request.
+    requests: Mutex<HashSet<String>>,
+    /// Where a run-now request reaches the controller's queue, once it runs.
+    queue: OnceLock<mpsc::UnboundedSender<ObjectRef<ApplySet>>>,
+}
+
+#[derive(Debug, Clone)]
+struct LastRun {
+    generation: Option<i64>,
+    requested_at: Option<String>,
+    at: Instant,
+    next: Duration,
+}
+
+impl Schedule {
+    /// Connects the schedule to the controller's queue; returns the stream of run-now requests
+    /// the controller reconciles on.
+    pub fn connect(&self) -> Option<mpsc::UnboundedReceiver<ObjectRef<ApplySet>>> {
+        let (sender, receiver) = mpsc::unbounded_channel();
+        self.queue.set(sender).ok().map(|()| receiver)
+    }
+
+    /// Runs the ApplySet now: due at once, and queued.
+    pub fn run_now(&self, applyset: &ApplySet) {
+        lock(&self.requests).insert(applyset.key());
+        if let Some(queue) = self.queue.get() {
+            let _ = queue.send(ObjectRef::from_obj(applyset));
+        }
+    }
+
+    /// Whether a run was asked for since the last call (taken at the start of a run, so that
+    /// a change during the run asks for one more).
+    pub fn take_request(&self, key: &str) -> bool {
+        lock(&self.requests).remove(key)
+    }
+
+    /// Whether a run is due: never ran, the spec or the reconcile-now annotation changed, or
+    /// the scheduled time has come (with a second of slack for the requeue timer).
+    pub fn is_due(&self, key: &str, generation: Option<i64>, requested_at: Option<&str>) -> bool {
+        match lock(&self.runs).get(key) {
+            None => true,
+            Some(run) => {
+                run.generation != generation
+                    || run.requested_at.as_deref() != requested_at
+                    || run.at.elapsed() + Duration::from_secs(1) >= run.next
+            }
+        }
+    }
+
+    /// Time left until the next scheduled run.
+    pub fn remaining(&self, key: &str) -> Duration {
+        lock(&self.runs).get(key).map_or(Duration::ZERO, |run| run.next.saturating_sub(run.at.elapsed()))
+    }
+
+    /// Records a finished run and when the next is due.
+    pub fn ran(&self, key: &str, generation: Option<i64>, requested_at: Option<&str>, next: Duration) {
+        let run = LastRun { generation, requested_at: requested_at.map(str::to_owned), at: Instant::now(), next };
+        lock(&self.runs).insert(key.to_owned(), run);
+    }
+
+    /// Records a failure; returns how many in a row.
+    pub fn failed(&self, key: &str) -> u32 {
+        let mut failures = lock(&self.failures);
+        let count = failures.entry(key.to_owned()).or_insert(0);
+        *count += 1;
+        *count
+    }
+
+    /// A success ends the failures in a row.
+    pub fn succeeded(&self, key: &str) {
+        lock(&self.failures).remove(key);
+    }
+
+    /// The ApplySet is gone.
+    pub fn forget(&self, key: &str) {
+        lock(&self.runs).remove(key);
+        lock(&self.failures).remove(key);
+        lock(&self.requests).remove(key);
+    }
+}
 
 /// The schedule an ApplySet asks for.
 #[derive(Debug, Clone, Copy)]
@@ -59,6 +158,33 @@ pub fn backoff(retry: Duration, interval: Duration, failures: u32) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_run_now_request_is_due_at_once_queued_and_taken_once() {
+        let schedule = Schedule::default();
+        let applyset = {
+            let spec = serde_json::from_value(serde_json::json!({ "source": { "url": "https://git.example/r.git" } }))
+                .expect("a valid spec");
+            let mut applyset = ApplySet::new("web", spec);
+            applyset.metadata.namespace = Some("team".into());
+            applyset
+        };
+        schedule.ran("team/web", Some(1), None, Duration::from_secs(3600));
+        assert!(!schedule.is_due("team/web", Some(1), None), "an hour to go");
+        assert!(schedule.is_due("team/web", Some(2), None), "a new generation is due");
+        assert!(schedule.is_due("team/web", Some(1), Some("now")), "a reconcile-now annotation is due");
+        let mut queue = schedule.connect().expect("the first connection");
+        assert!(schedule.connect().is_none(), "one queue");
+        schedule.run_now(&applyset);
+        assert_eq!(queue.recv().await.map(|r| r.name), Some("web".to_owned()));
+        assert!(schedule.take_request("team/web"));
+        assert!(!schedule.take_request("team/web"), "taken once");
+        assert_eq!((schedule.failed("team/web"), schedule.failed("team/web")), (1, 2));
+        schedule.succeeded("team/web");
+        assert_eq!(schedule.failed("team/web"), 1, "a success ends the streak");
+        schedule.forget("team/web");
+        assert!(schedule.is_due("team/web", Some(1), None), "forgotten: never ran");
+    }
 
     #[test]
     fn backoff_doubles_up_to_the_interval() {

@@ -4,12 +4,11 @@
 //! and the controller's own writes (whose answers may arrive after their watch events) are
 //! recognised and start nothing.
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::Stream;
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::Store;
 use tokio::sync::mpsc;
 
 use super::ManagedCache;
@@ -21,46 +20,40 @@ use crate::operator::context::Context;
 /// How long changes are collected before the checks they ask for start.
 pub const SETTLE: Duration = Duration::from_millis(150);
 
-/// The ApplySets whose drift check a stream of changes asks for, one request per ApplySet per
-/// burst; each is also marked in the context as due now.
-pub fn drift_checks(
+/// Runs, until the cache stops, the drift check of each ApplySet a burst of changes concerns:
+/// one request per ApplySet per burst, asked through the schedule ([`Context::schedule`]).
+pub async fn drift_checks(
     cache: Arc<ManagedCache>,
-    changes: mpsc::UnboundedReceiver<Change>,
+    mut changes: mpsc::UnboundedReceiver<Change>,
     applysets: Store<ApplySet>,
     ctx: Arc<Context>,
-) -> impl Stream<Item = ObjectRef<ApplySet>> + Send + 'static {
-    let state = Triggers { cache, changes, applysets, ctx, ids: HashMap::new(), pending: VecDeque::new() };
-    futures::stream::unfold(state, |mut state| async move {
-        loop {
-            if let Some(next) = state.pending.pop_front() {
-                return Some((next, state));
-            }
-            let first = state.changes.recv().await?;
-            tokio::time::sleep(SETTLE).await;
-            let mut burst = vec![first];
-            while let Ok(change) = state.changes.try_recv() {
-                burst.push(change);
-            }
-            state.pending = state.owners_of(burst).into();
+) {
+    let mut triggers = Triggers { cache, applysets, ctx, ids: HashMap::new() };
+    while let Some(first) = changes.recv().await {
+        tokio::time::sleep(SETTLE).await;
+        let mut burst = vec![first];
+        while let Ok(change) = changes.try_recv() {
+            burst.push(change);
         }
-    })
+        for applyset in triggers.owners_of(burst) {
+            triggers.ctx.schedule.run_now(&applyset);
+        }
+    }
 }
 
 struct Triggers {
     cache: Arc<ManagedCache>,
-    changes: mpsc::UnboundedReceiver<Change>,
     applysets: Store<ApplySet>,
     ctx: Arc<Context>,
     /// Each ApplySet's ID (`namespace/name` → ID), computed once.
     ids: HashMap<String, String>,
-    pending: VecDeque<ObjectRef<ApplySet>>,
 }
 
 impl Triggers {
     /// The ApplySets that own what changed, the controller's own writes left out; a change of
     /// status only concerns the ApplySets that wait for their objects' health (healthy ones too:
     /// `Ready` follows an object that fails later).
-    fn owners_of(&mut self, burst: Vec<Change>) -> Vec<ObjectRef<ApplySet>> {
+    fn owners_of(&mut self, burst: Vec<Change>) -> Vec<Arc<ApplySet>> {
         let (mut changed, mut status_changed) = (BTreeSet::new(), BTreeSet::new());
         for change in burst.into_iter().filter(|c| !c.set_id.is_empty()) {
             if change.status_only {
@@ -89,10 +82,7 @@ impl Triggers {
             .filter(|a| crate::operator::waiting::waits(a) && !found.iter().any(|o| o.key() == a.key()))
             .collect();
         found.extend(waiting);
-        for applyset in &found {
-            self.ctx.request_run(&applyset.key());
-        }
-        found.iter().map(|applyset| ObjectRef::from_obj(applyset.as_ref())).collect()
+        found
     }
 }
 

@@ -78,7 +78,7 @@ const ERROR_RETRY_MAX: Duration = Duration::from_secs(600);
 /// Unexpected errors (status writes, finalizer patches): retry with a backoff, so that a write
 /// the apiserver keeps refusing does not re-run the whole ApplySet every few seconds.
 pub fn error_policy(applyset: Arc<ApplySet>, error: &ReconcileError, ctx: Arc<Context>) -> Action {
-    let next = backoff(ERROR_RETRY, ERROR_RETRY_MAX, ctx.failed(&applyset.key()));
+    let next = backoff(ERROR_RETRY, ERROR_RETRY_MAX, ctx.schedule.failed(&applyset.key()));
     tracing::warn!(applyset = %applyset.key(), %error, retry_in = ?next, "reconcile error");
     Action::requeue(next)
 }
@@ -109,9 +109,9 @@ async fn sync(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Action, Reconcil
     };
     // A status write or a repeated watch event must not start a new run before it is due; a
     // change to its objects made by someone else makes it due at once.
-    let drift_check = ctx.take_run_request(&key);
-    if !drift_check && !ctx.is_due(&key, generation, applyset.run_requests().as_deref()) {
-        return Ok(Action::requeue(ctx.remaining(&key)));
+    let drift_check = ctx.schedule.take_request(&key);
+    if !drift_check && !ctx.schedule.is_due(&key, generation, applyset.run_requests().as_deref()) {
+        return Ok(Action::requeue(ctx.schedule.remaining(&key)));
     }
 
     let mut written = previous.clone();

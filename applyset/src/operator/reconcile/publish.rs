@@ -76,19 +76,19 @@ impl Finish<'_> {
                 with_jitter(intervals.interval)
             }
             None => {
-                self.ctx.succeeded(&key);
+                self.ctx.schedule.succeeded(&key);
                 self.ctx.metrics.reconcile_finished("success", self.started.elapsed());
                 self.ctx.metrics.sync_succeeded(now.0.as_second() as f64);
                 if !was_ready {
                     // Its dependants waited for this: they run now, not at their interval.
                     for dependant in dependencies::dependants(&key, &self.ctx.applysets().await) {
-                        self.ctx.run_now(&dependant);
+                        self.ctx.schedule.run_now(&dependant);
                     }
                 }
                 with_jitter(intervals.interval)
             }
         };
-        self.ctx.ran(&key, generation, self.applyset.run_requests().as_deref(), next);
+        self.ctx.schedule.ran(&key, generation, self.applyset.run_requests().as_deref(), next);
         Ok(Action::requeue(next))
     }
 
@@ -113,13 +113,13 @@ impl Finish<'_> {
         }
         tracing::warn!(applyset = %key, reason = failure.stage.reason(), message = %failure.message, "reconcile failed");
         ctx.metrics.reconcile_finished(failure.stage.metric_label(), started.elapsed());
-        let failures = ctx.failed(&key);
+        let failures = ctx.schedule.failed(&key);
         let Some(intervals) = intervals.filter(|_| !matches!(failure.stage, Stage::InvalidSpec | Stage::AccessDenied))
         else {
             return Ok(Action::await_change());
         };
         let next = backoff(intervals.retry, intervals.interval, failures);
-        ctx.ran(&key, generation, applyset.run_requests().as_deref(), next);
+        ctx.schedule.ran(&key, generation, applyset.run_requests().as_deref(), next);
         Ok(Action::requeue(next))
     }
 }

@@ -182,11 +182,11 @@ impl Context {
 
     /// Discovery for the ApplySet parent's recorded kinds: the apply cluster's own (one fetch
     /// serves the apply path and the parent), fetched again when `refresh` is set.
-    pub async fn api_index(&self, cluster: &Cluster, refresh: bool) -> Result<Arc<ApiIndex>, String> {
+    pub async fn api_index(&self, cluster: &Cluster, refresh: bool) -> crate::cluster::Result<Arc<ApiIndex>> {
         if refresh {
-            cluster.refresh_discovery().await.map_err(|e| e.to_string())?;
+            cluster.refresh_discovery().await?;
         }
-        cluster.api_index().await.map_err(|e| e.to_string())
+        cluster.api_index().await
     }
 
     /// Connects the context to the running controller: its view of the ApplySets (for

@@ -12,7 +12,7 @@
 use std::sync::Arc;
 
 use super::api::ApplySet;
-use super::status::{Failure, READY, Stage};
+use super::status::{READY, Stage, StepError};
 
 /// `namespace/name` of a dependency of `applyset` (its own namespace by default).
 fn dependency_keys(applyset: &ApplySet) -> Vec<String> {
@@ -27,7 +27,7 @@ fn find<'a>(all: &'a [Arc<ApplySet>], key: &str) -> Option<&'a Arc<ApplySet>> {
 /// `AccessDenied` when the controller forbids references into other namespaces and the spec
 /// makes one (`spec.dependsOn`, `spec.healthChecks`): the fields are named, nothing of the other
 /// namespace is read, so whether it exists is not revealed either.
-pub fn cross_namespace(applyset: &ApplySet) -> Result<(), Failure> {
+pub fn cross_namespace(applyset: &ApplySet) -> Result<(), StepError> {
     let own = applyset.namespace_or_default();
     let elsewhere = |namespace: &Option<String>| namespace.as_deref().is_some_and(|ns| ns != own);
     let dependencies = applyset.spec.depends_on.iter().enumerate().filter(|(_, d)| elsewhere(&d.namespace));
@@ -41,7 +41,7 @@ pub fn cross_namespace(applyset: &ApplySet) -> Result<(), Failure> {
     if fields.is_empty() {
         return Ok(());
     }
-    Err(Failure::new(
+    Err(StepError::new(
         Stage::AccessDenied,
         format!(
             "{} refer(s) to another namespace than {own}; cross-namespace references are forbidden on this controller (--no-cross-namespace-refs)",
@@ -53,16 +53,16 @@ pub fn cross_namespace(applyset: &ApplySet) -> Result<(), Failure> {
 /// `Ok` when every dependency is Ready; otherwise the failure to report: a cycle through this
 /// ApplySet (`DependencyCycle`, with the cycle) or the first dependency that is not Ready,
 /// named with its `Ready` status only.
-pub fn check(applyset: &ApplySet, all: &[Arc<ApplySet>]) -> Result<(), Failure> {
+pub fn check(applyset: &ApplySet, all: &[Arc<ApplySet>]) -> Result<(), StepError> {
     if let Some(cycle) = cycle_through(applyset, all) {
-        return Err(Failure::new(
+        return Err(StepError::new(
             Stage::DependencyCycle,
             format!("spec.dependsOn makes a cycle: {}; none of them can be applied", cycle.join(" → ")),
         ));
     }
     for key in dependency_keys(applyset) {
         let Some(dependency) = find(all, &key) else {
-            return Err(Failure::new(Stage::DependencyNotReady, format!("dependency ApplySet {key} not found")));
+            return Err(StepError::new(Stage::DependencyNotReady, format!("dependency ApplySet {key} not found")));
         };
         let status = dependency.status.as_ref();
         let ready = status.and_then(|s| s.conditions.iter().find(|c| c.type_ == READY));
@@ -73,7 +73,7 @@ pub fn check(applyset: &ApplySet, all: &[Arc<ApplySet>]) -> Result<(), Failure> 
             Some(_) => "reconciling".to_owned(),
             None => "not reconciled yet".to_owned(),
         };
-        return Err(Failure::new(
+        return Err(StepError::new(
             Stage::DependencyNotReady,
             format!("dependency ApplySet {key} is not ready ({why}); nothing was applied"),
         ));

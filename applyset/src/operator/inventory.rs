@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use super::api::{InventoryMember, InventoryObject};
-use super::status::{Failure, Stage};
+use super::status::{Stage, StepError};
 use crate::apply::Visited;
 use crate::applyset::{Candidate, GroupKind};
 
@@ -118,7 +118,7 @@ pub fn check_fits(
     previous: Option<&[InventoryMember]>,
     loaded: &[crate::manifest::LoadedObject],
     default_namespace: &str,
-) -> Result<(), Failure> {
+) -> Result<(), StepError> {
     let planned: Vec<InventoryMember> =
         loaded.iter().filter_map(|o| planned_member(&o.object, default_namespace)).collect();
     let count = planned.len();
@@ -130,8 +130,8 @@ pub fn check_fits(
 }
 
 /// The failure of a record over [`RECORD_LIMIT`].
-pub fn too_large(count: usize, bytes: usize, consequence: &str) -> Failure {
-    Failure::new(
+pub fn too_large(count: usize, bytes: usize, consequence: &str) -> StepError {
+    StepError::new(
         Stage::InventoryTooLarge,
         format!(
             "{count} object(s): recording them for prune (status.inventory.members) takes {bytes} bytes, over the limit of {RECORD_LIMIT} bytes that keeps the ApplySet within etcd's request size; {consequence}. Split the source into several ApplySets"

@@ -10,7 +10,7 @@ use kube::Api;
 
 use super::api::{ApplySet, SubstituteKind};
 use super::reconcile::redact_owner;
-use super::status::{Failure, Stage};
+use super::status::{Stage, StepError};
 use crate::applyset::error_text;
 use crate::cluster::Cluster;
 use crate::manifest::postbuild::{Variables, valid_name};
@@ -18,7 +18,7 @@ use crate::redact;
 
 /// The variables, and a digest of them (a change of a referenced ConfigMap is a change of
 /// what is applied, as a commit is); `None` without `spec.postBuild`.
-pub async fn variables(applyset: &ApplySet, cluster: &Cluster) -> Result<Option<(Arc<Variables>, String)>, Failure> {
+pub async fn variables(applyset: &ApplySet, cluster: &Cluster) -> Result<Option<(Arc<Variables>, String)>, StepError> {
     let Some(post_build) = &applyset.spec.post_build else { return Ok(None) };
     let namespace = applyset.namespace_or_default();
     let mut vars = Variables::new();
@@ -44,13 +44,11 @@ pub async fn variables(applyset: &ApplySet, cluster: &Cluster) -> Result<Option<
             Ok(Some(data)) => data,
             Ok(None) if reference.optional => continue,
             Ok(None) => {
-                return Err(Failure::new(Stage::Build, format!("{what}: not found; nothing was applied or pruned")));
+                return Err(StepError::new(Stage::Build, format!("{what}: not found; nothing was applied or pruned")));
             }
             Err(error) => {
-                return Err(Failure::new(
-                    Stage::Build,
-                    format!("{what}: {}; nothing was applied or pruned", error_text(&error)),
-                ));
+                let message = format!("{what}: {}; nothing was applied or pruned", error_text(&error));
+                return Err(StepError::caused(Stage::Build, message, error));
             }
         };
         for (name, value) in data {
@@ -67,7 +65,7 @@ pub async fn variables(applyset: &ApplySet, cluster: &Cluster) -> Result<Option<
         vars.insert(name.clone(), value.replace('\n', ""));
     }
     if let Some(bad) = vars.keys().find(|name| !valid_name(name)) {
-        return Err(Failure::new(
+        return Err(StepError::new(
             Stage::InvalidSpec,
             format!(
                 "spec.postBuild: variable name {bad:?} is invalid, must match ^[_[:alpha:]][_[:alpha:][:digit:]]*$"

@@ -119,18 +119,7 @@ impl Stage {
     }
 }
 
-/// A failed reconcile: the stage and a message for the Ready condition and the Event.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Failure {
-    pub stage: Stage,
-    pub message: String,
-}
-
-impl Failure {
-    pub fn new(stage: Stage, message: impl Into<String>) -> Failure {
-        Failure { stage, message: message.into() }
-    }
-}
+pub use super::reconcile::StepError;
 
 /// Conditions are capped by the apiserver at 32 KiB per message; keep ours readable.
 pub const MAX_MESSAGE: usize = 4000;
@@ -222,7 +211,7 @@ pub fn mark_healthy(
     set_condition(&mut status.conditions, HEALTHY, value, reason, message, generation, now);
 }
 
-pub fn mark_failed(status: &mut ApplySetStatus, failure: &Failure, generation: Option<i64>, now: &Time) {
+pub fn mark_failed(status: &mut ApplySetStatus, failure: &StepError, generation: Option<i64>, now: &Time) {
     let reason = failure.stage.reason();
     set_condition(&mut status.conditions, READY, "False", reason, &failure.message, generation, now);
     remove_condition(&mut status.conditions, RECONCILING);
@@ -371,11 +360,11 @@ mod tests {
         mark_progressing(&mut status, "Reconciling", Some(1), &at(1));
         assert_eq!(condition(&status, READY).unwrap().status, "Unknown");
         assert_eq!(condition(&status, RECONCILING).unwrap().status, "True");
-        mark_failed(&mut status, &Failure::new(Stage::InvalidSpec, "bad interval"), Some(1), &at(2));
+        mark_failed(&mut status, &StepError::new(Stage::InvalidSpec, "bad interval"), Some(1), &at(2));
         assert_eq!(condition(&status, READY).unwrap().reason, reason::INVALID_SPEC);
         assert_eq!(condition(&status, STALLED).unwrap().status, "True");
         assert!(condition(&status, RECONCILING).is_none());
-        mark_failed(&mut status, &Failure::new(Stage::Fetch, "unreachable"), Some(2), &at(3));
+        mark_failed(&mut status, &StepError::new(Stage::Fetch, "unreachable"), Some(2), &at(3));
         assert!(condition(&status, STALLED).is_none());
         mark_ready(&mut status, "Applied revision main@sha1:abc", Some(2), &at(4));
         assert_eq!(condition(&status, READY).unwrap().status, "True");

@@ -17,7 +17,7 @@ use kube::core::GroupVersionKind;
 use super::api::{ApplySet, HealthCheckReference, InventoryObject};
 use super::context::Context;
 use super::lock;
-use super::status::{Failure, Stage};
+use super::status::{Stage, StepError};
 use crate::apply::Visited;
 use crate::applyset::GroupKind;
 use crate::cluster::cache::{Cached, ObjectCache};
@@ -68,7 +68,7 @@ pub fn waits(applyset: &ApplySet) -> bool {
 }
 
 /// The CEL rules of the spec (an expression that does not compile is an invalid spec).
-pub fn rules(applyset: &ApplySet) -> Result<Rules, Failure> {
+pub fn rules(applyset: &ApplySet) -> Result<Rules, StepError> {
     let expressions: Vec<Expressions> = applyset
         .spec
         .health_check_exprs
@@ -81,11 +81,11 @@ pub fn rules(applyset: &ApplySet) -> Result<Rules, Failure> {
             failed: e.failed.clone(),
         })
         .collect();
-    Rules::compile(&expressions).map_err(|e| Failure::new(Stage::InvalidSpec, e))
+    Rules::compile(&expressions).map_err(|e| StepError::new(Stage::InvalidSpec, e))
 }
 
 /// The objects waited for: the applied ones (`spec.wait`) or `spec.healthChecks`.
-pub async fn targets(applyset: &ApplySet, cluster: &Cluster, visited: &[Visited]) -> Result<Vec<Target>, Failure> {
+pub async fn targets(applyset: &ApplySet, cluster: &Cluster, visited: &[Visited]) -> Result<Vec<Target>, StepError> {
     if applyset.spec.wait {
         return Ok(visited
             .iter()
@@ -101,7 +101,7 @@ pub async fn targets(applyset: &ApplySet, cluster: &Cluster, visited: &[Visited]
     for (index, check) in applyset.spec.health_checks.iter().enumerate() {
         let gvk = gvk_of(check);
         let mapping = cluster.mapping(&gvk).await.map_err(|e| {
-            Failure::new(
+            StepError::new(
                 Stage::HealthCheck,
                 format!("spec.healthChecks[{index}]: {} {} is not served: {e}", check.api_version, check.kind),
             )
@@ -186,7 +186,7 @@ pub async fn health(
     visited: &[Visited],
     token: &str,
     timeout: Duration,
-) -> Result<(Verdict, Vec<Judged>), Failure> {
+) -> Result<(Verdict, Vec<Judged>), StepError> {
     let rules = rules(applyset)?;
     let targets = targets(applyset, cluster, visited).await?;
     let judged = judge(ctx, cluster, set_id, &targets, &rules).await;

@@ -13,7 +13,7 @@ use crate::applyset::{ParentWrites, Run};
 use crate::operator::api::{ApplySet, DeletionPolicy};
 use crate::operator::context::Context;
 use crate::operator::prune;
-use crate::operator::status::reason;
+use crate::operator::status::{Stage, StepError, reason};
 use crate::redact;
 use crate::source::CacheKey;
 
@@ -30,14 +30,14 @@ pub(super) async fn cleanup(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Ac
     let namespace = applyset.namespace_or_default();
     if applyset.deletion_policy() == DeletionPolicy::Delete && !applyset.spec.suspend {
         let service_account = ctx.service_account_for(&applyset);
+        let failed = |source: StepError| ReconcileError::Cleanup { key: key.clone(), source };
         let cluster = ctx
             .cluster_for(&namespace, service_account.as_deref())
-            .map_err(|e| ReconcileError::Cleanup(e.to_string()))?;
-        let index = ctx.api_index(&cluster, true).await.map_err(ReconcileError::Cleanup)?;
+            .map_err(|e| failed(StepError::of(Stage::Delete, e)))?;
+        let index = ctx.api_index(&cluster, true).await.map_err(|e| failed(StepError::of(Stage::Delete, e)))?;
         let labels = applyset.metadata.labels.clone().unwrap_or_default();
         let annotations = applyset.metadata.annotations.clone().unwrap_or_default();
-        let (parent, _) =
-            parent_for(&applyset, &index, &labels, &annotations).map_err(|f| ReconcileError::Cleanup(f.message))?;
+        let (parent, _) = parent_for(&applyset, &index, &labels, &annotations).map_err(failed)?;
         let writes = ParentWrites::Owned { client: ctx.client.clone(), labels, annotations };
         let run = Run::new(&cluster, parent, writes, DryRun::None);
         let members = applyset.status.as_ref().and_then(|s| s.inventory.as_ref()).and_then(|i| i.members.clone());
@@ -58,7 +58,7 @@ pub(super) async fn cleanup(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Ac
         });
         if let Some(message) = not_yet {
             ctx.event(&applyset, true, reason::DELETE_FAILED, "Delete", message.clone()).await;
-            return Err(ReconcileError::Cleanup(format!("deleting the objects of {key}: {message}")));
+            return Err(failed(StepError::new(Stage::Delete, message)));
         }
         if !pruned.deleted.is_empty() {
             ctx.event(

@@ -7,6 +7,7 @@
 //! only when it changed.
 
 mod cleanup;
+mod error;
 mod publish;
 mod run;
 mod steps;
@@ -24,7 +25,8 @@ use kube::runtime::finalizer::{self, Event as FinalizerEvent};
 use super::api::{ApplySet, ApplySetStatus, FINALIZER, GROUP, KIND, PLURAL};
 use super::context::Context;
 use super::schedule::{Intervals, backoff};
-use super::status::{self, Failure, READY, Stage};
+use super::status::{self, READY, Stage};
+pub use error::{Cause, StepError};
 use publish::Finish;
 pub(super) use run::Reconciliation;
 pub use steps::apply::SERVER_SIDE_MANAGER;
@@ -34,10 +36,15 @@ pub use steps::apply::SERVER_SIDE_MANAGER;
 pub enum ReconcileError {
     #[error("writing the status of {key}: {source}")]
     Status { key: String, source: kube::Error },
-    #[error("finalizer: {0}")]
-    Finalizer(String),
-    #[error("{0}")]
-    Cleanup(String),
+    /// Adding or removing the finalizer failed.
+    #[error("finalizer of {key}: {source}")]
+    Finalizer { key: String, source: kube::Error },
+    /// The object cannot carry a finalizer (no name, or an invalid finalizer value).
+    #[error("finalizer of {key}: {what}")]
+    FinalizerUnusable { key: String, what: &'static str },
+    /// Deleting the ApplySet's objects did not finish.
+    #[error("deleting the objects of {key}: {source}")]
+    Cleanup { key: String, source: StepError },
 }
 
 pub fn api_resource() -> ApiResource {
@@ -57,6 +64,7 @@ pub(super) fn now() -> Time {
 /// The controller's entry point: finalizer handling, then `sync` or `cleanup`.
 pub async fn reconcile(applyset: Arc<ApplySet>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
     let api: Api<ApplySet> = Api::namespaced(ctx.client.clone(), &applyset.namespace_or_default());
+    let key = applyset.key();
     finalizer::finalizer(&api, FINALIZER, applyset, |event| async {
         match event {
             FinalizerEvent::Apply(applyset) => sync(applyset, &ctx).await,
@@ -66,7 +74,13 @@ pub async fn reconcile(applyset: Arc<ApplySet>, ctx: Arc<Context>) -> Result<Act
     .await
     .map_err(|e| match e {
         finalizer::Error::ApplyFailed(inner) | finalizer::Error::CleanupFailed(inner) => inner,
-        other => ReconcileError::Finalizer(other.to_string()),
+        finalizer::Error::AddFinalizer(source) | finalizer::Error::RemoveFinalizer(source) => {
+            ReconcileError::Finalizer { key, source }
+        }
+        finalizer::Error::UnnamedObject => ReconcileError::FinalizerUnusable { key, what: "the object has no name" },
+        finalizer::Error::InvalidFinalizer => {
+            ReconcileError::FinalizerUnusable { key, what: "the finalizer name is invalid" }
+        }
     })
 }
 
@@ -102,7 +116,7 @@ async fn sync(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Action, Reconcil
     let intervals = match Intervals::of(&applyset, ctx.settings.min_interval) {
         Ok(intervals) => intervals,
         Err(message) => {
-            let failure = Failure::new(Stage::InvalidSpec, message);
+            let failure = StepError::new(Stage::InvalidSpec, message);
             let finish = Finish { ctx, applyset: &applyset, written: &previous, started };
             return finish.failed(status, failure, None).await;
         }

@@ -12,7 +12,7 @@ use crate::operator::api::{ApplySet, ApplySetStatus, DriftedObject};
 use crate::operator::context::Context;
 use crate::operator::outcome::{Done, describe_drift, set_drift_condition};
 use crate::operator::schedule::{Intervals, backoff, with_jitter};
-use crate::operator::status::{self, Failure, READY, Stage, reason};
+use crate::operator::status::{self, READY, Stage, StepError, reason};
 use crate::operator::waiting::Verdict;
 use crate::operator::{dependencies, history};
 use crate::source::Ancestry;
@@ -97,7 +97,7 @@ impl Finish<'_> {
     pub(super) async fn failed(
         &self,
         mut status: ApplySetStatus,
-        failure: Failure,
+        failure: StepError,
         intervals: Option<Intervals>,
     ) -> Result<Action, ReconcileError> {
         let (ctx, applyset, written, started) = (self.ctx, self.applyset, self.written, self.started);
@@ -111,7 +111,9 @@ impl Finish<'_> {
         if before != after {
             ctx.event(applyset, true, failure.stage.reason(), "Reconcile", failure.message.clone()).await;
         }
-        tracing::warn!(applyset = %key, reason = failure.stage.reason(), message = %failure.message, "reconcile failed");
+        let module = failure.cause.as_deref().map(super::Cause::module).unwrap_or("reconcile");
+        let causes = failure.causes().join(": ");
+        tracing::warn!(applyset = %key, reason = failure.stage.reason(), module, message = %failure.message, causes, "reconcile failed");
         ctx.metrics.reconcile_finished(failure.stage.metric_label(), started.elapsed());
         let failures = ctx.schedule.failed(&key);
         let Some(intervals) = intervals.filter(|_| !matches!(failure.stage, Stage::InvalidSpec | Stage::AccessDenied))
@@ -160,7 +162,7 @@ fn health_outcome(
         }
         Some(Verdict::Failed { message }) => {
             status::mark_healthy(status, "False", reason::HEALTH_CHECK_FAILED, message, generation, now);
-            let failure = Failure::new(Stage::HealthCheck, format!("{applied}, but {message}"));
+            let failure = StepError::new(Stage::HealthCheck, format!("{applied}, but {message}"));
             status::mark_failed(status, &failure, generation, now);
             Some(HealthOutcome::Failed(failure.message))
         }

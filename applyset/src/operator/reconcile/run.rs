@@ -1,14 +1,14 @@
 //! One run of an ApplySet as a value: [`Reconciliation`] holds what every step needs (the
 //! ApplySet, the controller's context, the status before and the one being built), and
 //! [`Reconciliation::run`] reads as the reconcile does, one step a line. Each step is a method
-//! in [`super::steps`] that fails with one [`Failure`] (its stage is the condition reason and
+//! in [`super::steps`] that fails with one [`StepError`] (its stage is the condition reason and
 //! the metric label); nothing is pruned unless every earlier step succeeded.
 
 use super::super::api::{ApplySet, ApplySetStatus, DriftMode};
 use super::super::context::Context;
 use super::super::outcome::Done;
 use super::super::schedule::Intervals;
-use super::super::status::{self, DRIFTED, Failure};
+use super::super::status::{self, DRIFTED, StepError};
 use super::steps::apply::ApplyInput;
 use crate::source::Artifact;
 
@@ -42,7 +42,7 @@ impl<'a> Reconciliation<'a> {
 
     /// dependencies → fetch → cluster → variables → load → size check → history → apply →
     /// record → prune → health.
-    pub(in crate::operator) async fn run(&mut self) -> Result<Done, Failure> {
+    pub(in crate::operator) async fn run(&mut self) -> Result<Done, StepError> {
         self.dependencies().await?;
         let fetched = self.fetch().await?;
         let cluster = self.cluster()?;

@@ -19,7 +19,7 @@ use crate::operator::api::{ApplySet, SecretsMode};
 use crate::operator::drift::IgnoreRules;
 use crate::operator::history::HistoryIndex;
 use crate::operator::leftover::LeftoverPolicy;
-use crate::operator::status::{Failure, Stage};
+use crate::operator::status::{Stage, StepError};
 
 /// The field manager of the server-side apply of objects too large for client-side apply.
 pub const SERVER_SIDE_MANAGER: &str = "applyset";
@@ -36,24 +36,27 @@ pub(in crate::operator::reconcile) struct ApplyInput {
 
 impl Reconciliation<'_> {
     /// `spec.drift.ignore`, compiled (an invalid rule is `InvalidSpec`).
-    pub(in crate::operator::reconcile) fn ignore_rules(&self) -> Result<Arc<IgnoreRules>, Failure> {
+    pub(in crate::operator::reconcile) fn ignore_rules(&self) -> Result<Arc<IgnoreRules>, StepError> {
         IgnoreRules::new(&self.applyset.spec.drift.ignore)
             .map(Arc::new)
-            .map_err(|e| Failure::new(Stage::InvalidSpec, e))
+            .map_err(|e| StepError::new(Stage::InvalidSpec, e))
     }
 
     /// The KEP-3659 run over the ApplySet itself as the parent, its metadata written with the
     /// controller's identity (it is our own object).
-    pub(in crate::operator::reconcile) async fn begin_run<'c>(&self, cluster: &'c Cluster) -> Result<Run<'c>, Failure> {
+    pub(in crate::operator::reconcile) async fn begin_run<'c>(
+        &self,
+        cluster: &'c Cluster,
+    ) -> Result<Run<'c>, StepError> {
         let (applyset, ctx) = (self.applyset, self.ctx);
-        let index = ctx.api_index(cluster, false).await.map_err(|e| Failure::new(Stage::Apply, e))?;
+        let index = ctx.api_index(cluster, false).await.map_err(|e| StepError::of(Stage::Apply, e))?;
         let labels = applyset.metadata.labels.clone().unwrap_or_default();
         let annotations = applyset.metadata.annotations.clone().unwrap_or_default();
         let (mut parent, mut restored) = parent_for(applyset, &index, &labels, &annotations)?;
         if !parent.warnings.is_empty() {
             // A kind recorded on the parent may be newer than the cached discovery (a CRD the
             // last run created): look again before treating it as gone.
-            let index = ctx.api_index(cluster, true).await.map_err(|e| Failure::new(Stage::Apply, e))?;
+            let index = ctx.api_index(cluster, true).await.map_err(|e| StepError::of(Stage::Apply, e))?;
             (parent, restored) = parent_for(applyset, &index, &labels, &annotations)?;
             for warning in parent.warnings.drain(..) {
                 tracing::warn!(applyset = %applyset.key(), "{warning}");
@@ -80,7 +83,7 @@ impl Reconciliation<'_> {
         cluster: &Cluster,
         run: &mut Run<'_>,
         input: ApplyInput,
-    ) -> Result<ApplyReport, Failure> {
+    ) -> Result<ApplyReport, StepError> {
         if input.loaded.is_empty() {
             return Ok(ApplyReport::default());
         }
@@ -90,11 +93,11 @@ impl Reconciliation<'_> {
         if !input.mode.report_only {
             // Every kind is recorded before anything is applied, so a failed run can still be
             // pruned later (KEP-3659's superset update).
-            run.begin(&plan).await.map_err(|e| Failure::new(Stage::Apply, e.to_string()))?;
+            run.begin(&plan).await.map_err(|e| StepError::of(Stage::Apply, e))?;
         }
         let timeout = self.intervals.timeout;
         tokio::time::timeout(timeout, apply::execute(cluster, plan, &options)).await.map_err(|_| {
-            Failure::new(
+            StepError::new(
                 Stage::Apply,
                 format!("applying {} timed out after {timeout:?}; nothing was pruned", input.revision),
             )
@@ -154,11 +157,11 @@ impl Reconciliation<'_> {
     async fn hashed_secrets(
         &self,
         mut loaded: Vec<LoadedObject>,
-    ) -> Result<(Vec<LoadedObject>, Option<LastAppliedCodecRef>), Failure> {
+    ) -> Result<(Vec<LoadedObject>, Option<LastAppliedCodecRef>), StepError> {
         if self.ctx.secrets_mode(self.applyset) != SecretsMode::Hashed {
             return Ok((loaded, None));
         }
-        let codec = self.ctx.hashed_secrets().await.map_err(|e| Failure::new(Stage::Apply, e))?;
+        let codec = self.ctx.hashed_secrets().await.map_err(|e| StepError::new(Stage::Apply, e))?;
         for object in &mut loaded {
             last_applied::fold_string_data(&mut object.object);
         }
@@ -167,17 +170,17 @@ impl Reconciliation<'_> {
 }
 
 /// Plans the apply; kinds unknown to a cached discovery are looked up once more.
-async fn plan(cluster: &Cluster, loaded: Vec<LoadedObject>, options: &ApplyOptions) -> Result<apply::Plan, Failure> {
+async fn plan(cluster: &Cluster, loaded: Vec<LoadedObject>, options: &ApplyOptions) -> Result<apply::Plan, StepError> {
     let to_failure = |e: Fatal| match e {
-        Fatal::Duplicates(_) | Fatal::NoObjects => Failure::new(Stage::Load, e.to_string()),
-        Fatal::Cluster(e) => Failure::new(Stage::Apply, e.to_string()),
+        Fatal::Duplicates(_) | Fatal::NoObjects => StepError::of(Stage::Load, e),
+        Fatal::Cluster(e) => StepError::of(Stage::Apply, e),
     };
     let retry_with = loaded.clone();
     let plan = apply::plan(cluster, loaded, options).await.map_err(to_failure)?;
     if !plan.has_failures() {
         return Ok(plan);
     }
-    cluster.refresh_discovery().await.map_err(|e| Failure::new(Stage::Apply, e.to_string()))?;
+    cluster.refresh_discovery().await.map_err(|e| StepError::of(Stage::Apply, e))?;
     apply::plan(cluster, retry_with, options).await.map_err(to_failure)
 }
 
@@ -189,7 +192,7 @@ pub(in crate::operator::reconcile) fn parent_for(
     index: &ApiIndex,
     labels: &BTreeMap<String, String>,
     annotations: &BTreeMap<String, String>,
-) -> Result<(Parent, Vec<String>), Failure> {
+) -> Result<(Parent, Vec<String>), StepError> {
     let mut parent = Parent::from_existing(
         index.clone(),
         api_resource(),
@@ -198,7 +201,7 @@ pub(in crate::operator::reconcile) fn parent_for(
         labels,
         annotations,
     )
-    .map_err(|e| Failure::new(Stage::Apply, e.to_string()))?;
+    .map_err(|e| StepError::of(Stage::Apply, e))?;
     let members = applyset.status.as_ref().and_then(|s| s.inventory.as_ref()).and_then(|i| i.members.as_deref());
     let restored =
         parent.include_recorded(members.unwrap_or_default().iter().map(|m| (m.kind.as_str(), m.namespace.as_deref())));

@@ -12,7 +12,7 @@ use crate::cluster::Cluster;
 use crate::manifest::{self, LoadedObject};
 use crate::operator::api::StaleFields;
 use crate::operator::history::{self, HistoryIndex, RevisionReader};
-use crate::operator::status::{Failure, Stage};
+use crate::operator::status::{Stage, StepError};
 use crate::operator::{inventory, postbuild};
 use crate::redact;
 use crate::source::Artifact;
@@ -32,15 +32,15 @@ pub(in crate::operator::reconcile) struct History {
 
 impl Reconciliation<'_> {
     /// The cluster the ApplySet applies to, as its identity (its ServiceAccount, if any).
-    pub(in crate::operator::reconcile) fn cluster(&self) -> Result<Arc<Cluster>, Failure> {
+    pub(in crate::operator::reconcile) fn cluster(&self) -> Result<Arc<Cluster>, StepError> {
         let service_account = self.ctx.service_account_for(self.applyset);
         self.ctx
             .cluster_for(&self.applyset.namespace_or_default(), service_account.as_deref())
-            .map_err(|e| Failure::new(Stage::Apply, e.to_string()))
+            .map_err(|e| StepError::of(Stage::Apply, e))
     }
 
     /// `spec.postBuild`'s variables, read as the apply identity.
-    pub(in crate::operator::reconcile) async fn variables(&self, cluster: &Cluster) -> Result<Variables, Failure> {
+    pub(in crate::operator::reconcile) async fn variables(&self, cluster: &Cluster) -> Result<Variables, StepError> {
         let spec_digest = self.applyset.spec.apply_digest();
         Ok(match postbuild::variables(self.applyset, cluster).await? {
             Some((values, vars_digest)) => {
@@ -57,7 +57,7 @@ impl Reconciliation<'_> {
         &self,
         artifact: &Artifact,
         substitute: Option<Arc<manifest::postbuild::Variables>>,
-    ) -> Result<Vec<LoadedObject>, Failure> {
+    ) -> Result<Vec<LoadedObject>, StepError> {
         let applyset = self.applyset;
         // kubectl refuses a directory without manifests; with allowEmpty it is an empty source.
         let empty_source =
@@ -75,7 +75,7 @@ impl Reconciliation<'_> {
         }
         redact::register(&redact_owner(applyset, "manifests"), secrets);
         if loaded.is_empty() && !applyset.spec.allow_empty {
-            return Err(Failure::new(
+            return Err(StepError::new(
                 Stage::Load,
                 format!(
                     "no objects found in {} at {}; nothing was applied or pruned (set spec.allowEmpty to accept an empty source)",
@@ -94,7 +94,7 @@ impl Reconciliation<'_> {
         &self,
         artifact: &Artifact,
         substitute: Option<Arc<manifest::postbuild::Variables>>,
-    ) -> Result<Vec<LoadedObject>, Failure> {
+    ) -> Result<Vec<LoadedObject>, StepError> {
         let settings = &self.ctx.settings;
         let kustomize = manifest::kustomize::Kustomize {
             binary: settings.kustomize_binary.clone(),
@@ -105,11 +105,11 @@ impl Reconciliation<'_> {
         kustomize
             .build_with(&artifact.checkout, &artifact.dir, &options)
             .await
-            .map_err(|error| Failure::new(Stage::Build, format!("{error}; nothing was applied or pruned")))
+            .map_err(|error| StepError::caused(Stage::Build, format!("{error}; nothing was applied or pruned"), error))
     }
 
     /// The record the objects would make must fit in the status ([`inventory::check_fits`]).
-    pub(in crate::operator::reconcile) fn check_record_fits(&self, loaded: &[LoadedObject]) -> Result<(), Failure> {
+    pub(in crate::operator::reconcile) fn check_record_fits(&self, loaded: &[LoadedObject]) -> Result<(), StepError> {
         let recorded = self.previous.inventory.as_ref().and_then(|i| i.members.as_deref());
         inventory::check_fits(recorded, loaded, &self.applyset.namespace_or_default())
     }
@@ -149,7 +149,7 @@ fn load_manifests(
     checkout: &Path,
     limits: manifest::Limits,
     substitute: Option<Arc<manifest::postbuild::Variables>>,
-) -> Result<Vec<LoadedObject>, Failure> {
+) -> Result<Vec<LoadedObject>, StepError> {
     // The fetch resolved `dir` inside the checkout; "" is the repository root itself.
     let within = dir.strip_prefix(checkout).unwrap_or(dir);
     let options = manifest::LoadOptions {
@@ -164,9 +164,8 @@ fn load_manifests(
         let lines: Vec<String> = error.errors.iter().take(10).map(ToString::to_string).collect();
         // Post-build substitution is part of the build (as in Flux): BuildFailed.
         let substitution = error.errors.iter().any(|e| e.kind == manifest::ErrorKind::Substitution);
-        Failure::new(
-            if substitution { Stage::Build } else { Stage::Load },
-            format!("{count} error(s) loading the manifests; nothing was applied or pruned:\n{}", lines.join("\n")),
-        )
+        let message =
+            format!("{count} error(s) loading the manifests; nothing was applied or pruned:\n{}", lines.join("\n"));
+        StepError::caused(if substitution { Stage::Build } else { Stage::Load }, message, error)
     })
 }

@@ -5,7 +5,7 @@ use super::super::Reconciliation;
 use crate::apply::ApplyReport;
 use crate::cluster::Cluster;
 use crate::operator::outcome::Done;
-use crate::operator::status::{Failure, Stage};
+use crate::operator::status::{Stage, StepError};
 use crate::operator::waiting;
 
 impl Reconciliation<'_> {
@@ -17,14 +17,14 @@ impl Reconciliation<'_> {
         set_id: &str,
         report: &ApplyReport,
         done: &mut Done,
-    ) -> Result<(), Failure> {
+    ) -> Result<(), StepError> {
         let (applyset, ctx, intervals) = (self.applyset, self.ctx, self.intervals);
         if !waiting::waits(applyset) {
             return Ok(());
         }
         let timeout = match applyset.spec.health_timeout.as_deref() {
             Some(text) => crate::duration::parse(text)
-                .map_err(|e| Failure::new(Stage::InvalidSpec, format!("spec.healthTimeout {text:?}: {e}")))?,
+                .map_err(|e| StepError::new(Stage::InvalidSpec, format!("spec.healthTimeout {text:?}: {e}")))?,
             None => intervals.timeout,
         };
         let token = format!("{}-{}", done.revision, done.applied_digest);

@@ -9,7 +9,7 @@ use crate::operator::api::{APPROVE_PRUNE, InventoryObject};
 use crate::operator::inventory;
 use crate::operator::outcome::Done;
 use crate::operator::prune;
-use crate::operator::status::{Failure, Stage};
+use crate::operator::status::{Stage, StepError};
 
 impl Reconciliation<'_> {
     /// prune: only after every object applied, through the controller's guards; then the parent
@@ -20,7 +20,7 @@ impl Reconciliation<'_> {
         run: &mut Run<'_>,
         report: &ApplyReport,
         done: &mut Done,
-    ) -> Result<(), Failure> {
+    ) -> Result<(), StepError> {
         let (applyset, ctx, previous, intervals) = (self.applyset, self.ctx, self.previous, self.intervals);
         let status = &mut self.status;
         let members = status.inventory.as_ref().and_then(|i| i.members.clone());
@@ -39,7 +39,7 @@ impl Reconciliation<'_> {
             deadline: std::time::Instant::now() + intervals.timeout,
         };
         // The cluster's discovery as it is now: this run may have added kinds (new CRDs).
-        let index = ctx.api_index(cluster, false).await.map_err(|e| Failure::new(Stage::Prune, e))?;
+        let index = ctx.api_index(cluster, false).await.map_err(|e| StepError::of(Stage::Prune, e))?;
         let pruned = prune::prune(run, &index, &report.visited, scope, &applyset.delete_options()).await;
         ctx.metrics.pruned(pruned.deleted.len() as u64);
         if let Some(inventory) = &mut status.inventory {
@@ -63,13 +63,13 @@ impl Reconciliation<'_> {
             })
             .collect();
         if let Some(message) = pruned.guarded {
-            return Err(Failure::new(Stage::PruneGuarded, message));
+            return Err(StepError::new(Stage::PruneGuarded, message));
         }
         if let Some(error) = pruned.error {
-            return Err(Failure::new(Stage::Prune, error));
+            return Err(StepError::new(Stage::Prune, error));
         }
         if !pruned.terminating.is_empty() {
-            return Err(Failure::new(
+            return Err(StepError::new(
                 Stage::Prune,
                 format!(
                     "{} object(s) removed from the source are still being deleted, held by finalizers (not deleted again): {}",
@@ -78,7 +78,7 @@ impl Reconciliation<'_> {
                 ),
             ));
         }
-        run.finish().await.map_err(|e| Failure::new(Stage::Apply, e.to_string()))
+        run.finish().await.map_err(|e| StepError::of(Stage::Apply, e))
     }
 }
 

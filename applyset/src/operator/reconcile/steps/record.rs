@@ -13,7 +13,7 @@ use crate::operator::api::{ApplySet, DriftMode, DriftStatus, DriftedObject};
 use crate::operator::context::Context;
 use crate::operator::inventory;
 use crate::operator::outcome::{Classified, Done, classify};
-use crate::operator::status::{self, Failure, Stage};
+use crate::operator::status::{self, Stage, StepError};
 use crate::source::Artifact;
 
 impl Reconciliation<'_> {
@@ -24,7 +24,7 @@ impl Reconciliation<'_> {
         report: &ApplyReport,
         mode: Mode,
         artifact: &Artifact,
-    ) -> Result<Done, Failure> {
+    ) -> Result<Done, StepError> {
         let (applyset, ctx, previous) = (self.applyset, self.ctx, self.previous);
         let status = &mut self.status;
         // The apiserver's warnings on each object (deprecated APIs, unknown fields with Warn
@@ -91,7 +91,7 @@ impl Reconciliation<'_> {
         if !conflicts.is_empty() {
             message.push_str(&format!("\nowned by: {}", name_applysets(ctx, &conflicts).await));
         }
-        Err(Failure::new(stage, message))
+        Err(StepError::new(stage, message))
     }
 }
 

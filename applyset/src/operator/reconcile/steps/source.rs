@@ -10,7 +10,7 @@ use kube::Api;
 use super::super::Reconciliation;
 use super::super::redact_owner;
 use crate::operator::dependencies;
-use crate::operator::status::{Failure, Stage};
+use crate::operator::status::{Stage, StepError};
 use crate::redact;
 use crate::source::{Artifact, CacheKey, Credentials, ErrorCategory, GitUrl, Transport};
 
@@ -23,7 +23,7 @@ pub(in crate::operator::reconcile) struct Fetched {
 impl Reconciliation<'_> {
     /// With `--no-cross-namespace-refs`, no reference into another namespace; then every
     /// `spec.dependsOn` ApplySet Ready (the controller's view of them, once listed).
-    pub(in crate::operator::reconcile) async fn dependencies(&self) -> Result<(), Failure> {
+    pub(in crate::operator::reconcile) async fn dependencies(&self) -> Result<(), StepError> {
         if self.ctx.settings.no_cross_namespace_refs {
             dependencies::cross_namespace(self.applyset)?;
         }
@@ -35,7 +35,7 @@ impl Reconciliation<'_> {
 
     /// The source's credentials, then the revision from git; the attempted revision goes into
     /// the status and the run's span.
-    pub(in crate::operator::reconcile) async fn fetch(&mut self) -> Result<Fetched, Failure> {
+    pub(in crate::operator::reconcile) async fn fetch(&mut self) -> Result<Fetched, StepError> {
         let (applyset, ctx) = (self.applyset, self.ctx);
         let credentials = self.credentials().await?;
         // The source's secrets (URL user info, the auth Secret's values) are redacted from
@@ -49,7 +49,7 @@ impl Reconciliation<'_> {
         if !ctx.settings.allow_local_sources
             && GitUrl::parse(&applyset.spec.source.url).is_ok_and(|url| url.transport() == Transport::Local)
         {
-            return Err(Failure::new(
+            return Err(StepError::new(
                 Stage::InvalidSpec,
                 "spec.source.url: local repositories (file:// or a path) are disabled on this controller (--allow-local-sources)",
             ));
@@ -77,24 +77,23 @@ impl Reconciliation<'_> {
                 let category = error.category();
                 ctx.metrics.git_fetch(fetch_started.elapsed(), Some(category.as_str()));
                 let stage = if category == ErrorCategory::InvalidSpec { Stage::InvalidSpec } else { Stage::Fetch };
-                Err(Failure::new(stage, error.to_string()))
+                Err(StepError::of(stage, error))
             }
         }
     }
 
     /// Reads the source `auth` Secret (same namespace) into credentials; never logs its data.
-    async fn credentials(&self) -> Result<Option<Credentials>, Failure> {
+    async fn credentials(&self) -> Result<Option<Credentials>, StepError> {
         let Some(secret_ref) = &self.applyset.spec.source.secret_ref else { return Ok(None) };
         let namespace = self.applyset.namespace_or_default();
         let secrets: Api<Secret> = Api::namespaced(self.ctx.client.clone(), &namespace);
         let secret = secrets.get_opt(&secret_ref.name).await.map_err(|e| {
-            Failure::new(
-                Stage::Fetch,
-                format!("reading Secret {namespace}/{}: {}", secret_ref.name, crate::applyset::error_text(&e)),
-            )
+            let message =
+                format!("reading Secret {namespace}/{}: {}", secret_ref.name, crate::applyset::error_text(&e));
+            StepError::caused(Stage::Fetch, message, e)
         })?;
         let Some(secret) = secret else {
-            return Err(Failure::new(
+            return Err(StepError::new(
                 Stage::Fetch,
                 format!("Secret {namespace}/{} (spec.source.secretRef) not found", secret_ref.name),
             ));
@@ -103,6 +102,6 @@ impl Reconciliation<'_> {
             secret.data.unwrap_or_default().into_iter().map(|(k, v)| (k, v.0)).collect();
         Credentials::from_secret_data(&data)
             .map(Some)
-            .map_err(|e| Failure::new(Stage::Fetch, format!("Secret {namespace}/{}: {e}", secret_ref.name)))
+            .map_err(|e| StepError::caused(Stage::Fetch, format!("Secret {namespace}/{}: {e}", secret_ref.name), e))
     }
 }

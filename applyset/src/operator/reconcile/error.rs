@@ -1,0 +1,130 @@
+//! Why a step failed, typed: [`StepError`] carries the step's [`Stage`] (the condition reason
+//! and the bounded metric label), the condition message (its `Display`), and the error of the
+//! module it came from as its source, so the cause chain reaches the log intact. Decisions are
+//! made on the stage and on typed causes, never on the message text.
+
+use std::sync::Arc;
+
+use crate::operator::status::Stage;
+
+/// A failed step of a run.
+#[derive(Debug, Clone)]
+pub struct StepError {
+    pub stage: Stage,
+    /// The condition message (and the Event's note): what failed, named, and what it means
+    /// for the run ("nothing was applied or pruned").
+    pub message: String,
+    /// The typed error behind it, when a module produced one (shared: a failure is cloned
+    /// into the status and the Event).
+    pub cause: Option<Arc<Cause>>,
+}
+
+impl std::fmt::Display for StepError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for StepError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.cause.as_deref().map(|cause| cause as &(dyn std::error::Error + 'static))
+    }
+}
+
+/// The error of the module a step called.
+#[derive(Debug, thiserror::Error)]
+pub enum Cause {
+    #[error(transparent)]
+    Source(#[from] crate::source::SourceError),
+    #[error(transparent)]
+    Load(#[from] crate::manifest::LoadError),
+    #[error(transparent)]
+    Build(#[from] crate::manifest::kustomize::BuildError),
+    #[error(transparent)]
+    Apply(#[from] crate::apply::Fatal),
+    #[error(transparent)]
+    ApplySet(#[from] crate::applyset::Error),
+    #[error(transparent)]
+    Cluster(#[from] crate::cluster::Error),
+    #[error(transparent)]
+    Kube(#[from] kube::Error),
+}
+
+impl StepError {
+    /// A failure the step itself judged (a guard, a spec field, a dependency): no cause.
+    pub fn new(stage: Stage, message: impl Into<String>) -> StepError {
+        StepError { stage, message: message.into(), cause: None }
+    }
+
+    /// A failure a module reported: `message` says it in the condition's words, `cause` keeps
+    /// the module's error.
+    pub fn caused(stage: Stage, message: impl Into<String>, cause: impl Into<Cause>) -> StepError {
+        StepError { stage, message: message.into(), cause: Some(Arc::new(cause.into())) }
+    }
+
+    /// A failure whose message is the cause's own text.
+    pub fn of(stage: Stage, cause: impl Into<Cause>) -> StepError {
+        let cause = cause.into();
+        StepError { stage, message: cause.to_string(), cause: Some(Arc::new(cause)) }
+    }
+}
+
+impl Cause {
+    /// The module the cause came from (a bounded label for logs).
+    pub fn module(&self) -> &'static str {
+        match self {
+            Cause::Source(_) => "source",
+            Cause::Load(_) => "manifest",
+            Cause::Build(_) => "kustomize",
+            Cause::Apply(_) => "apply",
+            Cause::ApplySet(_) => "applyset",
+            Cause::Cluster(_) => "cluster",
+            Cause::Kube(_) => "kube",
+        }
+    }
+}
+
+impl StepError {
+    /// The causes below the message, each as its module says it (for the log: the condition
+    /// message may have rephrased them).
+    pub fn causes(&self) -> Vec<String> {
+        let mut causes = Vec::new();
+        let mut next = std::error::Error::source(self);
+        while let Some(cause) = next {
+            causes.push(cause.to_string());
+            next = cause.source();
+        }
+        causes
+    }
+}
+
+/// Two failures are the same failure when they say the same thing at the same step (what the
+/// status and its Event compare).
+impl PartialEq for StepError {
+    fn eq(&self, other: &StepError) -> bool {
+        self.stage == other.stage && self.message == other.message
+    }
+}
+
+impl Eq for StepError {}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use super::*;
+
+    #[test]
+    fn the_message_is_the_condition_and_the_cause_is_kept() {
+        let cause = crate::cluster::Error::Config("cannot read kubeconfig".into());
+        let failure = StepError::caused(Stage::Apply, "connecting as team-a/deployer: cannot read kubeconfig", cause);
+        assert_eq!(failure.to_string(), "connecting as team-a/deployer: cannot read kubeconfig");
+        let source = failure.source().expect("the cause");
+        assert!(matches!(source.downcast_ref::<Cause>(), Some(Cause::Cluster(_))), "{source:?}");
+        assert_eq!(
+            StepError::new(Stage::Apply, "x"),
+            StepError::of(Stage::Apply, crate::cluster::Error::Config("x".into()))
+        );
+        assert!(StepError::new(Stage::Load, "y").source().is_none());
+    }
+}

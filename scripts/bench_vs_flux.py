@@ -38,56 +38,16 @@ import urllib.request
 from collections import Counter
 from pathlib import Path
 
-from bench_support import (REPO, AuditWindow, GitHttpServer, control_plane_down, control_plane_up, free_port, generate, git,
-                           kubectl_binary, load, proc_memory, request_counts, say, wait_for)
+from benchlib.audit import AuditWindow
+from benchlib.cluster import Kubectl, control_plane_down, control_plane_up, counts_delta, kubectl_binary
+from benchlib.common import REPO, build_release, free_port, load, proc_memory, release_binary, say, stop_processes, wait_for
+from benchlib.git import GitHttpServer, git_commit, git_init
+from benchlib.manifests import generate_applysets, podinfo
 
 FLUX_RELEASE = "v2.9.5"
 FLUX_CONTROLLERS = {"source-controller": "v1.9.5", "kustomize-controller": "v1.9.5"}
 WRITES = {"POST", "PUT", "PATCH", "DELETE"}
 POLL = 2.0
-
-
-def podinfo(index, namespace):
-    """flux-benchmark's manifests/podinfo/podinfo.yaml with its postBuild variables substituted
-    (INDEX=<i>app, PODS=0, MCPU=1m) and the namespace its Kustomizations target written in."""
-    name = f"podinfo-{index}app"
-    labels = (f"  labels:\n    app.kubernetes.io/name: \"{name}\"\n    app.kubernetes.io/version: \"6.5.3\"\n"
-              f"    app.kubernetes.io/managed-by: Flux\n")
-    meta = f"metadata:\n  name: \"{name}\"\n  namespace: {namespace}\n{labels}"
-    probe = lambda path: (  # noqa: E731
-        f"            exec:\n              command:\n                - podcli\n                - check\n"
-        f"                - http\n                - localhost:9898/{path}\n            initialDelaySeconds: 1\n"
-        f"            timeoutSeconds: 5\n            failureThreshold: 3\n            successThreshold: 1\n"
-        f"            periodSeconds: 10\n")
-    return "---\n".join([
-        f"apiVersion: v1\nkind: ServiceAccount\n{meta}",
-        f"apiVersion: v1\nkind: Service\n{meta}spec:\n  type: ClusterIP\n  ports:\n"
-        f"    - port: 9898\n      targetPort: http\n      protocol: TCP\n      name: http\n"
-        f"    - port: 9999\n      targetPort: grpc\n      protocol: TCP\n      name: grpc\n"
-        f"  selector:\n    app.kubernetes.io/name: \"{name}\"\n",
-        f"apiVersion: apps/v1\nkind: Deployment\n{meta}spec:\n  replicas: 0\n  strategy:\n    type: RollingUpdate\n"
-        f"    rollingUpdate:\n      maxUnavailable: 1\n  selector:\n    matchLabels:\n      app.kubernetes.io/name: \"{name}\"\n"
-        f"  template:\n    metadata:\n      labels:\n        app.kubernetes.io/name: \"{name}\"\n      annotations:\n"
-        f"        prometheus.io/scrape: \"true\"\n        prometheus.io/port: \"9898\"\n    spec:\n"
-        f"      terminationGracePeriodSeconds: 30\n      serviceAccountName: \"{name}\"\n      containers:\n"
-        f"        - name: podinfo\n          image: \"ghcr.io/stefanprodan/podinfo:6.5.3\"\n"
-        f"          imagePullPolicy: IfNotPresent\n          command:\n            - ./podinfo\n"
-        f"            - --port=9898\n            - --cert-path=/data/cert\n            - --port-metrics=9797\n"
-        f"            - --grpc-port=9999\n            - --grpc-service-name=podinfo\n            - --level=info\n"
-        f"            - --random-delay=false\n            - --random-error=false\n          env:\n"
-        f"            - name: PODINFO_UI_COLOR\n              value: \"#34577c\"\n          ports:\n"
-        f"            - name: http\n              containerPort: 9898\n              protocol: TCP\n"
-        f"            - name: http-metrics\n              containerPort: 9797\n              protocol: TCP\n"
-        f"            - name: grpc\n              containerPort: 9999\n              protocol: TCP\n"
-        f"          livenessProbe:\n{probe('healthz')}          readinessProbe:\n{probe('readyz')}"
-        f"          volumeMounts:\n            - name: data\n              mountPath: /data\n"
-        f"          resources:\n            requests:\n              cpu: \"1m\"\n              memory: 16Mi\n"
-        f"      volumes:\n        - name: data\n          emptyDir: {{}}\n",
-        f"apiVersion: networking.k8s.io/v1\nkind: Ingress\n{meta}spec:\n  ingressClassName: \"nginx\"\n  rules:\n"
-        f"    - host: \"{name}.local\"\n      http:\n        paths:\n          - path: /\n"
-        f"            pathType: ImplementationSpecific\n            backend:\n              service:\n"
-        f"                name: \"{name}\"\n                port:\n                  number: 9898\n",
-    ])
 
 
 class Shape:
@@ -105,7 +65,7 @@ class Shape:
                 app.mkdir(parents=True)
                 (app / "podinfo.yaml").write_text(podinfo(i, self.premade[0]))
         else:
-            generate(work, self.apps, self.objects, prefix="vsflux", replicas=0)
+            generate_applysets(work, self.apps, self.objects, prefix="vsflux", replicas=0)
 
     def paths(self):
         return [f"app-{i:04d}" if self.name == "flux" else f"app-{i:03d}" for i in range(self.apps)]
@@ -199,9 +159,9 @@ class Side:
         audit = AuditWindow(self.bench.kubeconfig)
         if audit.available():
             audit.start()
-        before = request_counts(self.bench.kubectl, self.bench.kubeconfig, dry_run=True)
+        before = self.bench.request_counts()
         time.sleep(window)
-        after = request_counts(self.bench.kubectl, self.bench.kubeconfig, dry_run=True)
+        after = self.bench.request_counts()
         own = audit.finish() if audit.available() else None
         self.figures["git"] = sum((Counter(self.bench.git_server.requests) - git_before).values())
         states = Counter(status or "-" for _, status, _ in self.ready_states())
@@ -210,7 +170,7 @@ class Side:
             if process.poll() is not None:
                 sys.exit(f"bench-controller: {name} exited during the no-op interval:\n{log_path.read_text()[-4000:]}")
         self.figures["rss_end"] = self.memory()
-        delta = Counter({key: after[key] - before.get(key, 0) for key in after if after[key] - before.get(key, 0) > 0})
+        delta = counts_delta(before, after)
         self.figures["delta"] = delta
         applied, managed = Counter(), 0
         for (verb, resource, scope, subresource, dry_run), value in delta.items():
@@ -254,15 +214,7 @@ class Side:
         return "(" + ", ".join(f"{name} {m['VmHWM']:.0f}" for name, m in memory.items()) + ")"
 
     def stop(self):
-        for name, (process, _) in self.processes.items():
-            if process.poll() is None:
-                process.terminate()
-        for name, (process, _) in self.processes.items():
-            try:
-                process.wait(timeout=40)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        stop_processes([process for process, _ in self.processes.values()], timeout=40)
 
     def wait_gone(self, what, args, limit=1200):
         started = time.monotonic()
@@ -369,24 +321,27 @@ class Flux(Side):
 class Bench:
     def __init__(self, args):
         self.args = args
-        self.kubectl = kubectl_binary()
+        self.kubectl = kubectl_binary("bench-controller")
         self.kubeconfig = None
+        self.kube = None
         self.scratch = Path(tempfile.mkdtemp(prefix="applyset-bench-vs-flux-"))
         self.git_server = GitHttpServer(self.scratch / "git")
 
     def k(self, *args, stdin=None, check=True):
-        out = subprocess.run([self.kubectl, "--kubeconfig", self.kubeconfig, *args], input=stdin, text=True,
-                             capture_output=True)
+        out = self.kube.run(*args, stdin=stdin, check=False)
         if check and out.returncode:
             sys.exit(f"bench-controller: kubectl {' '.join(args[:3])} … failed:\n{out.stderr[-3000:]}")
         return out.stdout
 
+    def request_counts(self):
+        """apiserver_request_total by verb, resource, scope, subresource and dry_run."""
+        return self.kube.request_counts(key=("verb", "resource", "scope", "subresource", "dry_run"))
+
     def build(self):
         args = self.args
         if not args.no_build and args.only != "flux":
-            say("building applyset (cargo build --release -p applyset) …")
-            subprocess.run(["cargo", "build", "--release", "--locked", "-p", "applyset"], cwd=REPO, check=True)
-        self.binary = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target")) / "release" / "applyset"
+            build_release()
+        self.binary = release_binary()
         if args.only != "flux" and not self.binary.is_file():
             sys.exit(f"bench-controller: no {self.binary} (build it, or drop --no-build)")
         self.flux = {}
@@ -417,16 +372,15 @@ class Bench:
         work.mkdir()
         shape.generate(work)
         bare = self.scratch / "git" / f"{shape.name}.git"
-        git(self.scratch, "init", "-q", "--bare", "-b", "main", str(bare))
-        git(work, "init", "-q", "-b", "main")
-        git(work, "add", "-A")
-        git(work, "commit", "-q", "-m", f"bench {shape.name}")
-        git(work, "push", "-q", str(bare), "main")
-        return self.git_server.url(f"{shape.name}.git"), git(work, "rev-parse", "HEAD")
+        git_init(bare, bare=True)
+        git_init(work)
+        sha = git_commit(work, f"bench {shape.name}", push_to=bare)
+        return self.git_server.url(f"{shape.name}.git"), sha
 
     def run(self):
         args = self.args
-        self.kubeconfig = control_plane_up()
+        self.kubeconfig = control_plane_up("bench-controller")
+        self.kube = Kubectl(self.kubectl, self.kubeconfig)
         cores = os.cpu_count()
         say(f"bench-controller --vs-flux: control plane KUBECONFIG={self.kubeconfig}; {cores} cores; "
             f"{load()} (at start)")
@@ -518,7 +472,8 @@ class Bench:
 
 
 def main(args):
-    # A TERM (or a HUP from a closed terminal) cleans up like ^C: controllers stopped, control plane down.
+    # A TERM (or a HUP from a closed terminal) cleans up like ^C: controllers stopped, control plane down
+    # (if this run brought it up).
     import signal
     for number in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(number, lambda signum, frame: sys.exit(128 + signum))

@@ -12,16 +12,12 @@ use anyhow::{Result, ensure};
 use applyset::operator::api::ApplySet;
 use git::Fixture;
 use operator::{
-    ControllerFixture, condition, config_map, create_applyset, deployment, get_applyset, is_ready, ready_at, revision,
-    start_controller, wait_for_applyset,
+    ControllerFixture, condition, config_map, create_applyset, deployment, get_applyset, is_ready, ready_at, reason_is,
+    revision, start_controller, wait_for_applyset,
 };
 
 const T: Duration = Duration::from_secs(90);
 const NEVER: &str = "1h";
-
-fn reason_is(type_: &'static str, reason: &'static str) -> impl Fn(&ApplySet) -> bool {
-    move |a| condition(a, type_).is_some_and(|c| c.1 == reason)
-}
 
 fn widget(group: &str, name: &str, namespace: &str) -> String {
     format!(

@@ -13,16 +13,12 @@ use applyset::operator::api::ApplySet;
 use kube::Api;
 use kube::api::{Patch, PatchParams};
 use operator::{
-    ControllerFixture, ControllerOptions, condition, config_map, create_applyset, events_for, start_controller,
-    wait_for_applyset,
+    ControllerFixture, ControllerOptions, condition, config_map, create_applyset, events_for, reason_is,
+    start_controller, wait_for_applyset,
 };
 use support::TestNamespace;
 
 const T: Duration = Duration::from_secs(60);
-
-fn reason_is(type_: &'static str, reason: &'static str) -> impl Fn(&ApplySet) -> bool {
-    move |a| condition(a, type_).is_some_and(|c| c.1 == reason)
-}
 
 /// What another tenant's failure says about itself: file, object and variable names.
 const PRIVATE: &str = "payroll-db-password.yaml";

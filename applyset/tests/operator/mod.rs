@@ -435,6 +435,11 @@ pub fn is_ready(applyset: &ApplySet) -> bool {
 }
 
 /// Ready=False with `reason`.
+/// The condition `type_` has the reason `reason`.
+pub fn reason_is(type_: &'static str, reason: &'static str) -> impl Fn(&ApplySet) -> bool {
+    move |a| condition(a, type_).is_some_and(|c| c.1 == reason)
+}
+
 pub fn failed_with(reason: &str) -> impl Fn(&ApplySet) -> bool + '_ {
     move |applyset| condition(applyset, "Ready").is_some_and(|(status, r, _)| status == "False" && r == reason)
 }

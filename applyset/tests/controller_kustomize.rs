@@ -2,7 +2,8 @@
 //! kustomize, the local control plane): an overlay is built and applied; a change to its base
 //! is configured; a generator's new hash-suffixed ConfigMap rolls and the old one is pruned; a
 //! build that fails (a remote base) is `BuildFailed` with nothing applied or pruned; and
-//! post-build substitution from the spec, a ConfigMap and a Secret.
+//! post-build substitution from the spec, a ConfigMap and a Secret, whose values may not change
+//! the YAML structure unless `allowStructuralValues`.
 
 mod git;
 mod operator;
@@ -12,7 +13,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 use operator::{
-    ControllerFixture, ControllerOptions, condition, create_applyset, failed_with, ready_at, revision,
+    ControllerFixture, ControllerOptions, condition, create_applyset, failed_with, patch_spec, ready_at, revision,
     wait_for_applyset,
 };
 use support::kustomize_binary;
@@ -146,5 +147,39 @@ async fn post_build_substitutes_variables() -> Result<()> {
     let (_, _, message) = condition(&failed, "Ready").unwrap_or_default();
     assert!(message.contains("configmap/extra: ${UNDEFINED} has no value"), "{message}");
     assert!(!ns.exists("configmap/extra")?);
+    Ok(())
+}
+
+/// A `substituteFrom` value that would move an object into another namespace (`x, namespace:
+/// NS` where `metadata: {name: ${NAME}}` expects a name) is `BuildFailed`, naming the variable
+/// but not the value, and nothing is created anywhere; `allowStructuralValues` lets it through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn post_build_refuses_a_value_that_changes_the_yaml_structure() -> Result<()> {
+    let ControllerFixture { ns, repo } = ControllerFixture::new("postbuild-shape").await?;
+    let target = support::TestNamespace::create("postbuild-target").await?;
+    repo.write("app/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ${NAME}}\ndata: {k: v}\n");
+    let first = repo.commit("a name from a variable");
+    let value = format!("--from-literal=NAME=moved, namespace: {}", target.name);
+    ns.kubectl_ok(&["create", "configmap", "vars", &value], None)?;
+    let controller = operator::start_controller(&ns)?;
+    let post_build = serde_json::json!({ "substituteFrom": [{ "kind": "ConfigMap", "name": "vars" }] });
+    let spec = serde_json::json!({ "source": { "url": repo.url(), "path": "app" }, "interval": "2s", "postBuild": post_build });
+    create_applyset(&ns, "app", spec).await?;
+    let failed = wait_for_applyset(&ns, "app", &controller, "BuildFailed", T, failed_with("BuildFailed")).await?;
+    let (_, _, message) = condition(&failed, "Ready").unwrap_or_default();
+    assert!(
+        message.contains("configmap/${NAME}: the value of ${NAME} changes the document's YAML structure"),
+        "{message}"
+    );
+    assert!(message.contains("set spec.postBuild.allowStructuralValues to allow it"), "{message}");
+    let status = serde_json::to_string(&failed.status)?;
+    assert!(!status.contains("moved") && !status.contains(&target.name), "the value is never quoted: {status}");
+    assert!(!target.exists("configmap/moved")?, "nothing in the other namespace");
+    assert!(!ns.exists("configmap/moved")?);
+
+    // The opt-in: the value is trusted as YAML, and the object goes where it says.
+    patch_spec(&ns, "app", serde_json::json!({ "postBuild": { "allowStructuralValues": true } })).await?;
+    wait_for_applyset(&ns, "app", &controller, "Ready", T, ready_at(revision(&first))).await?;
+    assert_eq!(target.jsonpath("configmap/moved", "{.data.k}")?, "v");
     Ok(())
 }

@@ -86,7 +86,8 @@ pub enum ErrorKind {
     TooLarge(LimitExceeded),
     /// An object carries a strategic-merge-patch directive key ([`directives`]).
     PatchDirective,
-    /// Post-build substitution failed ([`postbuild`]): an undefined variable, a bad reference.
+    /// Post-build substitution failed ([`postbuild`]): an undefined variable, a bad reference,
+    /// a value that changes the YAML structure.
     Substitution,
 }
 
@@ -354,8 +355,8 @@ fn load_text_into(
     let text = match &options.substitute {
         Some(vars) => match postbuild::substitute_stream(&text, vars, options.limits.document) {
             Ok(substituted) => substituted,
-            Err(message) => {
-                errors.push(FileError::file(ErrorKind::Substitution, path, message));
+            Err(error) => {
+                errors.push(FileError::file(ErrorKind::Substitution, path, error.to_string()));
                 return;
             }
         },

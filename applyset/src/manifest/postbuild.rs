@@ -6,18 +6,50 @@
 //! labelled or annotated `kustomize.toolkit.fluxcd.io/substitute: disabled` is kept as written.
 //! Strict, as Flux's strict mode: a `${VAR}` with no value and no default fails, naming the
 //! variable and the object.
+//!
+//! Beyond Flux: a variable's value may not change the YAML structure of the document it lands
+//! in ([`shape`]), unless [`Variables::allow_structural_values`]. Values come from ConfigMaps
+//! and Secrets that people other than the manifests' authors may be able to edit; without the
+//! check, `metadata: {name: ${NAME}}` with the value `x, namespace: other` moves the object.
+
+pub mod shape;
 
 use std::collections::BTreeMap;
 
 use applyset_merge::Value;
 
 use super::stream::parse_stream_limited;
+pub use shape::StructureChange;
 
 /// The opt-out, Flux's own key.
 pub use crate::keys::SUBSTITUTE_OPT_OUT as OPT_OUT;
 
-/// The variables: name → value.
-pub type Variables = BTreeMap<String, String>;
+/// The variables, and how far their values are trusted.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Variables {
+    /// Name → value.
+    pub values: BTreeMap<String, String>,
+    /// `spec.postBuild.allowStructuralValues`: a value may change the YAML structure of the
+    /// document it lands in (add keys, items, documents). Off, such a value is refused.
+    pub allow_structural_values: bool,
+}
+
+impl Variables {
+    /// No variables; values may not change the YAML structure.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn get(&self, name: &str) -> Option<&str> {
+        self.values.get(name).map(String::as_str)
+    }
+}
+
+impl FromIterator<(String, String)> for Variables {
+    fn from_iter<I: IntoIterator<Item = (String, String)>>(pairs: I) -> Self {
+        Variables { values: pairs.into_iter().collect(), allow_structural_values: false }
+    }
+}
 
 /// Whether `name` is a variable name Flux accepts (`^[_[:alpha:]][_[:alpha:][:digit:]]*$`).
 pub fn valid_name(name: &str) -> bool {
@@ -35,10 +67,68 @@ pub enum SubstituteError {
     Unsupported(String),
     #[error("a ${{ without its closing }}")]
     Unclosed,
+    /// The values of these variables (never quoted: they may come from Secrets) change the
+    /// YAML structure of the document ([`shape`]).
+    #[error(
+        "{} the document's YAML structure ({change}); set spec.postBuild.allowStructuralValues to allow it",
+        values_change(variables)
+    )]
+    StructureChanged { variables: Vec<String>, change: StructureChange },
+}
+
+/// `the value of ${A} changes`, `the values of ${A} and ${B} change`.
+fn values_change(variables: &[String]) -> String {
+    let named: Vec<String> = variables.iter().map(|name| format!("${{{name}}}")).collect();
+    match named.as_slice() {
+        [one] => format!("the value of {one} changes"),
+        [init @ .., last] => format!("the values of {} and {last} change", init.join(", ")),
+        [] => "the values change".to_owned(),
+    }
+}
+
+/// A substitution error located in a stream: the document (from 1) and its object.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("document {document}: {}{error}", object.as_deref().map(|o| format!("{o}: ")).unwrap_or_default())]
+pub struct StreamError {
+    pub document: usize,
+    /// `kind/name` as written in git (a `${NAME}` in it kept as such), when the document parses.
+    pub object: Option<String>,
+    pub error: SubstituteError,
 }
 
 /// The text with every `${…}` replaced (see the module docs).
 pub fn substitute_text(text: &str, vars: &Variables) -> Result<String, SubstituteError> {
+    substitute_with(text, vars, |resolved, out| out.push_str(resolved.value))
+}
+
+/// What one `${…}` resolved to.
+#[derive(Debug, Clone, Copy)]
+struct Resolved<'a> {
+    name: &'a str,
+    value: &'a str,
+    /// The value is a variable's; otherwise it is the default written in the manifest.
+    from_variable: bool,
+}
+
+/// The text with every `${…}` written by `render` (escapes and bare dollars as in
+/// [`substitute_text`]).
+fn substitute_with<'a>(
+    text: &'a str,
+    vars: &'a Variables,
+    mut render: impl FnMut(Resolved<'a>, &mut String),
+) -> Result<String, SubstituteError> {
+    expand(text, |reference, out| {
+        render(resolve(reference, vars)?, out);
+        Ok(())
+    })
+}
+
+/// The text with every `${…}` written by `each`, given what is between the braces; `$${` is
+/// the literal `${`, and a `$` without a brace is kept.
+fn expand<'a>(
+    text: &'a str,
+    mut each: impl FnMut(&'a str, &mut String) -> Result<(), SubstituteError>,
+) -> Result<String, SubstituteError> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(at) = rest.find('$') {
@@ -49,7 +139,7 @@ pub fn substitute_text(text: &str, vars: &Variables) -> Result<String, Substitut
             rest = escaped;
         } else if let Some(inner) = tail.strip_prefix("${") {
             let end = inner.find('}').ok_or(SubstituteError::Unclosed)?;
-            out.push_str(&resolve(&inner[..end], vars)?);
+            each(&inner[..end], &mut out)?;
             rest = &inner[end + 1..];
         } else {
             out.push('$');
@@ -62,19 +152,20 @@ pub fn substitute_text(text: &str, vars: &Variables) -> Result<String, Substitut
 
 /// One `${…}` body: `NAME`, `NAME:=default` or `NAME:-default` (a default applies when the
 /// variable is unset or empty).
-fn resolve(body: &str, vars: &Variables) -> Result<String, SubstituteError> {
+fn resolve<'a>(body: &'a str, vars: &'a Variables) -> Result<Resolved<'a>, SubstituteError> {
     let name_end = body.find(|c: char| !(c == '_' || c.is_ascii_alphanumeric())).unwrap_or(body.len());
     let (name, operator) = body.split_at(name_end);
     if !valid_name(name) {
         return Err(SubstituteError::Unsupported(body.to_owned()));
     }
+    let variable = |value| Resolved { name, value, from_variable: true };
     let value = vars.get(name).filter(|v| !v.is_empty());
     match (operator.get(..2), value) {
         (None, _) if !operator.is_empty() => Err(SubstituteError::Unsupported(body.to_owned())),
-        (None, Some(value)) => Ok(value.clone()),
-        (None, None) => vars.get(name).cloned().ok_or_else(|| SubstituteError::Undefined(name.to_owned())),
-        (Some(":=" | ":-"), Some(value)) => Ok(value.clone()),
-        (Some(":=" | ":-"), None) => Ok(operator[2..].to_owned()),
+        (None, Some(value)) => Ok(variable(value)),
+        (None, None) => vars.get(name).map(variable).ok_or_else(|| SubstituteError::Undefined(name.to_owned())),
+        (Some(":=" | ":-"), Some(value)) => Ok(variable(value)),
+        (Some(":=" | ":-"), None) => Ok(Resolved { name, value: &operator[2..], from_variable: false }),
         _ => Err(SubstituteError::Unsupported(body.to_owned())),
     }
 }
@@ -100,10 +191,24 @@ fn named(value: &Value) -> String {
     format!("{}/{name}", kind.to_lowercase())
 }
 
+/// The first document of `body` as written, for its opt-out and its name: parsed as is or,
+/// when a `${…}` keeps it from parsing, with placeholders (then returned too, to name them).
+fn as_written(body: &str, max_document: Option<u64>) -> Option<(Value, Option<shape::Placeholders>)> {
+    match parse_stream_limited(body, max_document) {
+        Ok(documents) => documents.into_iter().next().map(|document| (document.value, None)),
+        Err(_) if body.contains("${") => {
+            shape::template_document(body, max_document).map(|(value, placeholders)| (value, Some(placeholders)))
+        }
+        Err(_) => None,
+    }
+}
+
 /// `text` with the variables substituted document by document (split where kubectl's reader
-/// splits a stream, at lines starting with `---`), except in documents opted out. An error
-/// names the document and its object.
-pub fn substitute_stream(text: &str, vars: &Variables, max_document: Option<u64>) -> Result<String, String> {
+/// splits a stream, at lines starting with `---`), except in documents opted out. Unless
+/// [`Variables::allow_structural_values`], each document with a `${` is checked: the variables'
+/// values may not change its YAML structure ([`shape`]). An error names the document and its
+/// object.
+pub fn substitute_stream(text: &str, vars: &Variables, max_document: Option<u64>) -> Result<String, StreamError> {
     let mut out = String::with_capacity(text.len());
     let mut number = 0;
     for piece in split_documents(text) {
@@ -114,16 +219,27 @@ pub fn substitute_stream(text: &str, vars: &Variables, max_document: Option<u64>
             continue;
         }
         number += 1;
-        let written = parse_stream_limited(body, max_document).ok().and_then(|docs| docs.into_iter().next());
-        if written.as_ref().is_some_and(|doc| opted_out(&doc.value)) {
+        let written = as_written(body, max_document);
+        if written.as_ref().is_some_and(|(value, _)| opted_out(value)) {
             out.push_str(body);
             continue;
         }
-        match substitute_text(body, vars) {
+        let checked = substitute_text(body, vars).and_then(|substituted| {
+            // A document over the size cap is refused by the loader whatever its shape.
+            let within_cap = max_document.is_none_or(|cap| substituted.len() as u64 <= cap);
+            if !vars.allow_structural_values && within_cap && body.contains("${") {
+                shape::check(body, &substituted, vars, max_document)?;
+            }
+            Ok(substituted)
+        });
+        match checked {
             Ok(substituted) => out.push_str(&substituted),
             Err(error) => {
-                let object = written.as_ref().map(|doc| format!("{}: ", named(&doc.value))).unwrap_or_default();
-                return Err(format!("document {number}: {object}{error}"));
+                let object = written.as_ref().map(|(value, placeholders)| match placeholders {
+                    Some(placeholders) => placeholders.restored(&named(value)),
+                    None => named(value),
+                });
+                return Err(StreamError { document: number, object, error });
             }
         }
     }
@@ -148,52 +264,4 @@ fn split_documents(text: &str) -> Vec<(&str, &str)> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn vars(pairs: &[(&str, &str)]) -> Variables {
-        pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
-    }
-
-    #[test]
-    fn braces_defaults_escapes_and_bare_dollars() {
-        let v = vars(&[("REPLICAS", "3"), ("EMPTY", ""), ("REGION", "eu")]);
-        assert_eq!(substitute_text("replicas: ${REPLICAS}", &v).unwrap(), "replicas: 3");
-        assert_eq!(substitute_text("r: ${MISSING:=2} e: ${EMPTY:-x} z: ${REGION:=us}", &v).unwrap(), "r: 2 e: x z: eu");
-        assert_eq!(
-            substitute_text("keep $${REGION} and $HOME and $ alone", &v).unwrap(),
-            "keep ${REGION} and $HOME and $ alone"
-        );
-        assert_eq!(substitute_text("x: ${MISSING}", &v), Err(SubstituteError::Undefined("MISSING".into())));
-        assert_eq!(substitute_text("x: ${EMPTY}", &v).unwrap(), "x: ", "set but empty is a value");
-        assert!(matches!(substitute_text("x: ${REGION^}", &v), Err(SubstituteError::Unsupported(_))));
-        assert_eq!(substitute_text("x: ${REGION", &v), Err(SubstituteError::Unclosed));
-        assert!(valid_name("_A1") && !valid_name("1A") && !valid_name("A-B") && !valid_name(""));
-    }
-
-    #[test]
-    fn documents_are_typed_after_substitution_and_opt_outs_kept() {
-        let text = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replicas: ${REPLICAS}\n  note: \"${REPLICAS}\"\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: script\n  annotations: {kustomize.toolkit.fluxcd.io/substitute: disabled}\ndata:\n  run: echo ${UNDEFINED}\n";
-        let substituted = substitute_stream(text, &vars(&[("REPLICAS", "3")]), None).unwrap();
-        let docs = parse_stream_limited(&substituted, None).unwrap();
-        let spec = docs[0].value.as_object().unwrap()["spec"].as_object().unwrap().clone();
-        assert_eq!(spec["replicas"], Value::Int(3), "unquoted: a number");
-        assert_eq!(spec["note"], Value::String("3".into()), "quoted: a string");
-        let data = docs[1].value.as_object().unwrap()["data"].as_object().unwrap().clone();
-        assert_eq!(data["run"], Value::String("echo ${UNDEFINED}".into()), "opted out, even of strictness");
-    }
-
-    #[test]
-    fn an_undefined_variable_names_the_document_and_object() {
-        let text = "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {k: v}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\ndata: {k: \"${NOPE}\"}\n";
-        let error = substitute_stream(text, &Variables::new(), None).unwrap_err();
-        assert_eq!(
-            error,
-            "document 2: configmap/b: ${NOPE} has no value (spec.postBuild.substitute or substituteFrom) and no default"
-        );
-        assert_eq!(
-            substitute_stream("a: 1\n--- \nb: $${X}\n", &Variables::new(), None).unwrap(),
-            "a: 1\n--- \nb: ${X}\n"
-        );
-    }
-}
+mod tests;

@@ -1,7 +1,9 @@
 //! `spec.postBuild`: the variables substituted in the manifests (see
 //! [`crate::manifest::postbuild`]), read from the spec and from ConfigMaps and Secrets of the
 //! ApplySet's namespace as the identity the ApplySet applies with. Secret values are registered
-//! for redaction before anything can quote them.
+//! for redaction before anything can quote them. Whoever can edit those ConfigMaps and Secrets
+//! has the ApplySet's power: a value may be any scalar (an image, a name), and with
+//! `allowStructuralValues` any YAML.
 
 use std::sync::Arc;
 
@@ -21,7 +23,7 @@ use crate::redact;
 pub async fn variables(applyset: &ApplySet, cluster: &Cluster) -> Result<Option<(Arc<Variables>, String)>, StepError> {
     let Some(post_build) = &applyset.spec.post_build else { return Ok(None) };
     let namespace = applyset.namespace_or_default();
-    let mut vars = Variables::new();
+    let mut vars = Variables { allow_structural_values: post_build.allow_structural_values, ..Variables::default() };
     let mut secrets = redact::Secrets::new();
     for reference in &post_build.substitute_from {
         let what = format!("spec.postBuild.substituteFrom {:?} {}", reference.kind, reference.name);
@@ -57,14 +59,14 @@ pub async fn variables(applyset: &ApplySet, cluster: &Cluster) -> Result<Option<
             if reference.kind == SubstituteKind::Secret {
                 secrets.add(&value);
             }
-            vars.insert(name, value);
+            vars.values.insert(name, value);
         }
     }
     redact::register(&redact_owner(applyset, "postbuild"), secrets);
     for (name, value) in &post_build.substitute {
-        vars.insert(name.clone(), value.replace('\n', ""));
+        vars.values.insert(name.clone(), value.replace('\n', ""));
     }
-    if let Some(bad) = vars.keys().find(|name| !valid_name(name)) {
+    if let Some(bad) = vars.values.keys().find(|name| !valid_name(name)) {
         return Err(StepError::new(
             Stage::InvalidSpec,
             format!(
@@ -72,6 +74,7 @@ pub async fn variables(applyset: &ApplySet, cluster: &Cluster) -> Result<Option<
             ),
         ));
     }
-    let digest = crate::digest::short_sha256(&serde_json::to_string(&vars).unwrap_or_default());
+    // The values only: allowStructuralValues is in the spec, whose digest is taken apart.
+    let digest = crate::digest::short_sha256(&serde_json::to_string(&vars.values).unwrap_or_default());
     Ok(Some((Arc::new(vars), digest)))
 }

@@ -145,9 +145,20 @@ pub struct PostBuild {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub substitute: BTreeMap<String, String>,
     /// ConfigMaps and Secrets of the ApplySet's namespace whose data are variables (a later
-    /// one wins over an earlier one); read as the identity the ApplySet applies with.
+    /// one wins over an earlier one); read as the identity the ApplySet applies with. They are
+    /// as trusted as the ApplySet: whoever can edit them has its power.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub substitute_from: Vec<SubstituteReference>,
+    /// Let a variable's value change the YAML structure of the document it lands in. Off (the
+    /// default), a value may only stand where its `${VAR}` is, as one scalar (`replicas: ${R}`
+    /// may become a number): a value that adds a key, an item, a line or a document (say
+    /// `x, namespace: other` in `metadata: {name: ${NAME}}`) fails the build (`BuildFailed`,
+    /// naming the variable, never its value). Defaults written in git are not checked. Even
+    /// off, `substitute` and `substituteFrom` are as trusted as the ApplySet itself: whoever
+    /// can edit those ConfigMaps and Secrets chooses images, names and any other scalar, with
+    /// the identity the ApplySet applies with; on, they write any object.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_structural_values: bool,
 }
 
 #[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]

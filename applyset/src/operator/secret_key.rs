@@ -1,6 +1,7 @@
 //! The key of hashed Secret annotations (`spec.secrets: Hashed`): one per controller, in a
 //! Secret of its own namespace that it creates with 32 random bytes when it is missing. Every
-//! replica reads the same key, so a new leader reads back what the last one recorded.
+//! replica reads the same key, so a new leader reads back what the last one recorded. Values
+//! are hashed under keys derived from it per namespace (see [`crate::apply::last_applied`]).
 
 use std::collections::BTreeMap;
 

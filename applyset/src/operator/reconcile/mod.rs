@@ -11,6 +11,8 @@ mod error;
 mod publish;
 mod run;
 mod steps;
+#[cfg(test)]
+mod tests;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

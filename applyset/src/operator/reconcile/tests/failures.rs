@@ -1,0 +1,165 @@
+//! Runs that fail at a step: the condition names the step and what failed, and nothing after
+//! it happens (above all, nothing is pruned).
+
+use http::Method;
+use serde_json::json;
+
+use super::fixture::{Fixture, configmap, configmap_path};
+
+/// Two objects applied and recorded, so that a later failed run has something it must not prune.
+async fn applied_two(f: &Fixture) {
+    f.repo.write("a.yaml", &configmap("a", "1")).write("b.yaml", &configmap("b", "2")).commit("two");
+    f.applyset("app", json!({}));
+    f.reconcile("app").await.expect("the first run");
+    assert_eq!(f.ready("app").0, "True");
+}
+
+fn deletes(f: &Fixture) -> Vec<super::fake::Recorded> {
+    f.fake.requests().into_iter().filter(|r| r.method == Method::DELETE).collect()
+}
+
+#[tokio::test]
+async fn reconcile_fetch_failure_is_fetch_failed_and_applies_and_prunes_nothing() {
+    let f = Fixture::new();
+    applied_two(&f).await;
+    let missing = f.root().join("no-such-repository");
+    f.edit_spec("app", json!({ "source": { "url": format!("file://{}", missing.display()) } }));
+    f.fake.clear_requests();
+
+    f.reconcile("app").await.expect("the run");
+
+    let (ready, reason, message) = f.ready("app");
+    assert_eq!((ready.as_str(), reason.as_str()), ("False", "FetchFailed"), "{message}");
+    // Nothing after the fetch: no discovery, no object touched.
+    let requests = f.fake.requests();
+    assert!(!requests.iter().any(|r| r.path == "/api" || r.path.contains("/configmaps")), "{requests:?}");
+    assert!(deletes(&f).is_empty());
+    assert!(f.configmap("a").is_some() && f.configmap("b").is_some());
+    assert!(f.event("FetchFailed").contains("no-such-repository"), "{:?}", f.events());
+    assert_eq!(f.metric("applyset_reconcile_total{result=\"fetch_failed\"}"), 1.0);
+}
+
+#[tokio::test]
+async fn reconcile_unparsable_manifest_is_load_failed_and_applies_and_prunes_nothing() {
+    let f = Fixture::new();
+    applied_two(&f).await;
+    f.repo.write("a.yaml", &configmap("a", "changed")).write("broken.yaml", "kind: [unclosed\n").remove("b.yaml");
+    f.repo.commit("broken");
+    f.fake.clear_requests();
+
+    f.run_now("app").await.expect("the run");
+
+    let (ready, reason, message) = f.ready("app");
+    assert_eq!((ready.as_str(), reason.as_str()), ("False", "LoadFailed"), "{message}");
+    assert!(message.contains("broken.yaml"), "{message}");
+    let object_writes: Vec<_> = f.fake.writes().into_iter().filter(|r| r.path.contains("/configmaps")).collect();
+    assert!(object_writes.is_empty(), "{object_writes:?}");
+    assert_eq!(f.configmap("a").expect("a")["data"]["value"], "1");
+    assert!(f.configmap("b").is_some(), "b left git but nothing is pruned");
+}
+
+#[tokio::test]
+async fn reconcile_object_refused_with_422_is_apply_failed_naming_it_and_prunes_nothing() {
+    let f = Fixture::new();
+    f.repo
+        .write("a.yaml", &configmap("a", "1"))
+        .write("b.yaml", &configmap("b", "2"))
+        .write("c.yaml", &configmap("c", "3"));
+    f.repo.commit("three");
+    f.applyset("app", json!({}));
+    f.reconcile("app").await.expect("the first run");
+    f.repo
+        .write("a.yaml", &configmap("a", "1b"))
+        .write("b.yaml", &configmap("b", "2b"))
+        .remove("c.yaml")
+        .commit("b, c");
+    f.fake.fail(Method::PATCH, &configmap_path("b"), 422, "Invalid");
+    f.fake.clear_requests();
+
+    f.run_now("app").await.expect("the run");
+
+    let (ready, reason, message) = f.ready("app");
+    assert_eq!((ready.as_str(), reason.as_str()), ("False", "ApplyFailed"), "{message}");
+    assert!(message.contains("1 object(s) failed to apply") && message.contains("nothing was pruned"), "{message}");
+    assert!(message.contains("b.yaml") && message.contains("The ConfigMap \"b\" is invalid: data:"), "{message}");
+    let inventory = f.status("app").inventory.expect("an inventory");
+    let b = inventory.objects.iter().find(|o| o.name == "b").expect("b in the inventory");
+    assert_eq!(b.state, "Failed", "{b:?}");
+    // The PATCH of b was sent and refused; a was applied; c, which left git, is still there.
+    let patched: Vec<String> = f
+        .fake
+        .requests()
+        .iter()
+        .filter(|r| r.method == Method::PATCH && r.path.contains("/configmaps/"))
+        .map(|r| r.path.clone())
+        .collect();
+    assert_eq!(patched, [configmap_path("a"), configmap_path("b")], "{patched:?}");
+    assert_eq!(f.configmap("a").expect("a")["data"]["value"], "1b");
+    assert_eq!(f.configmap("b").expect("b")["data"]["value"], "2");
+    assert!(deletes(&f).is_empty(), "{:?}", deletes(&f));
+    assert!(f.configmap("c").is_some());
+    // c stays recorded, so that a later run can still prune it.
+    let members = f.status("app").inventory.and_then(|i| i.members).expect("members");
+    assert!(members.iter().any(|m| m.name == "c"), "{members:?}");
+    assert!(f.event("ApplyFailed").contains("b"));
+    assert_eq!(f.metric("applyset_reconcile_total{result=\"apply_failed\"}"), 1.0);
+}
+
+#[tokio::test]
+async fn reconcile_record_over_the_size_limit_is_inventory_too_large_and_creates_nothing() {
+    // Long names in a long namespace: each member takes about 400 bytes of the record.
+    let namespace = "n".repeat(63);
+    let per_member = 407;
+    let count = crate::operator::inventory::RECORD_LIMIT / per_member + 50;
+    let f = Fixture::new();
+    // JSON lists, a few files: the loader reads them much faster than as many YAML documents.
+    let items: Vec<serde_json::Value> = (0..count)
+        .map(|i| {
+            let name = format!("cm-{i:05}-{}", "x".repeat(253 - 9));
+            json!({ "apiVersion": "v1", "kind": "ConfigMap", "metadata": { "name": name, "namespace": namespace } })
+        })
+        .collect();
+    for (file, chunk) in items.chunks(count / 4 + 1).enumerate() {
+        let list = json!({ "apiVersion": "v1", "kind": "List", "items": chunk });
+        f.repo.write(&format!("many-{file}.json"), &list.to_string());
+    }
+    f.repo.commit("many");
+    f.applyset("app", json!({}));
+
+    f.reconcile("app").await.expect("the run");
+
+    let (ready, reason, message) = f.ready("app");
+    assert_eq!((ready.as_str(), reason.as_str()), ("False", "InventoryTooLarge"), "{message}");
+    assert!(message.contains(&format!("{count} object(s)")) && message.contains("nothing was applied"), "{message}");
+    assert_eq!(f.condition("app", crate::operator::status::STALLED).map(|c| c.status), Some("True".into()));
+    let requests = f.fake.requests();
+    assert!(!requests.iter().any(|r| r.path.contains("/configmaps")), "{requests:?}");
+    assert!(f.status("app").inventory.is_none());
+}
+
+#[tokio::test]
+async fn reconcile_unusable_last_applied_annotation_is_treated_as_absent_with_an_event() {
+    let f = Fixture::new();
+    f.repo.write("a.yaml", &configmap("a", "1")).commit("one");
+    f.applyset("app", json!({}));
+    f.reconcile("app").await.expect("the first run");
+    let annotation = "kubectl.kubernetes.io/last-applied-configuration";
+    let mut a = f.configmap("a").expect("a");
+    a["metadata"]["annotations"][annotation] = "[\"not\", \"an object\"]".into();
+    f.fake.put(a);
+    f.fake.clear_requests();
+
+    f.run_now("app").await.expect("the run");
+
+    let (ready, reason, message) = f.ready("app");
+    assert_eq!((ready.as_str(), reason.as_str()), ("True", "Succeeded"), "{message}");
+    let note = f.event("LastAppliedDiscarded");
+    assert!(note.contains("not a JSON object") && note.contains('a'), "{note}");
+    // Written anew: the annotation is the manifest again.
+    let written = f.configmap("a").expect("a")["metadata"]["annotations"][annotation].as_str().map(str::to_owned);
+    let recorded: serde_json::Value = serde_json::from_str(&written.expect("an annotation")).expect("JSON");
+    assert_eq!(recorded["data"]["value"], "1");
+    assert_eq!(recorded["metadata"]["name"], "a");
+    let patches = f.fake.writes().into_iter().filter(|r| r.path == configmap_path("a")).count();
+    assert_eq!(patches, 1);
+}

@@ -1,0 +1,10 @@
+//! The reconcile without a cluster: [`fake`] is an in-process apiserver, [`fixture`] a git
+//! repository and a `Context` around it; the tests drive the controller's entry point
+//! (`reconcile`) through whole runs and assert what reached the apiserver, the status it
+//! wrote, its Events and metrics.
+
+mod fake;
+mod fixture;
+
+mod failures;
+mod order;

@@ -1,0 +1,135 @@
+//! The order of a run and what it writes: steps before writes, objects before `Ready`, no
+//! write when nothing changed, and the runs that stop before fetching (suspended, invalid).
+
+use http::Method;
+use serde_json::json;
+
+use super::fixture::{Fixture, NS, applyset_path, configmap, settings};
+use crate::operator::status::STALLED;
+
+/// Position of the first request matching `test` in `requests`.
+fn first(requests: &[super::fake::Recorded], test: impl Fn(&super::fake::Recorded) -> bool) -> usize {
+    requests.iter().position(test).unwrap_or_else(|| panic!("no such request in {requests:?}"))
+}
+
+#[tokio::test]
+async fn reconcile_fresh_applyset_discovers_and_fetches_before_writing_and_creates_before_ready() {
+    let f = Fixture::new();
+    let head = f.repo.write("a.yaml", &configmap("a", "1")).write("b.yaml", &configmap("b", "2")).commit("two");
+    f.applyset("app", json!({}));
+
+    f.reconcile("app").await.expect("the run");
+
+    let requests = f.fake.requests();
+    let status_path = format!("{}/status", applyset_path("app"));
+    let configmaps = format!("/api/v1/namespaces/{NS}/configmaps");
+    // The first write says the run began; the run's status write comes last.
+    let writes: Vec<_> = requests.iter().filter(|r| r.is_write() && !r.path.contains("/events")).collect();
+    assert_eq!(writes.first().map(|r| r.path.as_str()), Some(status_path.as_str()), "{writes:?}");
+    let progressing = writes[0].body.as_ref().expect("a body")["status"]["conditions"].to_string();
+    assert!(progressing.contains("Progressing"), "{progressing}");
+    assert_eq!(writes.last().map(|r| r.path.as_str()), Some(status_path.as_str()), "{writes:?}");
+    // Discovery, then the parent records the kinds, then the objects are listed and created.
+    let discovery = first(&requests, |r| r.path == "/apis");
+    let parent = first(&requests, |r| r.method == Method::PATCH && r.path == applyset_path("app"));
+    let listed = first(&requests, |r| r.method == Method::GET && r.path == configmaps);
+    let created = first(&requests, |r| r.method == Method::POST && r.path == configmaps);
+    let ready = requests.iter().rposition(|r| r.path == status_path).expect("the final status write");
+    assert!(discovery < parent && parent < listed && listed < created && created < ready, "{requests:?}");
+    let posts = requests.iter().filter(|r| r.method == Method::POST && r.path == configmaps).count();
+    assert_eq!(posts, 2);
+    // Fetched: the revision applied is the repository's head.
+    let status = f.status("app");
+    assert!(status.last_applied_revision.as_deref().is_some_and(|r| r.ends_with(&head)), "{status:?}");
+    let (ready, reason, _) = f.ready("app");
+    assert_eq!((ready.as_str(), reason.as_str()), ("True", "Succeeded"));
+    // Recorded with the uids the server gave.
+    let members = status.inventory.and_then(|i| i.members).expect("members");
+    let uid_of = |name: &str| f.configmap(name).expect(name)["metadata"]["uid"].as_str().map(str::to_owned);
+    let recorded: Vec<(String, Option<String>)> =
+        members.iter().map(|m| (m.name.clone(), Some(m.uid.clone()))).collect();
+    assert_eq!(recorded, [("a".to_owned(), uid_of("a")), ("b".to_owned(), uid_of("b"))]);
+    // Both objects carry the set's label and the last-applied annotation.
+    let a = f.configmap("a").expect("a");
+    assert!(a["metadata"]["labels"]["applyset.kubernetes.io/part-of"].is_string(), "{a}");
+    assert!(a["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"].is_string(), "{a}");
+    assert!(f.event("Applied").contains("created: configmap/a, configmap/b"), "{:?}", f.events());
+    assert_eq!(f.metric("applyset_reconcile_total{result=\"success\"}"), 1.0);
+}
+
+#[tokio::test]
+async fn reconcile_second_run_with_nothing_changed_writes_no_status_and_patches_nothing() {
+    let f = Fixture::new();
+    f.repo.write("a.yaml", &configmap("a", "1")).write("b.yaml", &configmap("b", "2")).commit("two");
+    f.applyset("app", json!({}));
+    f.reconcile("app").await.expect("the first run");
+    let status_before = f.status("app");
+    let events_before = f.events().len();
+    f.fake.clear_requests();
+
+    f.run_now("app").await.expect("the second run");
+
+    let requests = f.fake.requests();
+    // It did run: it read the objects again.
+    assert!(requests.iter().any(|r| r.path == format!("/api/v1/namespaces/{NS}/configmaps")), "{requests:?}");
+    let writes = f.fake.writes();
+    assert!(writes.is_empty(), "a steady run wrote: {writes:?}");
+    assert_eq!(f.status("app"), status_before);
+    assert_eq!(f.events().len(), events_before, "{:?}", f.events());
+    assert_eq!(f.metric("applyset_reconcile_total{result=\"success\"}"), 2.0);
+}
+
+#[tokio::test]
+async fn reconcile_suspended_fetches_nothing_and_says_suspended() {
+    let f = Fixture::new();
+    f.repo.write("a.yaml", &configmap("a", "1")).commit("one");
+    f.applyset("app", json!({ "suspend": true }));
+
+    f.reconcile("app").await.expect("the run");
+
+    let (ready, reason, message) = f.ready("app");
+    assert_eq!((ready.as_str(), reason.as_str()), ("Unknown", "Suspended"), "{message}");
+    assert!(!f.fetched_anything());
+    let writes = f.fake.writes();
+    assert_eq!(writes.len(), 1, "only the status: {writes:?}");
+    assert!(writes[0].path.ends_with("/status"));
+    assert!(f.configmap("a").is_none());
+    assert_eq!(f.metric("applyset_reconcile_total{result=\"suspended\"}"), 1.0);
+}
+
+#[tokio::test]
+async fn reconcile_interval_below_the_minimum_is_invalid_spec_stalled_and_fetches_nothing() {
+    let mut settings = settings();
+    settings.min_interval = std::time::Duration::from_secs(10);
+    let f = Fixture::with_settings(settings);
+    f.repo.write("a.yaml", &configmap("a", "1")).commit("one");
+    f.applyset("app", json!({ "interval": "1s" }));
+
+    f.reconcile("app").await.expect("the run");
+
+    let (ready, reason, message) = f.ready("app");
+    assert_eq!((ready.as_str(), reason.as_str()), ("False", "InvalidSpec"));
+    assert!(message.contains("spec.interval") && message.contains("--min-interval"), "{message}");
+    let stalled = f.condition("app", STALLED).expect("Stalled");
+    assert_eq!((stalled.status.as_str(), stalled.reason.as_str()), ("True", "InvalidSpec"));
+    assert!(!f.fetched_anything());
+    assert!(f.configmap("a").is_none());
+    assert!(f.event("InvalidSpec").contains("spec.interval"));
+}
+
+#[tokio::test]
+async fn reconcile_bad_drift_ignore_rule_is_invalid_spec_and_applies_nothing() {
+    let f = Fixture::new();
+    f.repo.write("a.yaml", &configmap("a", "1")).commit("one");
+    f.applyset("app", json!({ "drift": { "ignore": [{ "paths": ["data/value"] }] } }));
+
+    f.reconcile("app").await.expect("the run");
+
+    let (ready, reason, message) = f.ready("app");
+    assert_eq!((ready.as_str(), reason.as_str()), ("False", "InvalidSpec"));
+    assert!(message.contains("spec.drift.ignore[0].paths"), "{message}");
+    assert_eq!(f.condition("app", STALLED).map(|c| c.status), Some("True".into()));
+    assert!(f.configmap("a").is_none());
+    let object_writes: Vec<_> = f.fake.writes().into_iter().filter(|r| r.path.contains("/configmaps")).collect();
+    assert!(object_writes.is_empty(), "{object_writes:?}");
+}

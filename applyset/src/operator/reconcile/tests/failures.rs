@@ -86,13 +86,15 @@ async fn reconcile_object_refused_with_422_is_apply_failed_naming_it_and_prunes_
     let b = inventory.objects.iter().find(|o| o.name == "b").expect("b in the inventory");
     assert_eq!(b.state, "Failed", "{b:?}");
     // The PATCH of b was sent and refused; a was applied; c, which left git, is still there.
-    let patched: Vec<String> = f
+    let mut patched: Vec<String> = f
         .fake
         .requests()
         .iter()
         .filter(|r| r.method == Method::PATCH && r.path.contains("/configmaps/"))
         .map(|r| r.path.clone())
         .collect();
+    // Applied concurrently: in no particular order.
+    patched.sort();
     assert_eq!(patched, [configmap_path("a"), configmap_path("b")], "{patched:?}");
     assert_eq!(f.configmap("a").expect("a")["data"]["value"], "1b");
     assert_eq!(f.configmap("b").expect("b")["data"]["value"], "2");
@@ -162,4 +164,28 @@ async fn reconcile_unusable_last_applied_annotation_is_treated_as_absent_with_an
     assert_eq!(recorded["metadata"]["name"], "a");
     let patches = f.fake.writes().into_iter().filter(|r| r.path == configmap_path("a")).count();
     assert_eq!(patches, 1);
+}
+
+/// One run as a value, without the entry point: the step's failure keeps its stage and its
+/// module's typed error, and the run itself writes nothing (publishing is the entry's job).
+#[tokio::test]
+async fn reconcile_run_failure_keeps_the_stage_and_the_typed_cause() {
+    use crate::operator::reconcile::{Cause, Reconciliation};
+    use crate::operator::schedule::Intervals;
+    use crate::operator::status::Stage;
+
+    let f = Fixture::new();
+    let missing = f.root().join("no-such-repository");
+    let applyset = f.applyset("app", json!({ "source": { "url": format!("file://{}", missing.display()) } }));
+    let previous = crate::operator::api::ApplySetStatus::default();
+    let intervals = Intervals::of(&applyset, std::time::Duration::ZERO).expect("valid intervals");
+
+    let mut run = Reconciliation::new(&applyset, &f.ctx, &previous, previous.clone(), intervals);
+    let failure = run.run().await.expect_err("there is no repository");
+
+    assert_eq!(failure.stage, Stage::Fetch);
+    assert!(matches!(failure.cause.as_deref(), Some(Cause::Source(_))), "{failure:?}");
+    assert!(!failure.causes().is_empty());
+    assert_eq!(run.into_status(), previous, "nothing fetched, nothing recorded");
+    assert!(f.fake.requests().is_empty(), "{:?}", f.fake.requests());
 }

@@ -6,5 +6,10 @@
 mod fake;
 mod fixture;
 
+mod deletion;
+mod drift;
 mod failures;
+mod gates;
 mod order;
+mod prune;
+mod secrets;

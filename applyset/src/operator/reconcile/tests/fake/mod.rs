@@ -280,6 +280,7 @@ impl FakeApiServer {
             "application/merge-patch+json" | "application/apply-patch+yaml" => {
                 engine(&current, &patch, applyset_merge::json_merge::merge_patch)?
             }
+            "application/json-patch+json" => store::json_patch(current, &patch)?,
             other => return Err(Refusal::new(415, "UnsupportedMediaType", format!("the fake cannot apply {other}"))),
         };
         self.state().store.update(route.resource, &key, merged, route.status, dry_run)

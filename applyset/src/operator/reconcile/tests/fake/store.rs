@@ -219,6 +219,49 @@ impl Store {
     }
 }
 
+/// RFC 6902 (`add`, `remove`, `replace`, `test`): what kube-runtime's finalizer helper sends. A
+/// `test` of `null` passes on a missing path, as the apiserver's library has it.
+pub(super) fn json_patch(mut doc: Value, operations: &Value) -> Result<Value, Refusal> {
+    let invalid = |message: String| Refusal::new(422, "Invalid", message);
+    for operation in operations.as_array().ok_or_else(|| invalid("a JSON patch is a list".into()))? {
+        let path = operation["path"].as_str().unwrap_or_default();
+        let value = operation.get("value").cloned().unwrap_or(Value::Null);
+        let (parent, last) = path.rsplit_once('/').ok_or_else(|| invalid(format!("bad path {path:?}")))?;
+        let last = last.replace("~1", "/").replace("~0", "~");
+        let op = operation["op"].as_str().unwrap_or_default();
+        if op == "test" {
+            if doc.pointer(path).unwrap_or(&Value::Null) != &value {
+                return Err(invalid(format!("testing value {path} failed: test failed")));
+            }
+            continue;
+        }
+        let missing = || invalid(format!("{op} {path}: the parent does not exist"));
+        match (op, doc.pointer_mut(parent).ok_or_else(missing)?) {
+            ("add", Value::Array(items)) if last == "-" => items.push(value),
+            ("add", Value::Array(items)) => {
+                let index = last.parse().ok().filter(|i| *i <= items.len()).ok_or_else(missing)?;
+                items.insert(index, value);
+            }
+            ("remove", Value::Array(items)) => {
+                let index = last.parse().ok().filter(|i| *i < items.len()).ok_or_else(missing)?;
+                items.remove(index);
+            }
+            ("add" | "replace", Value::Object(map)) => {
+                map.insert(last, value);
+            }
+            ("replace", Value::Array(items)) => {
+                let slot = last.parse::<usize>().ok().and_then(|i| items.get_mut(i)).ok_or_else(missing)?;
+                *slot = value;
+            }
+            ("remove", Value::Object(map)) => {
+                map.remove(&last).ok_or_else(missing)?;
+            }
+            _ => return Err(invalid(format!("the fake cannot {op} {path}"))),
+        }
+    }
+    Ok(doc)
+}
+
 fn set_or_remove(object: &mut Value, field: &str, value: Option<Value>) {
     match (object.as_object_mut(), value) {
         (Some(map), Some(value)) => {
@@ -268,5 +311,25 @@ mod tests {
         assert!(!selects("a=2", &labels));
         assert!(!selects("c", &labels));
         assert!(selects("", &Value::Null));
+    }
+
+    #[test]
+    fn reconcile_fake_json_patch_tests_and_removes_a_finalizer() {
+        let doc = json!({ "metadata": { "finalizers": ["x", "y"] } });
+        let remove = json!([
+            { "op": "test", "path": "/metadata/finalizers/1", "value": "y" },
+            { "op": "remove", "path": "/metadata/finalizers/1" },
+        ]);
+        assert_eq!(json_patch(doc.clone(), &remove).unwrap(), json!({ "metadata": { "finalizers": ["x"] } }));
+        let wrong = json!([{ "op": "test", "path": "/metadata/finalizers/0", "value": "y" }]);
+        assert_eq!(json_patch(doc, &wrong).unwrap_err().code, 422);
+        let add = json!([
+            { "op": "test", "path": "/metadata/finalizers", "value": null },
+            { "op": "add", "path": "/metadata/finalizers", "value": ["z"] },
+        ]);
+        assert_eq!(
+            json_patch(json!({ "metadata": {} }), &add).unwrap(),
+            json!({ "metadata": { "finalizers": ["z"] } })
+        );
     }
 }

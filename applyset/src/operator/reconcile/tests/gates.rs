@@ -1,0 +1,140 @@
+//! What a run waits for: its dependencies before it fetches (the controller's view of the
+//! ApplySets, given as a reflector store filled here as its watch would), and the health of
+//! what it applied before it is Ready.
+
+use http::Method;
+use kube::runtime::{reflector, watcher};
+use serde_json::json;
+
+use super::fixture::{Fixture, NS, configmap};
+use crate::operator::api::ApplySet;
+use crate::operator::status::{HEALTHY, STALLED};
+
+/// Connects the context to a view of these ApplySets (as stored now), complete.
+fn view_of(f: &Fixture, names: &[&str]) -> reflector::store::Writer<ApplySet> {
+    let (_, mut writer) = reflector::store::<ApplySet>();
+    writer.apply_watcher_event(&watcher::Event::Init);
+    for name in names {
+        writer.apply_watcher_event(&watcher::Event::InitApply((*f.current(name)).clone()));
+    }
+    writer.apply_watcher_event(&watcher::Event::InitDone);
+    writer
+}
+
+#[tokio::test]
+async fn reconcile_missing_dependency_is_dependency_not_ready_and_fetches_nothing() {
+    let f = Fixture::new();
+    f.repo.write("a.yaml", &configmap("a", "1")).commit("one");
+    f.applyset("app", json!({ "dependsOn": [{ "name": "base" }] }));
+    let writer = view_of(&f, &["app"]);
+    let _queue = f.ctx.connect(writer.as_reader());
+
+    f.reconcile("app").await.expect("the run");
+
+    let (ready, reason, message) = f.ready("app");
+    assert_eq!((ready.as_str(), reason.as_str()), ("False", "DependencyNotReady"));
+    assert_eq!(message, format!("dependency ApplySet {NS}/base not found"));
+    assert!(f.condition("app", STALLED).is_none(), "a dependency may appear: retried, not stalled");
+    assert!(!f.fetched_anything());
+    assert!(f.configmap("a").is_none());
+    assert!(!f.fake.requests().iter().any(|r| r.path == "/api"));
+}
+
+#[tokio::test]
+async fn reconcile_dependant_waits_for_its_dependency_and_is_woken_when_it_is_ready() {
+    let f = Fixture::new();
+    f.repo.write("base/a.yaml", &configmap("a", "1")).write("app/b.yaml", &configmap("b", "2")).commit("two sets");
+    f.applyset("base", json!({ "source": { "path": "base" } }));
+    f.applyset("app", json!({ "source": { "path": "app" }, "dependsOn": [{ "name": "base" }] }));
+    let mut writer = view_of(&f, &["base", "app"]);
+    let mut queue = f.ctx.connect(writer.as_reader()).expect("the run-now queue");
+
+    f.reconcile("app").await.expect("the dependant's run");
+    let (ready, reason, message) = f.ready("app");
+    assert_eq!((ready.as_str(), reason.as_str()), ("False", "DependencyNotReady"));
+    assert!(message.contains(&format!("{NS}/base is not ready (not reconciled yet)")), "{message}");
+    assert!(f.configmap("b").is_none());
+
+    f.reconcile("base").await.expect("the dependency's run");
+    assert_eq!(f.ready("base").0, "True");
+    // The dependency just became Ready: its dependant is asked to run now.
+    let woken = queue.try_recv().expect("a run-now request");
+    assert_eq!((woken.name.as_str(), woken.namespace.as_deref()), ("app", Some(NS)));
+    writer.apply_watcher_event(&watcher::Event::Apply((*f.current("base")).clone()));
+
+    f.reconcile("app").await.expect("the dependant's second run");
+    assert_eq!(f.ready("app").0, "True", "{:?}", f.ready("app"));
+    assert!(f.configmap("b").is_some());
+}
+
+const DEPLOYMENT: &str = "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+      - name: web
+        image: nginx:1.27
+";
+
+#[tokio::test]
+async fn reconcile_waits_for_a_deployment_until_it_is_available() {
+    let f = Fixture::new();
+    f.repo.write("web.yaml", DEPLOYMENT).commit("web");
+    f.applyset("app", json!({ "wait": true }));
+
+    f.reconcile("app").await.expect("the first run");
+
+    let (ready, reason, message) = f.ready("app");
+    assert_eq!((ready.as_str(), reason.as_str()), ("Unknown", "Progressing"), "{message}");
+    assert!(message.contains("waiting for 1 of 1 object(s) to be healthy: deployment.apps/web"), "{message}");
+    assert_eq!(f.condition("app", HEALTHY).map(|c| c.status), Some("Unknown".into()));
+    let inventory = f.status("app").inventory.expect("an inventory");
+    assert_eq!(inventory.objects[0].health.as_deref(), Some("InProgress"), "{inventory:?}");
+    assert_eq!(f.metric("applyset_reconcile_total{result=\"waiting\"}"), 1.0);
+
+    // The Deployment rolls out.
+    let path = format!("/apis/apps/v1/namespaces/{NS}/deployments/web");
+    let mut web = f.fake.object(&path).expect("the Deployment");
+    web["status"] = json!({
+        "observedGeneration": 1, "replicas": 1, "updatedReplicas": 1, "readyReplicas": 1, "availableReplicas": 1,
+        "conditions": [
+            { "type": "Available", "status": "True" },
+            { "type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable" },
+        ],
+    });
+    f.fake.put(web);
+    f.fake.clear_requests();
+    f.run_now("app").await.expect("the second run");
+
+    let (ready, reason, message) = f.ready("app");
+    assert_eq!((ready.as_str(), reason.as_str()), ("True", "Succeeded"), "{message}");
+    assert!(message.ends_with("; 1 object(s) healthy"), "{message}");
+    assert_eq!(f.condition("app", HEALTHY).map(|c| c.status), Some("True".into()));
+    assert!(!f.fake.requests().iter().any(|r| r.method == Method::PATCH && r.path == path), "the apply was steady");
+}
+
+#[tokio::test]
+async fn reconcile_health_timeout_passed_is_health_check_failed() {
+    let f = Fixture::new();
+    f.repo.write("web.yaml", DEPLOYMENT).commit("web");
+    f.applyset("app", json!({ "wait": true, "healthTimeout": "0s" }));
+
+    f.reconcile("app").await.expect("the run");
+
+    let (ready, reason, message) = f.ready("app");
+    assert_eq!((ready.as_str(), reason.as_str()), ("False", "HealthCheckFailed"), "{message}");
+    assert!(message.contains("1 object(s) not healthy after 0s: deployment.apps/web"), "{message}");
+    assert_eq!(f.condition("app", HEALTHY).map(|c| c.status), Some("False".into()));
+    // Applied all the same: the Deployment exists and the revision is recorded.
+    assert!(f.status("app").last_applied_revision.is_some());
+    assert!(f.event("HealthCheckFailed").contains("deployment.apps/web"), "{:?}", f.events());
+    assert_eq!(f.metric("applyset_reconcile_total{result=\"health_check_failed\"}"), 1.0);
+}

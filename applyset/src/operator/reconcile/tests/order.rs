@@ -13,7 +13,7 @@ fn first(requests: &[super::fake::Recorded], test: impl Fn(&super::fake::Recorde
 }
 
 #[tokio::test]
-async fn reconcile_fresh_applyset_discovers_and_fetches_before_writing_and_creates_before_ready() {
+async fn reconcile_fresh_applyset_discovers_and_fetches_before_writing_objects_and_creates_them_before_ready() {
     let f = Fixture::new();
     let head = f.repo.write("a.yaml", &configmap("a", "1")).write("b.yaml", &configmap("b", "2")).commit("two");
     f.applyset("app", json!({}));
@@ -29,15 +29,20 @@ async fn reconcile_fresh_applyset_discovers_and_fetches_before_writing_and_creat
     let progressing = writes[0].body.as_ref().expect("a body")["status"]["conditions"].to_string();
     assert!(progressing.contains("Progressing"), "{progressing}");
     assert_eq!(writes.last().map(|r| r.path.as_str()), Some(status_path.as_str()), "{writes:?}");
-    // Discovery, then the parent records the kinds, then the objects are listed and created.
-    let discovery = first(&requests, |r| r.path == "/apis");
+    // Discovery, then the parent records the kinds, then the objects are listed and created,
+    // all of them before the status that says Ready.
+    let discovery = first(&requests, |r| r.path == "/api").max(first(&requests, |r| r.path == "/apis"));
     let parent = first(&requests, |r| r.method == Method::PATCH && r.path == applyset_path("app"));
     let listed = first(&requests, |r| r.method == Method::GET && r.path == configmaps);
-    let created = first(&requests, |r| r.method == Method::POST && r.path == configmaps);
+    let posts: Vec<usize> = (0..requests.len())
+        .filter(|i| requests[*i].method == Method::POST && requests[*i].path == configmaps)
+        .collect();
     let ready = requests.iter().rposition(|r| r.path == status_path).expect("the final status write");
-    assert!(discovery < parent && parent < listed && listed < created && created < ready, "{requests:?}");
-    let posts = requests.iter().filter(|r| r.method == Method::POST && r.path == configmaps).count();
-    assert_eq!(posts, 2);
+    assert_eq!(posts.len(), 2, "{requests:?}");
+    assert!(discovery < parent && parent < listed && listed < posts[0] && posts[1] < ready, "{requests:?}");
+    let conditions = requests[ready].body.as_ref().expect("a body")["status"]["conditions"].clone();
+    let said = conditions.as_array().into_iter().flatten().find(|c| c["type"] == "Ready").map(|c| c["status"].clone());
+    assert_eq!(said, Some("True".into()), "{conditions}");
     // Fetched: the revision applied is the repository's head.
     let status = f.status("app");
     assert!(status.last_applied_revision.as_deref().is_some_and(|r| r.ends_with(&head)), "{status:?}");

@@ -116,9 +116,13 @@ impl<'c> Run<'c> {
             .apply_if_changed(client, body.clone(), labels, annotations)
             .await
             .map_err(|e| e.context("updating the ApplySet parent metadata: "))?;
-        if let Some(written) = body["metadata"]["annotations"].as_object() {
-            for (key, value) in written {
-                annotations.insert(key.clone(), value.as_str().unwrap_or_default().to_owned());
+        // Both maps, so that the next comparison (finish after begin) sees what was written: a
+        // fresh parent's id label looked missing again and the same body was sent twice.
+        for (field, seen) in [("annotations", &mut *annotations), ("labels", &mut *labels)] {
+            if let Some(written) = body["metadata"][field].as_object() {
+                for (key, value) in written {
+                    seen.insert(key.clone(), value.as_str().unwrap_or_default().to_owned());
+                }
             }
         }
         Ok(())

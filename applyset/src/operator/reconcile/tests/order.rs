@@ -40,6 +40,10 @@ async fn reconcile_fresh_applyset_discovers_and_fetches_before_writing_objects_a
     let ready = requests.iter().rposition(|r| r.path == status_path).expect("the final status write");
     assert_eq!(posts.len(), 2, "{requests:?}");
     assert!(discovery < parent && parent < listed && listed < posts[0] && posts[1] < ready, "{requests:?}");
+    // The parent's metadata is written once: the end of the run records the same kinds and
+    // namespaces, which the first write already holds (it used to be sent twice).
+    let parent_writes = requests.iter().filter(|r| r.method == Method::PATCH && r.path == applyset_path("app"));
+    assert_eq!(parent_writes.count(), 1, "{requests:?}");
     let conditions = requests[ready].body.as_ref().expect("a body")["status"]["conditions"].clone();
     let said = conditions.as_array().into_iter().flatten().find(|c| c["type"] == "Ready").map(|c| c["status"].clone());
     assert_eq!(said, Some("True".into()), "{conditions}");

@@ -53,7 +53,7 @@ pub fn print_report(
                 let result = object.details.as_ref().and_then(|d| d.result.clone()).unwrap_or_default();
                 let done = printer.print(vec![result]);
                 let _ = write!(out, "{}", done.text);
-                print_errors.extend(done.error);
+                print_errors.extend(done.error.map(|error| error.to_string()));
             }
             (Ok(_), _) => printed.extend(object.details.as_ref().and_then(|d| d.result.clone())),
             (Err(_), _) => {}
@@ -71,13 +71,13 @@ pub fn print_report(
     }
     let printed = match format {
         OutputFormat::Objects(printer) if !printed.is_empty() && !printer.per_object => printer.print(printed),
-        OutputFormat::Unusable(message) if !report.objects.is_empty() => {
-            Printed { text: String::new(), error: Some(message.clone()) }
+        OutputFormat::Unusable(error) if !report.objects.is_empty() => {
+            Printed { text: String::new(), error: Some(error.clone()) }
         }
         _ => return false,
     };
     print!("{}", printed.text);
-    match printed.error {
+    match printed.error.map(|error| error.to_string()) {
         None => false,
         Some(message) => {
             let _ = std::io::stdout().flush();

@@ -37,10 +37,31 @@ struct Rule {
     programs: Vec<(Status, Program)>,
 }
 
+/// An expression that does not compile: the entry and its field, named as in the spec, and the
+/// CEL parser's errors.
+#[derive(Debug, thiserror::Error)]
+#[error("spec.healthCheckExprs[{index}].{field} ({api_version} {kind}): {error}")]
+pub struct CompileError {
+    pub index: usize,
+    /// `inProgress`, `failed` or `current`.
+    pub field: &'static str,
+    pub api_version: String,
+    pub kind: String,
+    #[source]
+    pub error: ::cel::ParseErrors,
+}
+
+/// The message, for a caller that reports it as text (the controller's InvalidSpec condition).
+impl From<CompileError> for String {
+    fn from(error: CompileError) -> String {
+        error.to_string()
+    }
+}
+
 impl Rules {
     /// Compiles every expression; the error names the entry and the expression that does not
     /// parse.
-    pub fn compile(expressions: &[Expressions]) -> Result<Rules, String> {
+    pub fn compile(expressions: &[Expressions]) -> Result<Rules, CompileError> {
         let env = Arc::new(Env::stdlib().with_optional_support(true));
         let mut rules = Vec::with_capacity(expressions.len());
         for (index, entry) in expressions.iter().enumerate() {
@@ -51,8 +72,12 @@ impl Rules {
                 ("current", Status::Current, Some(entry.current.as_str())),
             ] {
                 let Some(source) = source.filter(|s| !s.trim().is_empty()) else { continue };
-                let program = env.compile(source).map_err(|e| {
-                    format!("spec.healthCheckExprs[{index}].{field} ({} {}): {e}", entry.api_version, entry.kind)
+                let program = env.compile(source).map_err(|error| CompileError {
+                    index,
+                    field,
+                    api_version: entry.api_version.clone(),
+                    kind: entry.kind.clone(),
+                    error,
                 })?;
                 programs.push((status, program));
             }
@@ -192,6 +217,9 @@ mod tests {
         }])
         .err()
         .expect("does not compile");
-        assert!(error.starts_with("spec.healthCheckExprs[0].current (example.com/v1 Widget): "), "{error}");
+        assert_eq!((error.index, error.field), (0, "current"));
+        let message = error.to_string();
+        assert!(message.starts_with("spec.healthCheckExprs[0].current (example.com/v1 Widget): "), "{message}");
+        assert!(message.ends_with(&std::error::Error::source(&error).expect("the parse errors").to_string()));
     }
 }

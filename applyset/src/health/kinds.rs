@@ -5,9 +5,9 @@
 
 use applyset_merge::Value;
 
-use super::{Context, Health, conditions, field, int_field, int_or, kind, string_or};
+use super::{Context, Health, HealthError, conditions, field, int_field, int_or, kind, string_or};
 
-type Rule = fn(&Value, Context) -> Result<Health, String>;
+type Rule = fn(&Value, Context) -> Result<Health, HealthError>;
 
 /// The rule for `object`'s group and kind, if kstatus has one.
 pub(super) fn rule_for(object: &Value) -> Option<Rule> {
@@ -30,11 +30,11 @@ pub(super) fn rule_for(object: &Value) -> Option<Rule> {
     Some(rule)
 }
 
-fn always_ready(_: &Value, _: Context) -> Result<Health, String> {
+fn always_ready(_: &Value, _: Context) -> Result<Health, HealthError> {
     Ok(Health::current("Resource is always ready"))
 }
 
-fn stateful_set(object: &Value, _: Context) -> Result<Health, String> {
+fn stateful_set(object: &Value, _: Context) -> Result<Health, HealthError> {
     if string_or(object, "spec.updateStrategy.type", "") == "OnDelete" {
         return Ok(Health::current("StatefulSet is using the ondelete update strategy"));
     }
@@ -68,7 +68,7 @@ fn stateful_set(object: &Value, _: Context) -> Result<Health, String> {
     Ok(Health::current(format!("All replicas scheduled as expected. Replicas: {replicas}")))
 }
 
-fn deployment(object: &Value, _: Context) -> Result<Health, String> {
+fn deployment(object: &Value, _: Context) -> Result<Health, HealthError> {
     // Without a progress deadline the Progressing condition never settles: do not wait for it.
     let mut progressing = int_or(object, "spec.progressDeadlineSeconds", i64::from(i32::MAX)) == i64::from(i32::MAX);
     let mut available = false;
@@ -115,7 +115,7 @@ fn deployment(object: &Value, _: Context) -> Result<Health, String> {
     Ok(Health::current(format!("Deployment is available. Replicas: {replicas}")))
 }
 
-fn replica_set(object: &Value, _: Context) -> Result<Health, String> {
+fn replica_set(object: &Value, _: Context) -> Result<Health, HealthError> {
     if conditions(object)?.iter().any(|c| c.kind == "ReplicaFailure" && c.status == "True") {
         return Ok(Health::in_progress("ReplicaFailure", "Replica Failure condition. Check Pods"));
     }
@@ -139,7 +139,7 @@ fn replica_set(object: &Value, _: Context) -> Result<Health, String> {
     Ok(Health::current(format!("ReplicaSet is available. Replicas: {replicas}")))
 }
 
-fn daemon_set(object: &Value, _: Context) -> Result<Health, String> {
+fn daemon_set(object: &Value, _: Context) -> Result<Health, HealthError> {
     if int_field(object, "metadata.generation")?.is_none() {
         let message = format!("{} metadata.generation not found", kind(object));
         return Ok(Health::in_progress("NoGeneration", message));
@@ -171,7 +171,7 @@ fn daemon_set(object: &Value, _: Context) -> Result<Health, String> {
     Ok(Health::current(format!("All replicas scheduled as expected. Replicas: {desired}")))
 }
 
-fn persistent_volume_claim(object: &Value, _: Context) -> Result<Health, String> {
+fn persistent_volume_claim(object: &Value, _: Context) -> Result<Health, HealthError> {
     match string_or(object, "status.phase", "unknown") {
         "Bound" => Ok(Health::current("PVC is Bound")),
         phase => Ok(Health::in_progress("NotBound", format!("PVC is not Bound. phase: {phase}"))),
@@ -181,7 +181,7 @@ fn persistent_volume_claim(object: &Value, _: Context) -> Result<Health, String>
 /// How long a Pod may stay unschedulable before kstatus calls it Failed (its `ScheduleWindow`).
 const SCHEDULE_WINDOW_SECONDS: i64 = 15;
 
-fn pod(object: &Value, context: Context) -> Result<Health, String> {
+fn pod(object: &Value, context: Context) -> Result<Health, HealthError> {
     let conditions = conditions(object)?;
     match string_or(object, "status.phase", "") {
         "Succeeded" => Ok(Health::current("Pod has completed successfully")),
@@ -213,7 +213,7 @@ fn pod(object: &Value, context: Context) -> Result<Health, String> {
             Ok(Health::in_progress("PodPending", "Pod is in the Pending phase"))
         }
         "" => Ok(Health::in_progress("PodNotObserved", "Pod phase not available")),
-        phase => Err(format!("unknown phase {phase}")),
+        phase => Err(HealthError::UnknownPodPhase(phase.to_owned())),
     }
 }
 
@@ -227,7 +227,7 @@ fn crash_looping_containers(object: &Value) -> Vec<&str> {
         .collect()
 }
 
-fn job(object: &Value, _: Context) -> Result<Health, String> {
+fn job(object: &Value, _: Context) -> Result<Health, HealthError> {
     let parallelism = int_or(object, "spec.parallelism", 1);
     let completions = int_or(object, "spec.completions", parallelism);
     let succeeded = int_or(object, "status.succeeded", 0);
@@ -252,7 +252,7 @@ fn job(object: &Value, _: Context) -> Result<Health, String> {
     Ok(Health::current(format!("Job in progress. success:{succeeded}, active: {active}, failed: {failed}")))
 }
 
-fn service(object: &Value, _: Context) -> Result<Health, String> {
+fn service(object: &Value, _: Context) -> Result<Health, HealthError> {
     if string_or(object, "spec.type", "ClusterIP") == "LoadBalancer"
         && string_or(object, "spec.clusterIP", "").is_empty()
     {
@@ -261,7 +261,7 @@ fn service(object: &Value, _: Context) -> Result<Health, String> {
     Ok(Health::current("Service is ready"))
 }
 
-fn custom_resource_definition(object: &Value, _: Context) -> Result<Health, String> {
+fn custom_resource_definition(object: &Value, _: Context) -> Result<Health, HealthError> {
     for condition in conditions(object)? {
         if condition.kind == "NamesAccepted" && condition.status == "False" {
             return Ok(Health::failed(condition.reason, condition.message));
@@ -276,4 +276,42 @@ fn custom_resource_definition(object: &Value, _: Context) -> Result<Health, Stri
         }
     }
     Ok(Health::in_progress("Installing", "Install in progress"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{HealthError, Status, compute, conditions, int_field};
+    use super::*;
+
+    /// A malformed object is Unknown, with kstatus's words for what is wrong.
+    #[test]
+    fn malformed_objects_are_unknown_with_kstatus_s_message() {
+        let cases = [
+            (r#"{"apiVersion":"v1","kind":"Pod","status":{"phase":"Weird"}}"#, "unknown phase Weird"),
+            (
+                r#"{"apiVersion":"apps/v1","kind":"DaemonSet","metadata":{"generation":"2"}}"#,
+                r#"looking up metadata.generation from resource: "2" is not an integer"#,
+            ),
+            (r#"{"apiVersion":"x.io/v1","kind":"W","status":{"conditions":{}}}"#, "status.conditions is not a list"),
+            (r#"{"apiVersion":"x.io/v1","kind":"W","status":{"conditions":[1]}}"#, "a condition is not an object"),
+            (
+                r#"{"apiVersion":"x.io/v1","kind":"W","status":{"conditions":[{"type":"Ready","status":true}]}}"#,
+                "condition field status is not a string",
+            ),
+        ];
+        for (json, message) in cases {
+            let health = compute(&Value::from_json_str(json).unwrap(), Context { now: 0 });
+            assert_eq!(
+                (health.status, health.message.as_str(), health.reason),
+                (Status::Unknown, message, None),
+                "{json}"
+            );
+        }
+        let object = Value::from_json_str(r#"{"status":{"observedGeneration":1.5,"conditions":[[]]}}"#).unwrap();
+        assert!(matches!(
+            int_field(&object, "status.observedGeneration"),
+            Err(HealthError::NotAnInteger { path: "status.observedGeneration", .. })
+        ));
+        assert_eq!(conditions(&object), Err(HealthError::ConditionNotAnObject));
+    }
 }

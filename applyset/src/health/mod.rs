@@ -88,15 +88,34 @@ pub struct Context {
     pub now: i64,
 }
 
+/// Why kstatus cannot compute an object's status: a field of an unexpected type. The status is
+/// then Unknown, and this (kstatus's words) is its message.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub(crate) enum HealthError {
+    /// kstatus's `NestedInt64` on a field that is present but not an integer.
+    #[error("looking up {path} from resource: {value} is not an integer")]
+    NotAnInteger { path: &'static str, value: Value },
+    #[error("status.conditions is not a list")]
+    ConditionsNotAList,
+    #[error("a condition is not an object")]
+    ConditionNotAnObject,
+    /// A condition whose field (`type`, `status`, `reason`, `message`) is not a string.
+    #[error("condition field {0} is not a string")]
+    ConditionFieldNotAString(&'static str),
+    /// A Pod phase kstatus does not know.
+    #[error("unknown phase {0}")]
+    UnknownPodPhase(String),
+}
+
 /// kstatus's `Compute`.
 pub fn compute(object: &Value, context: Context) -> Health {
     match compute_checked(object, context) {
         Ok(health) => health,
-        Err(message) => Health { status: Status::Unknown, reason: None, message },
+        Err(error) => Health { status: Status::Unknown, reason: None, message: error.to_string() },
     }
 }
 
-fn compute_checked(object: &Value, context: Context) -> Result<Health, String> {
+fn compute_checked(object: &Value, context: Context) -> Result<Health, HealthError> {
     if let Some(health) = generic_properties(object)? {
         return Ok(health);
     }
@@ -110,7 +129,7 @@ fn compute_checked(object: &Value, context: Context) -> Result<Health, String> {
 }
 
 /// Deletion, generation and the standard `Reconciling`/`Stalled` conditions.
-fn generic_properties(object: &Value) -> Result<Option<Health>, String> {
+fn generic_properties(object: &Value) -> Result<Option<Health>, HealthError> {
     if let Some(health) = generic_generation(object)? {
         return Ok(Some(health));
     }
@@ -126,7 +145,7 @@ fn generic_properties(object: &Value) -> Result<Option<Health>, String> {
 }
 
 /// Deletion, and a latest generation the object's controller has not observed yet.
-fn generic_generation(object: &Value) -> Result<Option<Health>, String> {
+fn generic_generation(object: &Value) -> Result<Option<Health>, HealthError> {
     if field(object, "metadata.deletionTimestamp").and_then(Value::as_str).is_some_and(|t| !t.is_empty()) {
         return Ok(Some(Health {
             status: Status::Terminating,
@@ -146,7 +165,7 @@ fn generic_generation(object: &Value) -> Result<Option<Health>, String> {
 }
 
 /// A `Ready` condition, for kinds without their own rule.
-fn ready_condition(object: &Value) -> Result<Option<Health>, String> {
+fn ready_condition(object: &Value) -> Result<Option<Health>, HealthError> {
     for condition in conditions(object)? {
         if condition.kind != "Ready" {
             continue;
@@ -167,11 +186,11 @@ pub(crate) fn field<'a>(object: &'a Value, path: &str) -> Option<&'a Value> {
 
 /// An integer field, kstatus's `NestedInt64`: absent is `None`; present but not an integer
 /// is an error (kstatus reports it, and the status is Unknown).
-pub(crate) fn int_field(object: &Value, path: &str) -> Result<Option<i64>, String> {
+pub(crate) fn int_field(object: &Value, path: &'static str) -> Result<Option<i64>, HealthError> {
     match field(object, path) {
         None => Ok(None),
         Some(Value::Int(i)) => Ok(Some(*i)),
-        Some(other) => Err(format!("looking up {path} from resource: {other} is not an integer")),
+        Some(other) => Err(HealthError::NotAnInteger { path, value: other.clone() }),
     }
 }
 
@@ -193,19 +212,19 @@ pub(crate) fn kind(object: &Value) -> &str {
 }
 
 /// `status.conditions`, as kstatus decodes them: a list of objects whose fields are strings.
-pub(crate) fn conditions(object: &Value) -> Result<Vec<Condition<'_>>, String> {
+pub(crate) fn conditions(object: &Value) -> Result<Vec<Condition<'_>>, HealthError> {
     let Some(list) = field(object, "status.conditions") else { return Ok(Vec::new()) };
     let Value::Array(items) = list else {
-        return Err("status.conditions is not a list".into());
+        return Err(HealthError::ConditionsNotAList);
     };
     items
         .iter()
         .map(|item| {
-            let Some(map) = item.as_object() else { return Err("a condition is not an object".to_owned()) };
-            let text = |key: &str| match map.get(key) {
+            let Some(map) = item.as_object() else { return Err(HealthError::ConditionNotAnObject) };
+            let text = |key: &'static str| match map.get(key) {
                 None | Some(Value::Null) => Ok(""),
                 Some(Value::String(s)) => Ok(s.as_str()),
-                Some(_) => Err(format!("condition field {key} is not a string")),
+                Some(_) => Err(HealthError::ConditionFieldNotAString(key)),
             };
             Ok(Condition {
                 kind: text("type")?,

@@ -4,17 +4,20 @@
 //! others print once after everything applied (one object alone, several in a `v1` `List`),
 //! and a format or template it cannot use is only an error at that point — after the objects
 //! were applied, and before anything is pruned. [`OutputFormat::resolve`] keeps that error
-//! ([`OutputFormat::Unusable`]) for the CLI to report when it comes to print.
+//! ([`OutputFormat::Unusable`]) for the CLI to report when it comes to print. Errors are
+//! [`PrintError`]s, which display as kubectl's messages.
 
 pub mod gotemplate;
 pub mod jsonpath;
+
+use std::sync::Arc;
 
 use applyset_merge::Value;
 use applyset_merge::value::go_quote;
 
 use crate::manifest::yaml::to_go_yaml;
-use gotemplate::GoTemplate;
-use jsonpath::JsonPath;
+use gotemplate::{GoTemplate, TemplateError};
+use jsonpath::{JsonPath, JsonPathError};
 
 /// The flags that choose a printer.
 #[derive(Clone, Debug, Default)]
@@ -38,8 +41,8 @@ pub enum OutputFormat {
     Name,
     /// Printed once, after every object applied.
     Objects(ObjectPrinter),
-    /// A format or template kubectl would refuse when it comes to print: the message.
-    Unusable(String),
+    /// A format or template kubectl would refuse when it comes to print.
+    Unusable(PrintError),
 }
 
 /// A printer of whole objects.
@@ -89,7 +92,7 @@ impl OutputFormat {
             let Some((name, text)) = split_template(format, template, family) else { continue };
             let text = match read_template(name, text) {
                 Ok(text) => text,
-                Err(message) => return OutputFormat::Unusable(message),
+                Err(error) => return OutputFormat::Unusable(error),
             };
             return if is_jsonpath {
                 match JsonPath::parse(&text) {
@@ -98,7 +101,7 @@ impl OutputFormat {
                         path.json_output = name == "jsonpath-as-json";
                         object(ObjectFormat::JsonPath(path))
                     }
-                    Err(e) => OutputFormat::Unusable(format!("error parsing jsonpath {text}, {e}\n")),
+                    Err(error) => OutputFormat::Unusable(PrintError::ParseJsonPath { template: text, error }),
                 }
             } else {
                 match GoTemplate::parse(&text) {
@@ -106,14 +109,13 @@ impl OutputFormat {
                         parsed.allow_missing_keys = flags.allow_missing_keys;
                         object(ObjectFormat::GoTemplate { template: parsed, raw: text })
                     }
-                    Err(e) => OutputFormat::Unusable(format!("error parsing template {text}, {e}\n")),
+                    Err(error) => {
+                        OutputFormat::Unusable(PrintError::ParseTemplate { template: text, error: Box::new(error) })
+                    }
                 }
             };
         }
-        OutputFormat::Unusable(format!(
-            r#"unable to match a printer suitable for the output format "{}", allowed formats are: {ALLOWED_FORMATS}"#,
-            flags.output.unwrap_or_default()
-        ))
+        OutputFormat::Unusable(PrintError::UnknownFormat { output: flags.output.unwrap_or_default().to_owned() })
     }
 
     /// Whether applied objects must be kept for printing.
@@ -139,11 +141,11 @@ fn split_template<'a>(
     family.iter().find(|&&name| name == format).map(|&name| (name, template))
 }
 
-fn read_template(name: &str, text: Option<&str>) -> Result<String, String> {
-    let text = text.ok_or_else(|| "template format specified but no template given".to_owned())?;
+fn read_template(name: &str, text: Option<&str>) -> Result<String, PrintError> {
+    let text = text.ok_or(PrintError::NoTemplate)?;
     if name.ends_with("file") {
         return std::fs::read_to_string(text)
-            .map_err(|e| format!("error reading --template {text}, {}\n", go_io_error(text, &e)));
+            .map_err(|error| PrintError::ReadTemplate { path: text.to_owned(), error: Arc::new(error) });
     }
     Ok(text.to_owned())
 }
@@ -161,8 +163,8 @@ fn go_io_error(path: &str, error: &std::io::Error) -> String {
 
 impl ObjectPrinter {
     /// kubectl's `printObjects`: the objects as returned by the apiserver, one alone or a
-    /// `v1` `List` of several: what goes to stdout, and kubectl's error message (printed after
-    /// `error: `) if printing failed.
+    /// `v1` `List` of several: what goes to stdout, and the error (kubectl prints its message
+    /// after `error: `) if printing failed.
     pub fn print(&self, objects: Vec<Value>) -> Printed {
         match self.print_or_fail(objects) {
             Ok(text) => Printed { text, error: None },
@@ -171,7 +173,7 @@ impl ObjectPrinter {
     }
 
     fn print_or_fail(&self, objects: Vec<Value>) -> Result<String, Printed> {
-        let failed = |error: String| Printed { text: String::new(), error: Some(error) };
+        let failed = |error: PrintError| Printed { text: String::new(), error: Some(error) };
         let several = objects.len() > 1;
         let objects: Vec<Value> = match self.kind {
             ObjectFormat::Json | ObjectFormat::Yaml if !self.show_managed_fields => {
@@ -183,14 +185,16 @@ impl ObjectPrinter {
             ObjectFormat::Json => Ok(json_text(objects)),
             ObjectFormat::Yaml => {
                 let document = if several { list(objects) } else { objects.into_iter().next().unwrap_or_default() };
-                to_go_yaml(&document).ok_or_else(|| failed("cannot write the objects as YAML".to_owned()))
+                to_go_yaml(&document).ok_or_else(|| failed(PrintError::Yaml))
             }
             ObjectFormat::JsonPath(path) => {
                 // kubectl hands an applied object to JSONPath as it is (integers stay
                 // integers); a List goes through JSON into Go maps, where every number is a float.
                 let data =
                     if several { floats_only(list(objects)) } else { objects.into_iter().next().unwrap_or_default() };
-                path.execute(&data).map_err(|e| failed(jsonpath_error(path, &data, &e)))
+                path.execute(&data).map_err(move |error| {
+                    failed(PrintError::ExecuteJsonPath { template: path.source().to_owned(), object: data, error })
+                })
             }
             ObjectFormat::GoTemplate { template, raw } => {
                 // kubectl's template printer goes through JSON into Go maps (apimachinery's
@@ -205,7 +209,10 @@ impl ObjectPrinter {
                     "Error executing template: {error}. Printing more information for debugging the template:\n\ttemplate was:\n\t\t{raw}\n\traw data was:\n\t\t{raw_data}\n\tobject given to template engine was:\n\t\t{}\n\n",
                     data.go_v_string()
                 ));
-                Err(Printed { text, error: Some(format!("error executing template {}: {error}", go_quote(raw))) })
+                Err(Printed {
+                    text,
+                    error: Some(PrintError::ExecuteTemplate { template: raw.clone(), error: Box::new(error) }),
+                })
             }
         }
     }
@@ -229,10 +236,67 @@ impl ObjectPrinter {
 }
 
 /// What printing wrote to stdout, and the error kubectl then reports (if any).
-#[derive(Debug, PartialEq)]
+#[derive(Debug)]
 pub struct Printed {
     pub text: String,
-    pub error: Option<String>,
+    pub error: Option<PrintError>,
+}
+
+/// Why kubectl's printer cannot be made or could not print; `Display` is kubectl's message
+/// (printed after `error: `), the debugging help of an execution error included.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum PrintError {
+    /// A template format without its template.
+    #[error("template format specified but no template given")]
+    NoTemplate,
+    /// A `-file` format whose file cannot be read.
+    #[error("error reading --template {path}, {}\n", go_io_error(.path, .error))]
+    ReadTemplate {
+        path: String,
+        #[source]
+        error: Arc<std::io::Error>,
+    },
+    /// A JSONPath template that does not parse.
+    #[error("error parsing jsonpath {template}, {error}\n")]
+    ParseJsonPath {
+        template: String,
+        #[source]
+        error: JsonPathError,
+    },
+    /// A go-template that does not parse (its error boxed, as it is large).
+    #[error("error parsing template {template}, {error}\n")]
+    ParseTemplate {
+        template: String,
+        #[source]
+        error: Box<TemplateError>,
+    },
+    /// An `-o` kubectl has no printer for.
+    #[error(
+        r#"unable to match a printer suitable for the output format "{output}", allowed formats are: {ALLOWED_FORMATS}"#
+    )]
+    UnknownFormat { output: String },
+    #[error("cannot write the objects as YAML")]
+    Yaml,
+    /// A JSONPath evaluation error, with kubectl's dump of the object in Go syntax.
+    #[error(
+        "error executing jsonpath {}: Error executing template: {error}. Printing more information for debugging the template:\n\ttemplate was:\n\t\t{template}\n\tobject given to jsonpath engine was:\n\t\t{}\n\n\n",
+        go_quote(.template),
+        go_syntax(.object)
+    )]
+    ExecuteJsonPath {
+        template: String,
+        /// The data the template was executed over.
+        object: Value,
+        #[source]
+        error: JsonPathError,
+    },
+    /// A template execution error (its debugging help went to stdout).
+    #[error("error executing template {}: {error}", go_quote(.template))]
+    ExecuteTemplate {
+        template: String,
+        #[source]
+        error: Box<TemplateError>,
+    },
 }
 
 fn without_managed_fields(mut object: Value) -> Value {
@@ -287,16 +351,6 @@ fn floats_in_place(value: &mut Value) {
     }
 }
 
-/// kubectl's JSONPath printer error, with its debugging dump of the object in Go syntax.
-fn jsonpath_error(path: &JsonPath, data: &Value, error: &str) -> String {
-    format!(
-        "error executing jsonpath {}: Error executing template: {error}. Printing more information for debugging the template:\n\ttemplate was:\n\t\t{}\n\tobject given to jsonpath engine was:\n\t\t{}\n\n\n",
-        go_quote(path.source()),
-        path.source(),
-        go_syntax(data)
-    )
-}
-
 /// Go's `%#v` of the value as `map[string]interface{}` holds it.
 fn go_syntax(value: &Value) -> String {
     let mut out = String::new();
@@ -333,5 +387,43 @@ fn write_go_syntax(value: &Value, out: &mut String) {
             }
             out.push('}');
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unusable(output: Option<&str>, template: Option<&str>) -> PrintError {
+        match OutputFormat::resolve(&PrintFlags { output, template, ..Default::default() }) {
+            OutputFormat::Unusable(error) => error,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn unusable_formats_say_what_kubectl_says() {
+        let error = unusable(Some("wide"), None);
+        assert!(matches!(&error, PrintError::UnknownFormat { output } if output == "wide"));
+        assert_eq!(
+            error.to_string(),
+            r#"unable to match a printer suitable for the output format "wide", allowed formats are: go-template,go-template-file,json,jsonpath,jsonpath-as-json,jsonpath-file,name,template,templatefile,yaml"#
+        );
+        let error = unusable(Some("jsonpath"), None);
+        assert!(matches!(error, PrintError::NoTemplate));
+        assert_eq!(error.to_string(), "template format specified but no template given");
+        let error = unusable(Some("jsonpath={.a"), None);
+        assert!(matches!(error, PrintError::ParseJsonPath { error: JsonPathError::UnclosedAction, .. }));
+        assert_eq!(error.to_string(), "error parsing jsonpath {.a, unclosed action\n");
+        let error = unusable(Some("go-template={{.a}"), None);
+        assert!(
+            matches!(&error, PrintError::ParseTemplate { error, .. } if matches!(**error, TemplateError::Parse { .. }))
+        );
+        let error = unusable(Some("jsonpath-file=/nonexistent/applyset-template"), None);
+        assert!(std::error::Error::source(&error).is_some_and(|e| e.is::<Arc<std::io::Error>>()));
+        assert_eq!(
+            error.to_string(),
+            "error reading --template /nonexistent/applyset-template, open /nonexistent/applyset-template: no such file or directory\n"
+        );
     }
 }

@@ -1,16 +1,17 @@
 //! The builtin functions' bodies (`funcs.go`) and kubectl's `exists` and `base64decode`.
-//! Errors are the text Go's functions return; the caller adds `error calling NAME: `.
+//! Errors display as the text Go's functions return; the caller adds `error calling NAME: `.
 
 use std::borrow::Cow;
 
+use super::error::CallError;
 use super::exec::State;
 use super::fmt::{Unsupported, sprint, sprintf, sprintln};
 use super::value::{GoValue, Kind};
 
-type Result<'d> = std::result::Result<GoValue<'d>, String>;
+type Result<'d> = std::result::Result<GoValue<'d>, CallError>;
 
-fn unsupported(e: Unsupported) -> String {
-    format!("unsupported: {}", e.0)
+fn unsupported(e: Unsupported) -> CallError {
+    CallError::Unsupported(e.0)
 }
 
 fn kinds<'d>(argv: Vec<GoValue<'d>>) -> Vec<Kind<'d>> {
@@ -21,7 +22,7 @@ fn string<'d>(s: String) -> Result<'d> {
     Ok(GoValue::new(Kind::Str(Cow::Owned(s))))
 }
 
-fn boolean<'d>(b: std::result::Result<bool, String>) -> Result<'d> {
+fn boolean<'d>(b: std::result::Result<bool, CallError>) -> Result<'d> {
     b.map(|b| GoValue::new(Kind::Bool(b)))
 }
 
@@ -50,7 +51,7 @@ pub(super) fn call<'d>(_s: &State<'_, 'd>, name: &str, mut argv: Vec<GoValue<'d>
         "println" => sprintln(&kinds(argv)).map_err(unsupported).and_then(string),
         "printf" => {
             let args = kinds(argv);
-            let Kind::Str(format) = &args[0] else { return Err("format is not a string".into()) };
+            let Kind::Str(format) = &args[0] else { return Err(CallError::FormatNotString) };
             sprintf(format, &args[1..]).map_err(unsupported).and_then(string)
         }
         "html" => string(html_escape(&eval_args(kinds(argv))?)),
@@ -61,14 +62,11 @@ pub(super) fn call<'d>(_s: &State<'_, 'd>, name: &str, mut argv: Vec<GoValue<'d>
             Ok(GoValue::new(Kind::Bool(exists(&args[0], &args[1..]))))
         }
         "base64decode" => {
-            let Kind::Str(text) = &argv[0].kind else { return Err("argument is not a string".into()) };
-            let bytes = super::base64::decode(text.as_bytes())
-                .map_err(|at| format!("base64 decode failed: illegal base64 data at input byte {at}"))?;
-            String::from_utf8(bytes)
-                .map_err(|_| "unsupported: base64decode produced bytes that are not UTF-8".to_string())
-                .and_then(string)
+            let Kind::Str(text) = &argv[0].kind else { return Err(CallError::ArgumentNotString) };
+            let bytes = super::base64::decode(text.as_bytes()).map_err(CallError::Base64)?;
+            String::from_utf8(bytes).map_err(|_| CallError::Base64NotUtf8).and_then(string)
         }
-        _ => Err(format!("unsupported function {name}")),
+        _ => Err(CallError::UnknownFunction(name.to_owned())),
     }
 }
 
@@ -79,26 +77,26 @@ fn is_nil_pointer(v: &GoValue) -> bool {
 
 fn length<'d>(item: &GoValue<'d>) -> Result<'d> {
     let n = match &item.kind {
-        Kind::Nil => return Err("len of nil pointer".into()),
-        Kind::Invalid => return Err("reflect: call of reflect.Value.Type on zero Value".into()),
+        Kind::Nil => return Err(CallError::LenOfNil),
+        Kind::Invalid => return Err(CallError::LenOfNoValue),
         Kind::Str(s) => s.len(),
         Kind::List(items) => items.len(),
         Kind::Map(map) => map.len(),
-        other => return Err(format!("len of type {}", other.type_name())),
+        other => return Err(CallError::LenOfType(other.type_name())),
     };
     Ok(GoValue::new(Kind::Int(n as i64)))
 }
 
 /// Go's `indexArg`: an integer index within `0..=cap`.
-fn index_arg(index: &Kind, cap: usize) -> std::result::Result<usize, String> {
+fn index_arg(index: &Kind, cap: usize) -> std::result::Result<usize, CallError> {
     let x = match index {
         Kind::Int(i) | Kind::Int64(i) => i128::from(*i),
         Kind::Byte(b) => i128::from(*b),
-        Kind::Invalid | Kind::Nil => return Err("cannot index slice/array with nil".into()),
-        other => return Err(format!("cannot index slice/array with type {}", other.type_name())),
+        Kind::Invalid | Kind::Nil => return Err(CallError::NilIndex),
+        other => return Err(CallError::IndexType(other.type_name())),
     };
     if x < 0 || x > cap as i128 {
-        return Err(format!("index out of range: {x}"));
+        return Err(CallError::IndexOutOfRange(x));
     }
     Ok(x as usize)
 }
@@ -107,36 +105,36 @@ fn index<'d>(argv: Vec<GoValue<'d>>) -> Result<'d> {
     let mut args = argv.into_iter();
     let mut item = args.next().unwrap_or(GoValue::INVALID).unboxed();
     if !item.is_valid() {
-        return Err("index of untyped nil".into());
+        return Err(CallError::IndexOfUntypedNil);
     }
     for index in args {
         let index = index.unboxed().kind;
         if is_nil_pointer(&item) {
-            return Err("index of nil pointer".into());
+            return Err(CallError::IndexOfNilPointer);
         }
         item = match &item.kind {
             Kind::List(items) => {
                 let x = index_arg(&index, items.len())?;
                 // `reflect.Value.Index` panics at len; Go reports the recovered panic.
-                GoValue::element(items.get(x).ok_or("reflect: slice index out of range")?)
+                GoValue::element(items.get(x).ok_or(CallError::SliceIndexOutOfRange)?)
             }
             Kind::Str(s) => {
                 let x = index_arg(&index, s.len())?;
-                let b = *s.as_bytes().get(x).ok_or("reflect: string index out of range")?;
+                let b = *s.as_bytes().get(x).ok_or(CallError::StringIndexOutOfRange)?;
                 GoValue::new(Kind::Byte(b))
             }
             Kind::Map(map) => {
                 let key = match &index {
                     Kind::Str(k) => k,
-                    Kind::Invalid | Kind::Nil => return Err("value is nil; should be of type string".into()),
-                    other => return Err(format!("value has type {}; should be string", other.type_name())),
+                    Kind::Invalid | Kind::Nil => return Err(CallError::NilMapKey),
+                    other => return Err(CallError::MapKeyType(other.type_name())),
                 };
                 match map.get(key.as_ref()) {
                     Some(v) => GoValue::element(v),
                     None => GoValue { kind: Kind::Nil, boxed: true },
                 }
             }
-            other => return Err(format!("can't index item of type {}", other.type_name())),
+            other => return Err(CallError::CannotIndex(other.type_name())),
         };
     }
     Ok(item)
@@ -146,21 +144,21 @@ fn slice<'d>(argv: Vec<GoValue<'d>>) -> Result<'d> {
     let mut args = argv.into_iter();
     let item = args.next().unwrap_or(GoValue::INVALID).unboxed();
     if !item.is_valid() {
-        return Err("slice of untyped nil".into());
+        return Err(CallError::SliceOfUntypedNil);
     }
     let indexes: Vec<Kind> = args.map(|v| v.unboxed().kind).collect();
     if indexes.len() > 3 {
-        return Err(format!("too many slice indexes: {}", indexes.len()));
+        return Err(CallError::TooManySliceIndexes(indexes.len()));
     }
     let len = match &item.kind {
         Kind::Str(s) => {
             if indexes.len() == 3 {
-                return Err("cannot 3-index slice a string".into());
+                return Err(CallError::ThreeIndexString);
             }
             s.len()
         }
         Kind::List(items) => items.len(),
-        other => return Err(format!("can't slice item of type {}", other.type_name())),
+        other => return Err(CallError::CannotSlice(other.type_name())),
     };
     let mut idx = [0, len, 0];
     for (i, index) in indexes.iter().enumerate() {
@@ -168,23 +166,23 @@ fn slice<'d>(argv: Vec<GoValue<'d>>) -> Result<'d> {
         if x > len {
             // Go allows indexes up to the slice's capacity, which JSON decoding leaves
             // unspecified; refuse rather than guess.
-            return Err(format!("unsupported: slice index {x} beyond the length {len}"));
+            return Err(CallError::SliceBeyondLength { index: x, len });
         }
         idx[i] = x;
     }
     if idx[0] > idx[1] {
-        return Err(format!("invalid slice index: {} > {}", idx[0], idx[1]));
+        return Err(CallError::InvalidSliceIndex { low: idx[0], high: idx[1] });
     }
     if indexes.len() == 3 && idx[1] > idx[2] {
-        return Err(format!("invalid slice index: {} > {}", idx[1], idx[2]));
+        return Err(CallError::InvalidSliceIndex { low: idx[1], high: idx[2] });
     }
     match item.kind {
         Kind::Str(s) => {
-            let sub = s.get(idx[0]..idx[1]).ok_or("unsupported: slicing a string inside a UTF-8 character")?;
+            let sub = s.get(idx[0]..idx[1]).ok_or(CallError::SliceInsideCharacter)?;
             Ok(GoValue::new(Kind::Str(Cow::Owned(sub.to_string()))))
         }
         Kind::List(items) => Ok(GoValue::new(Kind::List(&items[idx[0]..idx[1]]))),
-        _ => Err("can't slice".into()),
+        _ => Err(CallError::CannotSliceValue),
     }
 }
 
@@ -225,9 +223,9 @@ fn percent_v(v: &Kind) -> String {
     sprintf("%v", std::slice::from_ref(v)).unwrap_or_default()
 }
 
-fn eq(first: &Kind, others: &[Kind]) -> std::result::Result<bool, String> {
+fn eq(first: &Kind, others: &[Kind]) -> std::result::Result<bool, CallError> {
     if others.is_empty() {
-        return Err("missing argument for comparison".into());
+        return Err(CallError::MissingComparisonArgument);
     }
     let k1 = basic_kind(first);
     for other in others {
@@ -237,11 +235,7 @@ fn eq(first: &Kind, others: &[Kind]) -> std::result::Result<bool, String> {
                 (BasicKind::Int, BasicKind::Uint) | (BasicKind::Uint, BasicKind::Int) => as_int(first) == as_int(other),
                 _ => {
                     if !matches!(first, Kind::Invalid) && !matches!(other, Kind::Invalid) {
-                        return Err(format!(
-                            "incompatible types for comparison: {} and {}",
-                            first.type_name(),
-                            other.type_name()
-                        ));
+                        return Err(CallError::IncompatibleTypes { left: first.type_name(), right: other.type_name() });
                     }
                     false
                 }
@@ -257,18 +251,20 @@ fn eq(first: &Kind, others: &[Kind]) -> std::result::Result<bool, String> {
                     let same_kind =
                         matches!((first, other), (Kind::Map(_), Kind::Map(_)) | (Kind::List(_), Kind::List(_)));
                     if !same_kind && !nil1 && !nil2 {
-                        return Err(format!(
-                            "non-comparable types {}: {}, {}: {}",
-                            percent_s(first),
-                            first.type_name(),
-                            other.type_name(),
-                            percent_v(other)
-                        ));
+                        return Err(CallError::NonComparableTypes {
+                            left: percent_s(first),
+                            left_type: first.type_name(),
+                            right_type: other.type_name(),
+                            right: percent_v(other),
+                        });
                     }
                     if nil1 || nil2 {
                         nil1 == nil2
                     } else {
-                        return Err(format!("non-comparable type {}: {}", percent_s(other), other.type_name()));
+                        return Err(CallError::NonComparableType {
+                            value: percent_s(other),
+                            type_name: other.type_name(),
+                        });
                     }
                 }
             }
@@ -280,26 +276,26 @@ fn eq(first: &Kind, others: &[Kind]) -> std::result::Result<bool, String> {
     Ok(false)
 }
 
-fn lt(a: &Kind, b: &Kind) -> std::result::Result<bool, String> {
+fn lt(a: &Kind, b: &Kind) -> std::result::Result<bool, CallError> {
     let (k1, k2) = (basic_kind(a), basic_kind(b));
     if k1 == BasicKind::Invalid || k2 == BasicKind::Invalid {
-        return Err("invalid type for comparison".into());
+        return Err(CallError::InvalidComparisonType);
     }
     if k1 != k2 {
         return match (k1, k2) {
             (BasicKind::Int, BasicKind::Uint) | (BasicKind::Uint, BasicKind::Int) => Ok(as_int(a) < as_int(b)),
-            _ => Err(format!("incompatible types for comparison: {} and {}", a.type_name(), b.type_name())),
+            _ => Err(CallError::IncompatibleTypes { left: a.type_name(), right: b.type_name() }),
         };
     }
     match (a, b) {
-        (Kind::Bool(_), _) => Err("invalid type for comparison".into()),
+        (Kind::Bool(_), _) => Err(CallError::InvalidComparisonType),
         (Kind::Float(x), Kind::Float(y)) => Ok(x < y),
         (Kind::Str(x), Kind::Str(y)) => Ok(x < y),
         _ => Ok(as_int(a) < as_int(b)),
     }
 }
 
-fn le(a: &Kind, b: &Kind) -> std::result::Result<bool, String> {
+fn le(a: &Kind, b: &Kind) -> std::result::Result<bool, CallError> {
     if lt(a, b)? {
         return Ok(true);
     }
@@ -308,7 +304,7 @@ fn le(a: &Kind, b: &Kind) -> std::result::Result<bool, String> {
 
 /// Go's `evalArgs` for html/js/urlquery: one string as is, otherwise `Sprint` with nil
 /// operands shown as `<no value>`.
-fn eval_args(args: Vec<Kind>) -> std::result::Result<String, String> {
+fn eval_args(args: Vec<Kind>) -> std::result::Result<String, CallError> {
     if let [Kind::Str(s)] = args.as_slice() {
         return Ok(s.to_string());
     }

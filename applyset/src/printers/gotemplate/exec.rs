@@ -3,19 +3,21 @@
 use applyset_merge::Value;
 use applyset_merge::value::deeper;
 
+use super::error::{ExecError, TemplateError};
 use super::funcs;
 use super::node::{Arg, At, Branch, Command, List, Node, Number, Pipe, TemplateCall, Variable};
-use super::parse::{TEMPLATE_NAME, Trees};
+use super::parse::Trees;
 use super::value::{GoValue, Kind};
 
 /// Go's `maxExecDepth` for nested `{{template}}` calls.
-const MAX_EXEC_DEPTH: usize = 100_000;
+pub(super) const MAX_EXEC_DEPTH: usize = 100_000;
 
-/// Why a walk stopped early: `{{break}}`, `{{continue}}`, or an error (Go's panics).
+/// Why a walk stopped early: `{{break}}`, `{{continue}}`, or an error (Go's panics), boxed so
+/// that what every frame returns stays small.
 pub(super) enum Flow {
     Break,
     Continue,
-    Error(String),
+    Error(Box<TemplateError>),
 }
 
 pub(super) type R<T> = Result<T, Flow>;
@@ -33,12 +35,12 @@ pub(super) struct State<'t, 'd> {
 }
 
 impl<'t, 'd> State<'t, 'd> {
-    pub fn run(&mut self, root: &'t List, data: &'d Value) -> Result<(), String> {
+    pub fn run(&mut self, root: &'t List, data: &'d Value) -> Result<(), TemplateError> {
         let dot = GoValue::root(data);
         self.vars = vec![("$", dot.clone())];
         match self.walk_list(&dot, root) {
             Ok(()) => Ok(()),
-            Err(Flow::Error(msg)) => Err(msg),
+            Err(Flow::Error(error)) => Err(*error),
             // The parser rejects break/continue outside range.
             Err(Flow::Break | Flow::Continue) => Ok(()),
         }
@@ -48,22 +50,20 @@ impl<'t, 'd> State<'t, 'd> {
         self.at = Some(at);
     }
 
-    /// Go's `state.errorf`: prefixes the location and context of the current node.
-    pub fn error<T>(&self, msg: impl std::fmt::Display) -> R<T> {
-        let text = match self.at {
-            None => format!("template: {}: {msg}", self.name),
+    /// Go's `state.errorf`: the error with the location and context of the current node.
+    pub fn error<T>(&self, error: ExecError) -> R<T> {
+        let template = self.name.to_owned();
+        let error = match self.at {
+            None => TemplateError::ExecStart { template, error },
             Some(at) => {
                 let pos = at.pos().min(self.text.len());
                 let before = &self.text[..pos];
                 let line = 1 + before.matches('\n').count();
-                let col = before.rfind('\n').map_or(pos, |nl| pos - nl - 1);
-                format!(
-                    "template: {TEMPLATE_NAME}:{line}:{col}: executing {} at <{at}>: {msg}",
-                    applyset_merge::value::go_quote(self.name)
-                )
+                let column = before.rfind('\n').map_or(pos, |nl| pos - nl - 1);
+                TemplateError::Exec { template, line, column, node: at.to_string(), error }
             }
         };
-        Err(Flow::Error(text))
+        Err(Flow::Error(Box::new(error)))
     }
 
     fn walk_list(&mut self, dot: &GoValue<'d>, list: &'t List) -> R<()> {
@@ -101,7 +101,7 @@ impl<'t, 'd> State<'t, 'd> {
 
     /// `fmt.Sprint`, with unsupported verbs reported at the current node.
     pub fn sprint(&self, args: &[Kind]) -> R<String> {
-        super::fmt::sprint(args).or_else(|e| self.error(format!("unsupported: {}", e.0)))
+        super::fmt::sprint(args).or_else(|e| self.error(ExecError::Unsupported(e.0)))
     }
 
     fn walk_if_or_with(&mut self, is_with: bool, dot: &GoValue<'d>, branch: &'t Branch) -> R<()> {
@@ -139,7 +139,7 @@ impl<'t, 'd> State<'t, 'd> {
             Kind::Int(_) | Kind::Int64(_) | Kind::Byte(_) => {
                 if pipe.decl.len() > 1 {
                     let shown = self.sprint(std::slice::from_ref(&value.kind))?;
-                    return self.error(format!("can't use {shown} to iterate over more than one variable"));
+                    return self.error(ExecError::RangeVariables(shown));
                 }
                 let n = match value.kind {
                     Kind::Int(n) | Kind::Int64(n) => n,
@@ -175,7 +175,7 @@ impl<'t, 'd> State<'t, 'd> {
             Kind::Invalid => {}
             other => {
                 let shown = self.sprint(std::slice::from_ref(other))?;
-                return self.error(format!("range can't iterate over {shown}"));
+                return self.error(ExecError::RangeOver(shown));
             }
         }
         if !ran && let Some(else_list) = &branch.else_list {
@@ -220,17 +220,17 @@ impl<'t, 'd> State<'t, 'd> {
                 slot.1 = value;
                 Ok(())
             }
-            None => self.error(format!("undefined variable: {name}")),
+            None => self.error(ExecError::UndefinedVariable(name.to_owned())),
         }
     }
 
     fn walk_template(&mut self, dot: &GoValue<'d>, call: &'t TemplateCall) -> R<()> {
         self.at(At::Template(call));
         let Some(tree) = self.trees.get(&call.name) else {
-            return self.error(format!("template {} not defined", applyset_merge::value::go_quote(&call.name)));
+            return self.error(ExecError::UndefinedTemplate(call.name.clone()));
         };
         if self.depth == MAX_EXEC_DEPTH {
-            return self.error(format!("exceeded maximum template depth ({MAX_EXEC_DEPTH})"));
+            return self.error(ExecError::TooDeep);
         }
         let new_dot = self.eval_pipeline(dot, call.pipe.as_ref())?;
         let saved_vars = std::mem::replace(&mut self.vars, vec![("$", new_dot.clone())]);
@@ -263,7 +263,7 @@ impl<'t, 'd> State<'t, 'd> {
 
     fn not_a_function(&self, args: &[Arg], fin: &Option<GoValue<'d>>) -> R<()> {
         if args.len() > 1 || fin.is_some() {
-            return self.error(format!("can't give argument to non-function {}", args[0]));
+            return self.error(ExecError::NotAFunction(args[0].to_string()));
         }
         Ok(())
     }
@@ -290,10 +290,10 @@ impl<'t, 'd> State<'t, 'd> {
         match first {
             Arg::Bool { value, .. } => Ok(GoValue::new(Kind::Bool(*value))),
             Arg::Dot { .. } => Ok(dot.clone()),
-            Arg::Nil { .. } => self.error("nil is not a command"),
+            Arg::Nil { .. } => self.error(ExecError::NilCommand),
             Arg::Number { number, .. } => self.ideal_constant(number),
             Arg::String { text, .. } => Ok(GoValue::new(Kind::Str(text.clone().into()))),
-            _ => self.error(format!("can't evaluate command {first}")),
+            _ => self.error(ExecError::NotACommand(first.to_string())),
         }
     }
 
@@ -305,7 +305,7 @@ impl<'t, 'd> State<'t, 'd> {
         match (number.float, number.int, number.uint) {
             (Some(f), _, _) if looks_float => Ok(GoValue::new(Kind::Float(f))),
             (_, Some(i), _) => Ok(GoValue::new(Kind::Int(i))),
-            (_, None, Some(_)) => self.error(format!("{text} overflows int")),
+            (_, None, Some(_)) => self.error(ExecError::IntOverflow(text.clone())),
             _ => Ok(GoValue::INVALID),
         }
     }
@@ -330,9 +330,9 @@ impl<'t, 'd> State<'t, 'd> {
         fin: Option<GoValue<'d>>,
     ) -> R<GoValue<'d>> {
         self.at(At::Arg(chain));
-        let Arg::Chain { node, fields, .. } = chain else { return self.error("internal error: not a chain") };
+        let Arg::Chain { node, fields, .. } = chain else { return self.error(ExecError::NotAChain) };
         if matches!(**node, Arg::Nil { .. }) {
-            return self.error(format!("indirection through explicit nil in {chain}"));
+            return self.error(ExecError::NilIndirection(chain.to_string()));
         }
         let receiver = funcs::eval_arg(self, dot, None, node)?;
         self.eval_field_chain(receiver, fields, args, fin)
@@ -348,14 +348,14 @@ impl<'t, 'd> State<'t, 'd> {
         self.at(At::Variable(var));
         let name = &var.ident[0];
         let Some((_, value)) = self.vars.iter().rev().find(|(n, _)| n == name) else {
-            return self.error(format!("undefined variable: {name}"));
+            return self.error(ExecError::UndefinedVariable(name.clone()));
         };
         let value = value.clone();
         if var.ident.len() == 1 {
             if !args.is_empty() {
                 self.not_a_function(args, &fin)?;
             } else if fin.is_some() {
-                return self.error(format!("can't give argument to non-function {var}"));
+                return self.error(ExecError::NotAFunction(var.to_string()));
             }
             return Ok(value);
         }
@@ -379,26 +379,24 @@ impl<'t, 'd> State<'t, 'd> {
     fn eval_field(&mut self, name: &str, args: &[Arg], has_final: bool, receiver: GoValue<'d>) -> R<GoValue<'d>> {
         if !receiver.is_valid() {
             if self.missing_key_error {
-                return self.error(format!("nil data; no entry for key {}", applyset_merge::value::go_quote(name)));
+                return self.error(ExecError::NilData(name.to_owned()));
             }
             return Ok(GoValue::INVALID);
         }
         let typ = receiver.type_name();
         match receiver.kind {
-            Kind::Nil => self.error(format!("nil pointer evaluating {typ}.{name}")),
+            Kind::Nil => self.error(ExecError::NilPointer { type_name: typ, field: name.to_owned() }),
             Kind::Map(map) => {
                 if args.len() > 1 || has_final {
-                    return self.error(format!("{name} is not a method but has arguments"));
+                    return self.error(ExecError::NotAMethod(name.to_owned()));
                 }
                 match map.get(name) {
                     Some(v) => Ok(GoValue::element(v)),
-                    None if self.missing_key_error => {
-                        self.error(format!("map has no entry for key {}", applyset_merge::value::go_quote(name)))
-                    }
+                    None if self.missing_key_error => self.error(ExecError::MissingKey(name.to_owned())),
                     None => Ok(GoValue::INVALID),
                 }
             }
-            _ => self.error(format!("can't evaluate field {name} in type {typ}")),
+            _ => self.error(ExecError::NoField { field: name.to_owned(), type_name: typ }),
         }
     }
 }

@@ -1,6 +1,7 @@
 //! Function calls (`evalCall`, `evalArg`, `validateType`) and the builtin functions of
 //! `text/template/funcs.go`, plus kubectl's `exists` and `base64decode`.
 
+use super::error::{CallError, ExecError};
 use super::exec::{R, State};
 use super::node::{Arg, At};
 use super::value::{GoValue, Kind};
@@ -45,14 +46,10 @@ pub(super) fn eval_call<'t, 'd>(
     let num_fixed = if variadic.is_some() { fixed.len() } else { args.len() };
     if variadic.is_some() {
         if num_in < num_fixed {
-            return s.error(format!(
-                "wrong number of args for {name}: want at least {} got {}",
-                fixed.len(),
-                args.len()
-            ));
+            return s.error(ExecError::TooFewArgs { function: name.to_owned(), want: fixed.len(), got: args.len() });
         }
     } else if num_in != fixed.len() {
-        return s.error(format!("wrong number of args for {name}: want {} got {num_in}", fixed.len()));
+        return s.error(ExecError::WrongArgCount { function: name.to_owned(), want: fixed.len(), got: num_in });
     }
     if name == "and" || name == "or" {
         let mut value = GoValue::INVALID;
@@ -83,8 +80,8 @@ pub(super) fn eval_call<'t, 'd>(
             (None, kind) => format!("<{} Value>", kind.type_name()),
         };
         let result = match &argv[0].clone().unboxed().kind {
-            Kind::Invalid => Err("call of nil".to_string()),
-            kind => Err(format!("non-function {callee} of type {}", kind.type_name())),
+            Kind::Invalid => Err(CallError::CallOfNil),
+            kind => Err(CallError::NotAFunction { callee, type_name: kind.type_name() }),
         };
         return call_result(s, node, name, result);
     }
@@ -96,11 +93,11 @@ fn call_result<'t, 'd>(
     s: &mut State<'t, 'd>,
     node: At<'t>,
     name: &str,
-    result: Result<GoValue<'d>, String>,
+    result: Result<GoValue<'d>, CallError>,
 ) -> R<GoValue<'d>> {
-    result.or_else(|err| {
+    result.or_else(|error| {
         s.at = Some(node);
-        s.error(format!("error calling {name}: {err}"))
+        s.error(ExecError::Call { function: name.to_owned(), error: Box::new(error) })
     })
 }
 
@@ -110,10 +107,10 @@ pub(super) fn validate_type<'d>(s: &State<'_, 'd>, value: GoValue<'d>, param: Op
         None | Some(Param::Reflect) => Ok(value),
         Some(Param::Any) => Ok(value.unboxed()),
         Some(Param::Str) => match (&value.kind, value.boxed) {
-            (Kind::Invalid, _) => s.error("invalid value; expected string"),
+            (Kind::Invalid, _) => s.error(ExecError::InvalidString),
             (Kind::Str(_), _) => Ok(value.unboxed()),
-            (Kind::Nil, _) => s.error("wrong type for value; expected string; got interface {}"),
-            (kind, _) => s.error(format!("wrong type for value; expected string; got {}", kind.type_name())),
+            (Kind::Nil, _) => s.error(ExecError::NotAString("interface {}")),
+            (kind, _) => s.error(ExecError::NotAString(kind.type_name())),
         },
     }
 }
@@ -130,7 +127,7 @@ pub(super) fn eval_arg<'t, 'd>(
         Arg::Dot { .. } => dot.clone(),
         Arg::Nil { .. } => {
             return match param {
-                Some(Param::Str) => s.error("cannot assign nil to string"),
+                Some(Param::Str) => s.error(ExecError::NilString),
                 _ => Ok(GoValue::INVALID),
             };
         }
@@ -142,7 +139,7 @@ pub(super) fn eval_arg<'t, 'd>(
         Arg::Bool { value, .. } if param != Some(Param::Str) => return Ok(GoValue::new(Kind::Bool(*value))),
         Arg::Number { number, .. } if param != Some(Param::Str) => return s.ideal_constant(number),
         Arg::String { text, .. } => return Ok(GoValue::new(Kind::Str(text.clone().into()))),
-        other => return s.error(format!("expected string; found {other}")),
+        other => return s.error(ExecError::ExpectedString(other.to_string())),
     };
     validate_type(s, value, param)
 }

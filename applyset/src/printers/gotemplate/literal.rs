@@ -1,19 +1,17 @@
 //! Literal constants: Go's `strconv.Unquote`, `strconv.UnquoteChar` and the number rules of
 //! `parse.NumberNode`. Errors are the message part of Go's parse error.
 
+use super::error::SyntaxError;
 use super::node::Number;
 
-/// `strconv.ErrSyntax.Error()`.
-const INVALID_SYNTAX: &str = "invalid syntax";
-
 /// `strconv.Unquote` for the double-quoted and raw strings the lexer produced.
-pub(super) fn unquote(quoted: &str) -> Result<String, String> {
+pub(super) fn unquote(quoted: &str) -> Result<String, SyntaxError> {
     if let Some(raw) = quoted.strip_prefix('`').and_then(|s| s.strip_suffix('`')) {
         // Go drops carriage returns from raw strings.
         return Ok(raw.replace('\r', ""));
     }
     let Some(mut body) = quoted.strip_prefix('"').and_then(|s| s.strip_suffix('"')) else {
-        return Err(INVALID_SYNTAX.into());
+        return Err(SyntaxError::InvalidSyntax);
     };
     let mut bytes = Vec::with_capacity(body.len());
     while !body.is_empty() {
@@ -25,7 +23,7 @@ pub(super) fn unquote(quoted: &str) -> Result<String, String> {
         body = tail;
     }
     // `\x` and octal escapes can spell bytes that are not UTF-8, which a Rust string cannot hold.
-    String::from_utf8(bytes).map_err(|_| "unsupported: string constant is not valid UTF-8".to_string())
+    String::from_utf8(bytes).map_err(|_| SyntaxError::NotUtf8)
 }
 
 /// One decoded unit of a quoted literal.
@@ -36,8 +34,8 @@ enum Piece {
 }
 
 /// `strconv.UnquoteChar`: decodes the first character or escape of `s`.
-fn unquote_char(s: &str, quote: u8) -> Result<(Piece, &str), String> {
-    let err = || Err(INVALID_SYNTAX.to_string());
+fn unquote_char(s: &str, quote: u8) -> Result<(Piece, &str), SyntaxError> {
+    let err = || Err(SyntaxError::InvalidSyntax);
     let mut chars = s.chars();
     let Some(c) = chars.next() else { return err() };
     if c as u32 == quote as u32 && (quote == b'\'' || quote == b'"') {
@@ -88,7 +86,7 @@ fn unquote_char(s: &str, quote: u8) -> Result<(Piece, &str), String> {
             if digits.len() != 3 || !digits.bytes().all(|b| (b'0'..=b'7').contains(&b)) {
                 return err();
             }
-            let value = u32::from_str_radix(&digits, 8).map_err(|_| INVALID_SYNTAX.to_string())?;
+            let value = u32::from_str_radix(&digits, 8).map_err(|_| SyntaxError::InvalidSyntax)?;
             if value > 255 {
                 return err();
             }
@@ -99,12 +97,12 @@ fn unquote_char(s: &str, quote: u8) -> Result<(Piece, &str), String> {
 }
 
 /// `parse.Tree.newNumber`: every interpretation of a numeric or character constant.
-pub(super) fn number(text: &str, is_char: bool) -> Result<Number, String> {
+pub(super) fn number(text: &str, is_char: bool) -> Result<Number, SyntaxError> {
     if is_char {
         let body = &text[1..];
         let (piece, tail) = unquote_char(body, b'\'')?;
         if tail != "'" {
-            return Err(format!("malformed character constant: {text}"));
+            return Err(SyntaxError::MalformedCharacter(text.to_owned()));
         }
         let code = match piece {
             Piece::Char(c) => c as u32,
@@ -118,7 +116,7 @@ pub(super) fn number(text: &str, is_char: bool) -> Result<Number, String> {
         });
     }
     if text.ends_with('i') {
-        return Err(format!("unsupported: complex constant {text}"));
+        return Err(SyntaxError::Complex(text.to_owned()));
     }
     let mut n = Number { text: text.into(), int: None, uint: None, float: None };
     n.uint = parse_uint(text);
@@ -135,11 +133,11 @@ pub(super) fn number(text: &str, is_char: bool) -> Result<Number, String> {
         let lower = cleaned.to_ascii_lowercase();
         let unsigned = lower.trim_start_matches(['+', '-']);
         if unsigned.starts_with("0x") {
-            return Err(format!("unsupported: hexadecimal floating-point constant {text}"));
+            return Err(SyntaxError::HexFloat(text.to_owned()));
         }
         if let Ok(f) = cleaned.parse::<f64>() {
             if !text.contains(['.', 'e', 'E', 'p', 'P']) {
-                return Err(format!("integer overflow: {}", applyset_merge::value::go_quote(text)));
+                return Err(SyntaxError::IntegerOverflow(text.to_owned()));
             }
             n.float = Some(f);
             // Go's `float64(int64(f)) == f` test, without relying on out-of-range conversions.
@@ -152,7 +150,7 @@ pub(super) fn number(text: &str, is_char: bool) -> Result<Number, String> {
         }
     }
     if n.int.is_none() && n.uint.is_none() && n.float.is_none() {
-        return Err(format!("illegal number syntax: {}", applyset_merge::value::go_quote(text)));
+        return Err(SyntaxError::IllegalNumber(text.to_owned()));
     }
     Ok(n)
 }

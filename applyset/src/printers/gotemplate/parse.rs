@@ -1,7 +1,8 @@
-//! The parser: a port of `text/template/parse/parse.go`. Errors are Go's `err.Error()` text.
+//! The parser: a port of `text/template/parse/parse.go`. Errors display as Go's `err.Error()`.
 
 use std::collections::HashMap;
 
+use super::error::{SyntaxError, TemplateError};
 use super::lex::{Item, Tok, lex};
 use super::literal;
 use super::node::{Action, Arg, Branch, Command, List, Node, Number, Pipe, TemplateCall, Variable};
@@ -40,8 +41,8 @@ pub(super) const FUNCTIONS: &[&str] = &[
 /// Every named template (`output` plus each `define`/`block`), by name.
 pub(super) type Trees = HashMap<String, List>;
 
-/// A parse error already formatted like Go's.
-type Result<T> = std::result::Result<T, String>;
+/// A parse error: [`TemplateError::Parse`].
+type Result<T> = std::result::Result<T, TemplateError>;
 
 /// Parses `text` into its named trees.
 pub(super) fn parse(text: &str) -> Result<Trees> {
@@ -65,10 +66,6 @@ fn is_empty_tree(list: &List) -> bool {
     list.iter().all(|n| matches!(n, Node::Text(t) if t.trim_matches(|c: char| c.is_whitespace()).is_empty()))
 }
 
-fn quote(s: &str) -> String {
-    applyset_merge::value::go_quote(s)
-}
-
 struct Parser {
     items: Vec<Item>,
     /// Index of the next item `next()` returns.
@@ -88,7 +85,7 @@ impl Parser {
         match self.trees.get(&name) {
             Some(existing) if !is_empty_tree(existing) => {
                 if !is_empty_tree(&list) {
-                    return self.errorf(format!("template: multiple definition of template {}", quote(&name)));
+                    return self.errorf(SyntaxError::MultipleDefinition(name));
                 }
             }
             _ => {
@@ -133,37 +130,28 @@ impl Parser {
         item
     }
 
-    fn error_text(&self, msg: &str) -> String {
-        format!("template: {TEMPLATE_NAME}:{}: {msg}", self.items[self.lexed.min(self.items.len() - 1)].line)
-    }
-
-    fn errorf<T>(&self, msg: impl AsRef<str>) -> Result<T> {
-        Err(self.error_text(msg.as_ref()))
+    /// Go's `Tree.errorf`: the error at the line of the furthest item read.
+    fn errorf<T>(&self, error: SyntaxError) -> Result<T> {
+        Err(TemplateError::Parse { line: self.items[self.lexed.min(self.items.len() - 1)].line, error })
     }
 
     fn unquote(&self, quoted: &str) -> Result<String> {
-        literal::unquote(quoted).or_else(|msg| self.errorf(msg))
+        literal::unquote(quoted).or_else(|error| self.errorf(error))
     }
 
     fn number(&self, text: &str, typ: Tok) -> Result<Number> {
-        literal::number(text, typ == Tok::CharConstant).or_else(|msg| self.errorf(msg))
+        literal::number(text, typ == Tok::CharConstant).or_else(|error| self.errorf(error))
     }
 
-    fn unexpected<T>(&self, token: &Item, context: &str) -> Result<T> {
+    fn unexpected<T>(&self, token: &Item, context: &'static str) -> Result<T> {
         if token.typ == Tok::Error {
-            let mut extra = String::new();
-            if self.action_line != 0 && self.action_line != token.line {
-                extra = format!(" in action started at {TEMPLATE_NAME}:{}", self.action_line);
-                if token.val.ends_with(" action") {
-                    extra = extra[" in action".len()..].to_string();
-                }
-            }
-            return self.errorf(format!("{}{extra}", token.val));
+            let action_line = (self.action_line != 0 && self.action_line != token.line).then_some(self.action_line);
+            return self.errorf(SyntaxError::Lex { message: token.val.clone(), action_line });
         }
-        self.errorf(format!("unexpected {} in {context}", token.describe()))
+        self.errorf(SyntaxError::Unexpected { token: token.describe(), context })
     }
 
-    fn expect(&mut self, expected: Tok, context: &str) -> Result<Item> {
+    fn expect(&mut self, expected: Tok, context: &'static str) -> Result<Item> {
         let token = self.next_non_space();
         if token.typ != expected {
             return self.unexpected(&token, context);
@@ -186,22 +174,21 @@ impl Parser {
             }
             match self.text_or_action()? {
                 Parsed::Node(n) => root.push(n),
-                Parsed::End => return self.errorf("unexpected {{end}}"),
-                Parsed::Else => return self.errorf("unexpected {{else}}"),
+                end => return self.errorf(SyntaxError::Unmatched(end.describe())),
             }
         }
         Ok(root)
     }
 
     /// Parses a nested template body with fresh variables, as Go's new `Tree` does.
-    fn sub_tree(&mut self, context: &str) -> Result<List> {
+    fn sub_tree(&mut self, context: &'static str) -> Result<List> {
         let saved_vars = std::mem::replace(&mut self.vars, vec!["$".to_string()]);
         let saved_range = std::mem::replace(&mut self.range_depth, 0);
         let (list, end) = self.item_list()?;
         self.vars = saved_vars;
         self.range_depth = saved_range;
         if !matches!(end, Parsed::End) {
-            return self.errorf(format!("unexpected {} in {context}", end.describe()));
+            return self.errorf(SyntaxError::Unexpected { token: end.describe().to_owned(), context });
         }
         Ok(list)
     }
@@ -226,7 +213,7 @@ impl Parser {
                 end => return Ok((list, end)),
             }
         }
-        self.errorf("unexpected EOF")
+        self.errorf(SyntaxError::UnexpectedEof)
     }
 
     fn text_or_action(&mut self) -> Result<Parsed> {
@@ -255,7 +242,7 @@ impl Parser {
                     return self.unexpected(&next, what);
                 }
                 if self.range_depth == 0 {
-                    return self.errorf(format!("{what} outside {{{{range}}}}"));
+                    return self.errorf(SyntaxError::OutsideRange(what));
                 }
                 if token.typ == Tok::Break { Node::Break } else { Node::Continue }
             }
@@ -283,14 +270,14 @@ impl Parser {
         Ok(Parsed::Node(node))
     }
 
-    fn parse_control(&mut self, context: &str) -> Result<Branch> {
+    fn parse_control(&mut self, context: &'static str) -> Result<Branch> {
         let vars_len = self.vars.len();
         let result = self.parse_control_body(context);
         self.vars.truncate(vars_len);
         result
     }
 
-    fn parse_control_body(&mut self, context: &str) -> Result<Branch> {
+    fn parse_control_body(&mut self, context: &'static str) -> Result<Branch> {
         let pipe = self.pipeline(context, Tok::RightDelim)?;
         if context == "range" {
             self.range_depth += 1;
@@ -311,7 +298,7 @@ impl Parser {
             } else {
                 let (list, next) = self.item_list()?;
                 if !matches!(next, Parsed::End) {
-                    return self.errorf(format!("expected end; found {}", next.describe()));
+                    return self.errorf(SyntaxError::ExpectedEnd(next.describe()));
                 }
                 else_list = Some(list);
             }
@@ -341,14 +328,14 @@ impl Parser {
         Ok(Node::Template(TemplateCall { pos: token.pos, name, pipe }))
     }
 
-    fn template_name(&mut self, token: &Item, context: &str) -> Result<String> {
+    fn template_name(&mut self, token: &Item, context: &'static str) -> Result<String> {
         match token.typ {
             Tok::String | Tok::RawString => self.unquote(&token.val),
             _ => self.unexpected(token, context),
         }
     }
 
-    fn pipeline(&mut self, context: &str, end: Tok) -> Result<Pipe> {
+    fn pipeline(&mut self, context: &'static str, end: Tok) -> Result<Pipe> {
         let start = self.peek_non_space();
         let mut pipe = Pipe { pos: start.pos, is_assign: false, decl: Vec::new(), cmds: Vec::new() };
         'decls: loop {
@@ -373,10 +360,10 @@ impl Parser {
                     if context == "range" && pipe.decl.len() < 2 {
                         match self.peek_non_space().typ {
                             Tok::Variable | Tok::RightDelim | Tok::RightParen => continue 'decls,
-                            _ => return self.errorf("range can only initialize variables"),
+                            _ => return self.errorf(SyntaxError::RangeInitialization),
                         }
                     }
-                    return self.errorf(format!("too many declarations in {context}"));
+                    return self.errorf(SyntaxError::TooManyDeclarations(context));
                 }
                 _ => {
                     // Not a declaration: re-read the variable as an operand.
@@ -413,16 +400,16 @@ impl Parser {
         }
     }
 
-    fn check_pipeline(&self, pipe: &Pipe, context: &str) -> Result<()> {
+    fn check_pipeline(&self, pipe: &Pipe, context: &'static str) -> Result<()> {
         if pipe.cmds.is_empty() {
-            return self.errorf(format!("missing value for {context}"));
+            return self.errorf(SyntaxError::MissingValue(context));
         }
         for (i, c) in pipe.cmds.iter().enumerate().skip(1) {
             if matches!(
                 c.args[0],
                 Arg::Bool { .. } | Arg::Dot { .. } | Arg::Nil { .. } | Arg::Number { .. } | Arg::String { .. }
             ) {
-                return self.errorf(format!("non executable command in pipeline stage {}", i + 1));
+                return self.errorf(SyntaxError::NonExecutableCommand(i + 1));
             }
         }
         Ok(())
@@ -446,7 +433,7 @@ impl Parser {
             break;
         }
         if cmd.args.is_empty() {
-            return self.errorf("empty command");
+            return self.errorf(SyntaxError::EmptyCommand);
         }
         Ok(cmd)
     }
@@ -472,7 +459,7 @@ impl Parser {
                 Arg::Variable(v)
             }
             Arg::Bool { .. } | Arg::String { .. } | Arg::Number { .. } | Arg::Nil { .. } | Arg::Dot { .. } => {
-                return self.errorf(format!("unexpected . after term {}", quote(&node.to_string())));
+                return self.errorf(SyntaxError::FieldOfTerm(node.to_string()));
             }
             other => Arg::Chain { pos, node: Box::new(other), fields },
         }))
@@ -484,7 +471,7 @@ impl Parser {
         Ok(Some(match token.typ {
             Tok::Identifier => {
                 if !FUNCTIONS.contains(&token.val.as_str()) {
-                    return self.errorf(format!("function {} not defined", quote(&token.val)));
+                    return self.errorf(SyntaxError::UndefinedFunction(token.val));
                 }
                 Arg::Identifier { pos, name: token.val }
             }
@@ -493,7 +480,7 @@ impl Parser {
             Tok::Variable => {
                 let v = new_variable(pos, &token.val);
                 if !self.vars.contains(&v.ident[0]) {
-                    return self.errorf(format!("undefined variable {}", quote(&v.ident[0])));
+                    return self.errorf(SyntaxError::UndefinedVariable(v.ident[0].clone()));
                 }
                 Arg::Variable(v)
             }
@@ -505,7 +492,7 @@ impl Parser {
             Tok::LeftParen => {
                 // Go's maxStackDepth; the recursion below is bounded by it.
                 if self.paren_depth >= MAX_PAREN_DEPTH {
-                    return self.errorf("max expression depth exceeded");
+                    return self.errorf(SyntaxError::TooDeep);
                 }
                 self.paren_depth += 1;
                 let pipe = applyset_merge::value::deeper(|| self.pipeline("parenthesized pipeline", Tok::RightParen));

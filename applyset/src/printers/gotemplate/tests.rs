@@ -1,11 +1,11 @@
 use applyset_merge::Value;
 
-use super::GoTemplate;
+use super::{CallError, ExecError, GoTemplate, SyntaxError, TemplateError};
 
 mod cases;
 mod more_cases;
 
-fn run(template: &str, data: &Value, strict: bool) -> Result<String, String> {
+fn run(template: &str, data: &Value, strict: bool) -> Result<String, TemplateError> {
     let mut parsed = GoTemplate::parse(template)?;
     parsed.allow_missing_keys = !strict;
     parsed.execute(data)
@@ -16,7 +16,7 @@ fn matches_go_text_template() {
     let mut failures = Vec::new();
     for case in cases::CASES.iter().chain(more_cases::MORE_CASES) {
         let data = Value::from_json_str(case.data).expect("case data is JSON");
-        let got = run(case.template, &data, case.strict);
+        let got = run(case.template, &data, case.strict).map_err(|e| e.to_string());
         let expected = case.expected.map(str::to_string).map_err(str::to_string);
         if got != expected {
             failures.push(format!("{:?}\n  expected {expected:?}\n  got      {got:?}", case.template));
@@ -61,6 +61,38 @@ fn unsupported_constructs_are_errors() {
     let data = Value::from_json_str(r#"{"f":1.5,"l":[1,2]}"#).unwrap();
     for template in ["{{1i}}", "{{printf \"%x\" .f}}", "{{printf \"%p\" .l}}", "{{slice .l 0 3}}", "{{0x1p-2}}"] {
         let err = run(template, &data, false).unwrap_err();
-        assert!(err.contains("unsupported"), "{template}: {err}");
+        assert!(err.is_unsupported(), "{template}: {err}");
+        assert!(err.to_string().contains("unsupported"), "{template}: {err}");
     }
+    let go_errors = ["{{1 | 2}}", "{{.f.b}}", "{{index .l 5}}", "{{printf}}"];
+    for template in go_errors {
+        let err = run(template, &data, false).unwrap_err();
+        assert!(!err.is_unsupported(), "{template}: {err}");
+    }
+}
+
+/// Each layer's error is its own type, kept as the source of the one above it.
+#[test]
+fn errors_are_typed_by_layer() {
+    let data = Value::from_json_str(r#"{"l":[1,2]}"#).unwrap();
+    let parse = run("{{.a}", &data, false).unwrap_err();
+    assert!(matches!(parse, TemplateError::Parse { line: 1, error: SyntaxError::Lex { .. } }), "{parse:?}");
+    let missing = run("{{.a}}", &data, true).unwrap_err();
+    assert!(
+        matches!(&missing, TemplateError::Exec { error: ExecError::MissingKey(key), .. } if key == "a"),
+        "{missing:?}"
+    );
+    assert_eq!(
+        missing.to_string(),
+        r#"template: output:1:2: executing "output" at <.a>: map has no entry for key "a""#
+    );
+    let call = run("{{index .l 5}}", &data, false).unwrap_err();
+    let source = std::error::Error::source(&call).expect("the executor's error");
+    assert!(
+        matches!(
+            source.downcast_ref::<ExecError>(),
+            Some(ExecError::Call { error, .. }) if **error == CallError::IndexOutOfRange(5)
+        ),
+        "{call:?}"
+    );
 }

@@ -10,6 +10,7 @@ use std::borrow::Cow;
 use applyset_merge::Value;
 use applyset_merge::value::go_v_float;
 
+use super::JsonPathError;
 use super::parse::{Node, Param};
 
 /// One result: a value, or Go's invalid `reflect.Value` (the input of a `range` body run for a
@@ -52,7 +53,7 @@ impl Evaluator {
         root: &[Node],
         offset: usize,
         data: Item<'a>,
-    ) -> Result<Vec<Results<'a>>, String> {
+    ) -> Result<Vec<Results<'a>>, JsonPathError> {
         let current = vec![data];
         let mut full = Vec::new();
         let mut i = offset;
@@ -90,7 +91,7 @@ impl Evaluator {
         Ok(full)
     }
 
-    fn walk<'a>(&mut self, input: Results<'a>, node: &Node) -> Result<Results<'a>, String> {
+    fn walk<'a>(&mut self, input: Results<'a>, node: &Node) -> Result<Results<'a>, JsonPathError> {
         match node {
             Node::List(nodes) => self.eval_list(input, nodes),
             Node::Text(text) => Ok(vec![Item::Value(Cow::Owned(Value::String(text.clone())))]),
@@ -118,13 +119,13 @@ impl Evaluator {
                     self.end_range += 1;
                     Ok(Vec::new())
                 }
-                "end" => Err("not in range, nothing to end".into()),
-                other => Err(format!("unrecognized identifier {other}")),
+                "end" => Err(JsonPathError::EndOutsideRange),
+                other => Err(JsonPathError::UnrecognizedIdentifier(other.to_owned())),
             },
         }
     }
 
-    fn eval_list<'a>(&mut self, input: Results<'a>, nodes: &[Node]) -> Result<Results<'a>, String> {
+    fn eval_list<'a>(&mut self, input: Results<'a>, nodes: &[Node]) -> Result<Results<'a>, JsonPathError> {
         let mut current = input;
         for node in nodes {
             current = self.walk(current, node)?;
@@ -132,7 +133,7 @@ impl Evaluator {
         Ok(current)
     }
 
-    fn eval_field<'a>(&self, input: Results<'a>, name: &str) -> Result<Results<'a>, String> {
+    fn eval_field<'a>(&self, input: Results<'a>, name: &str) -> Result<Results<'a>, JsonPathError> {
         if input.is_empty() {
             return Ok(Vec::new());
         }
@@ -144,7 +145,7 @@ impl Evaluator {
             }));
         }
         if results.is_empty() && !self.allow_missing_keys {
-            return Err(format!("{name} is not found"));
+            return Err(JsonPathError::MissingKey(name.to_owned()));
         }
         Ok(results)
     }
@@ -155,7 +156,7 @@ impl Evaluator {
         left: &[Node],
         right: &[Node],
         operator: &str,
-    ) -> Result<Results<'a>, String> {
+    ) -> Result<Results<'a>, JsonPathError> {
         let mut results = Vec::new();
         for item in &input {
             let members = match item.indirect() {
@@ -164,9 +165,9 @@ impl Evaluator {
                     _ => Vec::new(),
                 }),
                 Some(other) => {
-                    return Err(format!("{} is not array or slice and cannot be filtered", other.go_v_string()));
+                    return Err(JsonPathError::NotFilterable(other.go_v_string()));
                 }
-                None => return Err("<nil> is not array or slice and cannot be filtered".into()),
+                None => return Err(JsonPathError::NotFilterable("<nil>".to_owned())),
             };
             for member in members {
                 let lefts = self.eval_list(vec![member.clone()], left);
@@ -180,13 +181,13 @@ impl Evaluator {
                 let left_value = match lefts.as_slice() {
                     [] => continue,
                     [one] => one.clone(),
-                    _ => return Err("can only compare one element at a time".into()),
+                    _ => return Err(JsonPathError::CompareSeveral),
                 };
                 let rights = self.eval_list(vec![member.clone()], right)?;
                 let right_value = match rights.as_slice() {
                     [] => continue,
                     [one] => one.clone(),
-                    _ => return Err("can only compare one element at a time".into()),
+                    _ => return Err(JsonPathError::CompareSeveral),
                 };
                 if compare(&left_value, &right_value, operator)? {
                     results.push(member);
@@ -250,13 +251,13 @@ fn owned(item: &Item<'_>) -> Value {
     }
 }
 
-fn eval_array<'a>(input: Results<'a>, node: &std::cell::Cell<[Param; 3]>) -> Result<Results<'a>, String> {
+fn eval_array<'a>(input: Results<'a>, node: &std::cell::Cell<[Param; 3]>) -> Result<Results<'a>, JsonPathError> {
     let mut result = Vec::new();
     for item in &input {
         let Some(value) = item.indirect() else { continue };
         let Value::Array(items) = value else {
             // Nulls were skipped above, so the Go type is the variant's.
-            return Err(format!("{} is not array or slice", value.kind_name()));
+            return Err(JsonPathError::NotAnArray(value.kind_name()));
         };
         let mut params = node.get();
         let len = items.len() as i64;
@@ -279,17 +280,17 @@ fn eval_array<'a>(input: Results<'a>, node: &std::cell::Cell<[Param; 3]>) -> Res
             return Ok(result);
         }
         if start >= len || start < 0 {
-            return Err(format!("array index out of bounds: index {start}, length {len}"));
+            return Err(JsonPathError::IndexOutOfBounds { index: start, length: len });
         }
         if end > len || end < 0 {
-            return Err(format!("array index out of bounds: index {}, length {len}", end - 1));
+            return Err(JsonPathError::IndexOutOfBounds { index: end - 1, length: len });
         }
         if start > end {
-            return Err(format!("starting index {start} is greater than ending index {end}"));
+            return Err(JsonPathError::StartAfterEnd { start, end });
         }
         let step = if params[2].known {
             if params[2].value <= 0 {
-                return Err("step must be > 0".into());
+                return Err(JsonPathError::StepNotPositive);
             }
             params[2].value as usize
         } else {
@@ -312,39 +313,39 @@ enum Kind {
     String,
 }
 
-fn basic_kind(item: &Item<'_>) -> Result<Kind, String> {
+fn basic_kind(item: &Item<'_>) -> Result<Kind, JsonPathError> {
     match item {
         Item::Value(v) => match v.as_ref() {
             Value::Bool(_) => Ok(Kind::Bool),
             Value::Int(_) => Ok(Kind::Int),
             Value::Float(_) => Ok(Kind::Float),
             Value::String(_) => Ok(Kind::String),
-            _ => Err("invalid type for comparison".into()),
+            _ => Err(JsonPathError::InvalidComparisonType),
         },
-        Item::NoValue => Err("invalid type for comparison".into()),
+        Item::NoValue => Err(JsonPathError::InvalidComparisonType),
     }
 }
 
 /// text/template's comparison functions (client-go's fork): both sides of one basic kind.
-fn compare(left: &Item<'_>, right: &Item<'_>, operator: &str) -> Result<bool, String> {
+fn compare(left: &Item<'_>, right: &Item<'_>, operator: &str) -> Result<bool, JsonPathError> {
     let (kl, kr) = (basic_kind(left)?, basic_kind(right)?);
     let (Item::Value(l), Item::Value(r)) = (left, right) else { unreachable!("basic kinds are values") };
     let (l, r) = (l.as_ref(), r.as_ref());
-    let equal = || -> Result<bool, String> {
+    let equal = || -> Result<bool, JsonPathError> {
         if kl != kr {
-            return Err("incompatible types for comparison".into());
+            return Err(JsonPathError::IncompatibleTypes);
         }
         Ok(l == r)
     };
-    let less = || -> Result<bool, String> {
+    let less = || -> Result<bool, JsonPathError> {
         if kl != kr {
-            return Err("incompatible types for comparison".into());
+            return Err(JsonPathError::IncompatibleTypes);
         }
         match (l, r) {
             (Value::Int(a), Value::Int(b)) => Ok(a < b),
             (Value::Float(a), Value::Float(b)) => Ok(a < b),
             (Value::String(a), Value::String(b)) => Ok(a < b),
-            _ => Err("invalid type for comparison".into()),
+            _ => Err(JsonPathError::InvalidComparisonType),
         }
     };
     match operator {
@@ -357,7 +358,7 @@ fn compare(left: &Item<'_>, right: &Item<'_>, operator: &str) -> Result<bool, St
         },
         ">" => Ok(!(less()? || equal()?)),
         ">=" => less().map(|l| !l),
-        other => Err(format!("unrecognized filter operator {other}")),
+        other => Err(JsonPathError::UnknownOperator(other.to_owned())),
     }
 }
 

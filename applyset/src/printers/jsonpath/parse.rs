@@ -4,6 +4,8 @@
 
 use std::cell::Cell;
 
+use super::JsonPathError;
+
 /// One bound of an array subscript `[start:end:step]`.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub(super) struct Param {
@@ -37,14 +39,14 @@ pub(super) enum Node {
 }
 
 /// A template: text and actions, in order.
-pub(super) fn parse(text: &str) -> Result<Vec<Node>, String> {
+pub(super) fn parse(text: &str) -> Result<Vec<Node>, JsonPathError> {
     let mut parser = Parser { input: text, pos: 0, start: 0, width: 0, root: Vec::new() };
     parser.parse_text()?;
     Ok(parser.root)
 }
 
 /// `parseAction`: one action's contents, parsed as `{text}`.
-fn parse_action(text: &str) -> Result<Vec<Node>, String> {
+fn parse_action(text: &str) -> Result<Vec<Node>, JsonPathError> {
     let mut nodes = parse(&format!("{{{text}}}"))?;
     match nodes.drain(..).next() {
         Some(Node::List(nodes)) => Ok(nodes),
@@ -99,7 +101,7 @@ impl Parser<'_> {
     }
 
     /// Text up to the next `{`, then the action it opens; repeated until the input ends.
-    fn parse_text(&mut self) -> Result<(), String> {
+    fn parse_text(&mut self) -> Result<(), JsonPathError> {
         loop {
             if self.rest().starts_with('{') {
                 if self.pos > self.start {
@@ -126,7 +128,7 @@ impl Parser<'_> {
     }
 
     /// An action's contents up to its `}`.
-    fn parse_inside_action(&mut self, cur: &mut Vec<Node>) -> Result<(), String> {
+    fn parse_inside_action(&mut self, cur: &mut Vec<Node>) -> Result<(), JsonPathError> {
         loop {
             if self.rest().starts_with('}') {
                 self.pos += 1;
@@ -142,7 +144,7 @@ impl Parser<'_> {
                 continue;
             }
             match self.next() {
-                None | Some('\r' | '\n') => return Err("unclosed action".into()),
+                None | Some('\r' | '\n') => return Err(JsonPathError::UnclosedAction),
                 Some(' ' | '@' | '$') => {
                     self.consume_text();
                 }
@@ -157,7 +159,7 @@ impl Parser<'_> {
                     self.backup();
                     self.parse_identifier(cur);
                 }
-                Some(c) => return Err(format!("unrecognized character in action: {}", go_unicode(c))),
+                Some(c) => return Err(JsonPathError::UnrecognizedCharacter(c)),
             }
         }
     }
@@ -178,9 +180,9 @@ impl Parser<'_> {
         });
     }
 
-    fn parse_recursive(&mut self, cur: &mut Vec<Node>) -> Result<(), String> {
+    fn parse_recursive(&mut self, cur: &mut Vec<Node>) -> Result<(), JsonPathError> {
         if matches!(cur.last(), Some(Node::Recursive)) {
-            return Err("invalid multiple recursive descent".into());
+            return Err(JsonPathError::MultipleRecursiveDescent);
         }
         self.pos += 2;
         self.consume_text();
@@ -191,7 +193,7 @@ impl Parser<'_> {
         Ok(())
     }
 
-    fn parse_number(&mut self, cur: &mut Vec<Node>) -> Result<(), String> {
+    fn parse_number(&mut self, cur: &mut Vec<Node>) -> Result<(), JsonPathError> {
         if matches!(self.peek(), Some('+' | '-')) {
             self.next();
         }
@@ -210,15 +212,15 @@ impl Parser<'_> {
         } else if let Some(f) = go_parse_float(&value) {
             cur.push(Node::Float(f));
         } else {
-            return Err(format!("cannot parse number {value}"));
+            return Err(JsonPathError::InvalidNumber(value));
         }
         Ok(())
     }
 
-    fn parse_array(&mut self, cur: &mut Vec<Node>) -> Result<(), String> {
+    fn parse_array(&mut self, cur: &mut Vec<Node>) -> Result<(), JsonPathError> {
         loop {
             match self.next() {
-                None | Some('\n') => return Err("unterminated array".into()),
+                None | Some('\n') => return Err(JsonPathError::UnterminatedArray),
                 Some(']') => break,
                 Some(_) => {}
             }
@@ -243,7 +245,7 @@ impl Parser<'_> {
             cur.extend(parse_action(&format!(".{key}"))?);
             return Ok(());
         }
-        let groups = slice_groups(text).ok_or_else(|| format!("invalid array index {text}"))?;
+        let groups = slice_groups(text).ok_or_else(|| JsonPathError::InvalidArrayIndex(text.to_owned()))?;
         let mut params = [Param::default(); 3];
         for i in 0..3 {
             let mut value = groups[i];
@@ -255,7 +257,7 @@ impl Parser<'_> {
                     params[i].known = false;
                 } else {
                     params[i].known = true;
-                    params[i].value = go_atoi(value).ok_or_else(|| format!("array index {value} is not a number"))?;
+                    params[i].value = go_atoi(value).ok_or_else(|| JsonPathError::IndexNotANumber(value.to_owned()))?;
                 }
             } else if i == 1 {
                 params[i] = Param { value: params[0].value + 1, known: true, derived: true };
@@ -265,13 +267,13 @@ impl Parser<'_> {
         Ok(())
     }
 
-    fn parse_filter(&mut self, cur: &mut Vec<Node>) -> Result<(), String> {
+    fn parse_filter(&mut self, cur: &mut Vec<Node>) -> Result<(), JsonPathError> {
         self.pos += 3;
         self.consume_text();
         let (mut begin, mut end, mut pair) = (false, false, '\0');
         loop {
             match self.next() {
-                None | Some('\n') => return Err("unterminated filter".into()),
+                None | Some('\n') => return Err(JsonPathError::UnterminatedFilter),
                 Some(quote @ ('"' | '\'')) => {
                     if !begin {
                         begin = true;
@@ -287,7 +289,7 @@ impl Parser<'_> {
             }
         }
         if self.next() != Some(']') {
-            return Err("unclosed array expect ]".into());
+            return Err(JsonPathError::UnclosedFilter);
         }
         let consumed = self.consume_text();
         let text = &consumed[..consumed.len() - 2];
@@ -302,16 +304,16 @@ impl Parser<'_> {
         Ok(())
     }
 
-    fn parse_quote(&mut self, cur: &mut Vec<Node>, quote: char) -> Result<(), String> {
+    fn parse_quote(&mut self, cur: &mut Vec<Node>, quote: char) -> Result<(), JsonPathError> {
         loop {
             match self.next() {
-                None | Some('\n') => return Err("unterminated quoted string".into()),
+                None | Some('\n') => return Err(JsonPathError::UnterminatedQuote),
                 Some(c) if c == quote && !self.escaped() => break,
                 Some(_) => {}
             }
         }
         let value = self.consume_text();
-        let text = unquote(&value).ok_or_else(|| format!("unquote string {value} error invalid syntax"))?;
+        let Some(text) = unquote(&value) else { return Err(JsonPathError::InvalidQuotedString(value)) };
         cur.push(Node::Text(text));
         Ok(())
     }
@@ -388,7 +390,7 @@ fn is_alphanumeric(c: char) -> bool {
 }
 
 /// Go's `%#U`: `U+0021 '!'`.
-fn go_unicode(c: char) -> String {
+pub(super) fn go_unicode(c: char) -> String {
     if c.is_control() { format!("U+{:04X}", c as u32) } else { format!("U+{:04X} '{c}'", c as u32) }
 }
 
@@ -543,7 +545,7 @@ mod tests {
             ("{.a[-]}", "array index - is not a number"),
         ];
         for (template, want) in cases {
-            assert_eq!(parse(template).unwrap_err(), want, "{template}");
+            assert_eq!(parse(template).unwrap_err().to_string(), want, "{template}");
         }
     }
 

@@ -1,6 +1,6 @@
 use applyset_merge::Value;
 
-use super::JsonPath;
+use super::{JsonPath, JsonPathError};
 
 fn nodes() -> Value {
     Value::from_json_str(
@@ -25,7 +25,7 @@ fn nodes() -> Value {
     .unwrap()
 }
 
-fn run(template: &str, allow_missing_keys: bool) -> Result<String, String> {
+fn run(template: &str, allow_missing_keys: bool) -> Result<String, JsonPathError> {
     let mut path = JsonPath::parse(template)?;
     path.allow_missing_keys = allow_missing_keys;
     path.execute(&nodes())
@@ -87,9 +87,11 @@ fn execution_errors_are_client_go_s() {
         ("{.numbers[::0]}", "step must be > 0"),
     ];
     for (template, want) in cases {
-        assert_eq!(run(template, true), Err(want.to_owned()), "{template}");
+        assert_eq!(run(template, true).map_err(|e| e.to_string()), Err(want.to_owned()), "{template}");
     }
-    assert_eq!(run("{.missing}", false), Err("missing is not found".to_owned()));
+    let missing = run("{.missing}", false).unwrap_err();
+    assert_eq!(missing.to_string(), "missing is not found");
+    assert_eq!(missing, JsonPathError::MissingKey("missing".into()));
 }
 
 #[test]
@@ -105,5 +107,7 @@ fn resolved_bounds_stay_in_the_node_as_in_client_go() {
     // is kept: the second array (length 1) is then out of bounds, as kubectl reports it.
     let doc = Value::from_json_str(r#"{"a": [{"b": [1, 2]}, {"b": [3]}]}"#).unwrap();
     let path = JsonPath::parse("{range .a[*]}{.b[-1]}{end}").unwrap();
-    assert_eq!(path.execute(&doc), Err("array index out of bounds: index 1, length 1".to_owned()));
+    let error = path.execute(&doc).unwrap_err();
+    assert_eq!(error, JsonPathError::IndexOutOfBounds { index: 1, length: 1 });
+    assert_eq!(error.to_string(), "array index out of bounds: index 1, length 1");
 }

@@ -51,13 +51,6 @@ pub struct CompileError {
     pub error: ::cel::ParseErrors,
 }
 
-/// The message, for a caller that reports it as text (the controller's InvalidSpec condition).
-impl From<CompileError> for String {
-    fn from(error: CompileError) -> String {
-        error.to_string()
-    }
-}
-
 impl Rules {
     /// Compiles every expression; the error names the entry and the expression that does not
     /// parse.

@@ -81,7 +81,7 @@ pub fn rules(applyset: &ApplySet) -> Result<Rules, StepError> {
             failed: e.failed.clone(),
         })
         .collect();
-    Rules::compile(&expressions).map_err(|e| StepError::new(Stage::InvalidSpec, e))
+    Rules::compile(&expressions).map_err(|e| StepError::of(Stage::InvalidSpec, e))
 }
 
 /// The objects waited for: the applied ones (`spec.wait`) or `spec.healthChecks`.

@@ -48,6 +48,8 @@ pub enum Cause {
     Cluster(#[from] crate::cluster::Error),
     #[error(transparent)]
     Kube(#[from] kube::Error),
+    #[error(transparent)]
+    Health(#[from] crate::health::cel::CompileError),
 }
 
 impl StepError {
@@ -80,6 +82,7 @@ impl Cause {
             Cause::ApplySet(_) => "applyset",
             Cause::Cluster(_) => "cluster",
             Cause::Kube(_) => "kube",
+            Cause::Health(_) => "health",
         }
     }
 }

@@ -209,6 +209,40 @@ impl ObjectError {
     }
 }
 
+/// Why an object cannot be applied as written (rendered into an [`ObjectError`] of category
+/// [`ErrorCategory::Manifest`]).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub(super) enum ManifestError {
+    /// The object names another namespace than the explicit `-n`.
+    #[error(
+        "the namespace from the provided object {} does not match the namespace {}. You must pass '--namespace={}' to perform this operation.",
+        go_quote(.namespace),
+        go_quote(.explicit),
+        .namespace
+    )]
+    NamespaceMismatch { namespace: String, explicit: String },
+    /// The ApplySet member label cannot be added.
+    #[error(transparent)]
+    Label(#[from] super::object::LabelError),
+}
+
+/// Why no patch could be computed for an object (rendered into an [`ObjectError`] of category
+/// [`ErrorCategory::Patch`]); `origin` is the object's source, quoted as Rust quotes it.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum PatchError {
+    /// The three-way patch from another original than the annotation failed.
+    #[error("error when computing the patch that removes the {what} of {origin:?}: {cause}")]
+    Recompute {
+        what: &'static str,
+        origin: String,
+        #[source]
+        cause: applyset_merge::Error,
+    },
+    /// The fields the server-side fallback manager owns could not be read.
+    #[error("error when reading the fields {manager} applied server-side to {origin:?}: {cause}")]
+    ServerSideFields { manager: String, origin: String, cause: String },
+}
+
 /// A failure of the run as a whole: nothing (more) was applied.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum Fatal {

@@ -159,8 +159,16 @@ pub fn set_namespace(object: &mut Value, namespace: &str) {
     }
 }
 
+/// Why [`add_label`] refused an object.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LabelError {
+    /// The input already sets the label.
+    #[error("ApplySet label {key:?} already set in input data")]
+    AlreadySet { key: String },
+}
+
 /// Adds a label, failing if it is already set (kubectl's ApplySet rule).
-pub fn add_label(object: &mut Value, key: &str, value: &str) -> Result<(), String> {
+pub fn add_label(object: &mut Value, key: &str, value: &str) -> Result<(), LabelError> {
     let Some(root) = object.as_object_mut() else { return Ok(()) };
     let metadata = root.entry("metadata".to_owned()).or_insert_with(|| Value::Object(Map::new()));
     let Value::Object(metadata) = metadata else { return Ok(()) };
@@ -170,7 +178,7 @@ pub fn add_label(object: &mut Value, key: &str, value: &str) -> Result<(), Strin
     }
     let Value::Object(labels) = labels else { unreachable!() };
     if labels.contains_key(key) {
-        return Err(format!("ApplySet label {key:?} already set in input data"));
+        return Err(LabelError::AlreadySet { key: key.to_owned() });
     }
     labels.insert(key.to_owned(), Value::String(value.to_owned()));
     Ok(())
@@ -221,7 +229,7 @@ mod tests {
         assert_eq!(annotations_size(&v(r#"{"metadata":{"annotations":{"ab":"cde"}}}"#)), 5);
         let mut o = v(r#"{"metadata":{"labels":{"applyset.kubernetes.io/part-of":"x"}}}"#);
         assert_eq!(
-            add_label(&mut o, PART_OF_LABEL, "y").unwrap_err(),
+            add_label(&mut o, PART_OF_LABEL, "y").unwrap_err().to_string(),
             r#"ApplySet label "applyset.kubernetes.io/part-of" already set in input data"#
         );
     }

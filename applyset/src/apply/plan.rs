@@ -9,7 +9,7 @@ use applyset_merge::Value;
 use applyset_merge::value::go_quote;
 use kube::core::{ApiResource, GroupVersionKind};
 
-use super::error::{ErrorCategory, Fatal, ObjectError};
+use super::error::{ErrorCategory, Fatal, ManifestError, ObjectError};
 use super::object::{self, display_name, meta_str};
 use super::options::{ApplyOptions, Verb};
 use super::report::{ApplyReport, ObjectReport};
@@ -197,7 +197,7 @@ async fn prepare_one(
     };
     let namespace = match namespace_for(context, &mut object, known.namespaced, &raw_namespace) {
         Ok(namespace) => namespace,
-        Err(message) => return Ok(Err(fail(ErrorCategory::Manifest, message, &raw_name))),
+        Err(error) => return Ok(Err(fail(ErrorCategory::Manifest, error.to_string(), &raw_name))),
     };
     if let Some(namespace) = &namespace {
         namespaces_visited.insert(namespace.clone());
@@ -214,9 +214,9 @@ async fn prepare_one(
         return Ok(Err(fail(ErrorCategory::Manifest, message, "")));
     }
     if let Some(label) = &context.options.applyset_label
-        && let Err(message) = object::add_label(&mut object, object::PART_OF_LABEL, label)
+        && let Err(error) = object::add_label(&mut object, object::PART_OF_LABEL, label)
     {
-        return Ok(Err(fail(ErrorCategory::Manifest, message, &raw_name)));
+        return Ok(Err(fail(ErrorCategory::Manifest, ManifestError::from(error).to_string(), &raw_name)));
     }
     Ok(Ok(Prepared { index, source, object, gvk, mapping, known, namespace, name: raw_name }))
 }
@@ -244,7 +244,7 @@ fn namespace_for(
     object: &mut Value,
     namespaced: bool,
     raw_namespace: &str,
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, ManifestError> {
     if !namespaced {
         object::remove_namespace(object);
         return Ok(None);
@@ -256,12 +256,10 @@ fn namespace_for(
     if let Some(explicit) = &context.options.namespace
         && explicit != raw_namespace
     {
-        return Err(format!(
-            "the namespace from the provided object {} does not match the namespace {}. You must pass '--namespace={}' to perform this operation.",
-            go_quote(raw_namespace),
-            go_quote(explicit),
-            raw_namespace
-        ));
+        return Err(ManifestError::NamespaceMismatch {
+            namespace: raw_namespace.to_owned(),
+            explicit: explicit.clone(),
+        });
     }
     Ok(Some(raw_namespace.to_owned()))
 }

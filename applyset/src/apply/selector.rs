@@ -5,6 +5,27 @@ use std::collections::BTreeMap;
 
 use applyset_merge::Value;
 
+/// Why a selector does not parse; displays as kubectl words it.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SelectorError {
+    /// One comma-separated requirement is malformed.
+    #[error("unable to parse requirement: {0}")]
+    Requirement(#[source] RequirementError),
+}
+
+/// What is wrong with one requirement (`part` is the requirement as written).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RequirementError {
+    #[error("{part:?}: missing key")]
+    MissingKey { part: String },
+    #[error("{part:?}: {value:?} is not an integer")]
+    NotAnInteger { part: String, value: String },
+    #[error("{part:?}: expected in or notin")]
+    ExpectedSetOperator { part: String },
+    #[error("{part:?}: expected a (set)")]
+    ExpectedSet { part: String },
+}
+
 #[derive(Debug, Clone, PartialEq)]
 enum Requirement {
     Equals(String, String),
@@ -26,14 +47,14 @@ pub struct Selector {
 impl Selector {
     /// Parses kubectl's selector syntax: `a=b`, `a==b`, `a!=b`, `a in (x,y)`, `a notin (x)`,
     /// `a`, `!a`, `a>1`, `a<1`, comma-separated.
-    pub fn parse(text: &str) -> Result<Selector, String> {
+    pub fn parse(text: &str) -> Result<Selector, SelectorError> {
         let mut requirements = Vec::new();
         for part in split_top_level(text) {
             let part = part.trim();
             if part.is_empty() {
                 continue;
             }
-            requirements.push(parse_requirement(part).map_err(|e| format!("unable to parse requirement: {e}"))?);
+            requirements.push(parse_requirement(part).map_err(SelectorError::Requirement)?);
         }
         Ok(Selector { requirements })
     }
@@ -84,7 +105,7 @@ fn split_top_level(text: &str) -> Vec<&str> {
     parts
 }
 
-fn parse_requirement(part: &str) -> Result<Requirement, String> {
+fn parse_requirement(part: &str) -> Result<Requirement, RequirementError> {
     if let Some(key) = part.strip_prefix('!') {
         return Ok(Requirement::NotExists(key.trim().to_owned()));
     }
@@ -92,14 +113,17 @@ fn parse_requirement(part: &str) -> Result<Requirement, String> {
         if let Some((k, v)) = part.split_once(op) {
             let (k, v) = (k.trim().to_owned(), v.trim().to_owned());
             if k.is_empty() {
-                return Err(format!("{part:?}: missing key"));
+                return Err(RequirementError::MissingKey { part: part.to_owned() });
             }
             return Ok(if build == 0 { Requirement::Equals(k, v) } else { Requirement::NotEquals(k, v) });
         }
     }
     for (op, greater) in [(">", true), ("<", false)] {
         if let Some((k, v)) = part.split_once(op) {
-            let n: i64 = v.trim().parse().map_err(|_| format!("{part:?}: {v:?} is not an integer"))?;
+            let n: i64 = v
+                .trim()
+                .parse()
+                .map_err(|_| RequirementError::NotAnInteger { part: part.to_owned(), value: v.to_owned() })?;
             let k = k.trim().to_owned();
             return Ok(if greater { Requirement::Greater(k, n) } else { Requirement::Less(k, n) });
         }
@@ -113,13 +137,13 @@ fn parse_requirement(part: &str) -> Result<Requirement, String> {
         } else if let Some(set) = rest.strip_prefix("in") {
             (false, set)
         } else {
-            return Err(format!("{part:?}: expected in or notin"));
+            return Err(RequirementError::ExpectedSetOperator { part: part.to_owned() });
         };
         let set = set.trim();
         let inner = set
             .strip_prefix('(')
             .and_then(|s| s.strip_suffix(')'))
-            .ok_or_else(|| format!("{part:?}: expected a (set)"))?;
+            .ok_or_else(|| RequirementError::ExpectedSet { part: part.to_owned() })?;
         let values: Vec<String> = inner.split(',').map(|v| v.trim().to_owned()).filter(|v| !v.is_empty()).collect();
         return Ok(if negated { Requirement::NotIn(key, values) } else { Requirement::In(key, values) });
     }

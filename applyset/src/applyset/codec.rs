@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use sha2::{Digest, Sha256};
 
+use super::error::{AnnotationError, ParentCheckError};
 use crate::cluster::mapper::GroupKind;
 
 pub use crate::keys::{
@@ -102,7 +103,7 @@ pub enum RecordedKinds {
 }
 
 /// kubectl's `parseKindAnnotation` before the REST mapping.
-pub fn parse_recorded_kinds(annotations: &BTreeMap<String, String>) -> Result<RecordedKinds, String> {
+pub fn parse_recorded_kinds(annotations: &BTreeMap<String, String>) -> Result<RecordedKinds, AnnotationError> {
     match annotations.get(GROUP_KINDS_ANNOTATION) {
         Some(value) if value.is_empty() => Ok(RecordedKinds::GroupKinds(Vec::new())),
         Some(value) => Ok(RecordedKinds::GroupKinds(value.split(',').map(GroupKind::parse).collect())),
@@ -116,9 +117,7 @@ pub fn parse_recorded_kinds(annotations: &BTreeMap<String, String>) -> Result<Re
                     })
                     .collect(),
             )),
-            _ => Err(format!(
-                "kubectl requires the {GROUP_KINDS_ANNOTATION:?} annotation to be set on all ApplySet parent objects"
-            )),
+            _ => Err(AnnotationError::MissingGroupKinds),
         },
     }
 }
@@ -131,26 +130,26 @@ pub fn check_existing_parent(
     id: &str,
     labels: &BTreeMap<String, String>,
     annotations: &BTreeMap<String, String>,
-) -> Result<(), String> {
+) -> Result<(), ParentCheckError> {
     let Some(tooling) = annotations.get(TOOLING_ANNOTATION) else {
-        return Err(format!(
-            "ApplySet parent object {reference:?} already exists and is missing required annotation {TOOLING_ANNOTATION:?}"
-        ));
+        return Err(ParentCheckError::MissingTooling { reference: reference.to_owned() });
     };
     let managed_by = tooling_base_name(tooling);
     let ours = tool.name();
     if managed_by != ours {
-        return Err(format!(
-            "ApplySet parent object {reference:?} already exists and is managed by tooling {managed_by:?} instead of {ours:?}"
-        ));
+        return Err(ParentCheckError::OtherTooling {
+            reference: reference.to_owned(),
+            managed_by: managed_by.to_owned(),
+            ours: ours.to_owned(),
+        });
     }
     match labels.get(PARENT_ID_LABEL) {
-        None => Err(format!(
-            "ApplySet parent object {reference:?} exists and does not have required label {PARENT_ID_LABEL}"
-        )),
-        Some(found) if found != id => Err(format!(
-            "ApplySet parent object {reference:?} exists and has incorrect value for label {PARENT_ID_LABEL:?} (got: {found}, want: {id})"
-        )),
+        None => Err(ParentCheckError::MissingIdLabel { reference: reference.to_owned() }),
+        Some(found) if found != id => Err(ParentCheckError::WrongIdLabel {
+            reference: reference.to_owned(),
+            found: found.clone(),
+            want: id.to_owned(),
+        }),
         Some(_) => Ok(()),
     }
 }

@@ -92,14 +92,14 @@ pub fn default_allowlist() -> Vec<PruneType> {
 }
 
 /// Parses `--prune-allowlist` values (`group/version/kind`, `core` for the empty group).
-pub fn parse_allowlist<S: AsRef<str>>(entries: &[S]) -> Result<Vec<GroupVersionKind>, String> {
+pub fn parse_allowlist<S: AsRef<str>>(entries: &[S]) -> Result<Vec<GroupVersionKind>, Error> {
     entries
         .iter()
         .map(|entry| {
             let entry = entry.as_ref();
             let parts: Vec<&str> = entry.split('/').collect();
             let [group, version, kind] = parts[..] else {
-                return Err(format!("invalid GroupVersionKind format: {entry}, please follow <group/version/kind>"));
+                return Err(Error::AllowlistFormat { entry: entry.to_owned() });
             };
             let group = if group == "core" { "" } else { group };
             Ok(GroupVersionKind::gvk(group, version, kind))
@@ -108,30 +108,30 @@ pub fn parse_allowlist<S: AsRef<str>>(entries: &[S]) -> Result<Vec<GroupVersionK
 }
 
 /// kubectl's flag check: `--prune` needs `-l` or `--all`.
-pub fn validate_selection(selector: Option<&str>, all: bool) -> Result<(), String> {
+pub fn validate_selection(selector: Option<&str>, all: bool) -> Result<(), Error> {
     if all && selector.is_some_and(|s| !s.is_empty()) {
-        return Err("cannot set --all and --selector at the same time".to_owned());
+        return Err(Error::SelectorWithAll);
     }
     if !all && selector.is_none_or(str::is_empty) {
-        return Err(MISSING_SELECTOR_ERROR.to_owned());
+        return Err(Error::MissingSelector);
     }
     Ok(())
 }
 
 /// Maps allow-list entries to prune types with their scope (pure part of [`check_allowlist`]).
-pub fn map_allowlist(index: &ApiIndex, allowlist: &[GroupVersionKind]) -> Result<Vec<PruneType>, String> {
+pub fn map_allowlist(index: &ApiIndex, allowlist: &[GroupVersionKind]) -> Result<Vec<PruneType>, Error> {
     allowlist
         .iter()
         .map(|gvk| {
-            let entry = index.for_gvk(&gvk.group, &gvk.version, &gvk.kind)?;
+            let entry = index.for_gvk(&gvk.group, &gvk.version, &gvk.kind).map_err(Error::AllowlistKind)?;
             Ok(PruneType { gvk: gvk.clone(), namespaced: entry.namespaced })
         })
         .collect()
 }
 
 /// The REST mapping kubectl performs when it parses `--prune-allowlist` (before applying).
-pub async fn check_allowlist(cluster: &Cluster, allowlist: &[GroupVersionKind]) -> Result<Vec<PruneType>, String> {
-    let index = cluster.api_index().await.map_err(|e| e.to_string())?;
+pub async fn check_allowlist(cluster: &Cluster, allowlist: &[GroupVersionKind]) -> Result<Vec<PruneType>, Error> {
+    let index = cluster.api_index().await.map_err(Error::AllowlistDiscovery)?;
     map_allowlist(&index, allowlist)
 }
 
@@ -176,7 +176,7 @@ pub async fn by_selector(
 ) -> PruneSummary {
     let mut summary = PruneSummary::default();
     if let Err(error) = validate_selection(selector, all) {
-        summary.errors.push(Error::InvalidPrune(error));
+        summary.errors.push(error);
         return summary;
     }
     let types = match prune_types(cluster, allowlist, &mut summary.warnings).await {
@@ -203,24 +203,18 @@ async fn prune_types(
     allowlist: &[GroupVersionKind],
     warnings: &mut Vec<String>,
 ) -> Result<Vec<(PruneType, ApiResource)>, Error> {
-    let index = cluster
-        .api_index()
-        .await
-        .map_err(|error| Error::InvalidPrune(format!("error retrieving RESTMappings to prune: {error}")))?;
+    let index = cluster.api_index().await.map_err(Error::PruneDiscovery)?;
     let wanted: Vec<PruneType> = if allowlist.is_empty() {
         warnings.push(DEFAULT_ALLOWLIST_WARNING.to_owned());
         default_allowlist()
     } else {
-        map_allowlist(&index, allowlist).map_err(Error::InvalidPrune)?
+        map_allowlist(&index, allowlist)?
     };
     wanted
         .into_iter()
         .map(|prune_type| match index.for_gvk(&prune_type.gvk.group, &prune_type.gvk.version, &prune_type.gvk.kind) {
             Ok(entry) => Ok((prune_type, entry.api_resource.clone())),
-            Err(error) => Err(Error::InvalidPrune(format!(
-                "error retrieving RESTMappings to prune: invalid resource {}: {error}",
-                prune_type.describe()
-            ))),
+            Err(source) => Err(Error::PruneKind { kind: prune_type.describe(), source }),
         })
         .collect()
 }
@@ -275,11 +269,11 @@ mod tests {
             vec![GroupVersionKind::gvk("", "v1", "ConfigMap"), GroupVersionKind::gvk("apps", "v1", "Deployment")]
         );
         assert_eq!(
-            parse_allowlist(&["v1/ConfigMap"]).unwrap_err(),
+            parse_allowlist(&["v1/ConfigMap"]).unwrap_err().to_string(),
             "invalid GroupVersionKind format: v1/ConfigMap, please follow <group/version/kind>"
         );
         assert_eq!(
-            parse_allowlist(&["a/b/c/d"]).unwrap_err(),
+            parse_allowlist(&["a/b/c/d"]).unwrap_err().to_string(),
             "invalid GroupVersionKind format: a/b/c/d, please follow <group/version/kind>"
         );
         assert!(parse_allowlist::<&str>(&[]).unwrap().is_empty());
@@ -298,10 +292,10 @@ mod tests {
 
     #[test]
     fn selection_flags() {
-        assert_eq!(validate_selection(None, false).unwrap_err(), MISSING_SELECTOR_ERROR);
-        assert_eq!(validate_selection(Some(""), false).unwrap_err(), MISSING_SELECTOR_ERROR);
+        assert_eq!(validate_selection(None, false).unwrap_err().to_string(), MISSING_SELECTOR_ERROR);
+        assert_eq!(validate_selection(Some(""), false).unwrap_err().to_string(), MISSING_SELECTOR_ERROR);
         assert_eq!(
-            validate_selection(Some("a=b"), true).unwrap_err(),
+            validate_selection(Some("a=b"), true).unwrap_err().to_string(),
             "cannot set --all and --selector at the same time"
         );
         assert!(validate_selection(Some("a=b"), false).is_ok());
@@ -334,11 +328,11 @@ mod tests {
             map_allowlist(&index, &parse_allowlist(&["core/v1/ConfigMap", "core/v1/Namespace"]).unwrap()).unwrap();
         assert_eq!(types.iter().map(|t| t.namespaced).collect::<Vec<_>>(), [true, false]);
         assert_eq!(
-            map_allowlist(&index, &parse_allowlist(&["core/v1/Foo"]).unwrap()).unwrap_err(),
+            map_allowlist(&index, &parse_allowlist(&["core/v1/Foo"]).unwrap()).unwrap_err().to_string(),
             r#"no matches for kind "Foo" in version "v1""#
         );
         assert_eq!(
-            map_allowlist(&index, &parse_allowlist(&["apps/v1/Foo"]).unwrap()).unwrap_err(),
+            map_allowlist(&index, &parse_allowlist(&["apps/v1/Foo"]).unwrap()).unwrap_err().to_string(),
             r#"no matches for kind "Foo" in version "apps/v1""#
         );
     }

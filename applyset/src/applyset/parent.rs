@@ -8,7 +8,7 @@ use kube::api::{Api, DynamicObject, Patch, PatchParams, ValidationDirective};
 use kube::core::ApiResource;
 
 use super::codec::*;
-use super::error::{Error, error_text, is_status};
+use super::error::{AnnotationError, Error, MemberLabelError, error_text, is_status};
 use super::reference::{aggregate, is_builtin_parent, parse_parent_ref, permitted_custom_parents, validate_parent};
 use crate::apply::{DryRun, Visited};
 use crate::cluster::Cluster;
@@ -148,8 +148,7 @@ impl Parent {
             }
             return Ok(parent);
         }
-        check_existing_parent(&parent.reference(), parent.tooling, &parent.id, labels, annotations)
-            .map_err(Error::InvalidParent)?;
+        check_existing_parent(&parent.reference(), parent.tooling, &parent.id, labels, annotations)?;
         parent.record_existing(annotations)?;
         Ok(parent)
     }
@@ -248,23 +247,23 @@ impl Parent {
 
     /// Adds the member label to an input object (kubectl's `AddLabels`).
     pub fn add_labels(&self, object: &mut serde_json::Value) -> Result<(), Error> {
-        self.add_member_label(object).map_err(Error::InvalidObject)
+        Ok(self.add_member_label(object)?)
     }
 
-    fn add_member_label(&self, object: &mut serde_json::Value) -> Result<(), String> {
+    fn add_member_label(&self, object: &mut serde_json::Value) -> Result<(), MemberLabelError> {
         let metadata = object
             .as_object_mut()
-            .ok_or("getting accessor: object is not a map")?
+            .ok_or(MemberLabelError::ObjectNotMap)?
             .entry("metadata")
             .or_insert_with(|| serde_json::json!({}));
-        let metadata = metadata.as_object_mut().ok_or("getting accessor: metadata is not a map")?;
+        let metadata = metadata.as_object_mut().ok_or(MemberLabelError::MetadataNotMap)?;
         let labels = metadata.entry("labels").or_insert_with(|| serde_json::json!({}));
         if labels.is_null() {
             *labels = serde_json::json!({});
         }
-        let labels = labels.as_object_mut().ok_or("getting accessor: labels is not a map")?;
+        let labels = labels.as_object_mut().ok_or(MemberLabelError::LabelsNotMap)?;
         if labels.contains_key(PART_OF_LABEL) {
-            return Err(format!("ApplySet label {PART_OF_LABEL:?} already set in input data"));
+            return Err(MemberLabelError::AlreadySet);
         }
         labels.insert(PART_OF_LABEL.to_owned(), serde_json::Value::String(self.id.clone()));
         Ok(())
@@ -363,8 +362,7 @@ impl Parent {
         };
         let labels: BTreeMap<String, String> = parent.metadata.labels.unwrap_or_default();
         let annotations: BTreeMap<String, String> = parent.metadata.annotations.unwrap_or_default();
-        check_existing_parent(&reference, self.tooling, &self.id, &labels, &annotations)
-            .map_err(Error::InvalidParent)?;
+        check_existing_parent(&reference, self.tooling, &self.id, &labels, &annotations)?;
         self.record_existing(&annotations)
     }
 
@@ -376,8 +374,7 @@ impl Parent {
     /// prune, and kubectl's error would otherwise repeat at every interval.
     fn record_existing(&mut self, annotations: &BTreeMap<String, String>) -> Result<(), Error> {
         let reference = self.reference();
-        let wrap =
-            |error: String| Error::InvalidParent(format!("parsing ApplySet annotation on {reference:?}: {error}"));
+        let wrap = |source: AnnotationError| Error::ParentAnnotation { reference: reference.clone(), source };
         let mut kinds = BTreeMap::new();
         match parse_recorded_kinds(annotations).map_err(wrap)? {
             RecordedKinds::GroupKinds(gks) => {
@@ -390,11 +387,7 @@ impl Parent {
                             ));
                             continue;
                         }
-                        Err(error) => {
-                            return Err(wrap(format!(
-                                "could not find mapping for kind in {GROUP_KINDS_ANNOTATION:?} annotation: {error}"
-                            )));
-                        }
+                        Err(error) => return Err(wrap(AnnotationError::UnmappedKind(error))),
                     };
                     kinds.insert(
                         gk,
@@ -404,11 +397,10 @@ impl Parent {
             }
             RecordedKinds::GroupResources(grs) => {
                 for (resource, group) in grs {
-                    let entry = self.index.for_resource(&group, "", &resource).map_err(|error| {
-                        wrap(format!(
-                            "invalid group resource in {DEPRECATED_GROUP_RESOURCES_ANNOTATION:?} annotation: {error}"
-                        ))
-                    })?;
+                    let entry = self
+                        .index
+                        .for_resource(&group, "", &resource)
+                        .map_err(|error| wrap(AnnotationError::UnmappedGroupResource(error)))?;
                     kinds.insert(
                         GroupKind::of(&entry.api_resource),
                         RecordedKind { api_resource: entry.api_resource.clone(), namespaced: entry.namespaced },

@@ -88,9 +88,15 @@ fn parent_ref_parsing() {
 #[test]
 fn resource_resolution_errors_match_kubectl() {
     let index = index();
-    assert_eq!(index.for_resource("", "", "").unwrap_err(), "a resource must be present, got: /, Resource=");
-    assert_eq!(index.for_resource("", "", "foo").unwrap_err(), "no matches for /, Resource=foo");
-    assert_eq!(index.for_resource("v1", "", "configmap").unwrap_err(), "no matches for v1/, Resource=configmap");
+    assert_eq!(
+        index.for_resource("", "", "").unwrap_err().to_string(),
+        "a resource must be present, got: /, Resource="
+    );
+    assert_eq!(index.for_resource("", "", "foo").unwrap_err().to_string(), "no matches for /, Resource=foo");
+    assert_eq!(
+        index.for_resource("v1", "", "configmap").unwrap_err().to_string(),
+        "no matches for v1/, Resource=configmap"
+    );
     assert_eq!(index.for_resource("", "", "cm").unwrap().api_resource.kind, "ConfigMap");
     assert_eq!(index.for_resource("", "", "secret").unwrap().api_resource.kind, "Secret");
     assert_eq!(index.for_resource("", "v1", "secrets").unwrap().api_resource.kind, "Secret");
@@ -98,12 +104,12 @@ fn resource_resolution_errors_match_kubectl() {
     assert_eq!(index.for_resource("", "", "deployments").unwrap().api_resource.group, "apps");
     assert_eq!(index.for_resource("company.com", "", "applysets").unwrap().api_resource.version, "v1");
     assert_eq!(
-        index.for_gvk("apps", "v9", "Deployment").unwrap_err(),
+        index.for_gvk("apps", "v9", "Deployment").unwrap_err().to_string(),
         r#"no matches for kind "Deployment" in version "apps/v9""#
     );
-    assert_eq!(index.for_gvk("", "v1", "Foo").unwrap_err(), r#"no matches for kind "Foo" in version "v1""#);
+    assert_eq!(index.for_gvk("", "v1", "Foo").unwrap_err().to_string(), r#"no matches for kind "Foo" in version "v1""#);
     assert_eq!(
-        index.for_group_kind(&GroupKind::parse("Foo.bar")).unwrap_err(),
+        index.for_group_kind(&GroupKind::parse("Foo.bar")).unwrap_err().to_string(),
         r#"no matches for kind "Foo" in group "bar""#
     );
     assert_eq!(index.for_group_kind(&GroupKind::parse("ApplySet.company.com")).unwrap().api_resource.version, "v1");
@@ -182,7 +188,7 @@ fn recorded_kinds() {
         RecordedKinds::GroupResources(vec![("configmaps".into(), "".into()), ("deployments".into(), "apps".into())])
     );
     assert_eq!(
-        parse_recorded_kinds(&map(&[(DEPRECATED_GROUP_RESOURCES_ANNOTATION, "")])).unwrap_err(),
+        parse_recorded_kinds(&map(&[(DEPRECATED_GROUP_RESOURCES_ANNOTATION, "")])).unwrap_err().to_string(),
         r#"kubectl requires the "applyset.kubernetes.io/contains-group-kinds" annotation to be set on all ApplySet parent objects"#
     );
 }
@@ -194,21 +200,21 @@ fn existing_parent_checks_in_kubectl_order() {
     let good_labels = map(&[(PARENT_ID_LABEL, id)]);
     let controller = Tooling::Controller;
     assert_eq!(
-        check_existing_parent(r, controller, id, &good_labels, &map(&[])).unwrap_err(),
+        check_existing_parent(r, controller, id, &good_labels, &map(&[])).unwrap_err().to_string(),
         r#"ApplySet parent object "secrets./myset" already exists and is missing required annotation "applyset.kubernetes.io/tooling""#
     );
     let kubectls = map(&[(TOOLING_ANNOTATION, "kubectl/v1.33.1")]);
     assert_eq!(
-        check_existing_parent(r, controller, id, &good_labels, &kubectls).unwrap_err(),
+        check_existing_parent(r, controller, id, &good_labels, &kubectls).unwrap_err().to_string(),
         r#"ApplySet parent object "secrets./myset" already exists and is managed by tooling "kubectl" instead of "applyset""#
     );
     let ours = map(&[(TOOLING_ANNOTATION, "applyset/v0.0.1")]);
     assert_eq!(
-        check_existing_parent(r, controller, id, &map(&[]), &ours).unwrap_err(),
+        check_existing_parent(r, controller, id, &map(&[]), &ours).unwrap_err().to_string(),
         r#"ApplySet parent object "secrets./myset" exists and does not have required label applyset.kubernetes.io/id"#
     );
     assert_eq!(
-        check_existing_parent(r, controller, id, &map(&[(PARENT_ID_LABEL, "wrong")]), &ours).unwrap_err(),
+        check_existing_parent(r, controller, id, &map(&[(PARENT_ID_LABEL, "wrong")]), &ours).unwrap_err().to_string(),
         r#"ApplySet parent object "secrets./myset" exists and has incorrect value for label "applyset.kubernetes.io/id" (got: wrong, want: applyset-x-v1)"#
     );
     assert!(check_existing_parent(r, controller, id, &good_labels, &ours).is_ok());
@@ -217,11 +223,11 @@ fn existing_parent_checks_in_kubectl_order() {
     let cli = Tooling::Kubectl;
     assert!(check_existing_parent(r, cli, id, &good_labels, &map(&[(TOOLING_ANNOTATION, "kubectl/v1.30.0")])).is_ok());
     assert_eq!(
-        check_existing_parent(r, cli, id, &map(&[]), &kubectls).unwrap_err(),
+        check_existing_parent(r, cli, id, &map(&[]), &kubectls).unwrap_err().to_string(),
         r#"ApplySet parent object "secrets./myset" exists and does not have required label applyset.kubernetes.io/id"#
     );
     assert_eq!(
-        check_existing_parent(r, cli, id, &good_labels, &ours).unwrap_err(),
+        check_existing_parent(r, cli, id, &good_labels, &ours).unwrap_err().to_string(),
         r#"ApplySet parent object "secrets./myset" already exists and is managed by tooling "applyset" instead of "kubectl""#
     );
     assert_eq!(cli.annotation(), "kubectl/v1.33.1");

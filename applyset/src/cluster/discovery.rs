@@ -105,7 +105,7 @@ impl Cluster {
 
     /// Discovery of servers without the aggregated endpoint: one request per group-version.
     async fn walk_discovery(&self) -> Result<DiscoveryMap> {
-        Ok(DiscoveryMap::of(ApiIndex::load(&self.client).await.map_err(Error::Other)?))
+        Ok(DiscoveryMap::of(ApiIndex::load(&self.client).await?))
     }
 }
 

@@ -8,6 +8,36 @@ use kube::core::ApiResource;
 
 use super::list::error_text;
 
+/// Why [`ApiIndex`] could not load or map: each displays as kubectl (Go's REST mapper) words it.
+#[derive(Debug, thiserror::Error)]
+pub enum MapperError {
+    /// The aggregated discovery requests failed.
+    #[error("discovery failed: {}", error_text(.0))]
+    Discovery(#[source] kube::Error),
+    /// The aggregated discovery lists could not be read back as JSON.
+    #[error("discovery failed: {0}")]
+    DiscoveryDecode(#[source] serde_json::Error),
+    /// `RESTMapping(GroupKind, version)` found nothing (Go's `NoKindMatchError`).
+    #[error("no matches for kind {kind:?} in version {group_version:?}")]
+    NoKindMatch { kind: String, group_version: String },
+    /// `RESTMapping(GroupKind)` found nothing in any version.
+    #[error("no matches for kind {kind:?} in group {group:?}")]
+    NoGroupKindMatch { kind: String, group: String },
+    /// `KindFor` was given no resource (`gvr` is Go's GVR string).
+    #[error("a resource must be present, got: {gvr}")]
+    ResourceRequired { gvr: String },
+    /// `KindFor` found nothing (`gvr` is Go's GVR string).
+    #[error("no matches for {gvr}")]
+    NoResourceMatch { gvr: String },
+}
+
+impl From<MapperError> for super::Error {
+    /// A discovery failure of [`ApiIndex::load`] as the cluster's catch-all failure, as before.
+    fn from(error: MapperError) -> Self {
+        super::Error::Other(error.to_string())
+    }
+}
+
 /// A group and kind; displays as Go's `GroupKind.String()` (`Kind` or `Kind.group`).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct GroupKind {
@@ -86,11 +116,11 @@ pub struct ApiIndex {
 
 impl ApiIndex {
     /// Aggregated discovery of `/api` and `/apis` (two requests).
-    pub async fn load(client: &Client) -> Result<Self, String> {
+    pub async fn load(client: &Client) -> Result<Self, MapperError> {
         let (core, groups) =
             futures::try_join!(client.list_core_api_versions_aggregated(), client.list_api_groups_aggregated())
-                .map_err(|error| format!("discovery failed: {}", error_text(&error)))?;
-        let as_json = |list| serde_json::to_value(list).map_err(|e| format!("discovery failed: {e}"));
+                .map_err(MapperError::Discovery)?;
+        let as_json = |list| serde_json::to_value(list).map_err(MapperError::DiscoveryDecode);
         Ok(Self::from_aggregated(&[&as_json(core)?, &as_json(groups)?]))
     }
 
@@ -151,17 +181,18 @@ impl ApiIndex {
     }
 
     /// `RESTMapping(GroupKind{group, kind}, version)`: error text as Go's `NoKindMatchError`.
-    pub fn for_gvk(&self, group: &str, version: &str, kind: &str) -> Result<&ApiEntry, String> {
+    pub fn for_gvk(&self, group: &str, version: &str, kind: &str) -> Result<&ApiEntry, MapperError> {
         self.entries
             .iter()
             .find(|e| e.api_resource.group == group && e.api_resource.version == version && e.api_resource.kind == kind)
-            .ok_or_else(|| {
-                format!("no matches for kind {kind:?} in version {:?}", group_version_string(group, version))
+            .ok_or_else(|| MapperError::NoKindMatch {
+                kind: kind.to_owned(),
+                group_version: group_version_string(group, version),
             })
     }
 
     /// `RESTMapping(GroupKind)` (preferred version first).
-    pub fn for_group_kind(&self, gk: &GroupKind) -> Result<&ApiEntry, String> {
+    pub fn for_group_kind(&self, gk: &GroupKind) -> Result<&ApiEntry, MapperError> {
         let mut matches =
             self.entries.iter().filter(|e| e.api_resource.group == gk.group && e.api_resource.kind == gk.kind);
         let first = matches.next();
@@ -169,14 +200,14 @@ impl ApiIndex {
             .iter()
             .find(|e| e.preferred && e.api_resource.group == gk.group && e.api_resource.kind == gk.kind)
             .or(first)
-            .ok_or_else(|| format!("no matches for kind {:?} in group {:?}", gk.kind, gk.group))
+            .ok_or_else(|| MapperError::NoGroupKindMatch { kind: gk.kind.clone(), group: gk.group.clone() })
     }
 
     /// `KindFor(GroupVersionResource)` with kubectl's short-name expansion: the resource matches
     /// a plural, singular or short name (lower-cased); an empty group or version matches any.
-    pub fn for_resource(&self, group: &str, version: &str, resource: &str) -> Result<&ApiEntry, String> {
+    pub fn for_resource(&self, group: &str, version: &str, resource: &str) -> Result<&ApiEntry, MapperError> {
         if resource.is_empty() {
-            return Err(format!("a resource must be present, got: {}", gvr_string(group, version, resource)));
+            return Err(MapperError::ResourceRequired { gvr: gvr_string(group, version, resource) });
         }
         let wanted = resource.to_lowercase();
         let group_ok = |e: &ApiEntry| group.is_empty() || e.api_resource.group == group;
@@ -190,6 +221,6 @@ impl ApiIndex {
             .iter()
             .find(by_short)
             .or_else(|| self.entries.iter().find(by_name))
-            .ok_or_else(|| format!("no matches for {}", gvr_string(group, version, resource)))
+            .ok_or_else(|| MapperError::NoResourceMatch { gvr: gvr_string(group, version, resource) })
     }
 }

@@ -120,7 +120,7 @@ fn execute(args: ApplyArgs) -> Result<ExitCode, String> {
     let propagation = parse_cascade(&args.kubectl.cascade)?;
     let timeout = crate::duration::parse(&args.kubectl.timeout)
         .map_err(|e| format!("invalid argument {:?} for \"--timeout\" flag: {e}", args.kubectl.timeout))?;
-    let selector = args.input.selector.as_deref().map(Selector::parse).transpose()?;
+    let selector = args.input.selector.as_deref().map(Selector::parse).transpose().map_err(|e| e.to_string())?;
     let (mut objects, load_failures) = match &args.input.kustomize {
         Some(dir) => {
             let built = runtime()?.block_on(build_kustomization(dir))?;
@@ -168,8 +168,11 @@ fn execute(args: ApplyArgs) -> Result<ExitCode, String> {
     delete_options.propagation = propagation;
     delete_options.grace_period_seconds = u32::try_from(args.kubectl.grace_period).ok();
     delete_options.keep_objects = matches!(format, OutputFormat::Objects(_));
-    let allowlist =
-        if args.prune && args.applyset.is_none() { prune::parse_allowlist(&args.prune_allowlist)? } else { Vec::new() };
+    let allowlist = if args.prune && args.applyset.is_none() {
+        prune::parse_allowlist(&args.prune_allowlist).map_err(|e| e.to_string())?
+    } else {
+        Vec::new()
+    };
     let run = ApplyRun {
         args: &args,
         allowlist: &allowlist,
@@ -285,7 +288,7 @@ impl ApplyRun<'_> {
         let mut run = start_run(&cluster, args, &mut options, dry_run).await?;
         // kubectl maps --prune-allowlist kinds before applying anything: a bad kind changes nothing.
         if !allowlist.is_empty() {
-            prune::check_allowlist(&cluster, allowlist).await?;
+            prune::check_allowlist(&cluster, allowlist).await.map_err(|e| e.to_string())?;
         }
         let plan = apply::plan(&cluster, objects, &options).await.map_err(|e| e.to_string())?;
         if let Some(run) = run.as_mut() {

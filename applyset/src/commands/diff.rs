@@ -31,7 +31,7 @@ pub fn run(args: DiffArgs) -> ExitCode {
 
 fn execute(args: DiffArgs) -> Result<ExitCode, String> {
     let field_validation = parse_validate(&args.input.validate)?;
-    let selector = args.input.selector.as_deref().map(Selector::parse).transpose()?;
+    let selector = args.input.selector.as_deref().map(Selector::parse).transpose().map_err(|e| e.to_string())?;
     let objects = match load_input(&args.input, selector.as_ref()) {
         Ok(objects) => objects,
         Err(_) => return Ok(ExitCode::from(2)),

@@ -11,7 +11,7 @@ use std::time::Duration;
 use applyset_merge::Value;
 use applyset_merge::value::go_quote;
 
-use super::error::{ErrorCategory, ObjectError};
+use super::error::{ErrorCategory, ObjectError, PatchError};
 use super::metadata::{self, ComputedPatch};
 use super::object::{self, LAST_APPLIED, PART_OF_LABEL, last_applied, meta_str};
 use super::options::{ApplyOptions, DryRun, Ownership, TAKE_OWNERSHIP_ANNOTATION, UnusableLastApplied, Verb};
@@ -250,7 +250,7 @@ impl One<'_> {
                 self.item.display()
             ));
         }
-        let patch_error = |message| ObjectError::plain(ErrorCategory::Patch, message);
+        let patch_error = |error: PatchError| ObjectError::plain(ErrorCategory::Patch, error.to_string());
         if let Some(owned) = self.returning_to_client_side(current, &computed).map_err(patch_error)? {
             computed.patch = self
                 .recompute(&computed, &owned, modified, current, "fields it applied server-side")
@@ -282,24 +282,25 @@ impl One<'_> {
         original: &Value,
         modified: &Value,
         current: &Value,
-        what: &str,
-    ) -> Result<Value, String> {
-        computed
-            .engine
-            .three_way(original, modified, current)
-            .map_err(|e| format!("error when computing the patch that removes the {what} of {:?}: {e}", self.source))
+        what: &'static str,
+    ) -> Result<Value, PatchError> {
+        computed.engine.three_way(original, modified, current).map_err(|cause| PatchError::Recompute {
+            what,
+            origin: self.source.clone(),
+            cause,
+        })
     }
 
     /// An object that was applied server-side (too large for the annotation) and fits again
     /// has no annotation: its original is what the server-side manager owned, so the patch
     /// deletes the fields git dropped meanwhile instead of leaving them behind.
-    fn returning_to_client_side(&self, current: &Value, computed: &ComputedPatch) -> Result<Option<Value>, String> {
+    fn returning_to_client_side(&self, current: &Value, computed: &ComputedPatch) -> Result<Option<Value>, PatchError> {
         let Some(manager) = &self.options.server_side_fallback else { return Ok(None) };
         if last_applied(current).is_some() {
             return Ok(None);
         }
-        crate::fields::server_side::owned_document(current, manager, &computed.engine).map_err(|e| {
-            format!("error when reading the fields {manager} applied server-side to {:?}: {e}", self.source)
+        crate::fields::server_side::owned_document(current, manager, &computed.engine).map_err(|cause| {
+            PatchError::ServerSideFields { manager: manager.clone(), origin: self.source.clone(), cause }
         })
     }
 

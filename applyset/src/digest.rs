@@ -1,4 +1,5 @@
-//! Hex text of digests, one form for every place that names something by its hash.
+//! Hex text of digests, one form for every place that names something by its hash, and the one
+//! HMAC-SHA256 (webhook signatures, hashed Secret annotations).
 
 /// Lowercase hex of `bytes`.
 pub fn hex(bytes: &[u8]) -> String {
@@ -10,6 +11,14 @@ pub fn hex(bytes: &[u8]) -> String {
 pub fn short_sha256(text: &str) -> String {
     use sha2::Digest;
     hex(&sha2::Sha256::digest(text.as_bytes())[..8])
+}
+
+/// HMAC-SHA256 of `message` under `key`; `None` when openssl refuses the key (an empty one).
+pub fn hmac_sha256(key: &[u8], message: &[u8]) -> Option<Vec<u8>> {
+    let key = openssl::pkey::PKey::hmac(key).ok()?;
+    let mut signer = openssl::sign::Signer::new(openssl::hash::MessageDigest::sha256(), &key).ok()?;
+    signer.update(message).ok()?;
+    signer.sign_to_vec().ok()
 }
 
 #[cfg(test)]

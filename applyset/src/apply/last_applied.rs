@@ -16,9 +16,7 @@ use std::fmt;
 
 use applyset_merge::Value;
 use openssl::error::ErrorStack;
-use openssl::hash::MessageDigest;
-use openssl::pkey::{PKey, Private};
-use openssl::sign::Signer;
+use openssl::pkey::PKey;
 
 /// How an object's configuration is recorded in its annotation, and read back.
 pub trait LastAppliedCodec: Send + Sync {
@@ -56,41 +54,35 @@ const DERIVATION_LABEL: &str = "applyset.dev/secret-hash";
 pub struct HashedSecrets {
     /// The controller's key: each namespace's key is derived from it, and annotations recorded
     /// before keys were per namespace (hashed under it directly) are still read back.
-    key: PKey<Private>,
+    key: Vec<u8>,
 }
 
 /// HMAC-SHA256 under `key` of `parts` joined by NUL bytes.
-fn hmac(key: &PKey<Private>, parts: &[&str]) -> Result<Vec<u8>, ErrorStack> {
-    let mut message = Vec::with_capacity(parts.iter().map(|p| p.len() + 1).sum());
-    for (i, part) in parts.iter().enumerate() {
-        if i > 0 {
-            message.push(0);
-        }
-        message.extend_from_slice(part.as_bytes());
-    }
-    Signer::new(MessageDigest::sha256(), key)?.sign_oneshot_to_vec(&message)
+fn hmac(key: &[u8], parts: &[&str]) -> Option<Vec<u8>> {
+    crate::digest::hmac_sha256(key, parts.join("\0").as_bytes())
 }
 
 /// `hmac-sha256:<hex>` of `value` under the key `name` of `section`: the name is part of the
 /// message, so two keys with one value do not show as equal. `key` is `None` when deriving it
 /// failed.
-fn hash(key: Option<&PKey<Private>>, section: &str, name: &str, value: &str) -> String {
+fn hash(key: Option<&[u8]>, section: &str, name: &str, value: &str) -> String {
     // HMAC with a valid key does not fail; should it, the hash of nothing is recorded and the
     // next apply sends the value again (never the value in the annotation).
-    let digest = key.and_then(|key| hmac(key, &[section, name, value]).ok()).unwrap_or_default();
+    let digest = key.and_then(|key| hmac(key, &[section, name, value])).unwrap_or_default();
     format!("{HASH_PREFIX}{}", crate::digest::hex(&digest))
 }
 
 impl HashedSecrets {
+    /// A codec for the controller's `key` (refused as openssl refuses it as an HMAC key).
     pub fn new(key: &[u8]) -> Result<HashedSecrets, ErrorStack> {
-        Ok(HashedSecrets { key: PKey::hmac(key)? })
+        PKey::hmac(key)?;
+        Ok(HashedSecrets { key: key.to_vec() })
     }
 
     /// The key of the Secrets of `namespace`: HMAC-SHA256(controller key,
     /// `applyset.dev/secret-hash\0<namespace>`). One HMAC per object, so derived at each use.
-    fn namespace_key(&self, namespace: &str) -> Option<PKey<Private>> {
-        let derived = hmac(&self.key, &[DERIVATION_LABEL, namespace]).ok()?;
-        PKey::hmac(&derived).ok()
+    fn namespace_key(&self, namespace: &str) -> Option<Vec<u8>> {
+        hmac(&self.key, &[DERIVATION_LABEL, namespace])
     }
 }
 
@@ -119,7 +111,7 @@ impl LastAppliedCodec for HashedSecrets {
             if let Some(Value::Object(values)) = root.get_mut(section) {
                 for (name, value) in values.iter_mut() {
                     if let Value::String(text) = value {
-                        *value = Value::String(hash(key.as_ref(), section, name, text));
+                        *value = Value::String(hash(key.as_deref(), section, name, text));
                     }
                 }
             }
@@ -146,7 +138,7 @@ impl LastAppliedCodec for HashedSecrets {
                 let now = current.and_then(|c| c.get(name)).and_then(Value::as_str);
                 if let Some(now) = now
                     && recorded_hash.starts_with(HASH_PREFIX)
-                    && [key.as_ref(), Some(&self.key)]
+                    && [key.as_deref(), Some(self.key.as_slice())]
                         .into_iter()
                         .flatten()
                         .any(|key| hash(Some(key), section, name, now) == *recorded_hash)

@@ -117,6 +117,13 @@ impl Stage {
     pub fn stalls(self) -> bool {
         matches!(self, Stage::InvalidSpec | Stage::AccessDenied | Stage::DependencyCycle | Stage::InventoryTooLarge)
     }
+
+    /// Not retried at all until the ApplySet changes: the spec is what fails (a dependency
+    /// cycle and a too-large source are retried at the backoff, as other ApplySets or a commit
+    /// can heal them).
+    pub fn awaits_spec_change(self) -> bool {
+        matches!(self, Stage::InvalidSpec | Stage::AccessDenied)
+    }
 }
 
 pub use super::reconcile::StepError;

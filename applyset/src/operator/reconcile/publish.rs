@@ -116,8 +116,7 @@ impl Finish<'_> {
         tracing::warn!(applyset = %key, reason = failure.stage.reason(), module, message = %failure.message, causes, "reconcile failed");
         ctx.metrics.reconcile_finished(failure.stage.metric_label(), started.elapsed());
         let failures = ctx.schedule.failed(&key);
-        let Some(intervals) = intervals.filter(|_| !matches!(failure.stage, Stage::InvalidSpec | Stage::AccessDenied))
-        else {
+        let Some(intervals) = intervals.filter(|_| !failure.stage.awaits_spec_change()) else {
             return Ok(Action::await_change());
         };
         let next = backoff(intervals.retry, intervals.interval, failures);

@@ -62,14 +62,12 @@ impl Reconciliation<'_> {
         status.inventory = Some(status::inventory(inventory, status::INVENTORY_LIMIT));
         // The estimate before the apply keeps this rare (names the kustomize build changed): the
         // record that does not fit is not written, the earlier one stays, nothing is pruned.
-        if let Some(members) = members.as_deref()
-            && inventory::record_bytes(members) > inventory::RECORD_LIMIT
-        {
-            let bytes = inventory::record_bytes(members);
+        let too_large = members.as_deref().map(|m| (m.len(), inventory::record_bytes(m)));
+        if let Some((count, bytes)) = too_large.filter(|(_, bytes)| *bytes > inventory::RECORD_LIMIT) {
             if let Some(inventory) = &mut status.inventory {
                 inventory.members = previous_members.map(<[_]>::to_vec);
             }
-            return Err(inventory::too_large(members.len(), bytes, "applied, but not recorded: nothing was pruned"));
+            return Err(inventory::too_large(count, bytes, "applied, but not recorded: nothing was pruned"));
         }
         if let Some(inventory) = &mut status.inventory {
             inventory.members = members;

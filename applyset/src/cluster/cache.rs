@@ -55,3 +55,70 @@ impl std::fmt::Debug for CacheRef {
         f.debug_struct("CacheRef").field("trust_unlabelled", &self.trust_unlabelled).finish_non_exhaustive()
     }
 }
+
+/// A cache that is told of writes and deletes but answers nothing, so that every read goes to
+/// the apiserver: for a run someone asked for (a `reconcile` request, a webhook push), which
+/// must see a `kubectl edit` made a moment before even if its watch event is still on its way.
+/// Writes are still reported, so that their watch events are known as the run's own.
+pub struct WritesOnly(pub Arc<dyn ObjectCache>);
+
+impl ObjectCache for WritesOnly {
+    fn live(&self, _: &Mapping, _: Option<&str>, _: &str, _: &str) -> Option<Cached> {
+        None
+    }
+
+    fn members(&self, _: &ApiResource, _: Option<&str>, _: &str) -> Option<Vec<Listed>> {
+        None
+    }
+
+    fn wrote(&self, object: &Value) {
+        self.0.wrote(object);
+    }
+
+    fn deleted(&self, uid: &str) {
+        self.0.deleted(uid);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    /// A cache that knows everything and remembers what it was told.
+    #[derive(Default)]
+    struct Knowing {
+        told: Mutex<Vec<String>>,
+    }
+
+    impl ObjectCache for Knowing {
+        fn live(&self, _: &Mapping, _: Option<&str>, _: &str, _: &str) -> Option<Cached> {
+            Some(Cached::Unlabelled)
+        }
+        fn members(&self, _: &ApiResource, _: Option<&str>, _: &str) -> Option<Vec<Listed>> {
+            Some(Vec::new())
+        }
+        fn wrote(&self, object: &Value) {
+            let uid = object.as_object().and_then(|o| o.get("metadata")).and_then(Value::as_object);
+            let uid = uid.and_then(|m| m.get("uid")).and_then(Value::as_str).unwrap_or("?");
+            self.told.lock().unwrap().push(format!("wrote {uid}"));
+        }
+        fn deleted(&self, uid: &str) {
+            self.told.lock().unwrap().push(format!("deleted {uid}"));
+        }
+    }
+
+    #[test]
+    fn writes_only_answers_nothing_and_passes_writes_on() {
+        let inner = Arc::new(Knowing::default());
+        let cache = WritesOnly(inner.clone());
+        let resource = ApiResource::erase::<k8s_openapi::api::core::v1::ConfigMap>(&());
+        let mapping = Mapping { resource: resource.clone(), namespaced: true };
+        assert_eq!(cache.live(&mapping, Some("shop"), "web", "set"), None);
+        assert_eq!(cache.members(&resource, Some("shop"), "set"), None);
+        cache.wrote(&serde_json::from_str(r#"{"metadata":{"uid":"u1"}}"#).unwrap());
+        cache.deleted("u2");
+        assert_eq!(*inner.told.lock().unwrap(), ["wrote u1", "deleted u2"]);
+    }
+}

@@ -10,6 +10,7 @@ use super::super::outcome::Done;
 use super::super::schedule::Intervals;
 use super::super::status::{self, DRIFTED, StepError};
 use super::steps::apply::ApplyInput;
+use crate::cluster::cache::{ObjectCache, WritesOnly};
 use crate::source::Artifact;
 
 /// What a run knows of its ApplySet, and the status it builds (kept when a later step fails:
@@ -33,6 +34,19 @@ impl<'a> Reconciliation<'a> {
         intervals: Intervals,
     ) -> Self {
         Reconciliation { applyset, ctx, previous, status, intervals }
+    }
+
+    /// Where the run reads live objects and prune candidates: the shared watch cache, except in
+    /// a run someone asked for since the last one (a `reconcile` request, a webhook push), which
+    /// reads from the apiserver (one LIST per kind and namespace) so that it sees a change made
+    /// a moment before, even while that change's watch event is still on its way.
+    pub(super) fn object_cache(&self) -> std::sync::Arc<dyn ObjectCache> {
+        let handled = self.previous.last_handled_reconcile_at.as_deref();
+        if reads_fresh(self.applyset.reconcile_requested_at(), handled) {
+            std::sync::Arc::new(WritesOnly(self.ctx.cache.clone()))
+        } else {
+            self.ctx.cache.clone()
+        }
     }
 
     /// The status built so far (after [`Reconciliation::run`]: the one to write).
@@ -67,6 +81,12 @@ impl<'a> Reconciliation<'a> {
     }
 }
 
+/// Whether a run handles a request made since the last run (`requestedAt` differs from what
+/// the status says was handled), and so reads live objects from the apiserver.
+fn reads_fresh(requested: Option<&str>, handled: Option<&str>) -> bool {
+    requested.is_some() && requested != handled
+}
+
 /// Whether this run re-applies what was applied before (any change now is drift), and whether
 /// it only reports drift (a server dry run).
 #[derive(Clone, Copy, Debug)]
@@ -94,5 +114,19 @@ impl Mode {
     /// Prune runs after a real apply of an ApplySet that prunes.
     fn prunes(self, applyset: &ApplySet) -> bool {
         !self.report_only && applyset.spec.prune
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::reads_fresh;
+
+    #[test]
+    fn only_a_request_not_handled_yet_reads_from_the_apiserver() {
+        assert!(reads_fresh(Some("2026-11-26T10:00:00Z"), None), "the first request");
+        assert!(reads_fresh(Some("2026-11-26T10:05:00Z"), Some("2026-11-26T10:00:00Z")), "a new request");
+        assert!(!reads_fresh(Some("2026-11-26T10:00:00Z"), Some("2026-11-26T10:00:00Z")), "handled before");
+        assert!(!reads_fresh(None, None), "an interval or drift-triggered run reads the cache");
+        assert!(!reads_fresh(None, Some("2026-11-26T10:00:00Z")), "the annotation removed");
     }
 }

@@ -73,7 +73,7 @@ impl Reconciliation<'_> {
             ctx.event(applyset, true, "ParentAnnotationsRestored", "Prune", note).await;
         }
         let writes = ParentWrites::Owned { client: ctx.client.clone(), labels, annotations };
-        Ok(Run::new(cluster, parent, writes, DryRun::None).with_cache(ctx.cache.clone()))
+        Ok(Run::new(cluster, parent, writes, DryRun::None).with_cache(self.object_cache()))
     }
 
     /// Plans, records the members' kinds on the parent (not in Report mode), applies within
@@ -145,7 +145,7 @@ impl Reconciliation<'_> {
             server_side_fallback: Some(SERVER_SIDE_MANAGER.into()),
             server_side_force: mode.steady,
             cache: Some(CacheRef {
-                cache: ctx.cache.clone(),
+                cache: self.object_cache(),
                 trust_unlabelled: ctx.service_account_for(applyset).is_none(),
             }),
             ..ApplyOptions::default()

@@ -34,13 +34,14 @@ fn with_limits(deployment: String) -> String {
 /// A real `kubectl edit` whose editor is a `sed -i` script (kubectl runs `$KUBE_EDITOR` through
 /// the shell when it holds quotes, with the temp file appended). Fails unless kubectl says it
 /// edited the object, so a script that matched nothing ("Edit cancelled") is caught.
-fn kubectl_edit(ns: &TestNamespace, resource: &str, sed_script: &str) -> Result<()> {
+fn kubectl_edit(ns: &TestNamespace, resources: &[&str], sed_script: &str) -> Result<()> {
     let editor = format!("sed -i -e '{sed_script}'");
     let mut command = ns.kubectl()?;
-    command.args(["edit", resource]).env("KUBE_EDITOR", &editor).env("EDITOR", &editor);
+    command.arg("edit").args(resources).env("KUBE_EDITOR", &editor).env("EDITOR", &editor);
     let output = support::run(&mut command, None)?;
     let stdout = output.success_stdout()?;
-    ensure!(stdout.contains("edited"), "kubectl edit {resource} did not edit it: {stdout}");
+    let edited = stdout.lines().filter(|line| line.ends_with(" edited")).count();
+    ensure!(edited == resources.len(), "kubectl edit {resources:?} did not edit them all: {stdout}");
     Ok(())
 }
 
@@ -120,7 +121,7 @@ async fn report_mode_reports_a_kubectl_edit_and_leaves_it() -> Result<()> {
 
     kubectl_edit(
         &ns,
-        "deployment/web",
+        &["deployment/web"],
         r"s|^\( *\)- image: registry.example/app:1$|\1- image: registry.example/app:2|",
     )?;
     assert_eq!(ns.jsonpath("deployment/web", "{.spec.template.spec.containers[0].image}")?, "registry.example/app:2");
@@ -217,17 +218,23 @@ async fn correct_mode_reverts_a_kubectl_edit() -> Result<()> {
     create_applyset(&ns, "app", serde_json::json!({ "source": { "url": repo.url() }, "interval": NEVER })).await?;
     wait_for_applyset(&ns, "app", &controller, "Ready", T, is_ready).await?;
 
-    kubectl_edit(&ns, "configmap/settings", "s/^  value: blue$/  value: red/")?;
+    // One edit session for both objects (kubectl opens them as one List), so that their watch
+    // events arrive as one burst: the drift check they start corrects both in one run.
     kubectl_edit(
         &ns,
-        "deployment/web",
-        r"s|^\( *\)- image: registry.example/app:1$|\1- image: registry.example/app:2|",
+        &["configmap/settings", "deployment/web"],
+        r"s/^\( *\)value: blue$/\1value: red/; s|^\( *\)- image: registry.example/app:1$|\1- image: registry.example/app:2|",
     )?;
-    assert_eq!(ns.jsonpath("configmap/settings", "{.data.value}")?, "red");
 
-    let after = reconcile_now(&ns, "app", &controller).await?;
-    assert_eq!(ns.jsonpath("configmap/settings", "{.data.value}")?, "blue", "the edit is reverted to git's value");
-    assert_eq!(ns.jsonpath("deployment/web", "{.spec.template.spec.containers[0].image}")?, "registry.example/app:1");
+    let reverted = || -> Result<bool> {
+        Ok(ns.jsonpath("configmap/settings", "{.data.value}")? == "blue"
+            && ns.jsonpath("deployment/web", "{.spec.template.spec.containers[0].image}")? == "registry.example/app:1")
+    };
+    support::eventually("both edits reverted to git's values", T, || async { Ok(reverted()?.then_some(())) }).await?;
+    let after = wait_for_applyset(&ns, "app", &controller, "drift corrected", T, |a: &ApplySet| {
+        condition(a, "Drifted").map(|c| c.1).as_deref() == Some("DriftCorrected")
+    })
+    .await?;
     let (drifted, reason, message) = condition(&after, "Drifted").context("no Drifted condition")?;
     assert_eq!((drifted.as_str(), reason.as_str()), ("False", "DriftCorrected"), "{message}");
     assert_eq!(condition(&after, "Ready").map(|c| c.0), Some("True".to_owned()));

@@ -28,6 +28,20 @@ pub struct Schedule {
     requests: Mutex<HashSet<String>>,
     /// Where a run-now request reaches the controller's queue, once it runs.
     queue: OnceLock<mpsc::UnboundedSender<ObjectRef<ApplySet>>>,
+    /// ApplySets whose run is in progress (their writes' answers may still be on the way).
+    running: Mutex<HashSet<String>>,
+}
+
+/// While it lives, the ApplySet's run is in progress ([`Schedule::is_running`]).
+pub struct Running<'a> {
+    schedule: &'a Schedule,
+    key: String,
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        lock(&self.schedule.running).remove(&self.key);
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -97,6 +111,17 @@ impl Schedule {
         lock(&self.failures).remove(key);
     }
 
+    /// Marks the ApplySet's run in progress until the value is dropped.
+    pub fn start(&self, key: &str) -> Running<'_> {
+        lock(&self.running).insert(key.to_owned());
+        Running { schedule: self, key: key.to_owned() }
+    }
+
+    /// Whether the ApplySet's run is in progress.
+    pub fn is_running(&self, key: &str) -> bool {
+        lock(&self.running).contains(key)
+    }
+
     /// The ApplySet is gone.
     pub fn forget(&self, key: &str) {
         lock(&self.runs).remove(key);
@@ -158,6 +183,16 @@ pub fn backoff(retry: Duration, interval: Duration, failures: u32) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_is_in_progress_while_its_marker_lives() {
+        let schedule = Schedule::default();
+        let running = schedule.start("team/web");
+        assert!(schedule.is_running("team/web"));
+        assert!(!schedule.is_running("team/db"), "only the ApplySet that runs");
+        drop(running);
+        assert!(!schedule.is_running("team/web"), "ended with the run, whatever way it ended");
+    }
 
     #[tokio::test]
     async fn a_run_now_request_is_due_at_once_queued_and_taken_once() {

@@ -29,13 +29,20 @@ pub async fn drift_checks(
     ctx: Arc<Context>,
 ) {
     let mut triggers = Triggers { cache, applysets, ctx, ids: HashMap::new() };
-    while let Some(first) = changes.recv().await {
+    let mut held = Vec::new();
+    loop {
+        if held.is_empty() {
+            let Some(first) = changes.recv().await else { break };
+            held.push(first);
+        }
         tokio::time::sleep(SETTLE).await;
-        let mut burst = vec![first];
+        let mut burst = std::mem::take(&mut held);
         while let Ok(change) = changes.try_recv() {
             burst.push(change);
         }
-        for applyset in triggers.owners_of(burst) {
+        let (now, later) = triggers.hold_during_runs(burst);
+        held = later;
+        for applyset in triggers.owners_of(now) {
             triggers.ctx.schedule.run_now(&applyset);
         }
     }
@@ -50,6 +57,33 @@ struct Triggers {
 }
 
 impl Triggers {
+    /// Splits off the changes not known as the controller's own whose ApplySet is running:
+    /// the answer to that run's write may still be on its way (a loaded apiserver can send the
+    /// watch event first), so they are looked at again once the run has ended.
+    fn hold_during_runs(&mut self, burst: Vec<Change>) -> (Vec<Change>, Vec<Change>) {
+        let ctx = self.ctx.clone();
+        let running: HashMap<String, String> = self
+            .applysets
+            .state()
+            .iter()
+            .filter(|applyset| ctx.schedule.is_running(&applyset.key()))
+            .map(|applyset| (self.id_of(applyset), applyset.key()))
+            .collect();
+        if running.is_empty() {
+            return (burst, Vec::new());
+        }
+        burst.into_iter().partition(|change| {
+            change.status_only || !running.contains_key(&change.set_id) || self.cache.is_own(change)
+        })
+    }
+
+    fn id_of(&mut self, applyset: &ApplySet) -> String {
+        self.ids
+            .entry(applyset.key())
+            .or_insert_with(|| applyset_id(&applyset.name(), &applyset.namespace_or_default(), KIND, GROUP))
+            .clone()
+    }
+
     /// The ApplySets that own what changed, the controller's own writes left out; a change of
     /// status only concerns the ApplySets that wait for their objects' health (healthy ones too:
     /// `Ready` follows an object that fails later).

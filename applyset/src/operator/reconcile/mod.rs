@@ -130,6 +130,7 @@ async fn sync(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Action, Reconcil
         return Ok(Action::requeue(ctx.schedule.remaining(&key)));
     }
 
+    let _running = ctx.schedule.start(&key);
     let mut written = previous.clone();
     if previous.observed_generation != generation || status::condition(&previous, READY).is_none() {
         let message = format!("Reconciling generation {}", generation.unwrap_or(0));

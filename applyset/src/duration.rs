@@ -2,9 +2,14 @@
 
 use std::time::Duration;
 
+/// Text that is not a Go duration.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid duration {0:?}: expected Go syntax such as 30s, 5m or 1h30m")]
+pub struct InvalidDuration(pub String);
+
 /// Parses a Go-style duration with the units `ms`, `s`, `m`, `h`.
-pub fn parse(text: &str) -> Result<Duration, String> {
-    let invalid = || format!("invalid duration {text:?}: expected Go syntax such as 30s, 5m or 1h30m");
+pub fn parse(text: &str) -> Result<Duration, InvalidDuration> {
+    let invalid = || InvalidDuration(text.to_owned());
     if text.is_empty() {
         return Err(invalid());
     }

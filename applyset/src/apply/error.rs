@@ -240,7 +240,12 @@ pub(super) enum PatchError {
     },
     /// The fields the server-side fallback manager owns could not be read.
     #[error("error when reading the fields {manager} applied server-side to {origin:?}: {cause}")]
-    ServerSideFields { manager: String, origin: String, cause: String },
+    ServerSideFields {
+        manager: String,
+        origin: String,
+        #[source]
+        cause: applyset_merge::Error,
+    },
 }
 
 /// A failure of the run as a whole: nothing (more) was applied.

@@ -44,13 +44,13 @@ impl Engine {
 }
 
 impl crate::fields::Merger for Engine {
-    fn merge(&self, doc: &Value, patch: &Value) -> Result<Value, String> {
-        self.apply(doc, patch).map_err(|e| e.to_string())
+    fn merge(&self, doc: &Value, patch: &Value) -> applyset_merge::Result<Value> {
+        self.apply(doc, patch)
     }
 
-    fn deletions(&self, original: &Value, modified: &Value) -> Result<Value, String> {
+    fn deletions(&self, original: &Value, modified: &Value) -> applyset_merge::Result<Value> {
         // With the manifest as the live object, the patch holds only the deletions.
-        self.three_way(original, modified, modified).map_err(|e| e.to_string())
+        self.three_way(original, modified, modified)
     }
 
     fn merges_lists(&self) -> bool {

@@ -59,7 +59,7 @@ pub fn validate_parent(
     api_resource: &ApiResource,
     namespaced: bool,
     namespace: &str,
-    permitted_custom: Option<&Result<BTreeSet<(String, String)>, String>>,
+    permitted_custom: Option<&Result<BTreeSet<(String, String)>, kube::Error>>,
 ) -> Vec<String> {
     let mut errors = Vec::new();
     if namespaced && namespace.is_empty() {
@@ -70,7 +70,7 @@ pub fn validate_parent(
         let permitted = match permitted_custom {
             Some(Ok(set)) => set.contains(&key),
             Some(Err(error)) => {
-                errors.push(format!("identifying allowed custom resource parent types: {error}"));
+                errors.push(format!("identifying allowed custom resource parent types: {}", error_text(error)));
                 false
             }
             None => false,
@@ -91,12 +91,12 @@ pub(super) fn aggregate(errors: Vec<String>) -> Result<(), Error> {
 }
 
 /// `group/resource` of every CRD labelled `applyset.kubernetes.io/is-parent-type`.
-pub(super) async fn permitted_custom_parents(client: &Client) -> Result<BTreeSet<(String, String)>, String> {
+pub(super) async fn permitted_custom_parents(client: &Client) -> Result<BTreeSet<(String, String)>, kube::Error> {
     let crds = ApiResource::from_gvk_with_plural(
         &GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
         "customresourcedefinitions",
     );
-    let listed = list_all(client, &crds, None, PARENT_CRD_LABEL).await.map_err(|error| error_text(&error))?;
+    let listed = list_all(client, &crds, None, PARENT_CRD_LABEL).await?;
     Ok(listed
         .into_iter()
         .map(|crd| {

@@ -140,7 +140,12 @@ fn validation_messages() {
     let permitted: BTreeSet<_> = [("company.com".to_owned(), "applysets".to_owned())].into();
     assert!(validate_parent(&custom, false, "", Some(&Ok(permitted))).is_empty());
     assert_eq!(
-        validate_parent(&custom, false, "", Some(&Err("boom".into()))),
+        validate_parent(
+            &custom,
+            false,
+            "",
+            Some(&Err(kube::Error::Api(Box::new(kube::core::Status::failure("boom", "InternalError").with_code(500)))))
+        ),
         vec![
             "identifying allowed custom resource parent types: boom".to_owned(),
             r#"resource "company.com/v1, Resource=applysets" is not permitted as an ApplySet parent"#.to_owned(),

@@ -72,9 +72,9 @@ pub struct Finding {
 /// The patch engine of the object (strategic merge with its schema, or JSON merge).
 pub trait Merger {
     /// `patch` merged into `doc`.
-    fn merge(&self, doc: &Value, patch: &Value) -> Result<Value, String>;
+    fn merge(&self, doc: &Value, patch: &Value) -> applyset_merge::Result<Value>;
     /// What a three-way patch from `original` to `modified` deletes.
-    fn deletions(&self, original: &Value, modified: &Value) -> Result<Value, String>;
+    fn deletions(&self, original: &Value, modified: &Value) -> applyset_merge::Result<Value>;
     /// Whether lists are merged by key (strategic merge); JSON merge replaces lists whole.
     fn merges_lists(&self) -> bool;
 }
@@ -140,7 +140,7 @@ pub fn stale_fields(
     live: &Value,
     merger: &dyn Merger,
     guard: &Guard<'_>,
-) -> Result<Vec<Finding>, String> {
+) -> applyset_merge::Result<Vec<Finding>> {
     if history.is_empty() {
         return Ok(Vec::new());
     }
@@ -187,7 +187,7 @@ pub fn absent_from(earlier: &Value, current: &Value) -> Option<Value> {
 }
 
 /// The earlier revisions' manifests merged into one, oldest first (a later value wins).
-pub fn applied_union(history: &[Version], merger: &dyn Merger) -> Result<Value, String> {
+pub fn applied_union(history: &[Version], merger: &dyn Merger) -> applyset_merge::Result<Value> {
     let mut versions = history.iter();
     let Some(first) = versions.next() else { return Ok(Value::Object(Default::default())) };
     versions.try_fold(first.manifest.clone(), |union, version| merger.merge(&union, &version.manifest))
@@ -234,7 +234,7 @@ pub fn original_with(
     annotation: &Value,
     fields: &[(&FieldPath, &Value)],
     merger: &dyn Merger,
-) -> Result<Value, String> {
+) -> applyset_merge::Result<Value> {
     fields.iter().try_fold(annotation.clone(), |original, (field, source)| match field.extract(source) {
         Some(part) => merger.merge(&original, &part),
         None => Ok(original),

@@ -47,7 +47,7 @@ pub fn owned_but_absent(manifest: &Value, live: &Value, manager: &str) -> Vec<Fi
 /// The fields `manager` applied server-side, as a document (the live values): the original a
 /// client-side patch needs to delete the ones the manifest dropped when the object returns to
 /// client-side apply. `None` when the manager owns nothing.
-pub fn owned_document(live: &Value, manager: &str, merger: &dyn Merger) -> Result<Option<Value>, String> {
+pub fn owned_document(live: &Value, manager: &str, merger: &dyn Merger) -> applyset_merge::Result<Option<Value>> {
     let entries = managed::entries(live);
     let Some(entry) = apply_entry(&entries, manager) else { return Ok(None) };
     let empty = Value::Object(Default::default());
@@ -70,11 +70,11 @@ mod tests {
     struct JsonMerge;
 
     impl Merger for JsonMerge {
-        fn merge(&self, doc: &Value, patch: &Value) -> Result<Value, String> {
-            applyset_merge::json_merge::merge_patch(doc, patch).map_err(|e| e.to_string())
+        fn merge(&self, doc: &Value, patch: &Value) -> applyset_merge::Result<Value> {
+            applyset_merge::json_merge::merge_patch(doc, patch)
         }
-        fn deletions(&self, original: &Value, modified: &Value) -> Result<Value, String> {
-            applyset_merge::json_merge::create_three_way(original, modified, modified).map_err(|e| e.to_string())
+        fn deletions(&self, original: &Value, modified: &Value) -> applyset_merge::Result<Value> {
+            applyset_merge::json_merge::create_three_way(original, modified, modified)
         }
         fn merges_lists(&self) -> bool {
             false

@@ -30,12 +30,11 @@ fn deployment_schema() -> SchemaRef {
 struct Strategic(SchemaRef);
 
 impl Merger for Strategic {
-    fn merge(&self, doc: &Value, patch: &Value) -> Result<Value, String> {
-        applyset_merge::strategic_merge_patch(doc, patch, self.0.as_ref()).map_err(|e| e.to_string())
+    fn merge(&self, doc: &Value, patch: &Value) -> applyset_merge::Result<Value> {
+        applyset_merge::strategic_merge_patch(doc, patch, self.0.as_ref())
     }
-    fn deletions(&self, original: &Value, modified: &Value) -> Result<Value, String> {
+    fn deletions(&self, original: &Value, modified: &Value) -> applyset_merge::Result<Value> {
         applyset_merge::create_three_way_merge_patch(original, modified, modified, self.0.as_ref(), true)
-            .map_err(|e| e.to_string())
     }
     fn merges_lists(&self) -> bool {
         true
@@ -45,11 +44,11 @@ impl Merger for Strategic {
 struct JsonMerge;
 
 impl Merger for JsonMerge {
-    fn merge(&self, doc: &Value, patch: &Value) -> Result<Value, String> {
-        json_merge::merge_patch(doc, patch).map_err(|e| e.to_string())
+    fn merge(&self, doc: &Value, patch: &Value) -> applyset_merge::Result<Value> {
+        json_merge::merge_patch(doc, patch)
     }
-    fn deletions(&self, original: &Value, modified: &Value) -> Result<Value, String> {
-        json_merge::create_three_way(original, modified, modified).map_err(|e| e.to_string())
+    fn deletions(&self, original: &Value, modified: &Value) -> applyset_merge::Result<Value> {
+        json_merge::create_three_way(original, modified, modified)
     }
     fn merges_lists(&self) -> bool {
         false

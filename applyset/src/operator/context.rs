@@ -133,13 +133,13 @@ impl Context {
 
     /// The codec of hashed Secret annotations, with the controller's key (read, or created,
     /// at the first need; a failure is retried at the next need).
-    pub async fn hashed_secrets(&self) -> Result<Arc<HashedSecrets>, String> {
+    pub async fn hashed_secrets(&self) -> Result<Arc<HashedSecrets>, super::secret_key::HashKeyError> {
         let codec = self
             .hashed_secrets
             .get_or_try_init(|| async {
                 let (namespace, name) = &self.settings.secret_hash_key;
                 let key = super::secret_key::load_or_create(&self.client, namespace, name).await?;
-                HashedSecrets::new(&key).map(Arc::new).map_err(|e| format!("the hash key: {e}"))
+                HashedSecrets::new(&key).map(Arc::new).map_err(super::secret_key::HashKeyError::Codec)
             })
             .await?;
         Ok(codec.clone())

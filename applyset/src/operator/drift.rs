@@ -30,13 +30,13 @@ struct ParsedRule {
 
 impl IgnoreRules {
     /// Fails on a malformed pointer or label selector, naming the rule.
-    pub fn new(rules: &[DriftIgnoreRule]) -> Result<IgnoreRules, String> {
+    pub fn new(rules: &[DriftIgnoreRule]) -> Result<IgnoreRules, IgnoreRuleError> {
         let mut parsed = Vec::with_capacity(rules.len());
         for (index, rule) in rules.iter().enumerate() {
             let pointers = rule
                 .paths
                 .iter()
-                .map(|p| parse_pointer(p).map_err(|e| format!("spec.drift.ignore[{index}].paths: {e}")))
+                .map(|p| parse_pointer(p).map_err(|source| IgnoreRuleError::Path { index, source }))
                 .collect::<Result<Vec<_>, _>>()?;
             let target = rule.target.clone().unwrap_or_default();
             let selector = target
@@ -44,7 +44,7 @@ impl IgnoreRules {
                 .as_deref()
                 .map(Selector::parse)
                 .transpose()
-                .map_err(|e| format!("spec.drift.ignore[{index}].target.labelSelector: {e}"))?;
+                .map_err(|source| IgnoreRuleError::Selector { index, source })?;
             parsed.push(ParsedRule {
                 pointers,
                 managers: rule.managers.clone(),
@@ -130,10 +130,28 @@ impl IgnoreRules {
     }
 }
 
+/// A `spec.drift.ignore` rule that cannot be used (the run is `InvalidSpec`).
+#[derive(Debug, thiserror::Error)]
+pub enum IgnoreRuleError {
+    #[error("spec.drift.ignore[{index}].paths: {source}")]
+    Path { index: usize, source: PointerError },
+    #[error("spec.drift.ignore[{index}].target.labelSelector: {source}")]
+    Selector { index: usize, source: crate::apply::selector::SelectorError },
+}
+
+/// Text that is not an RFC 6901 JSON pointer.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PointerError {
+    #[error("{0:?} is not a JSON pointer (it must start with /)")]
+    NoLeadingSlash(String),
+    #[error("{0:?} is not a JSON pointer (~ must be followed by 0 or 1)")]
+    BadEscape(String),
+}
+
 /// RFC 6901: `/a/b~1c` → `["a", "b/c"]`.
-pub fn parse_pointer(text: &str) -> Result<Vec<String>, String> {
+pub fn parse_pointer(text: &str) -> Result<Vec<String>, PointerError> {
     let Some(rest) = text.strip_prefix('/') else {
-        return Err(format!("{text:?} is not a JSON pointer (it must start with /)"));
+        return Err(PointerError::NoLeadingSlash(text.to_owned()));
     };
     rest.split('/')
         .map(|token| {
@@ -147,7 +165,7 @@ pub fn parse_pointer(text: &str) -> Result<Vec<String>, String> {
                 match chars.next() {
                     Some('0') => out.push('~'),
                     Some('1') => out.push('/'),
-                    _ => return Err(format!("{text:?} is not a JSON pointer (~ must be followed by 0 or 1)")),
+                    _ => return Err(PointerError::BadEscape(text.to_owned())),
                 }
             }
             Ok(out)
@@ -309,14 +327,19 @@ mod tests {
         let error =
             IgnoreRules::new(&[DriftIgnoreRule { paths: vec!["spec".into()], managers: Vec::new(), target: None }])
                 .unwrap_err();
-        assert!(error.starts_with("spec.drift.ignore[0].paths: "), "{error}");
+        assert!(matches!(error, IgnoreRuleError::Path { index: 0, source: PointerError::NoLeadingSlash(_) }));
+        assert_eq!(
+            error.to_string(),
+            r#"spec.drift.ignore[0].paths: "spec" is not a JSON pointer (it must start with /)"#
+        );
         let error = IgnoreRules::new(&[DriftIgnoreRule {
             managers: Vec::new(),
             paths: vec!["/spec".into()],
             target: Some(DriftTarget { label_selector: Some("a in (".into()), ..Default::default() }),
         }])
         .unwrap_err();
-        assert!(error.starts_with("spec.drift.ignore[0].target.labelSelector: "), "{error}");
+        assert!(matches!(error, IgnoreRuleError::Selector { index: 0, .. }), "{error}");
+        assert!(error.to_string().starts_with("spec.drift.ignore[0].target.labelSelector: "), "{error}");
     }
 
     #[test]

@@ -171,21 +171,32 @@ impl HistoryCache {
     }
 }
 
+/// Why an earlier revision could not be read (a warning: its stale fields are not checked).
+#[derive(Debug, thiserror::Error)]
+enum ReadError {
+    #[error("not a revision of a commit")]
+    NotACommit,
+    #[error(transparent)]
+    Git(#[from] crate::source::SourceError),
+    #[error(transparent)]
+    Load(#[from] crate::manifest::LoadError),
+}
+
 /// One earlier revision's objects, loaded as the controller loads manifests.
 async fn read(
     reader: &RevisionReader<'_>,
     cache_key: &CacheKey,
     applyset: &ApplySet,
     applied: &AppliedRevision,
-) -> Result<Vec<LoadedObject>, String> {
+) -> Result<Vec<LoadedObject>, ReadError> {
     let RevisionReader { git, credentials, timeout } = reader;
-    let (_, commit) = crate::source::parse_revision(&applied.revision).ok_or("not a revision of a commit")?;
+    let (_, commit) = crate::source::parse_revision(&applied.revision).ok_or(ReadError::NotACommit)?;
     let spec = crate::source::SourceSpec { path: applied.path.clone(), ..applyset.spec.source.clone() };
     let files: Vec<(PathBuf, Vec<u8>)> =
-        git.read_revision(cache_key, &spec, commit, credentials.clone(), *timeout).await.map_err(|e| e.to_string())?;
+        git.read_revision(cache_key, &spec, commit, credentials.clone(), *timeout).await?;
     let mut objects = Vec::new();
     for (path, bytes) in files {
-        let loaded = crate::manifest::load_bytes(&path, &bytes).map_err(|e| e.to_string())?;
+        let loaded = crate::manifest::load_bytes(&path, &bytes)?;
         objects.extend(loaded);
     }
     Ok(objects)

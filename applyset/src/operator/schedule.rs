@@ -141,8 +141,10 @@ pub struct Intervals {
 impl Intervals {
     /// The spec's durations; `interval` and `retryInterval` must be at least `min_interval`
     /// (the CRD's own floor is lower, so that a controller can be run with a lower one).
-    pub fn of(applyset: &ApplySet, min_interval: Duration) -> Result<Intervals, String> {
-        let field = |name: &str, text: &str| duration::parse(text).map_err(|e| format!("spec.{name}: {e}"));
+    pub fn of(applyset: &ApplySet, min_interval: Duration) -> Result<Intervals, IntervalError> {
+        let field = |field: &'static str, text: &str| {
+            duration::parse(text).map_err(|source| IntervalError::Invalid { field, source })
+        };
         let interval = field("interval", &applyset.spec.interval)?;
         let retry =
             applyset.spec.retry_interval.as_deref().map(|t| field("retryInterval", t)).transpose()?.unwrap_or(interval);
@@ -154,17 +156,26 @@ impl Intervals {
             .transpose()?
             .unwrap_or(Duration::from_secs(120));
         if timeout.is_zero() {
-            return Err("spec.timeout must be greater than zero".into());
+            return Err(IntervalError::ZeroTimeout);
         }
-        for (name, value) in [("interval", interval), ("retryInterval", retry)] {
+        for (field, value) in [("interval", interval), ("retryInterval", retry)] {
             if value < min_interval {
-                return Err(format!(
-                    "spec.{name} {value:?} is shorter than this controller's minimum of {min_interval:?} (--min-interval)"
-                ));
+                return Err(IntervalError::BelowMinimum { field, value, min_interval });
             }
         }
         Ok(Intervals { interval, retry, timeout })
     }
+}
+
+/// An ApplySet's `interval`, `retryInterval` or `timeout` this controller cannot use.
+#[derive(Debug, thiserror::Error)]
+pub enum IntervalError {
+    #[error("spec.{field}: {source}")]
+    Invalid { field: &'static str, source: duration::InvalidDuration },
+    #[error("spec.timeout must be greater than zero")]
+    ZeroTimeout,
+    #[error("spec.{field} {value:?} is shorter than this controller's minimum of {min_interval:?} (--min-interval)")]
+    BelowMinimum { field: &'static str, value: Duration, min_interval: Duration },
 }
 
 /// The next run after a success: the interval plus up to 10% jitter, so that ApplySets created

@@ -18,18 +18,43 @@ const KEY: &str = "key";
 /// The shortest key accepted (HMAC-SHA256's block of security).
 const MIN_KEY_LEN: usize = 32;
 
+/// Why the key of hashed Secret annotations is not available (`place` is `Secret ns/name`).
+#[derive(Debug, thiserror::Error)]
+pub enum HashKeyError {
+    #[error("{place}: {source}")]
+    Unusable { place: String, source: ShortKey },
+    #[error("reading the hash key {place}: {}", error_text(.source))]
+    Read { place: String, source: kube::Error },
+    #[error("making a hash key: {0}")]
+    Random(#[source] openssl::error::ErrorStack),
+    #[error("creating the hash key {place}: {}", error_text(.source))]
+    Create { place: String, source: kube::Error },
+    #[error("the hash key {place} was created and is gone again")]
+    Vanished { place: String },
+    /// OpenSSL refused the key as an HMAC key.
+    #[error("the hash key: {0}")]
+    Codec(#[source] openssl::error::ErrorStack),
+}
+
+/// A key Secret whose key is too short (or missing).
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+#[error("data.{KEY} must hold at least {MIN_KEY_LEN} bytes (it holds {held})")]
+pub struct ShortKey {
+    held: usize,
+}
+
 /// The key in `namespace/name`, created when the Secret does not exist.
-pub async fn load_or_create(client: &Client, namespace: &str, name: &str) -> Result<Vec<u8>, String> {
+pub async fn load_or_create(client: &Client, namespace: &str, name: &str) -> Result<Vec<u8>, HashKeyError> {
     let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
     let place = format!("Secret {namespace}/{name}");
     for _ in 0..2 {
         match api.get_opt(name).await {
-            Ok(Some(secret)) => return key_of(&secret).map_err(|e| format!("{place}: {e}")),
+            Ok(Some(secret)) => return key_of(&secret).map_err(|source| HashKeyError::Unusable { place, source }),
             Ok(None) => {}
-            Err(error) => return Err(format!("reading the hash key {place}: {}", error_text(&error))),
+            Err(source) => return Err(HashKeyError::Read { place, source }),
         }
         let mut key = vec![0u8; MIN_KEY_LEN];
-        openssl::rand::rand_bytes(&mut key).map_err(|e| format!("making a hash key: {e}"))?;
+        openssl::rand::rand_bytes(&mut key).map_err(HashKeyError::Random)?;
         let secret = Secret {
             metadata: ObjectMeta {
                 name: Some(name.to_owned()),
@@ -47,16 +72,16 @@ pub async fn load_or_create(client: &Client, namespace: &str, name: &str) -> Res
             }
             // Another replica created it meanwhile: read theirs.
             Err(error) if is_status(&error, 409) => continue,
-            Err(error) => return Err(format!("creating the hash key {place}: {}", error_text(&error))),
+            Err(source) => return Err(HashKeyError::Create { place, source }),
         }
     }
-    Err(format!("the hash key {place} was created and is gone again"))
+    Err(HashKeyError::Vanished { place })
 }
 
-fn key_of(secret: &Secret) -> Result<Vec<u8>, String> {
+fn key_of(secret: &Secret) -> Result<Vec<u8>, ShortKey> {
     let key = secret.data.as_ref().and_then(|d| d.get(KEY)).map(|k| k.0.clone()).unwrap_or_default();
     if key.len() < MIN_KEY_LEN {
-        return Err(format!("data.{KEY} must hold at least {MIN_KEY_LEN} bytes (it holds {})", key.len()));
+        return Err(ShortKey { held: key.len() });
     }
     Ok(key)
 }
@@ -72,7 +97,8 @@ mod tests {
             ..Secret::default()
         };
         assert_eq!(key_of(&with(&[7; 32])), Ok(vec![7; 32]));
-        assert!(key_of(&with(&[7; 31])).unwrap_err().contains("at least 32 bytes (it holds 31)"));
+        assert_eq!(key_of(&with(&[7; 31])), Err(ShortKey { held: 31 }));
+        assert_eq!(ShortKey { held: 31 }.to_string(), "data.key must hold at least 32 bytes (it holds 31)");
         assert!(key_of(&Secret::default()).is_err());
     }
 }

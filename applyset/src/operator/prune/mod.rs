@@ -230,6 +230,14 @@ async fn namespace_guard(
     Some(inventory::skipped_entry(candidate, skipped::NAMESPACE_NOT_EMPTY, message))
 }
 
+/// A namespace's objects of one resource could not be listed.
+#[derive(Debug, thiserror::Error)]
+#[error("listing {plural}: {}", error_text(.source))]
+struct ListingFailed {
+    plural: String,
+    source: kube::Error,
+}
+
 /// How many unmanaged objects a message names at most.
 const UNMANAGED_SHOWN: usize = 5;
 
@@ -241,7 +249,7 @@ async fn unmanaged_objects(
     index: &ApiIndex,
     namespace: &str,
     members: &[InventoryMember],
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, ListingFailed> {
     let mut found = Vec::new();
     for entry in index.namespaced_listable() {
         let resource = &entry.api_resource;
@@ -255,7 +263,7 @@ async fn unmanaged_objects(
                 Ok(page) => page,
                 // The type went away since discovery was cached (a CRD deleted): no objects of it.
                 Err(e) if is_status(&e, 404) => break,
-                Err(e) => return Err(format!("listing {}: {}", resource.plural, error_text(&e))),
+                Err(source) => return Err(ListingFailed { plural: resource.plural.clone(), source }),
             };
             let kind = GroupKind::of(resource).to_string();
             for meta in page.items.into_iter().map(|item| item.metadata) {

@@ -50,6 +50,12 @@ pub enum Cause {
     Kube(#[from] kube::Error),
     #[error(transparent)]
     Health(#[from] crate::health::cel::CompileError),
+    #[error(transparent)]
+    Intervals(#[from] crate::operator::schedule::IntervalError),
+    #[error(transparent)]
+    IgnoreRule(#[from] crate::operator::drift::IgnoreRuleError),
+    #[error(transparent)]
+    HashKey(#[from] crate::operator::secret_key::HashKeyError),
 }
 
 impl StepError {
@@ -83,6 +89,8 @@ impl Cause {
             Cause::Cluster(_) => "cluster",
             Cause::Kube(_) => "kube",
             Cause::Health(_) => "health",
+            Cause::Intervals(_) | Cause::IgnoreRule(_) => "spec",
+            Cause::HashKey(_) => "secret_key",
         }
     }
 }

@@ -117,8 +117,8 @@ async fn sync(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Action, Reconcil
     }
     let intervals = match Intervals::of(&applyset, ctx.settings.min_interval) {
         Ok(intervals) => intervals,
-        Err(message) => {
-            let failure = StepError::new(Stage::InvalidSpec, message);
+        Err(error) => {
+            let failure = StepError::of(Stage::InvalidSpec, error);
             let finish = Finish { ctx, applyset: &applyset, written: &previous, started };
             return finish.failed(status, failure, None).await;
         }

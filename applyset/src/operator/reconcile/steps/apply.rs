@@ -39,7 +39,7 @@ impl Reconciliation<'_> {
     pub(in crate::operator::reconcile) fn ignore_rules(&self) -> Result<Arc<IgnoreRules>, StepError> {
         IgnoreRules::new(&self.applyset.spec.drift.ignore)
             .map(Arc::new)
-            .map_err(|e| StepError::new(Stage::InvalidSpec, e))
+            .map_err(|e| StepError::of(Stage::InvalidSpec, e))
     }
 
     /// The KEP-3659 run over the ApplySet itself as the parent, its metadata written with the
@@ -161,7 +161,7 @@ impl Reconciliation<'_> {
         if self.ctx.secrets_mode(self.applyset) != SecretsMode::Hashed {
             return Ok((loaded, None));
         }
-        let codec = self.ctx.hashed_secrets().await.map_err(|e| StepError::new(Stage::Apply, e))?;
+        let codec = self.ctx.hashed_secrets().await.map_err(|e| StepError::of(Stage::Apply, e))?;
         for object in &mut loaded {
             last_applied::fold_string_data(&mut object.object);
         }

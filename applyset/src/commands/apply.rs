@@ -6,7 +6,8 @@
 
 use std::process::ExitCode;
 
-use super::flags::validate_flags;
+pub use super::error::CliError;
+use super::flags::{FlagError, validate_flags};
 pub use super::flags::{parse_cascade, parse_dry_run, parse_validate};
 use super::print::{output_format, print_prune, print_report, print_warnings};
 use crate::apply::selector::Selector;
@@ -84,15 +85,15 @@ pub struct LoadFailure {
     pub message: String,
 }
 
-pub fn runtime() -> Result<tokio::runtime::Runtime, String> {
+pub fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
     tokio::runtime::Builder::new_multi_thread()
         .thread_stack_size(crate::DOCUMENT_THREAD_STACK)
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start the async runtime: {e}"))
+        .map_err(CliError::Runtime)
 }
 
-pub async fn connect(args: &ClusterArgs) -> Result<Cluster, String> {
+pub async fn connect(args: &ClusterArgs) -> Result<Cluster, CliError> {
     Cluster::connect(&ConnectOptions {
         kubeconfig: args.kubeconfig.clone(),
         context: args.context.clone(),
@@ -100,27 +101,24 @@ pub async fn connect(args: &ClusterArgs) -> Result<Cluster, String> {
         burst: args.burst,
     })
     .await
-    .map_err(|e| e.to_string())
+    .map_err(CliError::Connect)
 }
 
-fn execute(args: ApplyArgs) -> Result<ExitCode, String> {
+fn execute(args: ApplyArgs) -> Result<ExitCode, CliError> {
     if args.kubectl.record {
         eprintln!("Flag --record has been deprecated, --record will be removed in the future");
     }
     // kubectl's first check, with its usage hint.
     if !args.unexpected.is_empty() {
-        return Err(format!(
-            "Unexpected args: [{}]\nSee 'applyset apply -h' for help and examples",
-            args.unexpected.join(" ")
-        ));
+        return Err(FlagError::UnexpectedArgs(args.unexpected.clone()).into());
     }
     let dry_run = parse_dry_run(&args.dry_run)?;
     let field_validation = parse_validate(&args.input.validate)?;
     validate_flags(&args, dry_run)?;
     let propagation = parse_cascade(&args.kubectl.cascade)?;
     let timeout = crate::duration::parse(&args.kubectl.timeout)
-        .map_err(|e| format!("invalid argument {:?} for \"--timeout\" flag: {e}", args.kubectl.timeout))?;
-    let selector = args.input.selector.as_deref().map(Selector::parse).transpose().map_err(|e| e.to_string())?;
+        .map_err(|source| FlagError::Timeout { value: args.kubectl.timeout.clone(), source })?;
+    let selector = args.input.selector.as_deref().map(Selector::parse).transpose()?;
     let (mut objects, load_failures) = match &args.input.kustomize {
         Some(dir) => {
             let built = runtime()?.block_on(build_kustomization(dir))?;
@@ -137,7 +135,7 @@ fn execute(args: ApplyArgs) -> Result<ExitCode, String> {
     let format = output_format(&args);
     if objects.is_empty() {
         if load_failures.is_empty() {
-            return Err("no objects passed to apply".into());
+            return Err(CliError::NoObjects("apply"));
         }
         // Nothing to apply: only the documents that could not be read to report.
         let nothing = ApplyReport::default();
@@ -168,11 +166,8 @@ fn execute(args: ApplyArgs) -> Result<ExitCode, String> {
     delete_options.propagation = propagation;
     delete_options.grace_period_seconds = u32::try_from(args.kubectl.grace_period).ok();
     delete_options.keep_objects = matches!(format, OutputFormat::Objects(_));
-    let allowlist = if args.prune && args.applyset.is_none() {
-        prune::parse_allowlist(&args.prune_allowlist).map_err(|e| e.to_string())?
-    } else {
-        Vec::new()
-    };
+    let allowlist =
+        if args.prune && args.applyset.is_none() { prune::parse_allowlist(&args.prune_allowlist)? } else { Vec::new() };
     let run = ApplyRun {
         args: &args,
         allowlist: &allowlist,
@@ -190,13 +185,10 @@ fn execute(args: ApplyArgs) -> Result<ExitCode, String> {
 /// `-k DIR`: the kustomization built by the pinned kustomize (`$APPLYSET_KUSTOMIZE`, else
 /// `kustomize` on PATH), with the controller's safety checks; the repository is the git work
 /// tree holding DIR (else the current directory), and nothing may come from outside it.
-async fn build_kustomization(dir: &std::path::Path) -> Result<Vec<LoadedObject>, String> {
-    let dir = dir.canonicalize().map_err(|e| format!("{}: {e}", dir.display()))?;
+async fn build_kustomization(dir: &std::path::Path) -> Result<Vec<LoadedObject>, CliError> {
+    let dir = dir.canonicalize().map_err(|source| CliError::KustomizeDir { dir: dir.to_owned(), source })?;
     if manifest::kustomize::kustomization_file(&dir).is_none() {
-        return Err(format!(
-            "unable to find one of 'kustomization.yaml', 'kustomization.yml' or 'Kustomization' in directory '{}'",
-            dir.display()
-        ));
+        return Err(CliError::NoKustomization(dir));
     }
     let root = dir
         .ancestors()
@@ -210,7 +202,7 @@ async fn build_kustomization(dir: &std::path::Path) -> Result<Vec<LoadedObject>,
         timeout: std::time::Duration::from_secs(120),
         max_output: 64 << 20,
     };
-    kustomize.build(&root, &dir).await.map_err(|e| e.to_string())
+    Ok(kustomize.build(&root, &dir).await?)
 }
 
 /// kubectl's `--record` annotation.
@@ -282,19 +274,23 @@ struct ApplyRun<'a> {
 impl ApplyRun<'_> {
     /// Applies, then (with `--prune`, and only when everything was read and applied) prunes and,
     /// for an ApplySet, records the latest set: one [`Run`] as the controller drives it.
-    async fn apply_and_prune(&self, objects: Vec<LoadedObject>, mut options: ApplyOptions) -> Result<ExitCode, String> {
+    async fn apply_and_prune(
+        &self,
+        objects: Vec<LoadedObject>,
+        mut options: ApplyOptions,
+    ) -> Result<ExitCode, CliError> {
         let ApplyRun { args, allowlist, dry_run, delete_options, format, .. } = *self;
         let cluster = connect(&args.cluster).await?;
         let mut run = start_run(&cluster, args, &mut options, dry_run).await?;
         // kubectl maps --prune-allowlist kinds before applying anything: a bad kind changes nothing.
         if !allowlist.is_empty() {
-            prune::check_allowlist(&cluster, allowlist).await.map_err(|e| e.to_string())?;
+            prune::check_allowlist(&cluster, allowlist).await?;
         }
-        let plan = apply::plan(&cluster, objects, &options).await.map_err(|e| e.to_string())?;
+        let plan = apply::plan(&cluster, objects, &options).await?;
         if let Some(run) = run.as_mut() {
             let begun = run.begin(&plan).await;
             print_warnings(run.take_warnings());
-            begun.map_err(|e| e.to_string())?;
+            begun?;
         }
         let report = apply::execute(&cluster, plan, &options).await;
         if print_report(&report, dry_run, format, &self.load_failures) {
@@ -324,7 +320,7 @@ impl ApplyRun<'_> {
         if let Some(run) = run.as_mut() {
             let finished = run.finish().await;
             print_warnings(run.take_warnings());
-            finished.map_err(|e| e.to_string())?;
+            finished?;
         }
         Ok(self.wait(&cluster, &report).await)
     }
@@ -349,10 +345,9 @@ async fn start_run<'c>(
     args: &ApplyArgs,
     options: &mut ApplyOptions,
     dry_run: DryRun,
-) -> Result<Option<Run<'c>>, String> {
+) -> Result<Option<Run<'c>>, CliError> {
     let Some(reference) = &args.applyset else { return Ok(None) };
-    let mut parent =
-        Parent::prepare(cluster, reference, args.input.namespace.as_deref()).await.map_err(|e| e.to_string())?;
+    let mut parent = Parent::prepare(cluster, reference, args.input.namespace.as_deref()).await?;
     parent.field_validation = Some(match options.field_validation.as_str() {
         "Warn" => FieldValidation::Warn,
         "Ignore" => FieldValidation::Ignore,

@@ -16,7 +16,7 @@ use crate::apply::object::LAST_APPLIED;
 use crate::apply::selector::Selector;
 use crate::apply::{self, ApplyOptions, DryRun, FieldPolicyRef, Verb};
 use crate::cli::DiffArgs;
-use crate::commands::apply::{connect, load_input, parse_validate, runtime};
+use crate::commands::apply::{CliError, connect, load_input, parse_validate, runtime};
 use crate::fields::{Finding, LeftBehind};
 
 pub fn run(args: DiffArgs) -> ExitCode {
@@ -29,15 +29,15 @@ pub fn run(args: DiffArgs) -> ExitCode {
     }
 }
 
-fn execute(args: DiffArgs) -> Result<ExitCode, String> {
+fn execute(args: DiffArgs) -> Result<ExitCode, CliError> {
     let field_validation = parse_validate(&args.input.validate)?;
-    let selector = args.input.selector.as_deref().map(Selector::parse).transpose().map_err(|e| e.to_string())?;
+    let selector = args.input.selector.as_deref().map(Selector::parse).transpose()?;
     let objects = match load_input(&args.input, selector.as_ref()) {
         Ok(objects) => objects,
         Err(_) => return Ok(ExitCode::from(2)),
     };
     if objects.is_empty() {
-        return Err("no objects passed to diff".into());
+        return Err(CliError::NoObjects("diff"));
     }
     let options = ApplyOptions {
         dry_run: DryRun::Client,
@@ -54,7 +54,7 @@ fn execute(args: DiffArgs) -> Result<ExitCode, String> {
     let runtime = runtime()?;
     runtime.block_on(async {
         let cluster = connect(&args.cluster).await?;
-        let report = apply::apply(&cluster, objects, &options).await.map_err(|e| e.to_string())?;
+        let report = apply::apply(&cluster, objects, &options).await?;
         let mut differs = false;
         let mut failed = false;
         for object in &report.objects {

@@ -2,6 +2,7 @@
 
 pub mod apply;
 pub mod diff;
+mod error;
 mod flags;
 pub mod patch;
 mod print;

@@ -27,7 +27,7 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// Waits until every visited object is Current; `Err` with the reason when one fails or the
 /// timeout passes.
-pub async fn until_healthy(cluster: &Cluster, visited: &[Visited], timeout: Duration) -> Result<(), String> {
+pub async fn until_healthy(cluster: &Cluster, visited: &[Visited], timeout: Duration) -> Result<(), WaitError> {
     let targets: Vec<Target> = visited
         .iter()
         .map(|v| Target {
@@ -47,7 +47,8 @@ pub async fn until_healthy(cluster: &Cluster, visited: &[Visited], timeout: Dura
         }
         if let Some(failed) = progress.failed() {
             progress.finish("");
-            return Err(failure(cluster, &progress, &format!("{failed} failed")).await);
+            let unhealthy = unhealthy(cluster, &progress).await;
+            return Err(WaitError::Failed { object: failed.to_string(), unhealthy });
         }
         tokio::select! {
             event = events.next() => match event {
@@ -55,13 +56,13 @@ pub async fn until_healthy(cluster: &Cluster, visited: &[Visited], timeout: Dura
                 Some((index, None)) => progress.set(index, missing()),
                 None => {
                     progress.finish("");
-                    return Err("the watches of the applied objects ended".into());
+                    return Err(WaitError::WatchesEnded);
                 }
             },
             _ = &mut deadline => {
                 progress.finish("");
-                let waited = format!("timed out after {}s waiting for the applied objects to be healthy", timeout.as_secs());
-                return Err(failure(cluster, &progress, &waited).await);
+                let unhealthy = unhealthy(cluster, &progress).await;
+                return Err(WaitError::TimedOut { seconds: timeout.as_secs(), unhealthy });
             }
         }
     }
@@ -71,8 +72,19 @@ fn missing() -> Health {
     Health { status: Status::InProgress, reason: Some("NotFound".into()), message: "not found".into() }
 }
 
-/// The error: what is not healthy and why, with the Pods' reasons.
-async fn failure(cluster: &Cluster, progress: &Progress, what: &str) -> String {
+/// Why `--wait` ended without every object healthy.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WaitError {
+    #[error("{object} failed: {unhealthy}")]
+    Failed { object: String, unhealthy: String },
+    #[error("timed out after {seconds}s waiting for the applied objects to be healthy: {unhealthy}")]
+    TimedOut { seconds: u64, unhealthy: String },
+    #[error("the watches of the applied objects ended")]
+    WatchesEnded,
+}
+
+/// What is not healthy and why, with the Pods' reasons.
+async fn unhealthy(cluster: &Cluster, progress: &Progress) -> String {
     let judged = progress.judged();
     let unhealthy: Vec<String> = judged
         .iter()
@@ -80,7 +92,7 @@ async fn failure(cluster: &Cluster, progress: &Progress, what: &str) -> String {
         .map(|j| format!("{}: {} ({})", j.target.display(), j.health.message, j.health.status))
         .collect();
     let pods = pod_reasons(cluster, &judged).await;
-    let mut message = format!("{what}: {}", unhealthy.join("; "));
+    let mut message = unhealthy.join("; ");
     for pod in pods {
         message.push_str(&format!("; {pod}"));
     }

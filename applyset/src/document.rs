@@ -5,47 +5,56 @@ use std::path::{Path, PathBuf};
 
 use applyset_merge::Value;
 
-/// A file that could not be turned into one document.
+/// A file that could not be turned into one document (every message starts with the path).
 #[derive(Debug, thiserror::Error)]
-pub struct DocumentError {
-    pub path: PathBuf,
-    pub problem: String,
+pub enum DocumentError {
+    #[error("{}: cannot read: {source}", path.display())]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("{}: {source}", path.display())]
+    Syntax { path: PathBuf, source: SyntaxError },
+    #[error("{}: expected an object, found {found}", path.display())]
+    NotAnObject { path: PathBuf, found: &'static str },
+    #[error("{}: expected one document, found {count}", path.display())]
+    SeveralDocuments { path: PathBuf, count: usize },
 }
 
-impl fmt::Display for DocumentError {
+/// A JSON or YAML stream that cannot be read: which document, where, and why.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub struct SyntaxError(pub Box<crate::manifest::DocumentError>);
+
+impl fmt::Display for SyntaxError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.path.display(), self.problem)
+        let e = &self.0;
+        write!(f, "document {}: ", e.document)?;
+        if let (Some(line), Some(column)) = (e.line, e.column) {
+            write!(f, "line {line} column {column}: ")?;
+        }
+        f.write_str(&e.message)
     }
 }
 
 /// Reads a file holding a single JSON or YAML object. An empty file (or one holding only
 /// comments or `null`) is the empty object, as kubectl treats a missing configuration.
 pub fn read_object(path: &Path) -> Result<Value, DocumentError> {
-    let fail = |problem: String| DocumentError { path: path.to_owned(), problem };
-    let bytes = std::fs::read(path).map_err(|e| fail(format!("cannot read: {e}")))?;
+    let path_buf = || path.to_owned();
+    let bytes = std::fs::read(path).map_err(|source| DocumentError::Read { path: path_buf(), source })?;
     let text = crate::manifest::decode_text(&bytes);
-    let mut documents = parse_documents(&text).map_err(fail)?;
+    let mut documents = parse_documents(&text).map_err(|source| DocumentError::Syntax { path: path_buf(), source })?;
     match documents.len() {
         0 => Ok(Value::Object(Default::default())),
         1 => match documents.remove(0) {
             object @ Value::Object(_) => Ok(object),
-            other => Err(fail(format!("expected an object, found {}", describe(&other)))),
+            other => Err(DocumentError::NotAnObject { path: path_buf(), found: describe(&other) }),
         },
-        n => Err(fail(format!("expected one document, found {n}"))),
+        count => Err(DocumentError::SeveralDocuments { path: path_buf(), count }),
     }
 }
 
 /// Parses a JSON or YAML stream into its non-empty documents, with the manifest loader's
 /// rules (kubectl's: JSON when the text starts with `{`, else YAML with YAML 1.1 scalars), so
 /// `applyset patch` reads a file exactly as `applyset apply` and kubectl do.
-pub fn parse_documents(text: &str) -> Result<Vec<Value>, String> {
-    let documents = crate::manifest::parse_stream(text).map_err(|e| {
-        let mut at = format!("document {}: ", e.document);
-        if let (Some(line), Some(column)) = (e.line, e.column) {
-            at.push_str(&format!("line {line} column {column}: "));
-        }
-        format!("{at}{}", e.message)
-    })?;
+pub fn parse_documents(text: &str) -> Result<Vec<Value>, SyntaxError> {
+    let documents = crate::manifest::parse_stream(text).map_err(|e| SyntaxError(Box::new(e)))?;
     Ok(documents.into_iter().map(|d| d.value).collect())
 }
 
@@ -86,6 +95,8 @@ mod tests {
     #[test]
     fn yaml_error_names_the_document_and_position() {
         let err = parse_documents("a: 1\n---\nb: [unclosed\n").unwrap_err();
+        assert_eq!(err.0.document, 2);
+        let err = err.to_string();
         assert!(err.starts_with("document 2:"), "{err}");
         assert!(err.contains("line"), "{err}");
     }

@@ -149,9 +149,18 @@ pub(crate) fn read_manifest_files(
     Ok(())
 }
 
+/// Why `source.path` is refused before the disk is touched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum UnsafePath {
+    #[error("it contains `..`")]
+    Parent,
+    #[error("it is absolute")]
+    Absolute,
+}
+
 /// `source.path` as given, normalised to relative components. `..` and
 /// absolute paths are rejected here, before touching the disk.
-pub(crate) fn normalise_path(path: Option<&str>) -> Result<PathBuf, String> {
+pub(crate) fn normalise_path(path: Option<&str>) -> Result<PathBuf, UnsafePath> {
     let Some(path) = path else {
         return Ok(PathBuf::new());
     };
@@ -161,8 +170,8 @@ pub(crate) fn normalise_path(path: Option<&str>) -> Result<PathBuf, String> {
         match c {
             Component::CurDir => {}
             Component::Normal(n) => out.push(n),
-            Component::ParentDir => return Err("it contains `..`".to_string()),
-            Component::RootDir | Component::Prefix(_) => return Err("it is absolute".to_string()),
+            Component::ParentDir => return Err(UnsafePath::Parent),
+            Component::RootDir | Component::Prefix(_) => return Err(UnsafePath::Absolute),
         }
     }
     Ok(out)
@@ -188,7 +197,7 @@ pub(crate) fn resolve_dir(root: &Path, rel: &Path) -> Result<PathBuf, PathError>
         prefix.push(c);
         match fs::symlink_metadata(&prefix) {
             Ok(_) => {
-                let real = canonical_or_nearest(&prefix).map_err(PathError::Io)?;
+                let real = canonical_or_nearest(&prefix);
                 if !real.starts_with(&root) {
                     return Err(PathError::Escapes(format!(
                         "{} resolves outside the repository",
@@ -224,7 +233,7 @@ fn check_symlinks_under(root: &Path, dir: &Path) -> Result<(), PathError> {
             let ft = entry.file_type().map_err(|e| PathError::Io(e.to_string()))?;
             let p = entry.path();
             if ft.is_symlink() {
-                let real = canonical_or_nearest(&p).map_err(PathError::Io)?;
+                let real = canonical_or_nearest(&p);
                 if !real.starts_with(root) {
                     return Err(PathError::Escapes(format!(
                         "symlink {} points outside the repository",
@@ -242,9 +251,9 @@ fn check_symlinks_under(root: &Path, dir: &Path) -> Result<(), PathError> {
 /// `canonicalize(p)`, or for a dangling symlink chain: the canonical form of
 /// the nearest existing ancestor of the lexical target, with the rest
 /// appended lexically.
-fn canonical_or_nearest(p: &Path) -> Result<PathBuf, String> {
+fn canonical_or_nearest(p: &Path) -> PathBuf {
     if let Ok(c) = p.canonicalize() {
-        return Ok(c);
+        return c;
     }
     // Follow the link by hand (bounded), lexically.
     let mut current = p.to_path_buf();
@@ -266,14 +275,14 @@ fn canonical_or_nearest(p: &Path) -> Result<PathBuf, String> {
             for t in tail.iter().rev() {
                 out.push(t);
             }
-            return Ok(out);
+            return out;
         }
         match (probe.file_name().map(|n| n.to_os_string()), probe.parent()) {
             (Some(name), Some(parent)) => {
                 tail.push(name);
                 probe = parent.to_path_buf();
             }
-            _ => return Ok(current),
+            _ => return current,
         }
     }
 }

@@ -36,8 +36,21 @@ pub(crate) enum HostKeyCheck {
     Rejected(String),
 }
 
+/// A `known_hosts` entry of the source Secret that cannot be read (never quoting key material).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum KnownHostsError {
+    #[error("known_hosts line {line}: unknown marker {marker}")]
+    Marker { line: usize, marker: String },
+    #[error("known_hosts line {line}: expected `hosts keytype key`")]
+    Fields { line: usize },
+    #[error("known_hosts line {line}: key is not base64")]
+    Base64 { line: usize },
+    #[error("known_hosts has no host keys")]
+    Empty,
+}
+
 impl KnownHosts {
-    pub(crate) fn parse(text: &str) -> Result<KnownHosts, String> {
+    pub(crate) fn parse(text: &str) -> Result<KnownHosts, KnownHostsError> {
         let mut entries = Vec::new();
         for (n, line) in text.lines().enumerate() {
             let line = line.trim();
@@ -52,20 +65,19 @@ impl KnownHosts {
                     "@revoked" => revoked = true,
                     "@cert-authority" => continue,
                     other => {
-                        return Err(format!("known_hosts line {}: unknown marker {other}", n + 1));
+                        return Err(KnownHostsError::Marker { line: n + 1, marker: other.to_owned() });
                     }
                 }
                 first = fields.next().unwrap_or_default();
             }
             let (Some(key_type), Some(key_b64)) = (fields.next(), fields.next()) else {
-                return Err(format!("known_hosts line {}: expected `hosts keytype key`", n + 1));
+                return Err(KnownHostsError::Fields { line: n + 1 });
             };
-            let key =
-                base64::decode_block(key_b64).map_err(|_| format!("known_hosts line {}: key is not base64", n + 1))?;
+            let key = base64::decode_block(key_b64).map_err(|_| KnownHostsError::Base64 { line: n + 1 })?;
             entries.push(Entry { revoked, patterns: first.to_string(), key_type: key_type.to_string(), key });
         }
         if entries.is_empty() {
-            return Err("known_hosts has no host keys".to_string());
+            return Err(KnownHostsError::Empty);
         }
         Ok(KnownHosts { entries })
     }

@@ -12,6 +12,28 @@ use openssl::x509::store::X509StoreBuilder;
 use openssl::x509::verify::X509VerifyParam;
 use openssl::x509::{X509, X509StoreContext};
 
+/// A `ca.crt` that holds no usable certificate.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CaError {
+    #[error("ca.crt is not PEM certificates: {0}")]
+    NotPem(#[source] openssl::error::ErrorStack),
+    #[error("ca.crt holds no certificate")]
+    Empty,
+}
+
+/// Why a server certificate is not trusted.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum VerifyError {
+    #[error("server certificate unreadable: {0}")]
+    Unreadable(#[source] openssl::error::ErrorStack),
+    /// It does not chain to the bundle or does not name the host (OpenSSL's reason).
+    #[error("{0}")]
+    Untrusted(String),
+    /// OpenSSL failed to set up the check.
+    #[error(transparent)]
+    OpenSsl(#[from] openssl::error::ErrorStack),
+}
+
 /// Trusted CAs from a Secret's `ca.crt`.
 #[derive(Clone)]
 pub(crate) struct CaBundle {
@@ -19,10 +41,10 @@ pub(crate) struct CaBundle {
 }
 
 impl CaBundle {
-    pub(crate) fn parse(pem: &[u8]) -> Result<CaBundle, String> {
-        let certs = X509::stack_from_pem(pem).map_err(|e| format!("ca.crt is not PEM certificates: {e}"))?;
+    pub(crate) fn parse(pem: &[u8]) -> Result<CaBundle, CaError> {
+        let certs = X509::stack_from_pem(pem).map_err(CaError::NotPem)?;
         if certs.is_empty() {
-            return Err("ca.crt holds no certificate".to_string());
+            return Err(CaError::Empty);
         }
         Ok(CaBundle { certs })
     }
@@ -35,27 +57,26 @@ impl CaBundle {
 
     /// Whether the DER leaf certificate `leaf` presented by `host` chains to
     /// one of our CAs and names `host`.
-    pub(crate) fn verifies(&self, leaf: &[u8], host: &str) -> Result<(), String> {
-        let leaf = X509::from_der(leaf).map_err(|e| format!("server certificate unreadable: {e}"))?;
-        let mut store = X509StoreBuilder::new().map_err(|e| e.to_string())?;
+    pub(crate) fn verifies(&self, leaf: &[u8], host: &str) -> Result<(), VerifyError> {
+        let leaf = X509::from_der(leaf).map_err(VerifyError::Unreadable)?;
+        let mut store = X509StoreBuilder::new()?;
         for c in &self.certs {
-            store.add_cert(c.clone()).map_err(|e| e.to_string())?;
+            store.add_cert(c.clone())?;
         }
-        let mut param = X509VerifyParam::new().map_err(|e| e.to_string())?;
+        let mut param = X509VerifyParam::new()?;
         let host = host.trim_start_matches('[').trim_end_matches(']');
         match host.parse::<std::net::IpAddr>() {
-            Ok(ip) => param.set_ip(ip).map_err(|e| e.to_string())?,
-            Err(_) => param.set_host(host).map_err(|e| e.to_string())?,
+            Ok(ip) => param.set_ip(ip)?,
+            Err(_) => param.set_host(host)?,
         }
-        store.set_param(&param).map_err(|e| e.to_string())?;
+        store.set_param(&param)?;
         let store = store.build();
-        let chain = Stack::new().map_err(|e| e.to_string())?;
-        let mut ctx = X509StoreContext::new().map_err(|e| e.to_string())?;
+        let chain = Stack::new()?;
+        let mut ctx = X509StoreContext::new()?;
         ctx.init(&store, &leaf, &chain, |c| {
             let ok = c.verify_cert()?;
-            Ok(if ok { Ok(()) } else { Err(c.error().error_string().to_string()) })
-        })
-        .map_err(|e| e.to_string())?
+            Ok(if ok { Ok(()) } else { Err(VerifyError::Untrusted(c.error().error_string().to_string())) })
+        })?
     }
 }
 

@@ -94,11 +94,11 @@ impl Job {
         let path = checkout::normalise_path(spec.path.as_deref()).map_err(|why| SourceError::PathEscapes {
             ctx: ctx.clone(),
             path: path_display.clone(),
-            cause: why,
+            cause: why.to_string(),
         })?;
         let invalid = |m: String| SourceError::new(ErrorCategory::InvalidSpec, &ctx, m);
         let known_hosts = match (url.transport(), creds.as_ref().and_then(|c| c.known_hosts.as_deref())) {
-            (Transport::Ssh, Some(text)) => Some(KnownHosts::parse(text).map_err(invalid)?),
+            (Transport::Ssh, Some(text)) => Some(KnownHosts::parse(text).map_err(|e| invalid(e.to_string()))?),
             (Transport::Ssh, None) => {
                 return Err(invalid(
                     "ssh sources need a secret with known_hosts (the host key is always verified)".to_string(),
@@ -107,11 +107,11 @@ impl Job {
             _ => None,
         };
         let ca = match creds.as_ref().and_then(|c| c.ca_cert.as_deref()) {
-            Some(pem) => Some(CaBundle::parse(pem).map_err(invalid)?),
+            Some(pem) => Some(CaBundle::parse(pem).map_err(|e| invalid(e.to_string()))?),
             None => None,
         };
         if let Some(c) = &creds {
-            check_credentials(url.transport(), c).map_err(invalid)?;
+            check_credentials(url.transport(), c).map_err(|e| invalid(e.to_string()))?;
         }
         Ok(Job {
             ctx,
@@ -197,16 +197,25 @@ impl Job {
     }
 }
 
+/// A secret that cannot serve the URL's transport.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+enum CredentialsUnusable {
+    #[error("ssh sources need a secret with identity (the private key)")]
+    NoIdentity,
+    #[error("bearerToken must be printable ASCII without spaces")]
+    BearerToken,
+}
+
 /// What the transport needs from the secret: an ssh key for ssh; a bearer token that can go in
 /// a header.
-fn check_credentials(transport: Transport, creds: &Credentials) -> Result<(), String> {
+fn check_credentials(transport: Transport, creds: &Credentials) -> Result<(), CredentialsUnusable> {
     if transport == Transport::Ssh && creds.identity.is_none() {
-        return Err("ssh sources need a secret with identity (the private key)".to_string());
+        return Err(CredentialsUnusable::NoIdentity);
     }
     if let Some(token) = &creds.bearer_token {
         let ok = token.expose_str().is_some_and(|t| !t.is_empty() && t.bytes().all(|b| b.is_ascii_graphic()));
         if !ok {
-            return Err("bearerToken must be printable ASCII without spaces".to_string());
+            return Err(CredentialsUnusable::BearerToken);
         }
     }
     Ok(())

@@ -30,226 +30,26 @@ mod git;
 mod operator;
 mod support;
 
-use std::future::Future;
+#[path = "chart_rbac/checks.rs"]
+mod checks;
+#[path = "chart_rbac/rendered_chart.rs"]
+mod rendered_chart;
+
 use std::time::{Duration, Instant};
 
-use anyhow::{Context as _, Result, bail, ensure};
+use anyhow::{Context as _, Result, ensure};
+use checks::{can_i, denial, event_reasons, plain, ready_of, step, wait_can, wait_deleted, wait_handled};
 use operator::{
-    ControllerFixture, ControllerOptions, ControllerProcess, condition, config_map, config_map_value, create_applyset,
-    failed_with, get_applyset, is_ready, ready_at, request_reconcile, revision, wait_for_applyset,
+    ControllerFixture, ControllerOptions, condition, config_map, config_map_value, create_applyset, failed_with,
+    get_applyset, is_ready, ready_at, request_reconcile, revision, wait_for_applyset,
 };
+use rendered_chart::{manifest, name_of, render};
 use serde_json::{Value, json};
 use support::{TestNamespace, kubectl_cluster, lease_holder, random_suffix, read_lease, run};
 
 /// How long each expected state is waited for.
 const T: Duration = Duration::from_secs(60);
 const CHART: &str = "deploy/helm/applyset";
-const LOCKDOWN_VALUES: &str = "deploy/helm/applyset/ci/lockdown-values.yaml";
-const RBAC_KINDS: [&str; 5] = ["ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"];
-/// `reportingController` of the controller's Events.
-const REPORTER: &str = "applyset-controller";
-
-/// The chart, rendered: what is applied, and what the Deployment would run.
-struct Chart {
-    /// The ServiceAccount and RBAC objects.
-    rbac: Vec<Value>,
-    /// The container's arguments after `controller`.
-    args: Vec<String>,
-    /// The container's environment, `fieldRef`s resolved as the kubelet would for the pod.
-    env: Vec<(String, String)>,
-    service_account: String,
-}
-
-impl Chart {
-    fn env(&self, name: &str) -> Option<&str> {
-        self.env.iter().find(|(key, _)| key == name).map(|(_, value)| value.as_str())
-    }
-
-    fn role(&self, name: &str) -> Result<&Value> {
-        self.rbac
-            .iter()
-            .find(|o| o["kind"] == "Role" && o["metadata"]["name"] == name)
-            .with_context(|| format!("no Role {name} rendered"))
-    }
-}
-
-fn name_of(object: &Value) -> String {
-    let namespace = object["metadata"]["namespace"].as_str().unwrap_or("(cluster)");
-    let (kind, name) =
-        (object["kind"].as_str().unwrap_or_default(), object["metadata"]["name"].as_str().unwrap_or_default());
-    format!("{kind} {namespace}/{name}")
-}
-
-/// `helm template` of the chart with the lockdown values, release `release` in `release_ns`,
-/// watching `tenant`; the pod is named `pod_name`.
-fn render(release: &str, release_ns: &str, tenant: &str, pod_name: &str) -> Result<Chart> {
-    let helm_home = support::scratch_dir("chart_rbac", &format!("helm-{release}"));
-    let mut command = std::process::Command::new(support::helm_path()?);
-    command
-        .current_dir(support::repo_root())
-        .env("HELM_CACHE_HOME", helm_home.join("cache"))
-        .env("HELM_CONFIG_HOME", helm_home.join("config"))
-        .env("HELM_DATA_HOME", helm_home.join("data"))
-        .args(["template", release, CHART, "--namespace", release_ns, "--values", LOCKDOWN_VALUES])
-        .args(["--set", &format!("watchNamespace={tenant}"), "--set", "metrics.serviceMonitor.enabled=false"]);
-    let rendered = run(&mut command, None)?.success_stdout()?;
-    let mut documents = Vec::new();
-    for document in serde_yaml_ng::Deserializer::from_str(&rendered) {
-        let value: Value = serde::Deserialize::deserialize(document).context("helm's output is not YAML")?;
-        if !value.is_null() {
-            documents.push(value);
-        }
-    }
-    let (rbac, others): (Vec<Value>, Vec<Value>) =
-        documents.into_iter().partition(|d| RBAC_KINDS.iter().any(|kind| d["kind"] == *kind));
-    for object in &rbac {
-        eprintln!("apply  {}", name_of(object));
-    }
-    for object in &others {
-        eprintln!("skip   {}", name_of(object));
-    }
-
-    let deployments: Vec<&Value> = others.iter().filter(|d| d["kind"] == "Deployment").collect();
-    ensure!(deployments.len() == 1, "{} Deployments rendered", deployments.len());
-    let pod = &deployments[0]["spec"]["template"]["spec"];
-    let container = &pod["containers"][0];
-    let args: Vec<String> = container["args"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|a| a.as_str().map(str::to_owned).context("a non-string argument"))
-        .collect::<Result<_>>()?;
-    ensure!(args.first().map(String::as_str) == Some("controller"), "args {args:?}");
-    let mut env = Vec::new();
-    for variable in container["env"].as_array().into_iter().flatten() {
-        let name = variable["name"].as_str().context("an env variable without a name")?.to_owned();
-        let value = match &variable["value"] {
-            Value::String(value) => value.clone(),
-            Value::Null => match variable["valueFrom"]["fieldRef"]["fieldPath"].as_str() {
-                Some("metadata.name") => pod_name.to_owned(),
-                Some("metadata.namespace") => release_ns.to_owned(),
-                other => bail!("{name}: unexpected valueFrom {other:?}"),
-            },
-            other => other.to_string(),
-        };
-        ensure!(!value.contains('\n'), "{name}={value:?}");
-        env.push((name, value));
-    }
-    let service_account = pod["serviceAccountName"].as_str().context("no serviceAccountName")?.to_owned();
-    Ok(Chart { rbac, args: args[1..].to_vec(), env, service_account })
-}
-
-/// `object` as YAML for `kubectl apply -f -` (JSON is YAML), several as a v1 List.
-fn manifest(objects: &[&Value]) -> String {
-    json!({ "apiVersion": "v1", "kind": "List", "items": objects }).to_string()
-}
-
-/// `kubectl auth can-i ARGS -n NAMESPACE --as=USER`: `yes` or `no`.
-fn can_i(namespace: &TestNamespace, user: &str, args: &[&str]) -> Result<String> {
-    let mut command = namespace.kubectl()?;
-    command.args(["auth", "can-i"]).args(args).arg(format!("--as={user}"));
-    Ok(run(&mut command, None)?.stdout.trim().to_owned())
-}
-
-/// Waits (RBAC changes take a moment) until `can_i` answers `expect`.
-async fn wait_can(expect: &str, namespace: &TestNamespace, user: &str, args: &[&str]) -> Result<()> {
-    for _ in 0..50 {
-        if can_i(namespace, user, args)? == expect {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    let answer = can_i(namespace, user, args)?;
-    eprintln!("can-i {} -n {} as {user} → {answer}", args.join(" "), namespace.name);
-    ensure!(answer == expect, "can-i {} -n {} as {user}: {answer}, expected {expect}", args.join(" "), namespace.name);
-    Ok(())
-}
-
-/// The text without terminal colour sequences.
-fn plain(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' && chars.peek() == Some(&'[') {
-            chars.next();
-            for c in chars.by_ref() {
-                if !(c.is_ascii_digit() || c == ';') {
-                    break;
-                }
-            }
-            continue;
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// The first denial of `user` naming the right: what `grep -Eo "USER[^a-z]* cannot VERB resource
-/// [^a-z]*RESOURCE[^a-z/]"` finds in `text`.
-fn denial(text: &str, user: &str, verb: &str, resource: &str) -> Option<String> {
-    let not_lower = |c: char| !c.is_ascii_lowercase();
-    let skip_not_lower = |s: &str| s.find(|c: char| !not_lower(c) || c == '\n').unwrap_or(s.len());
-    for (start, _) in text.match_indices(user) {
-        let after_user = &text[start + user.len()..];
-        let gap = skip_not_lower(after_user);
-        if gap == 0 || !after_user[..gap].ends_with(' ') {
-            continue;
-        }
-        let Some(rest) = after_user[gap..].strip_prefix(&format!("cannot {verb} resource ")) else { continue };
-        let gap = skip_not_lower(rest);
-        let Some(after) = rest[gap..].strip_prefix(resource) else { continue };
-        if let Some(next) = after.chars().next().filter(|&c| not_lower(c) && c != '/' && c != '\n') {
-            let end = text.len() - after.len() + next.len_utf8();
-            return Some(text[start..end].to_owned());
-        }
-    }
-    None
-}
-
-/// Runs one step, saying how long it took; its error names it.
-async fn step<T>(name: &str, work: impl Future<Output = Result<T>>) -> Result<T> {
-    let started = Instant::now();
-    let result = work.await.with_context(|| format!("step failed: {name}"));
-    let outcome = if result.is_ok() { "PASS" } else { "FAIL" };
-    eprintln!("{outcome} {name} ({:.1}s)", started.elapsed().as_secs_f64());
-    result
-}
-
-/// Reasons of the Events the controller recorded on ApplySet `name`.
-async fn event_reasons(ns: &TestNamespace, name: &str) -> Result<Vec<String>> {
-    let events = operator::events_on(ns, name).await?;
-    Ok(events
-        .into_iter()
-        .filter(|e| e.reporting_controller.as_deref() == Some(REPORTER))
-        .filter_map(|e| e.reason)
-        .collect())
-}
-
-/// Ready's `status/reason`, empty without one.
-fn ready_of(applyset: &applyset::operator::api::ApplySet) -> String {
-    condition(applyset, "Ready").map(|(status, reason, _)| format!("{status}/{reason}")).unwrap_or_default()
-}
-
-/// Waits until ConfigMap `name` is gone.
-async fn wait_deleted(ns: &TestNamespace, name: &str) -> Result<()> {
-    support::eventually(&format!("configmap/{name} to be deleted"), T, || async {
-        Ok(config_map_value(ns, name)?.is_none().then_some(()))
-    })
-    .await
-}
-
-/// Waits until the controller has handled the reconcile request `requested`.
-async fn wait_handled(
-    ns: &TestNamespace,
-    name: &str,
-    controller: &ControllerProcess,
-    requested: &str,
-) -> Result<applyset::operator::api::ApplySet> {
-    wait_for_applyset(ns, name, controller, "the reconcile request handled", T, |a| {
-        a.status.as_ref().and_then(|s| s.last_handled_reconcile_at.as_deref()) == Some(requested)
-    })
-    .await
-}
 
 /// One rule of the chart's Roles: the rule on `resource` of Role `role` (in `role_ns`) grants
 /// `can` (`kubectl auth can-i` arguments) with `verb`.

@@ -1,16 +1,20 @@
-//! The git source: resolves `spec.source` of an ApplySet to a commit, keeps a
-//! per-ApplySet cache, and hands the reconciler a directory of manifests.
+//! The git source: resolves `spec.source` of an ApplySet to a commit, keeps one
+//! repository per shared source (URL, ref and credentials' content) and one checkout per
+//! ApplySet, and hands the reconciler a directory of manifests.
 //!
 //! This is the only module that touches `git2`.
 //!
 //! # How a sync works
 //!
 //! 1. Validate the spec (URL, ref, path, credentials) — [`ErrorCategory::InvalidSpec`].
-//! 2. Take the per-key lock (syncs of one ApplySet never overlap; a sync
-//!    abandoned by a timeout keeps the lock until its blocking thread ends).
-//! 3. On a blocking thread: open (or create) the bare cache repository
-//!    `<cache_root>/<key>/repo`, connect to the remote and list its refs
-//!    (`git ls-remote`), resolve the ref to a commit. A pinned `commit`
+//! 2. Take the ApplySet's lock, then its source's (syncs of one ApplySet, and fetches
+//!    into one repository, never overlap; a sync abandoned by a timeout keeps the locks
+//!    until its blocking thread ends).
+//! 3. On a blocking thread: open (or create) the source's bare repository
+//!    `<cache_root>/sources/<source id>`; reuse the source's last listing of
+//!    the remote when it is recent enough ([`SyncOptions::listed_since`]), else
+//!    connect to the remote and list its refs (`git ls-remote`), resolve the
+//!    ref to a commit. A pinned `commit`
 //!    (without `branch`) that is already cached needs no connection at all.
 //!    For http(s), the ref listing is first requested here to see
 //!    redirects: one to the same scheme, host and port is followed, any
@@ -25,7 +29,7 @@
 //!    ([`Artifact::change`]). [`GitSource::stats`] counts connections and
 //!    fetches.
 //! 5. Materialise the commit's tree straight from the object database into
-//!    `<cache_root>/<key>/checkouts/<sha>` (written to a temporary name and
+//!    `<cache_root>/<key>/checkouts/<sha>` (the ApplySet's own) (written to a temporary name and
 //!    renamed, so a directory that exists is complete); older checkouts of
 //!    the key are removed. The checkout is reused while the commit does not
 //!    change.
@@ -127,9 +131,23 @@ pub struct Artifact {
     /// [`GitSource::sync_since`]; `None` without one, or when the commit is
     /// the same.
     pub change: Option<RevisionChange>,
+    /// The shared source this came from (URL, ref and credentials' content, hashed): every
+    /// ApplySet with the same id shares its repository and its listing of the remote.
+    pub source_id: String,
+    /// This sync listed the remote and found another commit than the source's last listing:
+    /// the other ApplySets that follow the source have a new revision to apply.
+    pub moved: bool,
 }
 
-/// The revision moved: from what, and how.
+/// How a sync may use what the source's other followers did.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SyncOptions<'a> {
+    /// The revision applied before (see [`GitSource::sync_since`]).
+    pub previous: Option<&'a str>,
+    /// A listing of the remote made at or after this time (by any ApplySet of the same
+    /// source) is reused instead of connecting; `None` always connects.
+    pub listed_since: Option<std::time::SystemTime>,
+}
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RevisionChange {
     /// The previous revision, as given (`main@sha1:…`).
@@ -209,7 +227,12 @@ pub struct GitSource {
     cache_root: PathBuf,
     limits: Limits,
     counters: Arc<Counters>,
-    locks: Mutex<HashMap<CacheKey, Arc<tokio::sync::Mutex<()>>>>,
+    /// One lock per ApplySet (its checkouts) and one per shared source (its repository).
+    locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// The last listing of each shared source's remote.
+    listings: Arc<git::Listings>,
+    /// The ApplySets that synced each shared source.
+    followers: Mutex<HashMap<String, std::collections::BTreeSet<CacheKey>>>,
 }
 
 impl std::fmt::Debug for GitSource {
@@ -233,6 +256,8 @@ impl GitSource {
             limits: Limits::default(),
             counters: Arc::default(),
             locks: Mutex::default(),
+            listings: Arc::default(),
+            followers: Mutex::default(),
         }
     }
 
@@ -263,9 +288,40 @@ impl GitSource {
         self.cache_root.join(key.dir_name())
     }
 
-    fn lock_for(&self, key: &CacheKey) -> Arc<tokio::sync::Mutex<()>> {
+    fn lock_for(&self, name: String) -> Arc<tokio::sync::Mutex<()>> {
         let mut locks = self.locks.lock().unwrap_or_else(|p| p.into_inner());
-        locks.entry(key.clone()).or_default().clone()
+        locks.entry(name).or_default().clone()
+    }
+
+    /// The locks a job takes, in this order: the ApplySet's, then its source's.
+    fn locks_of(&self, key: &CacheKey, job: &git::Job) -> [Arc<tokio::sync::Mutex<()>>; 2] {
+        [self.lock_for(format!("set/{}", key.dir_name())), self.lock_for(format!("source/{}", job.source_id()))]
+    }
+
+    /// The shared repository of a source.
+    fn source_repo(&self, job: &git::Job) -> PathBuf {
+        self.repository_dir(&job.source_id())
+    }
+
+    /// The bare repository shared by every ApplySet of a source ([`Artifact::source_id`]).
+    pub fn repository_dir(&self, source_id: &str) -> PathBuf {
+        self.cache_root.join("sources").join(source_id)
+    }
+
+    /// The ApplySets (other than `key`) that synced the same source as `key` last did.
+    pub fn fellow_followers(&self, source_id: &str, key: &CacheKey) -> Vec<CacheKey> {
+        let followers = self.followers.lock().unwrap_or_else(|p| p.into_inner());
+        followers.get(source_id).map(|keys| keys.iter().filter(|k| *k != key).cloned().collect()).unwrap_or_default()
+    }
+
+    /// `key` follows `source_id` now (and no other source).
+    fn follows(&self, key: &CacheKey, source_id: &str) {
+        let mut followers = self.followers.lock().unwrap_or_else(|p| p.into_inner());
+        for keys in followers.values_mut() {
+            keys.remove(key);
+        }
+        followers.retain(|_, keys| !keys.is_empty());
+        followers.entry(source_id.to_owned()).or_default().insert(key.clone());
     }
 
     /// Resolve `spec` to a commit, fetch it if it is not cached, check it out
@@ -293,9 +349,30 @@ impl GitSource {
         timeout: Duration,
         previous: Option<&str>,
     ) -> Result<Artifact, SourceError> {
+        self.sync_with(key, spec, auth, timeout, SyncOptions { previous, listed_since: None }).await
+    }
+
+    /// [`GitSource::sync_since`] from the repository shared by every ApplySet with the same
+    /// URL, ref and credentials' content: one fetch serves them all, and a listing of the
+    /// remote made since `options.listed_since` is reused without connecting.
+    pub async fn sync_with(
+        &self,
+        key: &CacheKey,
+        spec: &SourceSpec,
+        auth: Option<Credentials>,
+        timeout: Duration,
+        options: SyncOptions<'_>,
+    ) -> Result<Artifact, SourceError> {
         self.counters.syncs.fetch_add(1, Ordering::Relaxed);
-        let job = git::Job::prepare(self.cache_dir(key), spec, auth, self.limits, timeout, previous)?;
-        let result = self.run_locked(key, job, timeout, |job, cancel, counters| job.run(cancel, counters)).await;
+        let mut job = git::Job::prepare(self.cache_dir(key), spec, auth, self.limits, timeout, options.previous)?;
+        job.repo_dir = self.source_repo(&job);
+        job.listed_since = options.listed_since;
+        let listings = self.listings.clone();
+        let result =
+            self.run_locked(key, job, timeout, move |job, cancel, counters| job.run(cancel, counters, &listings)).await;
+        if let Ok(artifact) = &result {
+            self.follows(key, &artifact.source_id);
+        }
         match &result {
             Ok(a) => tracing::debug!(key = ?key, revision = %a.revision, fetched = a.fetched, "git source synced"),
             Err(e) => tracing::debug!(key = ?key, category = %e.category(), error = %e, "git source sync failed"),
@@ -319,7 +396,8 @@ impl GitSource {
             reference: Some(GitRef { commit: Some(commit.to_owned()), ..GitRef::default() }),
             ..spec.clone()
         };
-        let job = git::Job::prepare(self.cache_dir(key), &pinned, auth, self.limits, timeout, None)?;
+        let mut job = git::Job::prepare(self.cache_dir(key), &pinned, auth, self.limits, timeout, None)?;
+        job.repo_dir = self.source_repo(&job);
         self.run_locked(key, job, timeout, |job, cancel, counters| job.read_files(cancel, counters)).await
     }
 
@@ -334,16 +412,16 @@ impl GitSource {
     ) -> Result<T, SourceError> {
         let ctx = job.ctx.clone();
         let cancel = Arc::new(AtomicBool::new(false));
-        let lock = self.lock_for(key);
+        let [set_lock, source_lock] = self.locks_of(key, &job);
         let counters = self.counters.clone();
         let cancel2 = cancel.clone();
         let locked = Arc::new(AtomicBool::new(false));
         let locked2 = locked.clone();
         let run = async move {
-            let guard = lock.lock_owned().await;
+            let guards = (set_lock.lock_owned().await, source_lock.lock_owned().await);
             locked2.store(true, Ordering::SeqCst);
             let handle = tokio::task::spawn_blocking(move || {
-                let _guard = guard;
+                let _guards = guards;
                 work(job, &cancel2, &counters)
             });
             handle.await
@@ -375,7 +453,7 @@ impl GitSource {
     /// Remove the cache of `key` (when its ApplySet is deleted). Waits for a
     /// running sync of the key to finish.
     pub async fn purge(&self, key: &CacheKey) -> Result<(), SourceError> {
-        let lock = self.lock_for(key);
+        let lock = self.lock_for(format!("set/{}", key.dir_name()));
         let _guard = lock.lock().await;
         let dir = self.cache_dir(key);
         let result = tokio::task::spawn_blocking(move || match std::fs::remove_dir_all(&dir) {
@@ -384,7 +462,11 @@ impl GitSource {
             Err(e) => Err(e),
         })
         .await;
-        self.locks.lock().unwrap_or_else(|p| p.into_inner()).remove(key);
+        self.locks.lock().unwrap_or_else(|p| p.into_inner()).remove(&format!("set/{}", key.dir_name()));
+        let mut followers = self.followers.lock().unwrap_or_else(|p| p.into_inner());
+        for keys in followers.values_mut() {
+            keys.remove(key);
+        }
         let ctx = ErrorContext { url: String::new(), reference: format!("cache of {}/{}", key.namespace, key.name) };
         match result {
             Ok(Ok(())) => Ok(()),

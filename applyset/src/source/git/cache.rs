@@ -25,25 +25,25 @@ impl Job {
     /// Open the cache repository, recreating it when it is unreadable or was
     /// made for another URL.
     pub(super) fn open_repo(&self) -> Result<Repository, SourceError> {
-        fs::create_dir_all(&self.dir).map_err(|e| self.io("create cache directory", e))?;
-        let repo_dir = self.dir.join("repo");
-        let id_file = self.dir.join("source-id");
+        let repo_dir = &self.repo_dir;
+        fs::create_dir_all(repo_dir).map_err(|e| self.io("create cache directory", e))?;
+        let id_file = repo_dir.with_extension("source-id");
         let id = crate::digest::hex(&openssl::sha::sha256(self.url.raw().as_bytes()));
         let same_source = fs::read_to_string(&id_file).is_ok_and(|s| s.trim() == id);
         // libgit2 cannot repack: every fetch adds a pack. Past a bound the
         // cache is simply rebuilt by the next fetch.
         if same_source
-            && pack_count(&repo_dir) <= MAX_PACKS
-            && let Ok(repo) = Repository::open_bare(&repo_dir)
+            && pack_count(repo_dir) <= MAX_PACKS
+            && let Ok(repo) = Repository::open_bare(repo_dir)
         {
             return Ok(repo);
         }
-        match fs::remove_dir_all(&repo_dir) {
+        match fs::remove_dir_all(repo_dir) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(self.io("remove stale cache repository", e)),
         }
-        let repo = Repository::init_bare(&repo_dir).map_err(|e| self.io("create cache repository", e.message()))?;
+        let repo = Repository::init_bare(repo_dir).map_err(|e| self.io("create cache repository", e.message()))?;
         fs::write(&id_file, id).map_err(|e| self.io("write cache id", e))?;
         Ok(repo)
     }

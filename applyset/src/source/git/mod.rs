@@ -40,7 +40,12 @@ use callbacks::CallbackState;
 /// A validated sync request, ready to run on a blocking thread.
 pub(crate) struct Job {
     pub(crate) ctx: ErrorContext,
+    /// The ApplySet's own directory: its checkouts.
     dir: PathBuf,
+    /// The shared repository of the source (see [`Job::source_id`]), set by the caller.
+    pub(crate) repo_dir: PathBuf,
+    /// A listing of the remote made at or after this time is reused instead of connecting.
+    pub(crate) listed_since: Option<std::time::SystemTime>,
     url: GitUrl,
     reference: RefRequest,
     path: PathBuf,
@@ -67,6 +72,21 @@ impl Previous {
         let (name, hex) = super::parse_revision(revision)?;
         Some(Previous { revision: revision.to_string(), name: name.map(str::to_owned), oid: Oid::from_str(hex).ok()? })
     }
+}
+
+/// The last listing of each source's remote (by [`Job::source_id`]).
+pub(crate) type Listings = std::sync::Mutex<std::collections::HashMap<String, Listing>>;
+
+/// What a listing of the remote resolved the ref to, and when it started.
+#[derive(Clone, Debug)]
+pub(crate) struct Listing {
+    commit: Oid,
+    revision_name: Option<String>,
+    at: std::time::SystemTime,
+}
+
+fn lock(listings: &Listings) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, Listing>> {
+    listings.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// The commit the spec's ref resolved to.
@@ -115,6 +135,8 @@ impl Job {
         }
         Ok(Job {
             ctx,
+            repo_dir: dir.join("repo"),
+            listed_since: None,
             dir,
             url,
             reference,
@@ -129,10 +151,40 @@ impl Job {
         })
     }
 
-    pub(crate) fn run(self, cancel: &AtomicBool, counters: &Counters) -> Result<Artifact, SourceError> {
+    /// What identifies the source for sharing: the URL, the ref and the credentials' content.
+    /// ApplySets with the same id share one repository and one listing of the remote.
+    pub(crate) fn source_id(&self) -> String {
+        let mut hasher = openssl::sha::Sha256::new();
+        for part in [self.url.raw(), &self.reference.describe()] {
+            hasher.update(&(part.len() as u64).to_be_bytes());
+            hasher.update(part.as_bytes());
+        }
+        hasher.update(&self.creds.as_ref().map(Credentials::digest).unwrap_or_default());
+        crate::digest::hex(&hasher.finish())
+    }
+
+    pub(crate) fn run(
+        self,
+        cancel: &AtomicBool,
+        counters: &Counters,
+        listings: &Listings,
+    ) -> Result<Artifact, SourceError> {
         let repo = self.open_repo()?;
         let st = CallbackState::new(cancel, self.limits.max_fetch_bytes);
-        let Resolved { commit, revision_name, fetched } = self.resolve_and_fetch(&repo, &st, counters)?;
+        let source_id = self.source_id();
+        let (Resolved { commit, revision_name, fetched }, moved) =
+            match self.recent_listing(&repo, listings, &source_id) {
+                Some(resolved) => (resolved, false),
+                None => {
+                    let started = std::time::SystemTime::now();
+                    let resolved = self.resolve_and_fetch(&repo, &st, counters)?;
+                    let listing =
+                        Listing { commit: resolved.commit, revision_name: resolved.revision_name.clone(), at: started };
+                    let before = lock(listings).insert(source_id.clone(), listing);
+                    let moved = before.is_some_and(|b| b.commit != resolved.commit);
+                    (resolved, moved)
+                }
+            };
         if st.cancelled() {
             return Err(self.timed_out());
         }
@@ -144,7 +196,19 @@ impl Job {
             Some(name) => format!("{name}@sha1:{hex}"),
             None => format!("sha1:{hex}"),
         };
-        Ok(Artifact { revision, commit: hex, dir, checkout: checkout_dir, fetched, change })
+        Ok(Artifact { revision, commit: hex, dir, checkout: checkout_dir, fetched, change, source_id, moved })
+    }
+
+    /// The commit of the source's last listing, when it was made at or after
+    /// [`Job::listed_since`] and the repository holds it: no connection then.
+    fn recent_listing(&self, repo: &Repository, listings: &Listings, source_id: &str) -> Option<Resolved> {
+        let since = self.listed_since?;
+        let listing = lock(listings).get(source_id).cloned()?;
+        (listing.at >= since && repo.find_commit(listing.commit).is_ok()).then_some(Resolved {
+            commit: listing.commit,
+            revision_name: listing.revision_name,
+            fetched: false,
+        })
     }
 
     /// The manifest files of the pinned commit under `path` (fetched first if the cache does

@@ -2,7 +2,7 @@
 //! comes from git with the source's credentials (kept to read earlier revisions).
 
 use std::collections::BTreeMap;
-use std::time::Instant;
+use std::time::{Duration, Instant, SystemTime};
 
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
@@ -12,7 +12,7 @@ use super::super::redact_owner;
 use crate::operator::dependencies;
 use crate::operator::status::{Stage, StepError};
 use crate::redact;
-use crate::source::{Artifact, CacheKey, Credentials, ErrorCategory, GitUrl, Transport};
+use crate::source::{Artifact, CacheKey, Credentials, ErrorCategory, GitUrl, SyncOptions, Transport};
 
 /// What fetch brought: the revision's checkout, and the credentials that read it.
 pub(in crate::operator::reconcile) struct Fetched {
@@ -56,19 +56,17 @@ impl Reconciliation<'_> {
         }
         let namespace = applyset.namespace_or_default();
         let fetch_started = Instant::now();
-        let artifact = ctx
-            .git
-            .sync_since(
-                &CacheKey::new(&namespace, applyset.name()),
-                &applyset.spec.source,
-                credentials.clone(),
-                self.intervals.timeout,
-                self.previous.last_applied_revision.as_deref(),
-            )
-            .await;
+        let key = CacheKey::new(&namespace, applyset.name());
+        let options =
+            SyncOptions { previous: self.previous.last_applied_revision.as_deref(), listed_since: self.listed_since() };
+        let artifact =
+            ctx.git.sync_with(&key, &applyset.spec.source, credentials.clone(), self.intervals.timeout, options).await;
         match artifact {
             Ok(artifact) => {
                 ctx.metrics.git_fetch(fetch_started.elapsed(), None);
+                if artifact.moved {
+                    self.wake_fellow_followers(&key, &artifact.source_id).await;
+                }
                 self.status.last_attempted_revision = Some(artifact.revision.clone());
                 tracing::Span::current().record("revision", artifact.revision.as_str());
                 Ok(Fetched { artifact, credentials })
@@ -78,6 +76,36 @@ impl Reconciliation<'_> {
                 ctx.metrics.git_fetch(fetch_started.elapsed(), Some(category.as_str()));
                 let stage = if category == ErrorCategory::InvalidSpec { Stage::InvalidSpec } else { Stage::Fetch };
                 Err(StepError::of(stage, error))
+            }
+        }
+    }
+
+    /// How recent a listing of the remote, by any ApplySet of the same source, this run may
+    /// take instead of connecting: one made since the request a requested run handles (a
+    /// webhook push, `reconcile`), else one made within this ApplySet's interval. So a source
+    /// followed by many ApplySets is listed about once per interval, and once per push.
+    fn listed_since(&self) -> Option<SystemTime> {
+        let handled = self.previous.last_handled_reconcile_at.as_deref();
+        match self.applyset.reconcile_requested_at() {
+            Some(requested) if Some(requested) != handled => {
+                // Not a timestamp: connect.
+                let at = requested.parse::<k8s_openapi::jiff::Timestamp>().ok()?;
+                Some(SystemTime::UNIX_EPOCH + Duration::from_nanos(u64::try_from(at.as_nanosecond()).ok()?))
+            }
+            _ => SystemTime::now().checked_sub(self.intervals.interval),
+        }
+    }
+
+    /// The source moved: the other ApplySets that follow it run now (they take this listing).
+    async fn wake_fellow_followers(&self, key: &CacheKey, source_id: &str) {
+        let fellows = self.ctx.git.fellow_followers(source_id, key);
+        if fellows.is_empty() {
+            return;
+        }
+        for applyset in self.ctx.applysets().await {
+            let of = CacheKey::new(applyset.namespace_or_default(), applyset.name());
+            if fellows.contains(&of) {
+                self.ctx.schedule.run_now(&applyset);
             }
         }
     }

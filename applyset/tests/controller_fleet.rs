@@ -1,0 +1,66 @@
+//! The fleet on the real control plane: twenty ApplySets, one path each of one repository
+//! served over smart HTTP on loopback, list the repository about once per interval (not once
+//! per ApplySet), and a commit reaches every one of them.
+
+mod git;
+mod operator;
+mod support;
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use anyhow::{Result, ensure};
+use git::{GitHttpServer, HttpAuth};
+use operator::{ControllerFixture, ControllerOptions, config_map, create_applyset, ready_at, wait_for_applyset};
+
+const T: Duration = Duration::from_secs(120);
+const APPS: usize = 20;
+const INTERVAL: Duration = Duration::from_secs(4);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twenty_applysets_on_one_repository_list_it_about_once_per_interval() -> Result<()> {
+    let ControllerFixture { ns, repo } = ControllerFixture::new("fleet").await?;
+    for i in 0..APPS {
+        repo.write(&format!("apps/app-{i}/cm.yaml"), config_map(&format!("app-{i}"), &ns.name, "1"));
+    }
+    let first = repo.commit("twenty apps");
+    let server = GitHttpServer::start(repo.bare.parent().unwrap(), HttpAuth::None, None);
+    let controller = ControllerOptions::for_namespace(&ns).start()?;
+    let spec = |i: usize| {
+        serde_json::json!({
+            "source": { "url": server.url("repo.git"), "path": format!("apps/app-{i}") },
+            "interval": format!("{}s", INTERVAL.as_secs()),
+        })
+    };
+    for i in 0..APPS {
+        create_applyset(&ns, &format!("app-{i}"), spec(i)).await?;
+    }
+    for i in 0..APPS {
+        let ready = ready_at(format!("main@sha1:{first}"));
+        wait_for_applyset(&ns, &format!("app-{i}"), &controller, "Ready", T, ready).await?;
+    }
+
+    // Five intervals with every ApplySet running on its own interval: each listing of the
+    // remote is one info/refs request from the redirect check and one from libgit2.
+    let before = server.ref_listings.load(Ordering::SeqCst);
+    let watched = INTERVAL * 5;
+    tokio::time::sleep(watched).await;
+    let requests = server.ref_listings.load(Ordering::SeqCst) - before;
+    let listings_per_interval = requests as f64 / 2.0 / 5.0;
+    println!("{APPS} ApplySets, {watched:?}: {requests} info/refs requests, {listings_per_interval:.1} listings per interval");
+    // One per interval, with room for jitter (the runs of one interval straddle two listings).
+    ensure!(listings_per_interval <= 3.0, "{requests} info/refs requests in {watched:?}:\n{}", controller.log());
+
+    // A commit touching one path: every ApplySet takes the new revision (the one that lists
+    // the remote first wakes the others).
+    repo.write("apps/app-7/cm.yaml", config_map("app-7", &ns.name, "2"));
+    let second = repo.commit("app-7 v2");
+    let started = Instant::now();
+    for i in 0..APPS {
+        let ready = ready_at(format!("main@sha1:{second}"));
+        wait_for_applyset(&ns, &format!("app-{i}"), &controller, "the second commit", T, ready).await?;
+    }
+    println!("the commit reached all {APPS} ApplySets in {:?}", started.elapsed());
+    ensure!(ns.jsonpath("configmap/app-7", "{.data.value}")? == "2");
+    Ok(())
+}

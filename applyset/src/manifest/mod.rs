@@ -42,8 +42,8 @@ use applyset_merge::Value;
 use applyset_merge::value::go_quote;
 
 pub use limits::{LimitExceeded, Limits};
+pub use objects::{ObjectError, document_objects, go_aggregate};
 use objects::{api_version_of, kind_of, kubectl_validation_error};
-pub use objects::{document_objects, go_aggregate};
 pub use stream::{Document, DocumentError, decode_text, decode_text_owned, parse_stream};
 pub use walk::{FILE_EXTENSIONS, Input};
 
@@ -401,7 +401,8 @@ fn load_text_into(
                     objects.push(LoadedObject { source: source.clone(), object });
                 }
             }
-            Err(message) => {
+            Err(e) => {
+                let message = e.to_string();
                 let kubectl = format!("unable to decode {}: {message}", go_quote(&source_name));
                 errors.push(at(ErrorKind::Object, message, Some(kubectl)));
             }

@@ -82,19 +82,51 @@ fn type_word(v: &Value) -> &'static str {
     }
 }
 
+/// Why a document makes no objects, worded after kubectl's messages where it has one. `found`
+/// is the JSON type met (`array`, `string`, …); `item` counts list items from 1.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ObjectError {
+    /// The document is not a JSON object.
+    #[error("unable to decode: the document is {} {found}, not an object", article(found))]
+    NotAnObject { found: &'static str },
+    /// The document (an object, or a list) has no `kind`; `raw` is its text.
+    #[error("Object 'Kind' is missing in '{raw}'")]
+    KindMissing { raw: String },
+    /// A list's `items` is neither an array nor null.
+    #[error(
+        "unable to decode list: json: cannot unmarshal {found} into Go struct field decodeList.items of type []json.RawMessage"
+    )]
+    ItemsNotArray { found: &'static str },
+    /// A list item is neither an object nor null.
+    #[error(
+        "unable to decode list item {item}: json: cannot unmarshal {found} into Go value of type map[string]interface {{}}"
+    )]
+    ItemNotObject { item: usize, found: &'static str },
+    /// A list item is itself a list.
+    #[error(
+        "list item {item} is itself a list, which kubectl does not flatten: *unstructured.Unstructured is not a list: no Items field in this object"
+    )]
+    NestedList { item: usize },
+    /// A list item has no `kind`, and the list's kind gives it none.
+    #[error("list item {item}: Object 'Kind' is missing in 'unstructured object has no kind'")]
+    ItemKindMissing { item: usize },
+}
+
+/// The indefinite article before a [`type_word`].
+fn article(word: &str) -> &'static str {
+    if word == "array" { "an" } else { "a" }
+}
+
 /// The objects of one document, as kubectl's unstructured decoder and list flattening produce
 /// them. Errors are worded after kubectl's where it has one.
-pub fn document_objects(doc: &Document) -> Result<Vec<Value>, String> {
+pub fn document_objects(doc: &Document) -> Result<Vec<Value>, ObjectError> {
+    let kind_missing = || ObjectError::KindMissing { raw: doc.raw.clone() };
     let Value::Object(map) = &doc.value else {
-        return Err(format!(
-            "unable to decode: the document is a{} {}, not an object",
-            if matches!(doc.value, Value::Array(_)) { "n" } else { "" },
-            type_word(&doc.value)
-        ));
+        return Err(ObjectError::NotAnObject { found: type_word(&doc.value) });
     };
     let Some(items) = map.get("items") else {
         if kind_of(map).is_empty() {
-            return Err(format!("Object 'Kind' is missing in '{}'", doc.raw));
+            return Err(kind_missing());
         }
         return Ok(vec![doc.value.clone()]);
     };
@@ -102,12 +134,7 @@ pub fn document_objects(doc: &Document) -> Result<Vec<Value>, String> {
     let items: &[Value] = match items {
         Value::Null => &[],
         Value::Array(items) => items,
-        other => {
-            return Err(format!(
-                "unable to decode list: json: cannot unmarshal {} into Go struct field decodeList.items of type []json.RawMessage",
-                type_word(other)
-            ));
-        }
+        other => return Err(ObjectError::ItemsNotArray { found: type_word(other) }),
     };
     let list_kind = kind_of(map);
     let item_kind = list_kind.strip_suffix("List").unwrap_or(list_kind);
@@ -117,13 +144,7 @@ pub fn document_objects(doc: &Document) -> Result<Vec<Value>, String> {
         let mut object = match item {
             Value::Object(m) => m.clone(),
             Value::Null => Map::new(),
-            other => {
-                return Err(format!(
-                    "unable to decode list item {}: json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
-                    index + 1,
-                    type_word(other)
-                ));
-            }
+            other => return Err(ObjectError::ItemNotObject { item: index + 1, found: type_word(other) }),
         };
         if kind_of(&object).is_empty() && api_version_of(&object).is_empty() {
             object.insert("kind".into(), Value::String(item_kind.to_owned()));
@@ -132,23 +153,17 @@ pub fn document_objects(doc: &Document) -> Result<Vec<Value>, String> {
         objects.push(object);
     }
     if list_kind.is_empty() {
-        return Err(format!("Object 'Kind' is missing in '{}'", doc.raw));
+        return Err(kind_missing());
     }
     let mut out = Vec::with_capacity(objects.len());
     for (index, object) in objects.into_iter().enumerate() {
         if matches!(object.get("items"), Some(Value::Array(_))) {
             // kubectl 1.33 cannot flatten a list nested in a list (ExtractList fails on an
             // unstructured item), so neither do we.
-            return Err(format!(
-                "list item {} is itself a list, which kubectl does not flatten: *unstructured.Unstructured is not a list: no Items field in this object",
-                index + 1
-            ));
+            return Err(ObjectError::NestedList { item: index + 1 });
         }
         if kind_of(&object).is_empty() {
-            return Err(format!(
-                "list item {}: Object 'Kind' is missing in 'unstructured object has no kind'",
-                index + 1
-            ));
+            return Err(ObjectError::ItemKindMissing { item: index + 1 });
         }
         out.push(Value::Object(object));
     }
@@ -164,7 +179,7 @@ mod tests {
         let docs = parse_stream(text).map_err(|e| e.message)?;
         let mut out = Vec::new();
         for doc in &docs {
-            out.extend(document_objects(doc)?.iter().map(Value::to_json_string));
+            out.extend(document_objects(doc).map_err(|e| e.to_string())?.iter().map(Value::to_json_string));
         }
         Ok(out)
     }

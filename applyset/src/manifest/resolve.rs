@@ -43,10 +43,20 @@ fn resolvable(tag: &str) -> bool {
     matches!(tag, "" | STR_TAG | BOOL_TAG | INT_TAG | FLOAT_TAG | NULL_TAG | TIMESTAMP_TAG)
 }
 
+/// A scalar whose text does not read as its explicit tag, worded as go-yaml's: `found` is the
+/// tag the text resolves to by itself, `tag` the one written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cannot decode {} `{input}` as a {}", short_tag(found), short_tag(tag))]
+pub(crate) struct TagMismatch {
+    found: &'static str,
+    input: String,
+    tag: String,
+}
+
 /// go-yaml v2's `resolve(tag, in)`: `tag` is "" for an untagged plain scalar. Tags go-yaml
 /// cannot resolve (`!`, `!foo`, `!!binary`, …) leave the text a string; the caller handles
 /// `!!binary`. A value that does not fit its explicit tag is an error, worded as go-yaml's.
-pub(crate) fn resolve(tag: &str, input: &str) -> Result<Scalar, String> {
+pub(crate) fn resolve(tag: &str, input: &str) -> Result<Scalar, TagMismatch> {
     if !resolvable(tag) {
         return Ok(Scalar::Str(input.to_owned()));
     }
@@ -57,7 +67,7 @@ pub(crate) fn resolve(tag: &str, input: &str) -> Result<Scalar, String> {
     if let (FLOAT_TAG, INT_TAG, Scalar::Int(i)) = (tag, rtag, &out) {
         return Ok(Scalar::Float(*i as f64));
     }
-    Err(format!("cannot decode {} `{}` as a {}", short_tag(rtag), input, short_tag(tag)))
+    Err(TagMismatch { found: rtag, input: input.to_owned(), tag: tag.to_owned() })
 }
 
 /// Whether go-yaml v2 reads `input`, written plainly, as a string (not a bool, number, null or
@@ -564,7 +574,7 @@ mod tests {
             Scalar::Str("2001-12-14 21:59:43.10".into())
         );
         assert_eq!(
-            resolve(TIMESTAMP_TAG, "2001-13-14").unwrap_err(),
+            resolve(TIMESTAMP_TAG, "2001-13-14").unwrap_err().to_string(),
             "cannot decode !!str `2001-13-14` as a !!timestamp"
         );
         assert_eq!(resolve(STR_TAG, "yes").unwrap(), Scalar::Str("yes".into()));
@@ -572,7 +582,7 @@ mod tests {
         assert_eq!(resolve(FLOAT_TAG, "12").unwrap(), Scalar::Float(12.0));
         assert_eq!(resolve(BOOL_TAG, "on").unwrap(), Scalar::Bool(true));
         assert_eq!(resolve(NULL_TAG, "~").unwrap(), Scalar::Null);
-        assert_eq!(resolve(INT_TAG, "abc").unwrap_err(), "cannot decode !!str `abc` as a !!int");
+        assert_eq!(resolve(INT_TAG, "abc").unwrap_err().to_string(), "cannot decode !!str `abc` as a !!int");
         assert_eq!(resolve("!", "yes").unwrap(), Scalar::Str("yes".into()));
         assert_eq!(resolve("!custom", "12").unwrap(), Scalar::Str("12".into()));
     }

@@ -62,7 +62,7 @@ pub fn expand(args: &[PathBuf], recursive: bool, root: Root<'_>) -> (Vec<Input>,
         let matches = match expand_if_pattern(arg, root) {
             Ok(m) => m,
             Err(e) => {
-                errors.push(e);
+                errors.push(e.to_string());
                 continue;
             }
         };
@@ -94,17 +94,32 @@ pub fn expand(args: &[PathBuf], recursive: bool, root: Root<'_>) -> (Vec<Input>,
     (inputs, errors)
 }
 
+/// A `-f` value that names no path, worded as kubectl's.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum PatternError {
+    /// Neither a path nor a pattern that matches one.
+    #[error("the path {} does not exist", go_quote(pattern))]
+    NoMatch { pattern: String },
+    /// Not a path, and not a valid pattern.
+    #[error("pattern {} is not valid: {source}", go_quote(pattern))]
+    Invalid {
+        pattern: String,
+        #[source]
+        source: BadPattern,
+    },
+}
+
 /// kubectl's `expandIfFilePattern`: a path that does not exist is tried as a glob.
-fn expand_if_pattern(arg: &Path, root: Root<'_>) -> Result<Vec<PathBuf>, String> {
+fn expand_if_pattern(arg: &Path, root: Root<'_>) -> Result<Vec<PathBuf>, PatternError> {
     match fs::metadata(root.at(arg)) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
         _ => return Ok(vec![arg.to_path_buf()]),
     }
     let pattern = arg.to_string_lossy();
     match glob(&pattern, root) {
-        Ok(m) if m.is_empty() => Err(format!("the path {} does not exist", go_quote(&pattern))),
+        Ok(m) if m.is_empty() => Err(PatternError::NoMatch { pattern: pattern.into_owned() }),
         Ok(m) => Ok(m),
-        Err(BadPattern) => Err(format!("pattern {} is not valid: syntax error in pattern", go_quote(&pattern))),
+        Err(source) => Err(PatternError::Invalid { pattern: pattern.into_owned(), source }),
     }
 }
 
@@ -178,7 +193,9 @@ fn go_ext(name: &str) -> &str {
 // ---------------------------------------------------------------------------------------------
 // Go's filepath.Glob / filepath.Match (Unix flavour).
 
-#[derive(Debug, PartialEq)]
+/// Go's `filepath.ErrBadPattern`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("syntax error in pattern")]
 struct BadPattern;
 
 fn has_meta(s: &str) -> bool {

@@ -120,7 +120,7 @@ impl<'a> Decoder<'a> {
             }
             Kind::Scalar { .. } => {
                 let scalar = self.scalar(id)?;
-                scalar_value(scalar).map_err(|m| YamlError::at(node.mark, m))
+                scalar_value(scalar).map_err(|e| YamlError::at(node.mark, e.to_string()))
             }
             Kind::Sequence(children) => {
                 if depth > MAX_DEPTH {
@@ -258,23 +258,34 @@ impl<'a> Decoder<'a> {
                 None => Err(YamlError::at(node.mark, "!!binary value contains invalid base64 data")),
             };
         }
-        resolve::resolve(tag, value).map_err(|m| YamlError::at(node.mark, m))
+        resolve::resolve(tag, value).map_err(|e| YamlError::at(node.mark, e.to_string()))
     }
+}
+
+/// A float JSON cannot hold, refused as Go's `json.Marshal` refuses it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+enum UnsupportedFloat {
+    #[error("json: unsupported value: NaN")]
+    NaN,
+    #[error("json: unsupported value: +Inf")]
+    PositiveInfinity,
+    #[error("json: unsupported value: -Inf")]
+    NegativeInfinity,
 }
 
 /// The JSON value a resolved scalar becomes after Go's `json.Marshal` and kubectl's
 /// "preserve ints" parse: a float with an integral value is written without a fraction and so
 /// reads back as an integer; integers beyond `i64` read back as floats.
-fn scalar_value(scalar: Scalar) -> Result<Value, String> {
+fn scalar_value(scalar: Scalar) -> Result<Value, UnsupportedFloat> {
     Ok(match scalar {
         Scalar::Null => Value::Null,
         Scalar::Bool(b) => Value::Bool(b),
         Scalar::Int(i) => Value::Int(i),
         Scalar::Uint(u) => Value::Float(u as f64),
         Scalar::Str(s) => Value::String(s),
-        Scalar::Float(f) if f.is_nan() => return Err("json: unsupported value: NaN".into()),
+        Scalar::Float(f) if f.is_nan() => return Err(UnsupportedFloat::NaN),
         Scalar::Float(f) if f.is_infinite() => {
-            return Err(format!("json: unsupported value: {}Inf", if f > 0.0 { '+' } else { '-' }));
+            return Err(if f > 0.0 { UnsupportedFloat::PositiveInfinity } else { UnsupportedFloat::NegativeInfinity });
         }
         Scalar::Float(f) => float_value(f),
         // Go writes the digits; reading them back, they never fit an int64.

@@ -151,7 +151,7 @@ pub(crate) fn read_manifest_files(
 
 /// Why `source.path` is refused before the disk is touched.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum UnsafePath {
+pub enum UnsafePath {
     #[error("it contains `..`")]
     Parent,
     #[error("it is absolute")]

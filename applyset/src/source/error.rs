@@ -4,6 +4,11 @@
 use std::fmt;
 use std::time::Duration;
 
+use super::checkout::UnsafePath;
+use super::git::CredentialsUnusable;
+use super::known_hosts::KnownHostsError;
+use super::tls::CaError;
+
 /// The bounded set of failure categories. `as_str` is stable and meant for
 /// metric labels and `status.conditions[].reason`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -100,13 +105,31 @@ impl fmt::Display for ErrorContext {
     }
 }
 
+/// What the source Secret holds that the transport cannot use.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum SecretUnusable {
+    #[error(transparent)]
+    KnownHosts(#[from] KnownHostsError),
+    #[error(transparent)]
+    Ca(#[from] CaError),
+    #[error(transparent)]
+    Credentials(#[from] CredentialsUnusable),
+}
+
 /// The error of every git source operation. Messages never contain
 /// credentials: URLs are scrubbed and secret values are removed from causes
 /// reported by libgit2 before the error is built.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum SourceError {
     #[error("invalid git source: {message}")]
     InvalidSpec { message: String },
+    /// The Secret's content cannot be used: an [`ErrorCategory::InvalidSpec`].
+    #[error("invalid git source: {ctx}: {cause}")]
+    Secret {
+        ctx: ErrorContext,
+        #[source]
+        cause: SecretUnusable,
+    },
     #[error("{ctx}: remote unreachable: {cause}")]
     Unreachable { ctx: ErrorContext, cause: String },
     #[error("{ctx}: authentication failed: {cause}")]
@@ -125,6 +148,14 @@ pub enum SourceError {
     TooLarge { ctx: ErrorContext, cause: String },
     #[error("{ctx}: path {path:?} escapes the checkout: {cause}")]
     PathEscapes { ctx: ErrorContext, path: String, cause: String },
+    /// `source.path` refused before the disk is touched: an [`ErrorCategory::PathEscapes`].
+    #[error("{ctx}: path {path:?} escapes the checkout: {cause}")]
+    UnsafePath {
+        ctx: ErrorContext,
+        path: String,
+        #[source]
+        cause: UnsafePath,
+    },
     #[error("{ctx}: path {path:?} not found: {cause}")]
     PathNotFound { ctx: ErrorContext, path: String, cause: String },
     #[error("{ctx}: local I/O error: {cause}")]
@@ -135,7 +166,7 @@ impl SourceError {
     /// The bounded category of this error.
     pub fn category(&self) -> ErrorCategory {
         match self {
-            SourceError::InvalidSpec { .. } => ErrorCategory::InvalidSpec,
+            SourceError::InvalidSpec { .. } | SourceError::Secret { .. } => ErrorCategory::InvalidSpec,
             SourceError::Unreachable { .. } => ErrorCategory::Unreachable,
             SourceError::AuthFailed { .. } => ErrorCategory::AuthFailed,
             SourceError::UntrustedHost { .. } => ErrorCategory::UntrustedHost,
@@ -143,7 +174,7 @@ impl SourceError {
             SourceError::Timeout { .. } => ErrorCategory::Timeout,
             SourceError::RedirectRefused { .. } => ErrorCategory::RedirectRefused,
             SourceError::TooLarge { .. } => ErrorCategory::TooLarge,
-            SourceError::PathEscapes { .. } => ErrorCategory::PathEscapes,
+            SourceError::PathEscapes { .. } | SourceError::UnsafePath { .. } => ErrorCategory::PathEscapes,
             SourceError::PathNotFound { .. } => ErrorCategory::PathNotFound,
             SourceError::Io { .. } => ErrorCategory::Io,
         }
@@ -191,4 +222,28 @@ fn timeout_detail(after: Duration, cause: &str) -> String {
         out.push_str(cause);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn typed_causes_keep_their_category_and_message() {
+        let ctx = ErrorContext { url: "ssh://git@host/r".into(), reference: "branch main".into() };
+        let secret = SourceError::Secret { ctx: ctx.clone(), cause: CredentialsUnusable::NoKnownHosts.into() };
+        assert_eq!(secret.category(), ErrorCategory::InvalidSpec);
+        assert_eq!(
+            secret.to_string(),
+            "invalid git source: git source ssh://git@host/r (branch main): ssh sources need a secret with known_hosts (the host key is always verified)"
+        );
+        assert!(std::error::Error::source(&secret).is_some());
+        let path = SourceError::UnsafePath { ctx, path: "../x".into(), cause: UnsafePath::Parent };
+        assert_eq!(path.category(), ErrorCategory::PathEscapes);
+        assert_eq!(
+            path.to_string(),
+            "git source ssh://git@host/r (branch main): path \"../x\" escapes the checkout: it contains `..`"
+        );
+        assert!(std::error::Error::source(&path).is_some());
+    }
 }

@@ -38,7 +38,7 @@ pub(crate) enum HostKeyCheck {
 
 /// A `known_hosts` entry of the source Secret that cannot be read (never quoting key material).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum KnownHostsError {
+pub enum KnownHostsError {
     #[error("known_hosts line {line}: unknown marker {marker}")]
     Marker { line: usize, marker: String },
     #[error("known_hosts line {line}: expected `hosts keytype key`")]

@@ -64,9 +64,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+pub use checkout::UnsafePath;
 pub use credentials::{Credentials, Secret};
-pub use error::{ErrorCategory, ErrorContext, SourceError};
+pub use error::{ErrorCategory, ErrorContext, SecretUnusable, SourceError};
+pub use git::CredentialsUnusable;
+pub use known_hosts::KnownHostsError;
 pub use spec::{GitRef, SecretRef, SourceSpec};
+pub use tls::CaError;
 pub use url::{GitUrl, Transport, scrub_url, url_secrets};
 
 /// A revision as [`Artifact::revision`] writes it (`<ref>@sha1:<hex>` or `sha1:<hex>`): its ref

@@ -13,8 +13,8 @@ use openssl::x509::verify::X509VerifyParam;
 use openssl::x509::{X509, X509StoreContext};
 
 /// A `ca.crt` that holds no usable certificate.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum CaError {
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum CaError {
     #[error("ca.crt is not PEM certificates: {0}")]
     NotPem(#[source] openssl::error::ErrorStack),
     #[error("ca.crt holds no certificate")]

@@ -29,7 +29,7 @@ pub(crate) use ffi::set_global_timeouts;
 
 use super::checkout;
 use super::credentials::Credentials;
-use super::error::{ErrorCategory, ErrorContext, SourceError};
+use super::error::{ErrorCategory, ErrorContext, SecretUnusable, SourceError};
 use super::known_hosts::KnownHosts;
 use super::spec::{RefRequest, SourceSpec};
 use super::tls::CaBundle;
@@ -111,27 +111,23 @@ impl Job {
         let reference = RefRequest::from_spec(spec.reference.as_ref())?;
         let ctx = ErrorContext { url: url.scrubbed(), reference: reference.describe() };
         let path_display = spec.path.clone().unwrap_or_default();
-        let path = checkout::normalise_path(spec.path.as_deref()).map_err(|why| SourceError::PathEscapes {
+        let path = checkout::normalise_path(spec.path.as_deref()).map_err(|cause| SourceError::UnsafePath {
             ctx: ctx.clone(),
             path: path_display.clone(),
-            cause: why.to_string(),
+            cause,
         })?;
-        let invalid = |m: String| SourceError::new(ErrorCategory::InvalidSpec, &ctx, m);
+        let unusable = |cause: SecretUnusable| SourceError::Secret { ctx: ctx.clone(), cause };
         let known_hosts = match (url.transport(), creds.as_ref().and_then(|c| c.known_hosts.as_deref())) {
-            (Transport::Ssh, Some(text)) => Some(KnownHosts::parse(text).map_err(|e| invalid(e.to_string()))?),
-            (Transport::Ssh, None) => {
-                return Err(invalid(
-                    "ssh sources need a secret with known_hosts (the host key is always verified)".to_string(),
-                ));
-            }
+            (Transport::Ssh, Some(text)) => Some(KnownHosts::parse(text).map_err(|e| unusable(e.into()))?),
+            (Transport::Ssh, None) => return Err(unusable(CredentialsUnusable::NoKnownHosts.into())),
             _ => None,
         };
         let ca = match creds.as_ref().and_then(|c| c.ca_cert.as_deref()) {
-            Some(pem) => Some(CaBundle::parse(pem).map_err(|e| invalid(e.to_string()))?),
+            Some(pem) => Some(CaBundle::parse(pem).map_err(|e| unusable(e.into()))?),
             None => None,
         };
         if let Some(c) = &creds {
-            check_credentials(url.transport(), c).map_err(|e| invalid(e.to_string()))?;
+            check_credentials(url.transport(), c).map_err(|e| unusable(e.into()))?;
         }
         Ok(Job {
             ctx,
@@ -261,9 +257,11 @@ impl Job {
     }
 }
 
-/// A secret that cannot serve the URL's transport.
+/// A secret (or its absence) that cannot serve the URL's transport.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-enum CredentialsUnusable {
+pub enum CredentialsUnusable {
+    #[error("ssh sources need a secret with known_hosts (the host key is always verified)")]
+    NoKnownHosts,
     #[error("ssh sources need a secret with identity (the private key)")]
     NoIdentity,
     #[error("bearerToken must be printable ASCII without spaces")]

@@ -11,11 +11,14 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Result, ensure};
 use git::{GitHttpServer, HttpAuth};
-use operator::{ControllerFixture, ControllerOptions, config_map, create_applyset, ready_at, wait_for_applyset};
+use operator::{
+    ControllerFixture, ControllerOptions, config_map, create_applyset, ready_at, sample, wait_for_applyset,
+};
 
 const T: Duration = Duration::from_secs(120);
 const APPS: usize = 20;
 const INTERVAL: Duration = Duration::from_secs(4);
+const UNCHANGED: &str = r#"applyset_reconcile_total{result="inputs_unchanged"}"#;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn twenty_applysets_on_one_repository_list_it_about_once_per_interval() -> Result<()> {
@@ -47,12 +50,16 @@ async fn twenty_applysets_on_one_repository_list_it_about_once_per_interval() ->
     tokio::time::sleep(watched).await;
     let requests = server.ref_listings.load(Ordering::SeqCst) - before;
     let listings_per_interval = requests as f64 / 2.0 / 5.0;
-    println!("{APPS} ApplySets, {watched:?}: {requests} info/refs requests, {listings_per_interval:.1} listings per interval");
+    println!(
+        "{APPS} ApplySets, {watched:?}: {requests} info/refs requests, {listings_per_interval:.1} listings per interval"
+    );
     // One per interval, with room for jitter (the runs of one interval straddle two listings).
     ensure!(listings_per_interval <= 3.0, "{requests} info/refs requests in {watched:?}:\n{}", controller.log());
 
     // A commit touching one path: every ApplySet takes the new revision (the one that lists
-    // the remote first wakes the others).
+    // the remote first wakes the others), and the 19 whose path did not change record it
+    // without a checkout, build or apply (`inputs_unchanged`).
+    let unchanged_before = sample(&controller.metrics()?, UNCHANGED).unwrap_or(0.0);
     repo.write("apps/app-7/cm.yaml", config_map("app-7", &ns.name, "2"));
     let second = repo.commit("app-7 v2");
     let started = Instant::now();
@@ -62,5 +69,10 @@ async fn twenty_applysets_on_one_repository_list_it_about_once_per_interval() ->
     }
     println!("the commit reached all {APPS} ApplySets in {:?}", started.elapsed());
     ensure!(ns.jsonpath("configmap/app-7", "{.data.value}")? == "2");
+    let unchanged = sample(&controller.metrics()?, UNCHANGED).unwrap_or(0.0) - unchanged_before;
+    ensure!(unchanged >= (APPS - 1) as f64, "{unchanged} runs inputs_unchanged:\n{}", controller.metrics()?);
+    let app_3 = operator::get_applyset(&ns, "app-3").await?;
+    let message = operator::condition(&app_3, "Ready").map(|c| c.2).unwrap_or_default();
+    ensure!(message.contains("nothing this ApplySet reads changed since"), "{message}");
     Ok(())
 }

@@ -20,7 +20,7 @@ fn app(url: &str, path: &str) -> SourceSpec {
 }
 
 fn within(interval: Duration) -> SyncOptions<'static> {
-    SyncOptions { previous: None, listed_since: SystemTime::now().checked_sub(interval) }
+    SyncOptions { listed_since: SystemTime::now().checked_sub(interval), ..SyncOptions::default() }
 }
 
 /// The sync of ApplySet `team/<name>` following `path` of `url`.
@@ -70,7 +70,7 @@ async fn ten_followers_of_one_repository_list_it_once_per_interval() {
     let second = f.commit("app-3 v2");
     let stale = follow(&src, &url, "app-1", "apps/app-1", within(interval)).await;
     assert_eq!(stale.commit, first.commit, "within its interval, the last listing is taken");
-    let requested = SyncOptions { previous: None, listed_since: Some(SystemTime::now()) };
+    let requested = SyncOptions { listed_since: Some(SystemTime::now()), ..SyncOptions::default() };
     let moved = follow(&src, &url, "app-2", "apps/app-2", requested).await;
     assert_eq!((moved.commit.as_str(), moved.moved), (second.as_str(), true));
     let woken = follow(&src, &url, "app-3", "apps/app-3", within(interval)).await;

@@ -114,7 +114,7 @@ pub fn check_tree(root: &Path, dir: &Path) -> Result<(), BuildError> {
 }
 
 /// Every path a kustomization names: (field, path, whether it may be another kustomization).
-fn references(doc: &serde_json::Value) -> Vec<(String, String, bool)> {
+pub(crate) fn references(doc: &serde_json::Value) -> Vec<(String, String, bool)> {
     use serde_json::Value;
     let mut out = Vec::new();
     let strings = |value: Option<&Value>| -> Vec<String> {

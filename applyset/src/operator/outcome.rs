@@ -37,6 +37,11 @@ pub struct Done {
     /// What was applied: the spec fields that shape the apply, and the post-build variables
     /// (`status.lastAppliedSpecDigest`).
     pub applied_digest: String,
+    /// What the ApplySet read from git (`status.lastAppliedInputs`), when it can be told.
+    pub inputs: Option<String>,
+    /// Set when this run only recorded a new commit whose inputs are those of the revision
+    /// applied before (this one): nothing was checked out, built or applied.
+    pub inputs_unchanged_since: Option<String>,
     pub counts: (u64, u64, u64),
     /// The revision moved since the last applied one: from what, and how.
     pub history: Option<crate::source::RevisionChange>,

@@ -26,6 +26,9 @@ pub struct Schedule {
     failures: Mutex<HashMap<String, u32>>,
     /// ApplySets asked to run now, until their run takes the request.
     requests: Mutex<HashSet<String>>,
+    /// Of those, the ones asked to because someone else changed their objects: that run
+    /// must apply (drift), even when git brought nothing new for them.
+    drift: Mutex<HashSet<String>>,
     /// Where a run-now request reaches the controller's queue, once it runs.
     queue: OnceLock<mpsc::UnboundedSender<ObjectRef<ApplySet>>>,
     /// ApplySets whose run is in progress (their writes' answers may still be on the way).
@@ -66,6 +69,17 @@ impl Schedule {
         if let Some(queue) = self.queue.get() {
             let _ = queue.send(ObjectRef::from_obj(applyset));
         }
+    }
+
+    /// Runs the ApplySet now to check for drift someone else made (see [`Schedule::take_drift`]).
+    pub fn check_drift_now(&self, applyset: &ApplySet) {
+        lock(&self.drift).insert(applyset.key());
+        self.run_now(applyset);
+    }
+
+    /// Whether a drift check was asked for since the last call.
+    pub fn take_drift(&self, key: &str) -> bool {
+        lock(&self.drift).remove(key)
     }
 
     /// Whether a run was asked for since the last call (taken at the start of a run, so that
@@ -127,6 +141,7 @@ impl Schedule {
         lock(&self.runs).remove(key);
         lock(&self.failures).remove(key);
         lock(&self.requests).remove(key);
+        lock(&self.drift).remove(key);
     }
 }
 

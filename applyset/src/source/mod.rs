@@ -141,6 +141,13 @@ pub struct Artifact {
     /// This sync listed the remote and found another commit than the source's last listing:
     /// the other ApplySets that follow the source have a new revision to apply.
     pub moved: bool,
+    /// The digest of what the ApplySet reads from this commit (its path's tree and what its
+    /// kustomizations reach); `None` when that cannot be told (a symbolic link, a remote base).
+    pub inputs: Option<String>,
+    /// Another commit than the previous revision, with the same inputs as given in
+    /// [`SyncOptions::applied_inputs`]: nothing the ApplySet reads changed, and the previous
+    /// revision's checkout (the same files) was reused instead of writing a new one.
+    pub inputs_unchanged: bool,
 }
 
 /// How a sync may use what the source's other followers did.
@@ -151,6 +158,8 @@ pub struct SyncOptions<'a> {
     /// A listing of the remote made at or after this time (by any ApplySet of the same
     /// source) is reused instead of connecting; `None` always connects.
     pub listed_since: Option<std::time::SystemTime>,
+    /// The inputs digest of the revision applied before (see [`Artifact::inputs_unchanged`]).
+    pub applied_inputs: Option<&'a str>,
 }
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RevisionChange {
@@ -353,7 +362,7 @@ impl GitSource {
         timeout: Duration,
         previous: Option<&str>,
     ) -> Result<Artifact, SourceError> {
-        self.sync_with(key, spec, auth, timeout, SyncOptions { previous, listed_since: None }).await
+        self.sync_with(key, spec, auth, timeout, SyncOptions { previous, ..SyncOptions::default() }).await
     }
 
     /// [`GitSource::sync_since`] from the repository shared by every ApplySet with the same
@@ -371,6 +380,7 @@ impl GitSource {
         let mut job = git::Job::prepare(self.cache_dir(key), spec, auth, self.limits, timeout, options.previous)?;
         job.repo_dir = self.source_repo(&job);
         job.listed_since = options.listed_since;
+        job.applied_inputs = options.applied_inputs.map(str::to_owned);
         let listings = self.listings.clone();
         let result =
             self.run_locked(key, job, timeout, move |job, cancel, counters| job.run(cancel, counters, &listings)).await;

@@ -25,6 +25,11 @@ pub struct ApplySetStatus {
     /// not make a Report-mode run apply).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_applied_spec_digest: Option<String>,
+    /// A digest of what the ApplySet read from git at the last successful apply: the tree of
+    /// its path and every file and directory its kustomizations reach. A new commit with the
+    /// same digest (and the same spec digest) is recorded without a checkout, build or apply.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_applied_inputs: Option<String>,
     /// The revision of the last attempt, successful or not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_attempted_revision: Option<String>,

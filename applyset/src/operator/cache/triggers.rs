@@ -43,7 +43,7 @@ pub async fn drift_checks(
         let (now, later) = triggers.hold_during_runs(burst);
         held = later;
         for applyset in triggers.owners_of(now) {
-            triggers.ctx.schedule.run_now(&applyset);
+            triggers.ctx.schedule.check_drift_now(&applyset);
         }
     }
 }

@@ -125,8 +125,9 @@ async fn sync(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Action, Reconcil
     };
     // A status write or a repeated watch event must not start a new run before it is due; a
     // change to its objects made by someone else makes it due at once.
-    let drift_check = ctx.schedule.take_request(&key);
-    if !drift_check && !ctx.schedule.is_due(&key, generation, applyset.run_requests().as_deref()) {
+    let asked = ctx.schedule.take_request(&key);
+    let drift_check = ctx.schedule.take_drift(&key);
+    if !asked && !ctx.schedule.is_due(&key, generation, applyset.run_requests().as_deref()) {
         return Ok(Action::requeue(ctx.schedule.remaining(&key)));
     }
 
@@ -142,7 +143,8 @@ async fn sync(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Action, Reconcil
     // One span per run: every log line of the run (and of each object it applies) carries the
     // ApplySet and, once fetched, the revision.
     let span = tracing::info_span!("reconcile", applyset = %key, revision = tracing::field::Empty);
-    let mut reconciliation = Reconciliation::new(&applyset, ctx, &previous, status, intervals);
+    let mut reconciliation =
+        Reconciliation::new(&applyset, ctx, &previous, status, intervals).checking_drift(drift_check);
     let outcome = tracing::Instrument::instrument(reconciliation.run(), span).await;
     let status = reconciliation.into_status();
     let finish = Finish { ctx, applyset: &applyset, written: &written, started };

@@ -40,8 +40,14 @@ impl Finish<'_> {
         let generation = self.applyset.metadata.generation;
         let now = now();
         let (applied, drifted, failed) = done.counts;
-        self.ctx.metrics.set_objects(&key, applied, drifted, failed);
+        let unchanged = done.inputs_unchanged_since.is_some();
+        if !unchanged {
+            self.ctx.metrics.set_objects(&key, applied, drifted, failed);
+        }
         let mut message = format!("Applied revision: {}", done.revision);
+        if let Some(since) = &done.inputs_unchanged_since {
+            message.push_str(&format!(" (nothing this ApplySet reads changed since {since})"));
+        }
         if !done.drifted.is_empty() && !done.corrected {
             message.push_str(&format!(" ({} object(s) drifted)", done.drifted.len()));
         }
@@ -49,7 +55,9 @@ impl Finish<'_> {
             message.push_str(&format!(" ({note})"));
         }
         let health = health_outcome(&mut status, &done, &message, generation, &now);
-        set_drift_condition(&mut status, &done, generation, &now);
+        if !unchanged {
+            set_drift_condition(&mut status, &done, generation, &now);
+        }
         status.last_applied_revision = Some(done.revision.clone());
         status.applied_revisions = history::record_applied(
             &self.written.applied_revisions,
@@ -57,6 +65,7 @@ impl Finish<'_> {
             self.applyset.spec.source.path.as_deref(),
         );
         status.last_applied_spec_digest = Some(done.applied_digest.clone());
+        status.last_applied_inputs = done.inputs.clone();
         let was_ready = status::condition(self.written, READY).is_some_and(|c| c.status == "True");
         let health_before = status::condition(self.written, READY).map(|c| (c.reason.clone(), c.message.clone()));
         super::write_status(self.ctx, self.applyset, self.written, &mut status).await?;
@@ -77,7 +86,8 @@ impl Finish<'_> {
             }
             None => {
                 self.ctx.schedule.succeeded(&key);
-                self.ctx.metrics.reconcile_finished("success", self.started.elapsed());
+                let result = if unchanged { "inputs_unchanged" } else { "success" };
+                self.ctx.metrics.reconcile_finished(result, self.started.elapsed());
                 self.ctx.metrics.sync_succeeded(now.0.as_second() as f64);
                 if !was_ready {
                     // Its dependants waited for this: they run now, not at their interval.

@@ -23,6 +23,8 @@ pub(in crate::operator) struct Reconciliation<'a> {
     /// The status the run writes, success or failure.
     pub(super) status: ApplySetStatus,
     pub(super) intervals: Intervals,
+    /// The run checks for drift someone else made (a watch event asked for it).
+    pub(super) drift_check: bool,
 }
 
 impl<'a> Reconciliation<'a> {
@@ -33,7 +35,13 @@ impl<'a> Reconciliation<'a> {
         status: ApplySetStatus,
         intervals: Intervals,
     ) -> Self {
-        Reconciliation { applyset, ctx, previous, status, intervals }
+        Reconciliation { applyset, ctx, previous, status, intervals, drift_check: false }
+    }
+
+    /// The run was asked for by a change someone else made to a managed object.
+    pub(in crate::operator) fn checking_drift(mut self, drift_check: bool) -> Self {
+        self.drift_check = drift_check;
+        self
     }
 
     /// Where the run reads live objects and prune candidates: the shared watch cache, except in
@@ -54,13 +62,16 @@ impl<'a> Reconciliation<'a> {
         self.status
     }
 
-    /// dependencies → fetch → cluster → variables → load → size check → history → apply →
+    /// dependencies → fetch → cluster → variables → (inputs unchanged: done) → load → size check → history → apply →
     /// record → prune → health.
     pub(in crate::operator) async fn run(&mut self) -> Result<Done, StepError> {
         self.dependencies().await?;
         let fetched = self.fetch().await?;
         let cluster = self.cluster()?;
         let variables = self.variables(&cluster).await?;
+        if let Some(done) = self.inputs_unchanged(&fetched.artifact, &variables.digest) {
+            return Ok(done);
+        }
         let loaded = self.load(&fetched.artifact, variables.values).await?;
         self.check_record_fits(&loaded)?;
         let ignore = self.ignore_rules()?;
@@ -73,6 +84,7 @@ impl<'a> Reconciliation<'a> {
         let mut done = self.record(&report, mode, &fetched.artifact).await?;
         done.warnings = history.warnings;
         done.applied_digest = variables.digest;
+        done.inputs = fetched.artifact.inputs.clone();
         if mode.prunes(self.applyset) {
             self.prune(&cluster, &mut run, &report, &mut done).await?;
         }

@@ -16,6 +16,7 @@ mod cache;
 mod callbacks;
 mod error;
 mod ffi;
+mod inputs;
 mod plan;
 mod remote;
 
@@ -46,6 +47,9 @@ pub(crate) struct Job {
     pub(crate) repo_dir: PathBuf,
     /// A listing of the remote made at or after this time is reused instead of connecting.
     pub(crate) listed_since: Option<std::time::SystemTime>,
+    /// The inputs digest of the revision applied before: a new commit with the same one
+    /// reuses that revision's checkout.
+    pub(crate) applied_inputs: Option<String>,
     url: GitUrl,
     reference: RefRequest,
     path: PathBuf,
@@ -133,6 +137,7 @@ impl Job {
             ctx,
             repo_dir: dir.join("repo"),
             listed_since: None,
+            applied_inputs: None,
             dir,
             url,
             reference,
@@ -186,13 +191,37 @@ impl Job {
         }
         let change = self.revision_change(&repo, commit, revision_name.as_deref());
         let hex = commit.to_string();
-        let checkout_dir = self.materialise(&repo, commit, &st, counters)?;
+        let inputs = inputs::digest(&repo, commit, &self.path);
+        let (checkout_dir, inputs_unchanged) = match self.unchanged_checkout(commit, inputs.as_deref()) {
+            Some(previous) => (previous, true),
+            None => (self.materialise(&repo, commit, &st, counters)?, false),
+        };
         let dir = checkout::resolve_dir(&checkout_dir, &self.path).map_err(|e| self.path_error(e, &hex))?;
         let revision = match revision_name {
             Some(name) => format!("{name}@sha1:{hex}"),
             None => format!("sha1:{hex}"),
         };
-        Ok(Artifact { revision, commit: hex, dir, checkout: checkout_dir, fetched, change, source_id, moved })
+        Ok(Artifact {
+            revision,
+            commit: hex,
+            dir,
+            checkout: checkout_dir,
+            fetched,
+            change,
+            source_id,
+            moved,
+            inputs,
+            inputs_unchanged,
+        })
+    }
+
+    /// The checkout of the revision applied before, when `commit` is another commit with the
+    /// same inputs and that checkout is still there: it holds the same files for this path.
+    fn unchanged_checkout(&self, commit: Oid, inputs: Option<&str>) -> Option<PathBuf> {
+        let previous = self.previous.as_ref().filter(|p| p.oid != commit)?;
+        (inputs.is_some() && inputs == self.applied_inputs.as_deref()).then_some(())?;
+        let dir = self.dir.join("checkouts").join(previous.oid.to_string());
+        dir.is_dir().then_some(dir)
     }
 
     /// The commit of the source's last listing, when it was made at or after

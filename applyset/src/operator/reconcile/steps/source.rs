@@ -10,7 +10,8 @@ use kube::Api;
 use super::super::Reconciliation;
 use super::super::redact_owner;
 use crate::operator::dependencies;
-use crate::operator::status::{Stage, StepError};
+use crate::operator::outcome::Done;
+use crate::operator::status::{self, READY, Stage, StepError};
 use crate::redact;
 use crate::source::{Artifact, CacheKey, Credentials, ErrorCategory, GitUrl, SyncOptions, Transport};
 
@@ -57,8 +58,11 @@ impl Reconciliation<'_> {
         let namespace = applyset.namespace_or_default();
         let fetch_started = Instant::now();
         let key = CacheKey::new(&namespace, applyset.name());
-        let options =
-            SyncOptions { previous: self.previous.last_applied_revision.as_deref(), listed_since: self.listed_since() };
+        let options = SyncOptions {
+            previous: self.previous.last_applied_revision.as_deref(),
+            listed_since: self.listed_since(),
+            applied_inputs: self.previous.last_applied_inputs.as_deref(),
+        };
         let artifact =
             ctx.git.sync_with(&key, &applyset.spec.source, credentials.clone(), self.intervals.timeout, options).await;
         match artifact {
@@ -78,6 +82,32 @@ impl Reconciliation<'_> {
                 Err(StepError::of(stage, error))
             }
         }
+    }
+
+    /// A new commit that changes nothing this ApplySet reads (its path's tree and what its
+    /// kustomizations reach, see [`Artifact::inputs_unchanged`]), with the spec and post-build
+    /// variables of the last apply, after a run that succeeded and was Ready: the new revision
+    /// is recorded, and nothing is loaded, built, applied or pruned. Not for a drift check,
+    /// which must apply.
+    pub(in crate::operator::reconcile) fn inputs_unchanged(
+        &self,
+        artifact: &Artifact,
+        spec_digest: &str,
+    ) -> Option<Done> {
+        let previous = self.previous;
+        let applied = previous.last_applied_revision.as_deref()?;
+        let unchanged = artifact.inputs_unchanged
+            && !self.drift_check
+            && previous.last_applied_spec_digest.as_deref() == Some(spec_digest)
+            && previous.last_attempted_revision.as_deref() == Some(applied)
+            && status::condition(previous, READY).is_some_and(|c| c.status == "True");
+        unchanged.then(|| Done {
+            revision: artifact.revision.clone(),
+            applied_digest: spec_digest.to_owned(),
+            inputs: artifact.inputs.clone(),
+            inputs_unchanged_since: Some(applied.to_owned()),
+            ..Done::default()
+        })
     }
 
     /// How recent a listing of the remote, by any ApplySet of the same source, this run may

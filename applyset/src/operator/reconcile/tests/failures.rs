@@ -47,7 +47,7 @@ async fn reconcile_unparsable_manifest_is_load_failed_and_applies_and_prunes_not
     f.repo.commit("broken");
     f.fake.clear_requests();
 
-    f.run_now("app").await.expect("the run");
+    f.run_requested("app").await.expect("the run");
 
     let (ready, reason, message) = f.ready("app");
     assert_eq!((ready.as_str(), reason.as_str()), ("False", "LoadFailed"), "{message}");
@@ -76,7 +76,7 @@ async fn reconcile_object_refused_with_422_is_apply_failed_naming_it_and_prunes_
     f.fake.fail(Method::PATCH, &configmap_path("b"), 422, "Invalid");
     f.fake.clear_requests();
 
-    f.run_now("app").await.expect("the run");
+    f.run_requested("app").await.expect("the run");
 
     let (ready, reason, message) = f.ready("app");
     assert_eq!((ready.as_str(), reason.as_str()), ("False", "ApplyFailed"), "{message}");

@@ -108,6 +108,16 @@ impl Fixture {
         reconcile(self.current(name), self.ctx.clone()).await
     }
 
+    /// A run asked for now, as a webhook push or `reconcile` asks (the request annotation set
+    /// to the current time): it lists the remote, so it sees a commit made since the last run.
+    pub async fn run_requested(&self, name: &str) -> Result<Action, ReconcileError> {
+        let mut object = self.fake.object(&applyset_path(name)).expect("the ApplySet");
+        let now = k8s_openapi::jiff::Timestamp::now().to_string();
+        object["metadata"]["annotations"][crate::keys::RECONCILE_REQUESTED_AT] = now.into();
+        self.fake.put(object);
+        self.reconcile(name).await
+    }
+
     /// A run before the interval is over, as a change someone made to an object asks for.
     pub async fn run_now(&self, name: &str) -> Result<Action, ReconcileError> {
         let applyset = self.current(name);

@@ -89,6 +89,35 @@ async fn reconcile_second_run_with_nothing_changed_writes_no_status_and_patches_
 }
 
 #[tokio::test]
+async fn reconcile_commit_that_leaves_its_path_alone_records_the_revision_and_applies_nothing() {
+    let f = Fixture::new();
+    f.repo.write("app/a.yaml", &configmap("a", "1")).write("other/b.yaml", &configmap("b", "1")).commit("apps");
+    f.applyset("app", json!({ "source": { "path": "app" } }));
+    f.reconcile("app").await.expect("the first run");
+    let first = f.status("app");
+    let second = f.repo.write("other/b.yaml", &configmap("b", "2")).commit("another app");
+    f.fake.clear_requests();
+
+    f.run_requested("app").await.expect("the run");
+
+    let status = f.status("app");
+    assert!(status.last_applied_revision.as_deref().is_some_and(|r| r.ends_with(&second)), "{status:?}");
+    assert_eq!(status.last_applied_inputs, first.last_applied_inputs, "the same inputs");
+    let (ready, _, message) = f.ready("app");
+    assert_eq!(ready, "True");
+    assert!(message.contains("nothing this ApplySet reads changed since"), "{message}");
+    let on_objects: Vec<_> = f.fake.requests().into_iter().filter(|r| r.path.contains("/configmaps")).collect();
+    assert!(on_objects.is_empty(), "nothing read or applied: {on_objects:?}");
+    assert_eq!(f.metric("applyset_reconcile_total{result=\"inputs_unchanged\"}"), 1.0);
+
+    // A commit to its own path applies as always.
+    let third = f.repo.write("app/a.yaml", &configmap("a", "2")).commit("this app");
+    f.run_requested("app").await.expect("the run");
+    assert_eq!(f.configmap("a").expect("a")["data"]["value"], "2");
+    assert!(f.status("app").last_applied_revision.is_some_and(|r| r.ends_with(&third)));
+}
+
+#[tokio::test]
 async fn reconcile_suspended_fetches_nothing_and_says_suspended() {
     let f = Fixture::new();
     f.repo.write("a.yaml", &configmap("a", "1")).commit("one");

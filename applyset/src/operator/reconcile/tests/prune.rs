@@ -39,7 +39,7 @@ async fn reconcile_prune_deletes_only_recorded_members_that_left_git() {
     f.repo.remove("c.yaml").commit("c leaves");
     f.fake.clear_requests();
 
-    f.run_now("app").await.expect("the run");
+    f.run_requested("app").await.expect("the run");
 
     let (ready, reason, message) = f.ready("app");
     assert_eq!((ready.as_str(), reason.as_str()), ("True", "Succeeded"), "{message}");
@@ -71,7 +71,7 @@ async fn reconcile_prune_orphans_an_object_marked_keep() {
     f.repo.remove("b.yaml").commit("b leaves");
     f.fake.clear_requests();
 
-    f.run_now("app").await.expect("the run");
+    f.run_requested("app").await.expect("the run");
 
     let (ready, reason, message) = f.ready("app");
     assert_eq!((ready.as_str(), reason.as_str()), ("True", "Succeeded"), "{message}");
@@ -93,7 +93,7 @@ async fn reconcile_prune_guard_holds_a_mass_deletion() {
     let head = f.repo.remove("b.yaml").remove("c.yaml").commit("b and c leave");
     f.fake.clear_requests();
 
-    f.run_now("app").await.expect("the run");
+    f.run_requested("app").await.expect("the run");
 
     let (ready, reason, message) = f.ready("app");
     assert_eq!((ready.as_str(), reason.as_str()), ("False", "PruneGuarded"), "{message}");

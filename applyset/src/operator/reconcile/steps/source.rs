@@ -112,8 +112,9 @@ impl Reconciliation<'_> {
 
     /// How recent a listing of the remote, by any ApplySet of the same source, this run may
     /// take instead of connecting: one made since the request a requested run handles (a
-    /// webhook push, `reconcile`), else one made within this ApplySet's interval. So a source
-    /// followed by many ApplySets is listed about once per interval, and once per push.
+    /// webhook push, `reconcile`), none after a spec change, else one made within this
+    /// ApplySet's interval. So a source followed by many ApplySets is listed about once per
+    /// interval, and once per push.
     fn listed_since(&self) -> Option<SystemTime> {
         let handled = self.previous.last_handled_reconcile_at.as_deref();
         match self.applyset.reconcile_requested_at() {
@@ -122,6 +123,8 @@ impl Reconciliation<'_> {
                 let at = requested.parse::<k8s_openapi::jiff::Timestamp>().ok()?;
                 Some(SystemTime::UNIX_EPOCH + Duration::from_nanos(u64::try_from(at.as_nanosecond()).ok()?))
             }
+            // A new spec (a path, a ref just pushed) is read from the remote as it is now.
+            _ if self.previous.observed_generation != self.applyset.metadata.generation => Some(SystemTime::now()),
             _ => SystemTime::now().checked_sub(self.intervals.interval),
         }
     }

@@ -191,7 +191,13 @@ async fn run_stage(
     let listed = unknown.into_iter().map(|item| {
         let key = list_key(item.mapping.as_ref().expect("resolved"), &item.namespace);
         let live = match lists.get_mut(&key) {
-            Some(Some(found)) => Live::Listed(found.remove(&item.name)),
+            Some(Some(found)) => {
+                let live = found.remove(&item.name);
+                if let (Some(object), Some(cache)) = (&live, &options.cache) {
+                    cache.cache.seen(object);
+                }
+                Live::Listed(live)
+            }
             _ => Live::Unknown,
         };
         (item, live)

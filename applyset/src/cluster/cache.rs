@@ -37,6 +37,12 @@ pub trait ObjectCache: Send + Sync {
     /// The caller wrote this object (the apiserver's answer to a create or patch).
     fn wrote(&self, object: &Value);
 
+    /// The caller read this version of the object from the apiserver (the cache could not
+    /// answer yet): when the cache's first list shows the same version, nothing changed since.
+    fn seen(&self, object: &Value) {
+        self.wrote(object);
+    }
+
     /// The caller deleted the object with this uid.
     fn deleted(&self, uid: &str);
 }

@@ -43,6 +43,8 @@ pub struct Settings {
     pub secret_hash_key: (String, String),
     /// The kustomize program for sources holding a kustomization.
     pub kustomize_binary: std::path::PathBuf,
+    /// Runs at once (`--concurrent-reconciles`), shared fairly between namespaces.
+    pub concurrent_reconciles: usize,
 }
 
 /// Apply clusters are kept this long, then rebuilt, so that discovery and OpenAPI caches
@@ -115,6 +117,7 @@ impl Context {
         instance: String,
         cache: Arc<ManagedCache>,
     ) -> Context {
+        let slots = settings.concurrent_reconciles;
         Context {
             events: EventPublisher::new(client.clone(), "applyset-controller", &instance),
             client,
@@ -123,7 +126,7 @@ impl Context {
             metrics,
             settings,
             history: Default::default(),
-            schedule: Schedule::default(),
+            schedule: Schedule::with_slots(slots),
             hashed_secrets: tokio::sync::OnceCell::new(),
             cache,
             waits: Default::default(),

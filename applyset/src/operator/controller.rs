@@ -160,7 +160,9 @@ async fn serve(args: ControllerArgs) -> anyhow::Result<()> {
     let context =
         Arc::new(Context::new(client.clone(), clusters, git, metrics.clone(), settings, identity, cache.clone()));
     let controller = Controller::new(applysets, watch).with_config(
-        ControllerConfig::default().concurrency(args.scope.concurrent_reconciles).debounce(Duration::from_millis(500)),
+        // Every due ApplySet is handed to a reconcile at once (0: no limit here); the schedule's
+        // fair gate lets --concurrent-reconciles of them run, fairly between namespaces.
+        ControllerConfig::default().concurrency(0).debounce(Duration::from_millis(500)),
     );
     tokio::spawn(ready_once_synced(controller.store(), health.clone()));
     let requested =
@@ -271,6 +273,7 @@ fn settings(args: &ControllerArgs) -> anyhow::Result<Settings> {
             .map_err(|e| anyhow::anyhow!("--min-interval {:?}: {e}", args.scope.min_interval))?,
         default_secrets: args.scope.default_secrets,
         kustomize_binary: args.scope.kustomize_binary.clone(),
+        concurrent_reconciles: usize::from(args.scope.concurrent_reconciles),
         secret_hash_key: (
             args.leader.leader_election_namespace.clone().unwrap_or_else(|| "default".into()),
             args.scope.secret_hash_key.clone(),

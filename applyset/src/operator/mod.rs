@@ -8,6 +8,7 @@ pub mod controller;
 pub mod dependencies;
 pub mod drift;
 pub mod events;
+pub mod fair;
 pub mod history;
 pub mod http;
 pub mod inventory;

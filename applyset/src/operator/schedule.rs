@@ -3,13 +3,14 @@
 //! ApplySet, its failures in a row, and the one way to ask for a run now.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use kube::runtime::reflector::ObjectRef;
 use tokio::sync::mpsc;
 
 use super::api::ApplySet;
+use super::fair::{FairGate, Slot};
 use super::lock;
 use crate::duration;
 
@@ -18,7 +19,6 @@ use crate::duration;
 /// anything that wants a run now — a change someone else made to a managed object, an object
 /// an ApplySet waits for, a dependency that became Ready — asks through [`Schedule::run_now`].
 /// (A webhook push, which may reach another replica, asks through the ApplySet's annotation.)
-#[derive(Default)]
 pub struct Schedule {
     /// The last run of each ApplySet (`namespace/name`).
     runs: Mutex<HashMap<String, LastRun>>,
@@ -33,6 +33,14 @@ pub struct Schedule {
     queue: OnceLock<mpsc::UnboundedSender<ObjectRef<ApplySet>>>,
     /// ApplySets whose run is in progress (their writes' answers may still be on the way).
     running: Mutex<HashSet<String>>,
+    /// How many runs go at once, shared fairly between namespaces.
+    gate: Arc<FairGate>,
+}
+
+impl Default for Schedule {
+    fn default() -> Self {
+        Schedule::with_slots(4)
+    }
 }
 
 /// While it lives, the ApplySet's run is in progress ([`Schedule::is_running`]).
@@ -56,6 +64,24 @@ struct LastRun {
 }
 
 impl Schedule {
+    /// A schedule letting `slots` runs go at once.
+    pub fn with_slots(slots: usize) -> Schedule {
+        Schedule {
+            runs: Mutex::default(),
+            failures: Mutex::default(),
+            requests: Mutex::default(),
+            drift: Mutex::default(),
+            queue: OnceLock::new(),
+            running: Mutex::default(),
+            gate: FairGate::new(slots),
+        }
+    }
+
+    /// Waits for a slot for a run of an ApplySet of `namespace` (see [`FairGate`]).
+    pub async fn slot(&self, namespace: &str) -> Slot {
+        self.gate.enter(namespace).await
+    }
+
     /// Connects the schedule to the controller's queue; returns the stream of run-now requests
     /// the controller reconciles on.
     pub fn connect(&self) -> Option<mpsc::UnboundedReceiver<ObjectRef<ApplySet>>> {

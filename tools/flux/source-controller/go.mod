@@ -15,6 +15,10 @@ replace github.com/fluxcd/source-controller/api => github.com/fluxcd/source-cont
 // xref: https://github.com/opencontainers/go-digest/pull/66
 replace github.com/opencontainers/go-digest => github.com/opencontainers/go-digest v1.0.1-0.20220411205349-bde1400a84be
 
+// source-controller v1.9.5 asks for github.com/fluxcd/pkg/artifact v0.18.3, which the module
+// proxy here does not serve; v0.18.0 does, and builds.
+replace github.com/fluxcd/pkg/artifact => github.com/fluxcd/pkg/artifact v0.18.0
+
 require (
 	cel.dev/expr v0.25.1 // indirect
 	cloud.google.com/go v0.123.0 // indirect

@@ -193,12 +193,13 @@ impl KindStore {
                 let Some(listed) = self.relisting.take() else { return Vec::new() };
                 // After a gap (an error, a 410), whatever changed meanwhile is a change. The first
                 // list is the starting point: what it shows may have changed since a run read it
-                // from the apiserver, so each object counts as a status change (which concerns
-                // only the sets waiting for health; drift made meanwhile waits for an interval).
+                // from the apiserver (a `kubectl scale` while the list was on its way), so each
+                // object counts as a change; the versions the controller wrote or read itself are
+                // known as its own and start nothing (see `ObjectCache::seen`).
                 let changes = if self.listed_once {
                     diff(&self.objects, &listed)
                 } else {
-                    listed.values().map(|entry| Change { status_only: true, ..changed(&entry.set_id, entry) }).collect()
+                    listed.values().map(|entry| changed(&entry.set_id, entry)).collect()
                 };
                 self.by_set.clear();
                 for (key, entry) in &listed {

@@ -41,6 +41,7 @@ pub async fn drift_checks(
             burst.push(change);
         }
         let (now, later) = triggers.hold_during_runs(burst);
+        tracing::debug!(judged = now.len(), held = later.len(), "managed object changes");
         held = later;
         for applyset in triggers.owners_of(now) {
             triggers.ctx.schedule.check_drift_now(&applyset);
@@ -95,6 +96,7 @@ impl Triggers {
                 continue;
             }
             let own = self.cache.is_own(&change);
+            tracing::debug!(set = %change.set_id, uid = %change.uid, version = ?change.resource_version, own, "managed object changed");
             self.ctx.metrics.watch_change(own);
             if own {
                 // The controller's own write may start a rollout that the set waits on.

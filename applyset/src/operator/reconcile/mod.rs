@@ -131,6 +131,8 @@ async fn sync(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Action, Reconcil
         return Ok(Action::requeue(ctx.schedule.remaining(&key)));
     }
 
+    // Runs of one namespace cannot keep another's waiting: each takes a fair turn.
+    let _slot = ctx.schedule.slot(&applyset.namespace_or_default()).await;
     let _running = ctx.schedule.start(&key);
     let mut written = previous.clone();
     if previous.observed_generation != generation || status::condition(&previous, READY).is_none() {

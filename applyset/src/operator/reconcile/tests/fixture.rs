@@ -39,6 +39,7 @@ pub fn settings() -> Settings {
         default_secrets: SecretsMode::Plain,
         secret_hash_key: ("applyset-system".into(), "applyset-secret-hash-key".into()),
         kustomize_binary: "kustomize".into(),
+        concurrent_reconciles: 4,
     }
 }
 

@@ -1,6 +1,7 @@
 //! The fleet on the real control plane: twenty ApplySets, one path each of one repository
 //! served over smart HTTP on loopback, list the repository about once per interval (not once
-//! per ApplySet), and a commit reaches every one of them.
+//! per ApplySet), and a commit reaches every one of them, running only the one it touches; and
+//! a crowd of one tenant's ApplySets does not queue another tenant's.
 
 mod git;
 mod operator;
@@ -10,7 +11,10 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, ensure};
+use applyset::operator::api::ApplySet;
 use git::{GitHttpServer, HttpAuth};
+use kube::Api;
+use kube::api::{Patch, PatchParams};
 use operator::{
     ControllerFixture, ControllerOptions, config_map, create_applyset, ready_at, sample, wait_for_applyset,
 };
@@ -74,5 +78,54 @@ async fn twenty_applysets_on_one_repository_list_it_about_once_per_interval() ->
     let app_3 = operator::get_applyset(&ns, "app-3").await?;
     let message = operator::condition(&app_3, "Ready").map(|c| c.2).unwrap_or_default();
     ensure!(message.contains("nothing this ApplySet reads changed since"), "{message}");
+    Ok(())
+}
+
+/// ApplySets of a crowd tenant.
+const CROWD: usize = 30;
+
+/// Fair turns: a controller that runs one ApplySet at a time starts with a crowd tenant's 30
+/// ApplySets and another tenant's one, created after them. First come, first served would
+/// apply the other tenant's last; with turns between namespaces it is applied while most of
+/// the crowd still waits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_tenant_is_not_queued_behind_a_crowd() -> Result<()> {
+    let ControllerFixture { ns: crowd, repo } = ControllerFixture::new("fair-crowd").await?;
+    let other = support::TestNamespace::create("fair-other").await?;
+    for i in 0..CROWD {
+        repo.write(&format!("crowd/app-{i}/cm.yaml"), config_map(&format!("app-{i}"), &crowd.name, "1"));
+    }
+    repo.write("other/cm.yaml", config_map("other", &other.name, "1"));
+    repo.commit("a crowd and another");
+    // This controller takes only this test's ApplySets (other tests run controllers too).
+    let shard = format!("fair-{}", support::random_suffix());
+    let in_shard = |ns: &support::TestNamespace, name: String, path: String| {
+        let api: Api<ApplySet> = Api::namespaced(ns.client.clone(), &ns.name);
+        let body = serde_json::json!({
+            "apiVersion": "applyset.dev/v1alpha1", "kind": "ApplySet",
+            "metadata": { "name": name, "namespace": ns.name, "labels": { "shard": shard } },
+            "spec": { "source": { "url": repo.url(), "path": path }, "interval": "1h" },
+        });
+        async move { api.patch(&name, &PatchParams::apply("applyset-tests").force(), &Patch::Apply(&body)).await }
+    };
+    for i in 0..CROWD {
+        in_shard(&crowd, format!("app-{i}"), format!("crowd/app-{i}")).await?;
+    }
+    in_shard(&other, "other".into(), "other".into()).await?;
+
+    let mut options = ControllerOptions::for_namespace(&crowd)
+        .local_sources()
+        .arg("--concurrent-reconciles=1")
+        .arg(format!("--shard-selector=shard={shard}"));
+    options.pod_env = Some(Vec::new()); // every namespace, not --watch-namespace
+    let controller = options.start()?;
+    wait_for_applyset(&other, "other", &controller, "Ready", T, operator::is_ready).await?;
+    let api: Api<ApplySet> = Api::namespaced(crowd.client.clone(), &crowd.name);
+    let crowd_ready = api.list(&Default::default()).await?.items.iter().filter(|a| operator::is_ready(a)).count();
+    println!("the other tenant's ApplySet was Ready when {crowd_ready} of the crowd's {CROWD} were");
+    ensure!(crowd_ready < CROWD / 2, "{crowd_ready} of {CROWD} ran first:\n{}", controller.log());
+    for i in 0..CROWD {
+        wait_for_applyset(&crowd, &format!("app-{i}"), &controller, "Ready", T, operator::is_ready).await?;
+    }
     Ok(())
 }

@@ -149,8 +149,9 @@ async fn the_anchors_marks_keep_objects_and_an_invalid_annotation_does_not_freez
     }
     repo.remove("gone.yaml");
     let second = repo.commit("four leave");
-    // Someone with patch on one object writes garbage into its annotation; the change starts
-    // the ApplySet's run at once (the interval is an hour), which finds the new commit too.
+    // Someone with patch on one object writes garbage into its annotation, and the push of the
+    // new commit asks for a run at once (the interval is an hour): the run that applies the new
+    // commit finds the garbage (a drift check alone applies the commit it knows).
     ns.kubectl_ok(
         &[
             "annotate",
@@ -161,6 +162,7 @@ async fn the_anchors_marks_keep_objects_and_an_invalid_annotation_does_not_freez
         ],
         None,
     )?;
+    operator::request_reconcile(&ns, "app").await?;
     let done =
         wait_for_applyset(&ns, "app", &controller, "Ready", T, operator::ready_at(operator::revision(&second))).await?;
     ensure!(!ns.exists("configmap/gone")?, "the unmarked object is pruned");

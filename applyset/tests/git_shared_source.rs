@@ -77,6 +77,13 @@ async fn ten_followers_of_one_repository_list_it_once_per_interval() {
     assert_eq!((woken.commit.as_str(), woken.moved), (second.as_str(), false));
     assert_eq!(std::fs::read_to_string(woken.dir.join("cm.yaml")).unwrap(), "name: app-3\nversion: 2\n");
     assert_eq!(src.stats().connects, 2);
+
+    // An earlier revision (stale fields read it) comes from the same repository: no connection,
+    // whatever ref it is asked by.
+    let spec = app(&url, "apps/app-3");
+    let files = src.read_revision(&CacheKey::new("team", "app-3"), &spec, &first.commit, None, T).await.unwrap();
+    assert!(files.iter().any(|(path, bytes)| path.ends_with("cm.yaml") && bytes == b"name: app-3\nversion: 1\n"));
+    assert_eq!(src.stats().connects, 2, "the commit was in the shared repository");
 }
 
 #[tokio::test]
@@ -95,6 +102,7 @@ async fn other_credentials_never_share_a_listing_or_a_repository() {
     let c = sync("tenant-c", None).await;
     assert_ne!(a.source_id, b.source_id, "another password is another source");
     assert_ne!(a.source_id, c.source_id);
+    assert_ne!(a.repository_id, b.repository_id, "nor a repository");
     assert_eq!(src.stats().connects, 3, "each lists the remote with its own credentials");
     let a_again = sync("tenant-d", Some(Credentials::basic("git", "secret-a"))).await;
     assert_eq!(a_again.source_id, a.source_id, "the same URL and secret content share, whatever the namespace");

@@ -189,7 +189,7 @@ async fn fetches_only_when_the_ref_moves() {
     assert_eq!(a1.commit, c1);
     let st1 = src.stats();
     assert_eq!((st1.connects, st1.fetches, st1.checkouts), (1, 1, 1));
-    let pack_dir = src.repository_dir(&a1.source_id).join("objects/pack");
+    let pack_dir = src.repository_dir(&a1.repository_id).join("objects/pack");
     let packs = std::fs::read_dir(&pack_dir).unwrap().count();
 
     // Unchanged: one more ls-remote, no fetch, no new checkout, no new pack.

@@ -65,21 +65,27 @@ fn shown(path: &Path, root: &Path) -> String {
 /// The path `reference` names from `dir`, lexically normalised (no `.`/`..` left), when it
 /// stays inside `root` and exists there (symbolic links resolved).
 fn inside(root: &Path, dir: &Path, reference: &str) -> Option<PathBuf> {
-    let mut path = PathBuf::new();
-    for component in dir.join(reference).components() {
+    let path = lexical(&dir.join(reference))?;
+    let real = path.canonicalize().ok()?;
+    let real_root = root.canonicalize().ok()?;
+    real.starts_with(&real_root).then_some(path)
+}
+
+/// `path` with `.` and `..` resolved without the disk; `None` when a `..` goes above its start.
+pub(crate) fn lexical(path: &Path) -> Option<PathBuf> {
+    let mut out = PathBuf::new();
+    for component in path.components() {
         match component {
             Component::ParentDir => {
-                if !path.pop() {
+                if !out.pop() {
                     return None;
                 }
             }
             Component::CurDir => {}
-            other => path.push(other),
+            other => out.push(other),
         }
     }
-    let real = path.canonicalize().ok()?;
-    let real_root = root.canonicalize().ok()?;
-    real.starts_with(&real_root).then_some(path)
+    Some(out)
 }
 
 /// Checks the kustomization of `dir` and every kustomization it reaches (see the module docs).

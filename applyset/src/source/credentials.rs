@@ -81,26 +81,16 @@ impl Credentials {
     /// A digest of every value, so that two ApplySets share a fetch only when they would fetch
     /// with the same secret content (never through another tenant's credentials).
     pub(crate) fn digest(&self) -> [u8; 32] {
-        let mut hasher = openssl::sha::Sha256::new();
-        let mut field = |tag: &str, value: Option<&[u8]>| {
-            // Tagged and length-prefixed: no two different secrets hash the same input.
-            hasher.update(tag.as_bytes());
-            match value {
-                Some(bytes) => {
-                    hasher.update(&(bytes.len() as u64 + 1).to_be_bytes());
-                    hasher.update(bytes);
-                }
-                None => hasher.update(&0u64.to_be_bytes()),
-            }
-        };
-        field("username", self.username.as_deref().map(str::as_bytes));
-        field("password", self.password.as_ref().map(Secret::expose));
-        field("bearerToken", self.bearer_token.as_ref().map(Secret::expose));
-        field("identity", self.identity.as_ref().map(Secret::expose));
-        field("identity.pub", self.identity_pub.as_deref().map(str::as_bytes));
-        field("known_hosts", self.known_hosts.as_deref().map(str::as_bytes));
-        field("ca.crt", self.ca_cert.as_deref());
-        hasher.finish()
+        let mut framed = crate::digest::Framed::default();
+        framed
+            .optional(self.username.as_deref().map(str::as_bytes))
+            .optional(self.password.as_ref().map(Secret::expose))
+            .optional(self.bearer_token.as_ref().map(Secret::expose))
+            .optional(self.identity.as_ref().map(Secret::expose))
+            .optional(self.identity_pub.as_deref().map(str::as_bytes))
+            .optional(self.known_hosts.as_deref().map(str::as_bytes))
+            .optional(self.ca_cert.as_deref());
+        framed.finish()
     }
 
     /// HTTPS basic auth.

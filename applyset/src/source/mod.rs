@@ -7,11 +7,11 @@
 //! # How a sync works
 //!
 //! 1. Validate the spec (URL, ref, path, credentials) — [`ErrorCategory::InvalidSpec`].
-//! 2. Take the ApplySet's lock, then its source's (syncs of one ApplySet, and fetches
+//! 2. Take the ApplySet's lock, then its repository's (syncs of one ApplySet, and fetches
 //!    into one repository, never overlap; a sync abandoned by a timeout keeps the locks
 //!    until its blocking thread ends).
-//! 3. On a blocking thread: open (or create) the source's bare repository
-//!    `<cache_root>/sources/<source id>`; reuse the source's last listing of
+//! 3. On a blocking thread: open (or create) the bare repository shared by the URL and
+//!    credentials `<cache_root>/sources/<repository id>`; reuse the source's last listing of
 //!    the remote when it is recent enough ([`SyncOptions::listed_since`]), else
 //!    connect to the remote and list its refs (`git ls-remote`), resolve the
 //!    ref to a commit. A pinned `commit`
@@ -136,8 +136,11 @@ pub struct Artifact {
     /// the same.
     pub change: Option<RevisionChange>,
     /// The shared source this came from (URL, ref and credentials' content, hashed): every
-    /// ApplySet with the same id shares its repository and its listing of the remote.
+    /// ApplySet with the same id shares its listing of the remote.
     pub source_id: String,
+    /// The repository it was fetched into (URL and credentials' content, hashed): shared by
+    /// every ref fetched with them ([`GitSource::repository_dir`]).
+    pub repository_id: String,
     /// This sync listed the remote and found another commit than the source's last listing:
     /// the other ApplySets that follow the source have a new revision to apply.
     pub moved: bool,
@@ -306,19 +309,20 @@ impl GitSource {
         locks.entry(name).or_default().clone()
     }
 
-    /// The locks a job takes, in this order: the ApplySet's, then its source's.
+    /// The lock of an ApplySet's checkouts.
+    fn set_lock(&self, key: &CacheKey) -> Arc<tokio::sync::Mutex<()>> {
+        self.lock_for(format!("set/{}", key.dir_name()))
+    }
+
+    /// The locks a job takes, in this order: the ApplySet's, then its repository's.
     fn locks_of(&self, key: &CacheKey, job: &git::Job) -> [Arc<tokio::sync::Mutex<()>>; 2] {
-        [self.lock_for(format!("set/{}", key.dir_name())), self.lock_for(format!("source/{}", job.source_id()))]
+        [self.set_lock(key), self.lock_for(format!("repository/{}", job.repository_id))]
     }
 
-    /// The shared repository of a source.
-    fn source_repo(&self, job: &git::Job) -> PathBuf {
-        self.repository_dir(&job.source_id())
-    }
-
-    /// The bare repository shared by every ApplySet of a source ([`Artifact::source_id`]).
-    pub fn repository_dir(&self, source_id: &str) -> PathBuf {
-        self.cache_root.join("sources").join(source_id)
+    /// The bare repository shared by every ApplySet with the same URL and credentials
+    /// ([`Artifact::repository_id`]), whatever ref each follows.
+    pub fn repository_dir(&self, repository_id: &str) -> PathBuf {
+        self.cache_root.join("sources").join(repository_id)
     }
 
     /// The ApplySets (other than `key`) that synced the same source as `key` last did.
@@ -329,12 +333,18 @@ impl GitSource {
 
     /// `key` follows `source_id` now (and no other source).
     fn follows(&self, key: &CacheKey, source_id: &str) {
+        self.unfollow(key);
+        let mut followers = self.followers.lock().unwrap_or_else(|p| p.into_inner());
+        followers.entry(source_id.to_owned()).or_default().insert(key.clone());
+    }
+
+    /// `key` follows no source (any more).
+    fn unfollow(&self, key: &CacheKey) {
         let mut followers = self.followers.lock().unwrap_or_else(|p| p.into_inner());
         for keys in followers.values_mut() {
             keys.remove(key);
         }
         followers.retain(|_, keys| !keys.is_empty());
-        followers.entry(source_id.to_owned()).or_default().insert(key.clone());
     }
 
     /// Resolve `spec` to a commit, fetch it if it is not cached, check it out
@@ -378,7 +388,7 @@ impl GitSource {
     ) -> Result<Artifact, SourceError> {
         self.counters.syncs.fetch_add(1, Ordering::Relaxed);
         let mut job = git::Job::prepare(self.cache_dir(key), spec, auth, self.limits, timeout, options.previous)?;
-        job.repo_dir = self.source_repo(&job);
+        job.repo_dir = self.repository_dir(&job.repository_id);
         job.listed_since = options.listed_since;
         job.applied_inputs = options.applied_inputs.map(str::to_owned);
         let listings = self.listings.clone();
@@ -411,7 +421,7 @@ impl GitSource {
             ..spec.clone()
         };
         let mut job = git::Job::prepare(self.cache_dir(key), &pinned, auth, self.limits, timeout, None)?;
-        job.repo_dir = self.source_repo(&job);
+        job.repo_dir = self.repository_dir(&job.repository_id);
         self.run_locked(key, job, timeout, |job, cancel, counters| job.read_files(cancel, counters)).await
     }
 
@@ -467,7 +477,7 @@ impl GitSource {
     /// Remove the cache of `key` (when its ApplySet is deleted). Waits for a
     /// running sync of the key to finish.
     pub async fn purge(&self, key: &CacheKey) -> Result<(), SourceError> {
-        let lock = self.lock_for(format!("set/{}", key.dir_name()));
+        let lock = self.set_lock(key);
         let _guard = lock.lock().await;
         let dir = self.cache_dir(key);
         let result = tokio::task::spawn_blocking(move || match std::fs::remove_dir_all(&dir) {
@@ -477,10 +487,7 @@ impl GitSource {
         })
         .await;
         self.locks.lock().unwrap_or_else(|p| p.into_inner()).remove(&format!("set/{}", key.dir_name()));
-        let mut followers = self.followers.lock().unwrap_or_else(|p| p.into_inner());
-        for keys in followers.values_mut() {
-            keys.remove(key);
-        }
+        self.unfollow(key);
         let ctx = ErrorContext { url: String::new(), reference: format!("cache of {}/{}", key.namespace, key.name) };
         match result {
             Ok(Ok(())) => Ok(()),

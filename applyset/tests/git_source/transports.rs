@@ -32,7 +32,7 @@ async fn http_basic_auth() {
     assert_eq!(a.revision, format!("main@sha1:{c1}"));
     assert_eq!(read(&a, "cm.yaml"), "1");
     // A shallow clone over the network.
-    assert!(src.repository_dir(&a.source_id).join("shallow").exists(), "depth-1 fetch expected");
+    assert!(src.repository_dir(&a.repository_id).join("shallow").exists(), "depth-1 fetch expected");
     let packs = http.upload_packs.load(std::sync::atomic::Ordering::SeqCst);
     assert!(packs >= 1);
 
@@ -145,7 +145,7 @@ async fn ssh_deploy_key() {
     };
     assert_eq!(a.revision, format!("main@sha1:{c}"));
     assert_eq!(read(&a, "cm.yaml"), "ssh");
-    assert!(src.repository_dir(&a.source_id).join("shallow").exists(), "depth-1 fetch expected");
+    assert!(src.repository_dir(&a.repository_id).join("shallow").exists(), "depth-1 fetch expected");
     let a = src.sync(&key("s"), &s, Some(good.clone()), T).await.unwrap();
     assert!(!a.fetched);
 

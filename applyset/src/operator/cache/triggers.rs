@@ -68,7 +68,7 @@ impl Triggers {
             .state()
             .iter()
             .filter(|applyset| ctx.schedule.is_running(&applyset.key()))
-            .map(|applyset| (self.id_of(applyset), applyset.key()))
+            .map(|applyset| (id_of(&mut self.ids, applyset).to_owned(), applyset.key()))
             .collect();
         if running.is_empty() {
             return (burst, Vec::new());
@@ -76,13 +76,6 @@ impl Triggers {
         burst.into_iter().partition(|change| {
             change.status_only || !running.contains_key(&change.set_id) || self.cache.is_own(change)
         })
-    }
-
-    fn id_of(&mut self, applyset: &ApplySet) -> String {
-        self.ids
-            .entry(applyset.key())
-            .or_insert_with(|| applyset_id(&applyset.name(), &applyset.namespace_or_default(), KIND, GROUP))
-            .clone()
     }
 
     /// The ApplySets that own what changed, the controller's own writes left out; a change of
@@ -122,6 +115,12 @@ impl Triggers {
     }
 }
 
+/// The ApplySet's ID, computed once (`ids`: `namespace/name` → ID).
+fn id_of<'i>(ids: &'i mut HashMap<String, String>, applyset: &ApplySet) -> &'i str {
+    ids.entry(applyset.key())
+        .or_insert_with(|| applyset_id(&applyset.name(), &applyset.namespace_or_default(), KIND, GROUP))
+}
+
 /// The ApplySets with one of `set_ids`, except suspended ones (a suspended ApplySet changes
 /// nothing, drift included).
 pub fn owners(
@@ -132,12 +131,7 @@ pub fn owners(
     applysets
         .iter()
         .filter(|applyset| !applyset.spec.suspend)
-        .filter(|applyset| {
-            let id = ids
-                .entry(applyset.key())
-                .or_insert_with(|| applyset_id(&applyset.name(), &applyset.namespace_or_default(), KIND, GROUP));
-            set_ids.contains(id.as_str())
-        })
+        .filter(|applyset| set_ids.contains(id_of(ids, applyset)))
         .cloned()
         .collect()
 }

@@ -9,11 +9,11 @@
 //! reference leaving the repository. Then every new commit counts as a change.
 
 use std::collections::{BTreeSet, HashSet};
-use std::path::{Component, Path, PathBuf};
+use std::path::Path;
 
 use git2::{ObjectType, Oid, Repository, Tree, TreeWalkMode, TreeWalkResult};
 
-use crate::manifest::kustomize::{KUSTOMIZATION_FILES, references};
+use crate::manifest::kustomize::{KUSTOMIZATION_FILES, lexical, references};
 
 /// Git's mode of a symbolic link.
 const SYMLINK_MODE: i32 = 0o120000;
@@ -39,7 +39,8 @@ pub(super) fn digest(repo: &Repository, commit: Oid, path: &Path) -> Option<Stri
             if reference.contains("://") || reference.starts_with("github.com/") || reference.starts_with("git@") {
                 return None;
             }
-            let target = normalised(&dir.join(&reference))?;
+            // Inside the repository: relative, and no `..` above its root.
+            let target = lexical(&dir.join(&reference)).filter(|target| !target.has_root())?;
             match root.get_path(&target) {
                 Ok(entry) if entry.filemode() == SYMLINK_MODE => return None,
                 Ok(entry) if entry.kind() == Some(ObjectType::Tree) => {
@@ -59,13 +60,11 @@ pub(super) fn digest(repo: &Repository, commit: Oid, path: &Path) -> Option<Stri
             }
         }
     }
-    let mut hasher = openssl::sha::Sha256::new();
+    let mut framed = crate::digest::Framed::default();
     for (path, id) in &read {
-        hasher.update(&(path.len() as u64).to_be_bytes());
-        hasher.update(path.as_bytes());
-        hasher.update(id.as_bytes());
+        framed.value(path.as_bytes()).value(id.as_bytes());
     }
-    Some(crate::digest::hex(&hasher.finish()))
+    Some(crate::digest::hex(&framed.finish()))
 }
 
 /// The tree at `dir` (the root for an empty path); `None` when it is not a directory.
@@ -96,31 +95,13 @@ fn kustomization(repo: &Repository, tree: &Tree<'_>) -> Option<String> {
     Some(String::from_utf8_lossy(blob.content()).into_owned())
 }
 
-/// `path` with `.` and `..` resolved lexically; `None` when it leaves the repository.
-fn normalised(path: &Path) -> Option<PathBuf> {
-    let mut out = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::Normal(part) => out.push(part),
-            Component::CurDir => {}
-            Component::ParentDir => {
-                if !out.pop() {
-                    return None;
-                }
-            }
-            Component::RootDir | Component::Prefix(_) => return None,
-        }
-    }
-    Some(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     /// A repository whose commits are written straight into the object database.
     struct Repo {
-        dir: PathBuf,
+        dir: std::path::PathBuf,
         repo: Repository,
     }
 

@@ -43,7 +43,13 @@ pub(crate) struct Job {
     pub(crate) ctx: ErrorContext,
     /// The ApplySet's own directory: its checkouts.
     dir: PathBuf,
-    /// The shared repository of the source (see [`Job::source_id`]), set by the caller.
+    /// What names the source (see [`Job::prepare`]): the URL, the ref and the credentials'
+    /// content; the listing of the remote is shared by it.
+    pub(crate) source_id: String,
+    /// The URL and the credentials' content: one repository holds every ref fetched with them
+    /// (the refs of several ApplySets, the earlier commits history reads).
+    pub(crate) repository_id: String,
+    /// The shared repository (named by [`Job::repository_id`]), set by the caller.
     pub(crate) repo_dir: PathBuf,
     /// A listing of the remote made at or after this time is reused instead of connecting.
     pub(crate) listed_since: Option<std::time::SystemTime>,
@@ -133,8 +139,17 @@ impl Job {
         if let Some(c) = &creds {
             check_credentials(url.transport(), c).map_err(|e| unusable(e.into()))?;
         }
+        let credentials = creds.as_ref().map(Credentials::digest).unwrap_or_default();
+        let mut framed = crate::digest::Framed::default();
+        framed.value(url.raw().as_bytes()).value(&credentials);
+        let repository_id = crate::digest::hex(&framed.finish());
+        let mut framed = crate::digest::Framed::default();
+        framed.value(url.raw().as_bytes()).value(&credentials).value(reference.describe().as_bytes());
+        let source_id = crate::digest::hex(&framed.finish());
         Ok(Job {
             ctx,
+            source_id,
+            repository_id,
             repo_dir: dir.join("repo"),
             listed_since: None,
             applied_inputs: None,
@@ -152,18 +167,6 @@ impl Job {
         })
     }
 
-    /// What identifies the source for sharing: the URL, the ref and the credentials' content.
-    /// ApplySets with the same id share one repository and one listing of the remote.
-    pub(crate) fn source_id(&self) -> String {
-        let mut hasher = openssl::sha::Sha256::new();
-        for part in [self.url.raw(), &self.reference.describe()] {
-            hasher.update(&(part.len() as u64).to_be_bytes());
-            hasher.update(part.as_bytes());
-        }
-        hasher.update(&self.creds.as_ref().map(Credentials::digest).unwrap_or_default());
-        crate::digest::hex(&hasher.finish())
-    }
-
     pub(crate) fn run(
         self,
         cancel: &AtomicBool,
@@ -172,7 +175,7 @@ impl Job {
     ) -> Result<Artifact, SourceError> {
         let repo = self.open_repo()?;
         let st = CallbackState::new(cancel, self.limits.max_fetch_bytes);
-        let source_id = self.source_id();
+        let source_id = self.source_id.clone();
         let (Resolved { commit, revision_name, fetched }, moved) =
             match self.recent_listing(&repo, listings, &source_id) {
                 Some(resolved) => (resolved, false),
@@ -209,6 +212,7 @@ impl Job {
             fetched,
             change,
             source_id,
+            repository_id: self.repository_id.clone(),
             moved,
             inputs,
             inputs_unchanged,

@@ -2,7 +2,8 @@
 //! apiserver's 262144-byte limit), end to end: the controller applies them server-side, keeps
 //! them in the set (Ready, `method: ServerSide`), sends nothing on a no-op run, corrects drift,
 //! returns them to client-side apply when they shrink (no field left behind), and prunes them;
-//! a CRD too large for the annotation works the same way.
+//! a CRD too large for the annotation works the same way. And one ApplySet of 20,000 objects,
+//! whose record of members lives beside its status.
 
 mod git;
 mod operator;
@@ -135,56 +136,87 @@ async fn an_oversized_crd_and_its_custom_resources_apply() -> Result<()> {
     Ok(())
 }
 
-/// A source with more objects than the status can record for prune (20,000 ConfigMaps: about
-/// 2 MiB of `status.inventory.members`, past etcd's request limit) fails safely: nothing is
-/// applied, `Ready=False`/`Stalled=True` with `InventoryTooLarge` naming the size and the limit,
-/// one Warning Event, retries at the backoff only, and the controller's memory stays bounded.
+/// The peak resident memory of a process (`VmHWM`), in MiB.
+fn peak_rss_mib(pid: u32) -> Result<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).context("VmHWM in /proc/<pid>/status")?;
+    let kib: f64 = line.split_whitespace().nth(1).context("a VmHWM value")?.parse()?;
+    Ok(kib / 1024.0)
+}
+
+/// One ApplySet of 20,000 ConfigMaps (a member record of about 2 MiB, past etcd's request
+/// limit were it in the status): Ready, with the record in `ApplySetRecord` parts and a status
+/// under 64 KiB; an interval run sends no request on its objects; 1,000 that leave git are
+/// pruned through the record; deleting the ApplySet deletes the objects and the parts.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_set_too_large_to_record_fails_before_applying_anything() -> Result<()> {
-    const COUNT: usize = 20_000;
-    let ControllerFixture { ns, repo } = ControllerFixture::new("toolarge").await?;
-    // Files under the 2 MiB file cap; the revision under the 4 MiB cap.
-    for file in 0..4 {
-        let text: String = (file * COUNT / 4..(file + 1) * COUNT / 4)
+async fn a_set_of_20000_objects_keeps_a_small_status_and_prunes_through_its_record() -> Result<()> {
+    const FILES: usize = 20;
+    const PER_FILE: usize = 1_000;
+    let ControllerFixture { ns, repo } = ControllerFixture::new("twentyk").await?;
+    for file in 0..FILES {
+        let text: String = (file * PER_FILE..(file + 1) * PER_FILE)
             .map(|i| format!("---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: c{i}}}\ndata: {{k: v}}\n"))
             .collect();
-        repo.write(&format!("part{file}.yaml"), text);
+        repo.write(&format!("part{file:02}.yaml"), text);
     }
-    repo.commit("20,000 ConfigMaps");
+    let first = repo.commit("20,000 ConfigMaps");
     let controller = start_controller(&ns)?;
-    let spec = serde_json::json!({ "source": { "url": repo.url() }, "interval": "1m", "retryInterval": "2s" });
-    create_applyset(&ns, "huge", spec).await?;
-    let failed = wait_for_applyset(&ns, "huge", &controller, "InventoryTooLarge", T, |a| {
-        operator::condition(a, "Ready").is_some_and(|c| c.1 == "InventoryTooLarge")
+    let pid = controller.pid().context("the controller's pid")?;
+    create_applyset(&ns, "huge", serde_json::json!({ "source": { "url": repo.url() }, "interval": "20s" })).await?;
+    let slow = Duration::from_secs(900);
+    let ready = wait_for_applyset(&ns, "huge", &controller, "Ready", slow, ready_at(revision(&first))).await?;
+    let ready_rss = peak_rss_mib(pid)?;
+    let inventory = ready.status.as_ref().and_then(|s| s.inventory.clone()).context("an inventory")?;
+    assert_eq!((inventory.count, inventory.members.is_none()), (20_000, true));
+    let record = inventory.record.context("the record in parts")?;
+    assert_eq!(record.count, 20_000);
+    let parts = ns.kubectl_ok(&["get", "applysetrecords", "-o", "name"], None)?;
+    assert_eq!(parts.lines().count(), record.parts.len(), "{parts}");
+    let object_bytes = ns.kubectl_ok(&["get", "applyset", "huge", "-o", "json"], None)?.len();
+    let status_bytes = serde_json::to_vec(&ready.status)?.len();
+    assert!(status_bytes <= 64 * 1024, "a status of {status_bytes} bytes");
+
+    // An interval run: nothing sent on the ConfigMaps.
+    let successes = r#"applyset_reconcile_total{result="success"}"#;
+    let runs = operator::sample(&controller.metrics()?, successes).unwrap_or(0.0);
+    support::eventually("one interval run", slow, || async {
+        Ok((operator::sample(&controller.metrics()?, successes).unwrap_or(0.0) > runs).then_some(()))
     })
     .await?;
-    let (_, reason, message) = operator::condition(&failed, "Stalled").context("a Stalled condition")?;
-    assert_eq!(reason, "InventoryTooLarge");
-    assert!(
-        message.starts_with("20000 object(s): recording them for prune")
-            && message.contains("over the limit of 1048576 bytes")
-            && message.contains("nothing was applied or pruned"),
-        "{message}"
-    );
-    // The retries of 20 s: at the backoff (2 s, 4 s, 8 s, 16 s), not a storm; one Event.
-    let rss = |metrics: &str| operator::sample(metrics, "process_resident_memory_bytes").unwrap_or(0.0) / 1048576.0;
-    let first_rss = rss(&controller.metrics()?);
-    tokio::time::sleep(Duration::from_secs(20)).await;
-    let metrics = controller.metrics()?;
-    let runs = operator::sample(&metrics, r#"applyset_reconcile_total{result="inventory_too_large"}"#).unwrap_or(0.0);
-    assert!((1.0..=6.0).contains(&runs), "{runs} runs in about 20 s");
-    let events = operator::events_for(&ns, "huge").await?;
-    let warnings: Vec<_> =
-        events.iter().filter(|(kind, reason, _)| kind == "Warning" && reason == "InventoryTooLarge").collect();
-    assert_eq!(warnings.len(), 1, "{events:?}");
-    let created = ns.kubectl_ok(&["get", "configmaps", "-l", "applyset.kubernetes.io/part-of", "-o", "name"], None)?;
-    assert_eq!(created.trim(), "", "nothing was applied");
-    // Memory follows the set, not the retries.
-    let last_rss = rss(&metrics);
+    let audit = support::AuditLog::from_now(&ns.kubeconfig)?;
+    let runs = operator::sample(&controller.metrics()?, successes).unwrap_or(0.0);
+    support::eventually("one more interval run", slow, || async {
+        Ok((operator::sample(&controller.metrics()?, successes).unwrap_or(0.0) > runs).then_some(()))
+    })
+    .await?;
+    let on_objects: Vec<String> = audit
+        .requests()?
+        .iter()
+        .filter(|r| r.namespace.as_deref() == Some(ns.name.as_str()) && r.resource == "configmaps")
+        .map(|r| format!("{} {}", r.verb, r.uri))
+        .collect();
+    assert!(on_objects.is_empty(), "a no-op interval run sent:\n{}", on_objects.join("\n"));
+
+    // 1,000 leave git: pruned through the record, which is written anew.
+    repo.remove("part19.yaml");
+    let second = repo.commit("1,000 leave");
+    operator::request_reconcile(&ns, "huge").await?;
+    let pruned = wait_for_applyset(&ns, "huge", &controller, "the prune", slow, ready_at(revision(&second))).await?;
+    let after = pruned.status.and_then(|s| s.inventory).and_then(|i| i.record).context("the new record")?;
+    assert_eq!(after.count, 19_000);
+    let left = ns.kubectl_ok(&["get", "configmaps", "-l", "applyset.kubernetes.io/part-of", "-o", "name"], None)?;
+    assert_eq!(left.lines().count(), 19_000);
+    assert!(!ns.exists("configmap/c19999")? && ns.exists("configmap/c18999")?);
+    let parts = ns.kubectl_ok(&["get", "applysetrecords", "-o", "name"], None)?;
+    assert_eq!(parts.lines().count(), after.parts.len(), "the old record's parts are deleted: {parts}");
+    let peak = peak_rss_mib(pid)?;
     eprintln!(
-        "20,000 objects refused in {runs} run(s); RSS {first_rss:.1} MiB after the first, {last_rss:.1} MiB after 20 s"
+        "20,000 ConfigMaps: status {status_bytes} bytes (the ApplySet {object_bytes} bytes), record of {} part(s); peak RSS {ready_rss:.0} MiB when Ready, {peak:.0} MiB after the prune of 1,000",
+        record.parts.len()
     );
-    assert!(last_rss < first_rss + 64.0, "RSS grew from {first_rss:.1} to {last_rss:.1} MiB");
-    assert!(last_rss < 512.0, "over the chart's limit: {last_rss:.1} MiB");
+
+    ns.kubectl_ok(&["delete", "applyset", "huge", "--timeout=300s"], None)?;
+    let parts = ns.kubectl_ok(&["get", "applysetrecords", "-o", "name"], None)?;
+    assert_eq!(parts.trim(), "", "the record goes with the ApplySet");
     Ok(())
 }

@@ -45,6 +45,9 @@ pub struct Settings {
     pub kustomize_binary: std::path::PathBuf,
     /// Runs at once (`--concurrent-reconciles`), shared fairly between namespaces.
     pub concurrent_reconciles: usize,
+    /// The largest record of members an ApplySet may have (bytes of compact JSON):
+    /// [`super::inventory::RECORD_LIMIT`], lower in tests.
+    pub record_limit: usize,
 }
 
 /// Apply clusters are kept this long, then rebuilt, so that discovery and OpenAPI caches
@@ -88,6 +91,8 @@ pub struct Context {
     pub cache: Arc<ManagedCache>,
     /// When each ApplySet's current wait for health began.
     pub waits: super::waiting::Waits,
+    /// The member records of large ApplySets, kept outside their status.
+    pub records: super::members::MemberRecords,
     /// The controller's view of every ApplySet (for `dependsOn`), once it runs.
     applysets: OnceLock<Store<ApplySet>>,
 }
@@ -130,6 +135,7 @@ impl Context {
             hashed_secrets: tokio::sync::OnceCell::new(),
             cache,
             waits: Default::default(),
+            records: Default::default(),
             applysets: OnceLock::new(),
         }
     }

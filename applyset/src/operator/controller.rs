@@ -274,6 +274,7 @@ fn settings(args: &ControllerArgs) -> anyhow::Result<Settings> {
         default_secrets: args.scope.default_secrets,
         kustomize_binary: args.scope.kustomize_binary.clone(),
         concurrent_reconciles: usize::from(args.scope.concurrent_reconciles),
+        record_limit: super::inventory::RECORD_LIMIT,
         secret_hash_key: (
             args.leader.leader_election_namespace.clone().unwrap_or_else(|| "default".into()),
             args.scope.secret_hash_key.clone(),

@@ -66,10 +66,9 @@ pub fn with_applied(previous: Option<&[InventoryMember]>, visited: &[Visited]) -
     members.into_values().collect()
 }
 
-/// The most `status.inventory.members` may take, as compact JSON: the whole ApplySet must stay
-/// under etcd's request limit (1.5 MiB by default), or every status write is refused and the
-/// set can never record, nor prune, what it applied.
-pub const RECORD_LIMIT: usize = 1 << 20;
+/// The most the record of members may take, as compact JSON (past it the set can never record,
+/// nor prune, what it applied): see [`crate::operator::members`] for where it is kept.
+pub use super::members::codec::RECORD_LIMIT;
 
 /// A UID's length (`8-4-4-4-12` hex digits), for members not created yet.
 const UID_LENGTH: usize = 36;
@@ -118,23 +117,24 @@ pub fn check_fits(
     previous: Option<&[InventoryMember]>,
     loaded: &[crate::manifest::LoadedObject],
     default_namespace: &str,
+    limit: usize,
 ) -> Result<(), StepError> {
     let planned: Vec<InventoryMember> =
         loaded.iter().filter_map(|o| planned_member(&o.object, default_namespace)).collect();
     let count = planned.len();
     let bytes = planned_record_bytes(previous, planned);
-    if bytes <= RECORD_LIMIT {
+    if bytes <= limit {
         return Ok(());
     }
-    Err(too_large(count, bytes, "nothing was applied or pruned"))
+    Err(too_large(count, bytes, limit, "nothing was applied or pruned"))
 }
 
-/// The failure of a record over [`RECORD_LIMIT`].
-pub fn too_large(count: usize, bytes: usize, consequence: &str) -> StepError {
+/// The failure of a record over `limit` ([`RECORD_LIMIT`] but in tests).
+pub fn too_large(count: usize, bytes: usize, limit: usize, consequence: &str) -> StepError {
     StepError::new(
         Stage::InventoryTooLarge,
         format!(
-            "{count} object(s): recording them for prune (status.inventory.members) takes {bytes} bytes, over the limit of {RECORD_LIMIT} bytes that keeps the ApplySet within etcd's request size; {consequence}. Split the source into several ApplySets"
+            "{count} object(s): recording them for prune takes {bytes} bytes, over the limit of {limit} bytes of an ApplySet's member record; {consequence}. Split the source into several ApplySets"
         ),
     )
 }
@@ -259,14 +259,14 @@ mod tests {
         let before = with_applied(None, &[visited("a", "1"), visited("old", "2")]);
         assert_eq!(planned_record_bytes(Some(&before), planned), record_bytes(&before));
 
-        // 20,000 small ConfigMaps do not fit; 3,000 do.
+        // 50,000 small ConfigMaps fit; 700,000 do not.
         let many = |count: usize| -> Vec<InventoryMember> {
             (0..count)
                 .map(|i| planned_member(&object("ConfigMap", "v1", &format!("config-{i}"), None), "tenant-a").unwrap())
                 .collect()
         };
-        assert!(planned_record_bytes(None, many(20_000)) > RECORD_LIMIT);
-        assert!(planned_record_bytes(None, many(3_000)) < RECORD_LIMIT);
+        assert!(planned_record_bytes(None, many(700_000)) > RECORD_LIMIT);
+        assert!(planned_record_bytes(None, many(50_000)) < RECORD_LIMIT);
     }
 
     #[test]

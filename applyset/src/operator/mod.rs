@@ -14,6 +14,7 @@ pub mod http;
 pub mod inventory;
 pub mod leader;
 pub mod leftover;
+pub mod members;
 pub mod metrics;
 pub mod outcome;
 pub mod postbuild;

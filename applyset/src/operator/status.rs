@@ -287,6 +287,8 @@ pub fn merge_patch(written: &ApplySetStatus, next: &ApplySetStatus) -> serde_jso
 
 /// How many objects `status.inventory.objects` lists at most.
 pub const INVENTORY_LIMIT: usize = 50;
+/// How many objects `status.pruneSkipped` lists at most.
+pub const PRUNE_SKIPPED_LIMIT: usize = 50;
 /// How many drifted objects `status.drift.objects` lists at most.
 pub const DRIFT_LIMIT: usize = 10;
 /// How many fields each drifted object lists at most.
@@ -328,6 +330,7 @@ pub fn inventory(mut objects: Vec<InventoryObject>, limit: usize) -> InventorySt
         objects,
         omitted,
         members: None,
+        record: None,
     }
 }
 

@@ -157,7 +157,8 @@ pub fn install_crd(kubeconfig: &Path) -> Result<()> {
             command.args(["apply", "--server-side", "--force-conflicts", "-f"]).arg(&crd);
             support::run(&mut command, None).and_then(|o| o.success_stdout()).map_err(|e| format!("{e:#}"))?;
             let mut wait = support::kubectl(kubeconfig, "default").map_err(|e| e.to_string())?;
-            wait.args(["wait", "--for=condition=Established", "--timeout=60s", "crd/applysets.applyset.dev"]);
+            wait.args(["wait", "--for=condition=Established", "--timeout=60s"]);
+            wait.args(["crd/applysets.applyset.dev", "crd/applysetrecords.applyset.dev"]);
             support::run(&mut wait, None).and_then(|o| o.success_stdout()).map(|_| ()).map_err(|e| format!("{e:#}"))
         })
         .clone()

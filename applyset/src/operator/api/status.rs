@@ -41,9 +41,13 @@ pub struct ApplySetStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drift: Option<DriftStatus>,
     /// Objects the last prune left in place on purpose, each with the reason in `state`
-    /// (`NotInInventory`, `OwnNamespace`, `NamespaceNotEmpty`) and a message.
+    /// (`NotInInventory`, `OwnNamespace`, `NamespaceNotEmpty`) and a message; at most a fixed
+    /// number.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub prune_skipped: Vec<InventoryObject>,
+    /// Objects the last prune left in place that `pruneSkipped` does not list.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub prune_skipped_omitted: u64,
     /// The revisions this ApplySet applied in full, newest first (at most a fixed number): the
     /// history stale fields are found from.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -83,8 +87,13 @@ pub struct InventoryStatus {
     /// Every object this ApplySet applied and has not pruned yet, with the UID it applied:
     /// prune deletes only these. An object that merely carries the ApplySet's `part-of` label
     /// (anyone who may patch it can add one) is reported in `pruneSkipped`, never deleted.
+    /// Kept here while small (a few KiB); a larger record is kept in `ApplySetRecord` objects
+    /// named by `record`, so that the status stays small whatever the set's size.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub members: Option<Vec<InventoryMember>>,
+    /// Where the record of members is kept when it is too large for the status.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub record: Option<super::MemberRecordRef>,
 }
 
 /// An object the ApplySet applied.

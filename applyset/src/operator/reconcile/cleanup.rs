@@ -40,7 +40,8 @@ pub(super) async fn cleanup(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Ac
         let (parent, _) = parent_for(&applyset, &index, &labels, &annotations).map_err(failed)?;
         let writes = ParentWrites::Owned { client: ctx.client.clone(), labels, annotations };
         let run = Run::new(&cluster, parent, writes, DryRun::None);
-        let members = applyset.status.as_ref().and_then(|s| s.inventory.as_ref()).and_then(|i| i.members.clone());
+        let recorded = super::read_record(ctx, &applyset, applyset.status.clone().unwrap_or_default()).await?;
+        let members = recorded.inventory.and_then(|i| i.members);
         let scope = prune::Scope {
             members: members.as_deref().unwrap_or_default(),
             had_record: members.is_some(),
@@ -75,6 +76,9 @@ pub(super) async fn cleanup(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Ac
             ctx.event(&applyset, true, "PruneSkipped", "Delete", format!("left in place: {}", skipped.join("; ")))
                 .await;
         }
+    }
+    if let Err(source) = ctx.records.delete_all(&ctx.client, &applyset).await {
+        return Err(ReconcileError::Record { key, source });
     }
     ctx.history.forget(&key);
     if let Err(error) = ctx.git.purge(&CacheKey::new(&namespace, applyset.name())).await {

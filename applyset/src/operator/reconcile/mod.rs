@@ -44,6 +44,9 @@ pub enum ReconcileError {
     /// The object cannot carry a finalizer (no name, or an invalid finalizer value).
     #[error("finalizer of {key}: {what}")]
     FinalizerUnusable { key: String, what: &'static str },
+    /// The member record kept outside the status could not be read or written.
+    #[error("member record of {key}")]
+    Record { key: String, source: crate::operator::members::RecordError },
     /// Deleting the ApplySet's objects did not finish.
     #[error("deleting the objects of {key}: {source}")]
     Cleanup { key: String, source: StepError },
@@ -103,15 +106,16 @@ async fn sync(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Action, Reconcil
     let started = Instant::now();
     let key = applyset.key();
     let generation = applyset.metadata.generation;
-    let previous = applyset.status.clone().unwrap_or_default();
-    let mut status = previous.clone();
+    // The status as on the server (what a status write is a patch from).
+    let on_server = applyset.status.clone().unwrap_or_default();
+    let mut status = on_server.clone();
     if let Some(requested) = applyset.reconcile_requested_at() {
         status.last_handled_reconcile_at = Some(requested.to_owned());
     }
 
     if applyset.spec.suspend {
         status::mark_suspended(&mut status, generation, &now());
-        write_status(ctx, &applyset, &previous, &mut status).await?;
+        write_status(ctx, &applyset, &on_server, &mut status).await?;
         ctx.metrics.reconcile_finished("suspended", started.elapsed());
         return Ok(Action::await_change());
     }
@@ -119,7 +123,7 @@ async fn sync(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Action, Reconcil
         Ok(intervals) => intervals,
         Err(error) => {
             let failure = StepError::of(Stage::InvalidSpec, error);
-            let finish = Finish { ctx, applyset: &applyset, written: &previous, started };
+            let finish = Finish { ctx, applyset: &applyset, written: &on_server, started };
             return finish.failed(status, failure, None).await;
         }
     };
@@ -134,12 +138,16 @@ async fn sync(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Action, Reconcil
     // Runs of one namespace cannot keep another's waiting: each takes a fair turn.
     let _slot = ctx.schedule.slot(&applyset.namespace_or_default()).await;
     let _running = ctx.schedule.start(&key);
-    let mut written = previous.clone();
+    // The run works on the whole record of members, wherever it is kept.
+    let previous = read_record(ctx, &applyset, on_server.clone()).await?;
+    status.inventory.clone_from(&previous.inventory);
+    let mut written = on_server.clone();
     if previous.observed_generation != generation || status::condition(&previous, READY).is_none() {
         let message = format!("Reconciling generation {}", generation.unwrap_or(0));
         status::mark_progressing(&mut status, &message, generation, &now());
-        write_status(ctx, &applyset, &previous, &mut status).await?;
+        write_status(ctx, &applyset, &on_server, &mut status).await?;
         written = status.clone();
+        status.inventory.clone_from(&previous.inventory);
     }
 
     // One span per run: every log line of the run (and of each object it applies) carries the
@@ -153,6 +161,32 @@ async fn sync(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Action, Reconcil
     match outcome {
         Ok(done) => finish.succeeded(status, done, intervals).await,
         Err(failure) => finish.failed(status, failure, Some(intervals)).await,
+    }
+}
+
+/// `status` with the record of members it names read in. A record lost for good (a part
+/// deleted or edited by hand) is said in a `MemberRecordLost` Event, and the run goes on
+/// without it: nothing it named is pruned (such objects are reported in `pruneSkipped`).
+async fn read_record(
+    ctx: &Context,
+    applyset: &ApplySet,
+    mut status: ApplySetStatus,
+) -> Result<ApplySetStatus, ReconcileError> {
+    match ctx.records.read_into(&ctx.client, applyset, &mut status).await {
+        Ok(()) => Ok(status),
+        Err(error) if error.is_lost() => {
+            let note = format!(
+                "{}: objects it recorded are no longer pruned by this ApplySet (see status.pruneSkipped)",
+                error.describe()
+            );
+            ctx.event(applyset, true, "MemberRecordLost", "Prune", note).await;
+            if let Some(inventory) = &mut status.inventory {
+                inventory.record = None;
+                inventory.members = None;
+            }
+            Ok(status)
+        }
+        Err(source) => Err(ReconcileError::Record { key: applyset.key(), source }),
     }
 }
 
@@ -177,6 +211,8 @@ pub(super) async fn write_status(
     next: &mut ApplySetStatus,
 ) -> Result<(), ReconcileError> {
     status::redact(next);
+    let record_error = |source| ReconcileError::Record { key: applyset.key(), source };
+    let stale = ctx.records.store_from(&ctx.client, applyset, written, next).await.map_err(record_error)?;
     if status::same_ignoring_time(written, next) {
         return Ok(());
     }
@@ -184,6 +220,7 @@ pub(super) async fn write_status(
     let patch = serde_json::json!({ "status": status::merge_patch(written, next) });
     api.patch_status(&applyset.name(), &PatchParams::default(), &Patch::Merge(&patch))
         .await
-        .map(|_| ())
-        .map_err(|source| ReconcileError::Status { key: applyset.key(), source })
+        .map_err(|source| ReconcileError::Status { key: applyset.key(), source })?;
+    ctx.records.delete_parts(&ctx.client, applyset, &stale).await;
+    Ok(())
 }

@@ -96,6 +96,10 @@ rules only, and fails it without any one of them.
 - apiGroups: ["applyset.dev"]
   resources: ["applysets/status"]
   verbs: ["patch"]
+# The member records of large ApplySets, kept beside them (written by server-side apply).
+- apiGroups: ["applyset.dev"]
+  resources: ["applysetrecords"]
+  verbs: ["get", "list", "create", "patch", "delete"]
 # Source credentials named by ApplySets, in their own namespace.
 - apiGroups: [""]
   resources: ["secrets"]

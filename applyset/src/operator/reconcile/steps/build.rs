@@ -111,7 +111,7 @@ impl Reconciliation<'_> {
     /// The record the objects would make must fit in the status ([`inventory::check_fits`]).
     pub(in crate::operator::reconcile) fn check_record_fits(&self, loaded: &[LoadedObject]) -> Result<(), StepError> {
         let recorded = self.previous.inventory.as_ref().and_then(|i| i.members.as_deref());
-        inventory::check_fits(recorded, loaded, &self.applyset.namespace_or_default())
+        inventory::check_fits(recorded, loaded, &self.applyset.namespace_or_default(), self.ctx.settings.record_limit)
     }
 
     /// The earlier applied revisions' manifests of the objects git changed since, for stale

@@ -9,7 +9,7 @@ use crate::operator::api::{APPROVE_PRUNE, InventoryObject};
 use crate::operator::inventory;
 use crate::operator::outcome::Done;
 use crate::operator::prune;
-use crate::operator::status::{Stage, StepError};
+use crate::operator::status::{self, Stage, StepError};
 
 impl Reconciliation<'_> {
     /// prune: only after every object applied, through the controller's guards; then the parent
@@ -45,7 +45,8 @@ impl Reconciliation<'_> {
         if let Some(inventory) = &mut status.inventory {
             inventory.members = Some(pruned.members.clone());
         }
-        status.prune_skipped = pruned.skipped.clone();
+        status.prune_skipped = pruned.skipped.iter().take(status::PRUNE_SKIPPED_LIMIT).cloned().collect();
+        status.prune_skipped_omitted = pruned.skipped.len().saturating_sub(status::PRUNE_SKIPPED_LIMIT) as u64;
         for warning in &pruned.warnings {
             tracing::warn!(applyset = %applyset.key(), "{warning}");
         }
@@ -53,8 +54,8 @@ impl Reconciliation<'_> {
         // Orphaned objects were kept on purpose: an `Orphaned` Event, not a warning.
         let unexpected = pruned.skipped.iter().filter(|e| e.state != inventory::skipped::ORPHANED);
         done.prune_skipped = unexpected.map(describe_skipped).chain(pruned.warnings.iter().cloned()).collect();
-        // Newly orphaned only: a steady run publishes nothing.
-        let orphaned = pruned.skipped.iter().filter(|e| e.state == inventory::skipped::ORPHANED);
+        // Newly orphaned only (of those the status lists): a steady run publishes nothing.
+        let orphaned = status.prune_skipped.iter().filter(|e| e.state == inventory::skipped::ORPHANED);
         done.orphaned = orphaned
             .filter(|e| !previous.prune_skipped.contains(e))
             .map(|e| {

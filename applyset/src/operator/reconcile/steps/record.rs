@@ -63,11 +63,12 @@ impl Reconciliation<'_> {
         // The estimate before the apply keeps this rare (names the kustomize build changed): the
         // record that does not fit is not written, the earlier one stays, nothing is pruned.
         let too_large = members.as_deref().map(|m| (m.len(), inventory::record_bytes(m)));
-        if let Some((count, bytes)) = too_large.filter(|(_, bytes)| *bytes > inventory::RECORD_LIMIT) {
+        let limit = ctx.settings.record_limit;
+        if let Some((count, bytes)) = too_large.filter(|(_, bytes)| *bytes > limit) {
             if let Some(inventory) = &mut status.inventory {
                 inventory.members = previous_members.map(<[_]>::to_vec);
             }
-            return Err(inventory::too_large(count, bytes, "applied, but not recorded: nothing was pruned"));
+            return Err(inventory::too_large(count, bytes, limit, "applied, but not recorded: nothing was pruned"));
         }
         if let Some(inventory) = &mut status.inventory {
             inventory.members = members;

@@ -5,6 +5,7 @@ use http::Method;
 use serde_json::json;
 
 use super::fixture::{Fixture, configmap, configmap_path};
+use crate::operator::context::Settings;
 
 /// Two objects applied and recorded, so that a later failed run has something it must not prune.
 async fn applied_two(f: &Fixture) {
@@ -109,23 +110,13 @@ async fn reconcile_object_refused_with_422_is_apply_failed_naming_it_and_prunes_
 
 #[tokio::test]
 async fn reconcile_record_over_the_size_limit_is_inventory_too_large_and_creates_nothing() {
-    // Long names in a long namespace: each member takes about 400 bytes of the record.
-    let namespace = "n".repeat(63);
-    let per_member = 407;
-    let count = crate::operator::inventory::RECORD_LIMIT / per_member + 50;
-    let f = Fixture::new();
-    // JSON lists, a few files: the loader reads them much faster than as many YAML documents.
-    let items: Vec<serde_json::Value> = (0..count)
-        .map(|i| {
-            let name = format!("cm-{i:05}-{}", "x".repeat(253 - 9));
-            json!({ "apiVersion": "v1", "kind": "ConfigMap", "metadata": { "name": name, "namespace": namespace } })
-        })
-        .collect();
-    for (file, chunk) in items.chunks(count / 4 + 1).enumerate() {
-        let list = json!({ "apiVersion": "v1", "kind": "List", "items": chunk });
-        f.repo.write(&format!("many-{file}.json"), &list.to_string());
-    }
-    f.repo.commit("many");
+    // A limit of 8 KiB (the real one is 64 MiB, some 600,000 objects) and 100 objects of about
+    // 95 bytes each in the record.
+    let limit = 8 * 1024;
+    let f = Fixture::with_settings(Settings { record_limit: limit, ..super::fixture::settings() });
+    let count = 100;
+    let text: String = (0..count).map(|i| format!("---\n{}", configmap(&format!("cm-{i:05}"), "1"))).collect();
+    f.repo.write("many.yaml", &text).commit("many");
     f.applyset("app", json!({}));
 
     f.reconcile("app").await.expect("the run");
@@ -133,6 +124,7 @@ async fn reconcile_record_over_the_size_limit_is_inventory_too_large_and_creates
     let (ready, reason, message) = f.ready("app");
     assert_eq!((ready.as_str(), reason.as_str()), ("False", "InventoryTooLarge"), "{message}");
     assert!(message.contains(&format!("{count} object(s)")) && message.contains("nothing was applied"), "{message}");
+    assert!(message.contains(&format!("over the limit of {limit} bytes")), "{message}");
     assert_eq!(f.condition("app", crate::operator::status::STALLED).map(|c| c.status), Some("True".into()));
     let requests = f.fake.requests();
     assert!(!requests.iter().any(|r| r.path.contains("/configmaps")), "{requests:?}");

@@ -40,6 +40,7 @@ pub fn settings() -> Settings {
         secret_hash_key: ("applyset-system".into(), "applyset-secret-hash-key".into()),
         kustomize_binary: "kustomize".into(),
         concurrent_reconciles: 4,
+        record_limit: crate::operator::inventory::RECORD_LIMIT,
     }
 }
 

@@ -12,4 +12,5 @@ mod failures;
 mod gates;
 mod order;
 mod prune;
+mod record;
 mod secrets;

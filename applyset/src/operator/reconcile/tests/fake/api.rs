@@ -51,6 +51,7 @@ pub(super) const RESOURCES: &[Resource] = &[
     resource("", "v1", "pods", "Pod", true, true),
     resource("apps", "v1", "deployments", "Deployment", true, true),
     resource("applyset.dev", "v1alpha1", "applysets", "ApplySet", true, true),
+    resource("applyset.dev", "v1alpha1", "applysetrecords", "ApplySetRecord", true, false),
     resource("events.k8s.io", "v1", "events", "Event", true, false),
     resource("authorization.k8s.io", "v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview", false, false),
 ];

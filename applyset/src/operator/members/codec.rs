@@ -1,0 +1,283 @@
+//! The member record as stored (pure): compact JSON, kept in the status while small, otherwise
+//! gzip-compressed, cut into parts and named by its SHA-256.
+
+use std::io::{Read, Write};
+
+use base64::Engine;
+
+use crate::operator::api::{ApplySetRecordSpec, InventoryMember, MemberRecordRef};
+
+/// The largest record (compact JSON) kept in the status itself, about 160 members: larger
+/// ones go to `ApplySetRecord` parts, so that the status stays small (a few dozen KiB at most)
+/// whatever the set's size.
+pub const INLINE_LIMIT: usize = 16 * 1024;
+
+/// Compressed bytes per part: 683 KiB once in base64, well within etcd's request limit.
+pub const PART_BYTES: usize = 512 * 1024;
+
+/// The most a record may take uncompressed: about 600,000 members. What is read back is cut
+/// there too, so that a forged part cannot make the controller inflate without end.
+pub const RECORD_LIMIT: usize = 64 << 20;
+
+/// Why parts could not be read as the record the status names.
+#[derive(Debug, thiserror::Error)]
+pub enum CorruptRecord {
+    #[error(
+        "{name} is part {found} of {parts} of record {digest}, not part {expected} of {expected_parts} of {expected_digest}"
+    )]
+    WrongPart {
+        name: String,
+        found: u32,
+        parts: u32,
+        digest: String,
+        expected: usize,
+        expected_parts: usize,
+        expected_digest: String,
+    },
+    #[error("part {name} is not base64")]
+    Base64 { name: String, source: base64::DecodeError },
+    #[error("the record does not inflate")]
+    Inflate(#[source] std::io::Error),
+    #[error("the record inflates past {RECORD_LIMIT} bytes")]
+    TooLarge,
+    #[error("the record's SHA-256 is {found}, not {expected}")]
+    Digest { expected: String, found: String },
+    #[error("the record is not a JSON list of members")]
+    Json(#[source] serde_json::Error),
+}
+
+/// The record as compact JSON.
+pub fn json(members: &[InventoryMember]) -> Vec<u8> {
+    serde_json::to_vec(members).expect("members serialize")
+}
+
+/// The SHA-256 (hex) of a record's JSON.
+pub fn digest_of(json: &[u8]) -> String {
+    use sha2::Digest;
+    crate::digest::hex(&sha2::Sha256::digest(json))
+}
+
+/// A record ready to be written as parts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Encoded {
+    pub digest: String,
+    pub count: u64,
+    /// Each part's data (base64 of a slice of the gzip stream).
+    pub parts: Vec<String>,
+}
+
+/// Compresses the record (its JSON and that JSON's digest) and cuts it into parts.
+pub fn encode(json: &[u8], digest: String, count: u64) -> Encoded {
+    let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gzip.write_all(json).expect("writing to memory");
+    let compressed = gzip.finish().expect("writing to memory");
+    let engine = base64::engine::general_purpose::STANDARD;
+    let parts = compressed.chunks(PART_BYTES).map(|slice| engine.encode(slice)).collect();
+    Encoded { digest, count, parts }
+}
+
+/// The name of a record's part: the ApplySet's name (or, when that is too long for a name,
+/// its hash), the record's digest, the part's position.
+pub fn part_name(applyset: &str, digest: &str, part: usize) -> String {
+    let suffix = format!("{}-{part}", &digest[..digest.len().min(12)]);
+    // A DNS subdomain name is at most 253 characters.
+    if applyset.len() + suffix.len() + 9 <= 253 {
+        format!("{applyset}.members-{suffix}")
+    } else {
+        format!("{}.members-{suffix}", crate::digest::short_sha256(applyset))
+    }
+}
+
+/// What the status says of a record written as `encoded` for `applyset`.
+pub fn reference(applyset: &str, encoded: &Encoded) -> MemberRecordRef {
+    MemberRecordRef {
+        digest: encoded.digest.clone(),
+        count: encoded.count,
+        parts: (0..encoded.parts.len()).map(|i| part_name(applyset, &encoded.digest, i)).collect(),
+    }
+}
+
+/// The members from the parts the status names (in its order), checked against its digest.
+pub fn decode(
+    reference: &MemberRecordRef,
+    parts: &[(String, ApplySetRecordSpec)],
+) -> Result<Vec<InventoryMember>, CorruptRecord> {
+    let engine = base64::engine::general_purpose::STANDARD;
+    let mut compressed = Vec::new();
+    for (position, (name, part)) in parts.iter().enumerate() {
+        if part.part as usize != position || part.parts as usize != parts.len() || part.digest != reference.digest {
+            return Err(CorruptRecord::WrongPart {
+                name: name.clone(),
+                found: part.part,
+                parts: part.parts,
+                digest: part.digest.clone(),
+                expected: position,
+                expected_parts: parts.len(),
+                expected_digest: reference.digest.clone(),
+            });
+        }
+        let bytes = engine.decode(&part.data).map_err(|source| CorruptRecord::Base64 { name: name.clone(), source })?;
+        compressed.extend_from_slice(&bytes);
+    }
+    let mut json = Vec::new();
+    let mut inflating = flate2::read::GzDecoder::new(compressed.as_slice()).take(RECORD_LIMIT as u64 + 1);
+    inflating.read_to_end(&mut json).map_err(CorruptRecord::Inflate)?;
+    if json.len() > RECORD_LIMIT {
+        return Err(CorruptRecord::TooLarge);
+    }
+    let found = digest_of(&json);
+    if found != reference.digest {
+        return Err(CorruptRecord::Digest { expected: reference.digest.clone(), found });
+    }
+    serde_json::from_slice(&json).map_err(CorruptRecord::Json)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn members(count: usize) -> Vec<InventoryMember> {
+        (0..count)
+            .map(|i| InventoryMember {
+                kind: "ConfigMap".into(),
+                namespace: Some("tenant-a".into()),
+                name: format!("config-{i}"),
+                uid: format!("{:08x}-1f2e-4d3c-8b7a-{:012x}", i * 7919, i * 104_729),
+            })
+            .collect()
+    }
+
+    fn stored(applyset: &str, encoded: &Encoded) -> Vec<(String, ApplySetRecordSpec)> {
+        let reference = reference(applyset, encoded);
+        reference
+            .parts
+            .iter()
+            .zip(&encoded.parts)
+            .enumerate()
+            .map(|(i, (name, data))| {
+                let spec = ApplySetRecordSpec {
+                    apply_set: applyset.into(),
+                    part: i as u32,
+                    parts: encoded.parts.len() as u32,
+                    digest: encoded.digest.clone(),
+                    data: data.clone(),
+                };
+                (name.clone(), spec)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_record_comes_back_whole_from_its_parts() {
+        let record = members(50_000);
+        let json = json(&record);
+        let encoded = encode(&json, digest_of(&json), record.len() as u64);
+        assert!(encoded.parts.len() > 1, "{} part(s)", encoded.parts.len());
+        assert!(encoded.parts.iter().all(|p| p.len() <= PART_BYTES.div_ceil(3) * 4));
+        let reference = reference("web", &encoded);
+        assert_eq!(reference.parts[1], format!("web.members-{}-1", &encoded.digest[..12]));
+        assert_eq!(decode(&reference, &stored("web", &encoded)).unwrap(), record);
+    }
+
+    #[test]
+    fn parts_out_of_place_or_altered_are_refused() {
+        let record = members(50_000);
+        let json = json(&record);
+        let encoded = encode(&json, digest_of(&json), record.len() as u64);
+        let reference = reference("web", &encoded);
+        let mut parts = stored("web", &encoded);
+        parts.swap(0, 1);
+        assert!(matches!(decode(&reference, &parts), Err(CorruptRecord::WrongPart { .. })));
+        parts.swap(0, 1);
+        parts.pop();
+        assert!(matches!(decode(&reference, &parts), Err(CorruptRecord::WrongPart { .. })));
+
+        // A part rewritten by hand, with the record's digest copied: the digest check finds it.
+        let other = members(3);
+        let other_json = crate::operator::members::codec::json(&other);
+        let forged = encode(&other_json, encoded.digest.clone(), 3);
+        let forged_reference = MemberRecordRef { parts: vec!["web.members-x-0".into()], ..reference.clone() };
+        let forged_parts = stored("web", &forged);
+        assert!(matches!(decode(&forged_reference, &forged_parts), Err(CorruptRecord::Digest { .. })));
+        let mut garbled = stored("web", &encoded);
+        garbled[0].1.data = "not base64!".into();
+        assert!(matches!(decode(&reference, &garbled), Err(CorruptRecord::Base64 { .. })));
+    }
+
+    #[test]
+    fn long_applyset_names_still_make_valid_part_names() {
+        let long = "a".repeat(253);
+        let name = part_name(&long, &"f".repeat(64), 3);
+        assert!(name.len() <= 253, "{}", name.len());
+        assert!(name.ends_with(".members-ffffffffffff-3"), "{name}");
+        assert_eq!(part_name("web", "0123456789abcdef", 0), "web.members-0123456789ab-0");
+    }
+}
+
+#[cfg(test)]
+mod status_size {
+    use super::*;
+    use crate::operator::api::{AppliedRevision, ApplySetStatus, InventoryObject};
+    use crate::operator::status::{self, INVENTORY_LIMIT, MAX_MESSAGE, PRUNE_SKIPPED_LIMIT};
+
+    /// The status of an ApplySet of `count` objects at its largest: every list at its limit,
+    /// every message at its longest, the record in parts.
+    fn largest_status(count: usize) -> ApplySetStatus {
+        let long = |i: usize| format!("{i} {}", "m".repeat(MAX_MESSAGE));
+        let objects: Vec<InventoryObject> = (0..count)
+            .map(|i| InventoryObject {
+                kind: "ConfigMap".into(),
+                namespace: Some("tenant-a".into()),
+                name: format!("config-{i:06}"),
+                state: status::STATE_APPLIED.into(),
+                ..InventoryObject::default()
+            })
+            .collect();
+        let mut inventory = status::inventory(objects, INVENTORY_LIMIT);
+        let members: Vec<InventoryMember> = (0..count)
+            .map(|i| InventoryMember {
+                kind: "ConfigMap".into(),
+                namespace: Some("tenant-a".into()),
+                name: format!("config-{i:06}"),
+                uid: format!("{i:08x}-0000-4000-8000-000000000000"),
+            })
+            .collect();
+        let record = json(&members);
+        let encoded = encode(&record, digest_of(&record), count as u64);
+        inventory.record = Some(reference("web", &encoded));
+        let skipped = InventoryObject {
+            kind: "ConfigMap".into(),
+            namespace: Some("tenant-a".into()),
+            name: "x".repeat(253),
+            state: "NotInInventory".into(),
+            message: Some("m".repeat(200)),
+            ..InventoryObject::default()
+        };
+        let mut status = ApplySetStatus {
+            inventory: Some(inventory),
+            prune_skipped: vec![skipped; PRUNE_SKIPPED_LIMIT],
+            prune_skipped_omitted: count as u64,
+            applied_revisions: vec![
+                AppliedRevision {
+                    revision: format!("main@sha1:{}", "f".repeat(40)),
+                    path: Some("apps/web".into())
+                };
+                crate::operator::history::HISTORY_LIMIT
+            ],
+            ..ApplySetStatus::default()
+        };
+        let failure = status::StepError::new(status::Stage::Apply, long(0));
+        let now = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now());
+        status::mark_failed(&mut status, &failure, Some(1), &now);
+        status
+    }
+
+    #[test]
+    fn the_status_stays_under_64_kib_at_3000_and_50000_objects() {
+        for count in [3_000, 50_000] {
+            let bytes = serde_json::to_vec(&largest_status(count)).unwrap().len();
+            assert!(bytes <= 64 * 1024, "{count} objects: {bytes} bytes");
+            eprintln!("{count} objects: a status of at most {bytes} bytes");
+        }
+    }
+}

@@ -66,13 +66,18 @@ pub struct ControllerClusterArgs {
     /// The kubeconfig context to use.
     #[arg(long, value_name = "NAME")]
     pub context: Option<String>,
-    /// Requests per second to the apiserver for the whole controller (0 = unlimited): one
-    /// budget shared by its own requests and every identity it applies as.
-    #[arg(long, env = "APPLYSET_QPS", default_value_t = crate::cluster::DEFAULT_QPS)]
+    /// The most requests per second to the apiserver for the whole controller (0 = unlimited):
+    /// one budget shared by its own requests and every identity it applies as. Below it the
+    /// rate follows the apiserver: halved at each 429 (whose Retry-After holds every request),
+    /// cut when write latency triples, grown back while the apiserver answers fast.
+    #[arg(long, env = "APPLYSET_QPS", default_value_t = crate::cluster::DEFAULT_CONTROLLER_QPS)]
     pub qps: f64,
-    /// Requests allowed in a burst above --qps (the same shared budget).
+    /// Requests allowed in a burst above the rate (the same shared budget).
     #[arg(long, env = "APPLYSET_BURST", default_value_t = crate::cluster::DEFAULT_BURST)]
     pub burst: u32,
+    /// A fixed rate of --qps (a plain token bucket, as client-go's), not one that adapts.
+    #[arg(long, env = "APPLYSET_FIXED_QPS")]
+    pub fixed_qps: bool,
 }
 
 /// What the controller watches and how much it does at once.

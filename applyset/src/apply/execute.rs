@@ -15,7 +15,7 @@ use super::one::{Live, apply_one};
 use super::options::{ApplyOptions, DryRun};
 use super::plan::{Plan, Prepared};
 use super::report::{ApplyReport, ObjectReport, Visited};
-use crate::cluster::cache::Cached;
+use crate::cluster::cache::{CacheRef, Cached, LiveText};
 use crate::cluster::{Cluster, Mapping, collecting_warnings};
 
 /// One report slot per input object, filled as objects finish (or fail early).
@@ -170,7 +170,7 @@ fn list_key(mapping: &Mapping, namespace: &Option<String>) -> ListKey {
 }
 
 /// Per (resource, namespace): its objects by name, or `None` when the LIST failed.
-type Listed = HashMap<ListKey, Option<HashMap<String, Value>>>;
+type Listed = HashMap<ListKey, Option<HashMap<String, LiveText>>>;
 
 /// Applies one stage: LIST per (resource, namespace), then every object concurrently.
 async fn run_stage(
@@ -187,17 +187,14 @@ async fn run_stage(
     let (known, unknown): (Vec<_>, Vec<_>) =
         items.into_iter().map(|item| (cached(options, &item), item)).partition(|(live, _)| live.is_some());
     let unknown: Vec<Prepared> = unknown.into_iter().map(|(_, item)| item).collect();
-    let mut lists = list_stage(cluster, &unknown, concurrency).await;
+    let mut lists = list_stage(cluster, &unknown, concurrency, options.cache.as_ref()).await;
     let listed = unknown.into_iter().map(|item| {
         let key = list_key(item.mapping.as_ref().expect("resolved"), &item.namespace);
         let live = match lists.get_mut(&key) {
-            Some(Some(found)) => {
-                let live = found.remove(&item.name);
-                if let (Some(object), Some(cache)) = (&live, &options.cache) {
-                    cache.cache.seen(object);
-                }
-                Live::Listed(live)
-            }
+            Some(Some(found)) => match found.remove(&item.name) {
+                Some(text) => Live::Text(text),
+                None => Live::Listed(None),
+            },
             _ => Live::Unknown,
         };
         (item, live)
@@ -231,14 +228,15 @@ fn cached(options: &ApplyOptions, item: &Prepared) -> Option<Live> {
     let set_id = options.applyset_label.as_deref()?;
     let mapping = item.mapping.as_ref()?;
     match cache.cache.live(mapping, item.namespace.as_deref(), &item.name, set_id)? {
-        Cached::Found(object) => Some(Live::Listed(Some(object))),
+        Cached::Found(object) => Some(Live::Text(object)),
         Cached::Unlabelled if cache.trust_unlabelled => Some(Live::Listed(None)),
         Cached::Unlabelled => None,
     }
 }
 
-/// One paginated LIST per (resource, namespace) of the stage, instead of one GET per object.
-async fn list_stage(cluster: &Cluster, items: &[Prepared], concurrency: usize) -> Listed {
+/// One paginated LIST per (resource, namespace) of the stage, instead of one GET per object;
+/// each version read is told to the watch cache (`seen`), each object kept as text.
+async fn list_stage(cluster: &Cluster, items: &[Prepared], concurrency: usize, cache: Option<&CacheRef>) -> Listed {
     let mut groups: HashMap<ListKey, (Mapping, Option<String>)> = HashMap::new();
     for item in items {
         let mapping = item.mapping.as_ref().expect("resolved before its stage");
@@ -247,12 +245,16 @@ async fn list_stage(cluster: &Cluster, items: &[Prepared], concurrency: usize) -
     futures::stream::iter(groups)
         .map(|(key, (mapping, namespace))| async move {
             let namespace = if mapping.namespaced { namespace } else { None };
-            let listed = cluster.list(&mapping, namespace.as_deref(), None).await.ok().map(|items| {
-                items
-                    .into_iter()
-                    .filter_map(|item| meta_str(&item, "name").map(str::to_owned).map(|name| (name, item)))
-                    .collect::<HashMap<_, _>>()
+            let mut found = HashMap::new();
+            let listed = cluster.list_each(&mapping, namespace.as_deref(), None, |item| {
+                if let Some(cache) = cache {
+                    cache.cache.seen(&item);
+                }
+                if let Some(name) = meta_str(&item, "name").map(str::to_owned) {
+                    found.insert(name, LiveText::new(item.to_json_string().into(), None));
+                }
             });
+            let listed = listed.await.ok().map(|()| found);
             (key, listed)
         })
         .buffer_unordered(concurrency)

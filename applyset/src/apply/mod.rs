@@ -31,7 +31,7 @@ pub mod selector;
 pub use error::{BODY_OMITTED, ErrorCategory, Fatal, ObjectError};
 pub use execute::execute;
 pub use options::{
-    ApplyOptions, DryRun, FieldPolicyRef, Ownership, PatchFilter, PatchFilterFn, TAKE_OWNERSHIP_ANNOTATION,
+    ApplyOptions, DryRun, FieldPolicyRef, Keep, Ownership, PatchFilter, PatchFilterFn, TAKE_OWNERSHIP_ANNOTATION,
     UnusableLastApplied, Verb,
 };
 pub use plan::{Member, Plan, plan};

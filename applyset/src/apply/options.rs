@@ -34,8 +34,8 @@ pub struct ApplyOptions {
     pub crd_timeout: Duration,
     /// How long `--force` waits for a deleted object to disappear.
     pub force_timeout: Duration,
-    /// Keep the patch, live object and result of each object (for `diff`).
-    pub keep_results: bool,
+    /// What of each object's computation the report keeps ([`Keep`]).
+    pub keep_results: Keep,
     /// Removes parts of each computed patch before it is sent (fields other controllers own).
     pub patch_filter: Option<PatchFilter>,
     /// Live objects read from a watch cache instead of the stage's LISTs (the controller's),
@@ -114,6 +114,20 @@ impl std::fmt::Debug for FieldPolicyRef {
     }
 }
 
+/// What the report keeps of each object's computation ([`super::Details`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Keep {
+    /// Nothing (`kubectl apply` without `-o`).
+    #[default]
+    Nothing,
+    /// The patch, live object and result of every object (`diff`, `apply -o yaml`).
+    Everything,
+    /// All of it for objects the apply patched; of those it created or left unchanged, only
+    /// what names them (the controller: the full objects of a 20,000-object set would be
+    /// held until the run ends, for nothing).
+    Changed,
+}
+
 impl Default for ApplyOptions {
     fn default() -> Self {
         ApplyOptions {
@@ -128,7 +142,7 @@ impl Default for ApplyOptions {
             applyset_label: None,
             crd_timeout: Duration::from_secs(60),
             force_timeout: Duration::from_secs(60),
-            keep_results: false,
+            keep_results: Keep::Nothing,
             patch_filter: None,
             cache: None,
             field_policy: None,

@@ -155,12 +155,8 @@ async fn prepare(
         items.push(prepare_one(&context, index, loaded, &mut report.namespaces_visited).await?);
     }
 
-    let loaded_again: Vec<LoadedObject> = items
-        .iter()
-        .filter_map(|item| item.as_ref().ok())
-        .map(|p| LoadedObject { source: p.source.clone(), object: p.object.clone() })
-        .collect();
-    let duplicates = manifest::find_duplicates(&loaded_again);
+    let prepared = items.iter().filter_map(|item| item.as_ref().ok());
+    let duplicates = manifest::find_duplicates_in(prepared.map(|p| (&p.source, &p.object)));
     if !duplicates.is_empty() {
         return Err(Fatal::Duplicates(duplicates.iter().map(ToString::to_string).collect()));
     }

@@ -51,6 +51,36 @@ pub struct Details {
     pub last_applied_discarded: bool,
 }
 
+impl Details {
+    /// Drops the patch, and of the live object and the result all but what names them
+    /// (`apiVersion`, `kind`, `metadata.name`, `namespace` and `uid`).
+    pub fn keep_names_only(&mut self) {
+        self.patch = None;
+        self.live = self.live.as_ref().map(names_only);
+        self.result = self.result.as_ref().map(names_only);
+    }
+}
+
+fn names_only(object: &Value) -> Value {
+    let Some(map) = object.as_object() else { return Value::Null };
+    let mut kept = applyset_merge::Map::new();
+    for field in ["apiVersion", "kind"] {
+        if let Some(value) = map.get(field) {
+            kept.insert(field.into(), value.clone());
+        }
+    }
+    if let Some(metadata) = map.get("metadata").and_then(Value::as_object) {
+        let mut names = applyset_merge::Map::new();
+        for field in ["name", "namespace", "uid"] {
+            if let Some(value) = metadata.get(field) {
+                names.insert(field.into(), value.clone());
+            }
+        }
+        kept.insert("metadata".into(), Value::Object(names));
+    }
+    Value::Object(kept)
+}
+
 /// A whole run.
 #[derive(Debug, Clone, Default)]
 pub struct ApplyReport {

@@ -14,11 +14,37 @@ use kube::core::ApiResource;
 use super::Mapping;
 use super::list::Listed;
 
+/// A live object kept as compact JSON and parsed when its apply begins: a stage of 20,000
+/// objects parsed at once would hold them all as trees (about 8 KiB each) until the last is
+/// applied.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LiveText {
+    json: Arc<str>,
+    /// `(apiVersion, kind)` to set: a LIST's items and a watch cache's objects leave them out.
+    type_meta: Option<(String, String)>,
+}
+
+impl LiveText {
+    pub fn new(json: Arc<str>, type_meta: Option<(String, String)>) -> LiveText {
+        LiveText { json, type_meta }
+    }
+
+    /// The object, as a GET shows it.
+    pub fn parse(&self) -> Option<Value> {
+        let mut object = Value::from_json_str(&self.json).ok()?;
+        if let (Value::Object(map), Some((api_version, kind))) = (&mut object, &self.type_meta) {
+            map.insert("apiVersion".into(), Value::String(api_version.clone()));
+            map.insert("kind".into(), Value::String(kind.clone()));
+        }
+        Some(object)
+    }
+}
+
 /// A live object as a cache knows it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Cached {
     /// Present, carrying the asking set's part-of label.
-    Found(Value),
+    Found(LiveText),
     /// No object of that name carries any ApplySet's part-of label.
     Unlabelled,
 }

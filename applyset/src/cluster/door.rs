@@ -6,19 +6,39 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-/// A token bucket: `burst` requests at once, then `qps` per second.
+use super::budget::{Budget, Signal};
+
+/// A token bucket: `burst` requests at once, then `qps` per second; or, for the controller,
+/// `qps` is the ceiling of a rate that adapts to the apiserver ([`super::budget`]).
 #[derive(Debug)]
 pub struct RateLimiter {
     qps: f64,
     burst: f64,
     state: Mutex<(f64, Instant)>,
     granted: std::sync::atomic::AtomicU64,
+    budget: Option<Mutex<Budget>>,
 }
 
 impl RateLimiter {
     pub fn new(qps: f64, burst: u32) -> RateLimiter {
         let burst = f64::from(burst.max(1));
-        RateLimiter { qps, burst, state: Mutex::new((burst, Instant::now())), granted: Default::default() }
+        RateLimiter {
+            qps,
+            burst,
+            state: Mutex::new((burst, Instant::now())),
+            granted: Default::default(),
+            budget: None,
+        }
+    }
+
+    /// A limiter whose rate follows the apiserver (429s, `Retry-After`, write latency) up to
+    /// `ceiling` requests per second; `ceiling <= 0` is no limit at all, as with [`RateLimiter::new`].
+    pub fn adaptive(ceiling: f64, burst: u32) -> RateLimiter {
+        let mut limiter = RateLimiter::new(ceiling, burst);
+        if ceiling > 0.0 {
+            limiter.budget = Some(Mutex::new(Budget::new(ceiling, Instant::now())));
+        }
+        limiter
     }
 
     /// How many requests [`RateLimiter::acquire`] let through.
@@ -26,26 +46,67 @@ impl RateLimiter {
         self.granted.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// Waits for a token. Tokens are reserved under the lock (the count may go negative), so
-    /// concurrent callers queue fairly without holding the lock while sleeping.
+    /// The rate allowed now (the fixed one, or the adaptive budget's); 0 is no limit.
+    pub fn rate(&self) -> f64 {
+        self.budget.as_ref().map_or(self.qps, |b| b.lock().unwrap_or_else(|p| p.into_inner()).rate())
+    }
+
+    /// Requests the apiserver refused with 429 (counted by an adaptive limiter).
+    pub fn throttled(&self) -> u64 {
+        self.budget.as_ref().map_or(0, |b| b.lock().unwrap_or_else(|p| p.into_inner()).throttled())
+    }
+
+    /// Tells an adaptive limiter what the apiserver answered.
+    pub fn observe(&self, signal: Signal) {
+        if let Some(budget) = &self.budget {
+            budget.lock().unwrap_or_else(|p| p.into_inner()).observe(signal, Instant::now());
+        }
+    }
+
+    /// Waits for a token (and, when the apiserver asked for it, until its `Retry-After` has
+    /// passed). Tokens are reserved under the lock (the count may go negative), so concurrent
+    /// callers queue fairly without holding the lock while sleeping.
     pub async fn acquire(&self) {
         self.granted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        if self.qps <= 0.0 {
+        let rate = match &self.budget {
+            Some(budget) => {
+                let (rate, hold) = {
+                    let budget = budget.lock().unwrap_or_else(|p| p.into_inner());
+                    (budget.rate(), budget.hold_until(Instant::now()))
+                };
+                if let Some(until) = hold {
+                    tokio::time::sleep_until(until).await;
+                }
+                rate
+            }
+            None => self.qps,
+        };
+        if rate <= 0.0 {
             return;
         }
         let wait = {
             let mut state = self.state.lock().expect("rate limiter lock");
             let now = Instant::now();
-            let refill = now.duration_since(state.1).as_secs_f64() * self.qps;
+            let refill = now.duration_since(state.1).as_secs_f64() * rate;
             state.0 = (state.0 + refill).min(self.burst);
             state.1 = now;
             state.0 -= 1.0;
-            if state.0 >= 0.0 { Duration::ZERO } else { Duration::from_secs_f64(-state.0 / self.qps) }
+            if state.0 >= 0.0 { Duration::ZERO } else { Duration::from_secs_f64(-state.0 / rate) }
         };
         if !wait.is_zero() {
             tokio::time::sleep(wait).await;
         }
     }
+}
+
+/// How many times a request refused with 429 is sent again (client-go's limit): API Priority
+/// and Fairness refuses before doing anything, so sending again is safe for every verb.
+const THROTTLED_RETRIES: u32 = 10;
+
+/// The `Retry-After` of a response, in seconds (the only form the apiserver sends).
+fn retry_after(response: &http::Response<kube::client::Body>) -> Option<Duration> {
+    let value = response.headers().get(http::header::RETRY_AFTER)?.to_str().ok()?;
+    value.trim().parse::<u64>().ok().map(Duration::from_secs)
 }
 
 /// The layer every request of a [`super::Cluster`]'s client passes, whoever makes it (the apply
@@ -70,8 +131,30 @@ impl tower_service::Service<http::Request<kube::client::Body>> for Door {
         let inner = self.inner.clone();
         let limiter = self.limiter.clone();
         Box::pin(async move {
-            limiter.acquire().await;
-            let response = inner.send(request).await?;
+            let (parts, body) = request.into_parts();
+            // Kept to send again after a 429 (bodies are small: one object at most).
+            let body = http_body_util::BodyExt::collect(body).await?.to_bytes();
+            let write = !matches!(parts.method, http::Method::GET | http::Method::HEAD);
+            let mut attempts = 0;
+            let response = loop {
+                limiter.acquire().await;
+                let sent = tokio::time::Instant::now();
+                let request = http::Request::from_parts(parts.clone(), kube::client::Body::from(body.clone()));
+                let response = inner.send(request).await?;
+                if response.status() == http::StatusCode::TOO_MANY_REQUESTS {
+                    let wait = retry_after(&response);
+                    limiter.observe(Signal::Throttled { retry_after: wait });
+                    attempts += 1;
+                    if attempts <= THROTTLED_RETRIES {
+                        // As client-go does (an adaptive limiter also holds every other request).
+                        tokio::time::sleep(wait.unwrap_or(Duration::from_secs(1)).min(Duration::from_secs(30))).await;
+                        continue;
+                    }
+                } else if write && response.status().is_success() {
+                    limiter.observe(Signal::Write { latency: sent.elapsed() });
+                }
+                break response;
+            };
             for header in response.headers().get_all("warning") {
                 if let Some(text) = header.to_str().ok().and_then(warning_text) {
                     record_warning(format!("Warning: {text}"));
@@ -143,6 +226,68 @@ mod tests {
     fn warning_headers() {
         assert_eq!(warning_text(r#"299 - "unknown field \"spec.x\"""#).as_deref(), Some(r#"unknown field "spec.x""#));
         assert_eq!(warning_text("299 - no quotes"), None);
+    }
+
+    /// Answers 429 (Retry-After: 0) to the first `refusals` requests, then 201 echoing the body.
+    #[derive(Clone)]
+    struct Crowded {
+        refusals: usize,
+        seen: Arc<Mutex<Vec<Vec<u8>>>>,
+    }
+
+    impl tower_service::Service<http::Request<kube::client::Body>> for Crowded {
+        type Response = http::Response<kube::client::Body>;
+        type Error = std::convert::Infallible;
+        type Future = std::pin::Pin<Box<dyn std::future::Future<Output = Result<Self::Response, Self::Error>> + Send>>;
+
+        fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+
+        fn call(&mut self, request: http::Request<kube::client::Body>) -> Self::Future {
+            let this = self.clone();
+            Box::pin(async move {
+                let body = request.into_body().collect_bytes().await.map(|b| b.to_vec()).unwrap_or_default();
+                let count = {
+                    let mut seen = this.seen.lock().unwrap();
+                    seen.push(body.clone());
+                    seen.len()
+                };
+                let builder = http::Response::builder().header(http::header::CONTENT_TYPE, "application/json");
+                let response = if count <= this.refusals {
+                    let status = r#"{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"TooManyRequests","code":429}"#;
+                    builder.status(429).header(http::header::RETRY_AFTER, "0").body(status.as_bytes().to_vec().into())
+                } else {
+                    builder.status(201).body(body.into())
+                };
+                Ok(response.unwrap())
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_429_is_sent_again_after_its_retry_after_and_halves_an_adaptive_budget() {
+        let crowded = Crowded { refusals: 2, seen: Default::default() };
+        let limiter = Arc::new(RateLimiter::adaptive(1000.0, 10));
+        let door = Door { inner: kube::Client::new(crowded.clone(), "default"), limiter: limiter.clone() };
+        let client = kube::Client::new(door, "default");
+        let body = br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}}"#.to_vec();
+        let request = http::Request::post("/api/v1/namespaces/default/configmaps").body(body.clone()).unwrap();
+        let created: serde_json::Value = client.request(request).await.expect("created on the third try");
+        assert_eq!(created["metadata"]["name"], "a");
+        assert_eq!(*crowded.seen.lock().unwrap(), vec![body.clone(); 3], "the same body each time");
+        assert_eq!(limiter.throttled(), 2);
+        assert_eq!(limiter.rate(), 500.0, "two 429s at once are one signal");
+
+        // Past client-go's 10 retries, the 429 is the answer.
+        let refusing = Crowded { refusals: usize::MAX, seen: Default::default() };
+        let door =
+            Door { inner: kube::Client::new(refusing.clone(), "default"), limiter: Arc::new(RateLimiter::new(0.0, 1)) };
+        let client = kube::Client::new(door, "default");
+        let request = http::Request::post("/api/v1/namespaces/default/configmaps").body(body).unwrap();
+        let refused = client.request::<serde_json::Value>(request).await.expect_err("refused");
+        assert!(matches!(&refused, kube::Error::Api(status) if status.code == 429), "{refused:?}");
+        assert_eq!(refusing.seen.lock().unwrap().len(), 11);
     }
 
     #[tokio::test]

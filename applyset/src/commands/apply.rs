@@ -158,7 +158,7 @@ fn execute(args: ApplyArgs) -> Result<ExitCode, CliError> {
         namespace: args.input.namespace.clone(),
         concurrency: args.cluster.concurrency as usize,
         overwrite: args.kubectl.overwrite,
-        keep_results: format.keeps_objects(),
+        keep_results: if format.keeps_objects() { crate::apply::Keep::Everything } else { crate::apply::Keep::Nothing },
         force_timeout: if timeout.is_zero() { defaults.force_timeout } else { timeout },
         ..defaults
     };

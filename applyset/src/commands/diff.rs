@@ -45,7 +45,7 @@ fn execute(args: DiffArgs) -> Result<ExitCode, CliError> {
         field_validation,
         namespace: args.input.namespace.clone(),
         concurrency: args.cluster.concurrency as usize,
-        keep_results: true,
+        keep_results: crate::apply::Keep::Everything,
         field_policy: args
             .show_left_behind
             .then(|| FieldPolicyRef(Arc::new(LeftBehind { own_manager: args.input.field_manager.clone() }))),

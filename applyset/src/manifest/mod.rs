@@ -496,14 +496,19 @@ impl fmt::Display for Duplicate {
 /// Every object that appears again after its first occurrence (same [`ObjectKey`]). Run it on
 /// the loaded objects, and again after namespaces have been defaulted.
 pub fn find_duplicates<'a>(objects: impl IntoIterator<Item = &'a LoadedObject>) -> Vec<Duplicate> {
+    find_duplicates_in(objects.into_iter().map(|loaded| (&loaded.source, &loaded.object)))
+}
+
+/// [`find_duplicates`] over `(source, object)` pairs held elsewhere (no copy of the objects).
+pub fn find_duplicates_in<'a>(objects: impl IntoIterator<Item = (&'a Source, &'a Value)>) -> Vec<Duplicate> {
     let mut seen: HashMap<ObjectKey, &Source> = HashMap::new();
     let mut duplicates = Vec::new();
-    for loaded in objects {
-        let Some(key) = ObjectKey::of(&loaded.object) else { continue };
+    for (source, object) in objects {
+        let Some(key) = ObjectKey::of(object) else { continue };
         match seen.get(&key) {
-            Some(first) => duplicates.push(Duplicate { key, first: (*first).clone(), second: loaded.source.clone() }),
+            Some(first) => duplicates.push(Duplicate { key, first: (*first).clone(), second: source.clone() }),
             None => {
-                seen.insert(key, &loaded.source);
+                seen.insert(key, source);
             }
         }
     }

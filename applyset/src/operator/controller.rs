@@ -111,9 +111,15 @@ async fn serve(args: ControllerArgs) -> anyhow::Result<()> {
     let config = Cluster::load_config(&connect).await?;
     // One rate budget for the process (--qps, --burst): the controller's own requests
     // (watches, status, Events, parents) and every apply identity's take their turns at it.
-    let limiter = Arc::new(RateLimiter::new(args.cluster.qps, args.cluster.burst));
+    // It adapts to the apiserver under the --qps ceiling, unless --fixed-qps.
+    let limiter = Arc::new(if args.cluster.fixed_qps {
+        RateLimiter::new(args.cluster.qps, args.cluster.burst)
+    } else {
+        RateLimiter::adaptive(args.cluster.qps, args.cluster.burst)
+    });
     let client = crate::cluster::rate_limited_client(config.clone(), limiter.clone())?;
     let metrics = Arc::new(Metrics::new());
+    tokio::spawn(publish_request_budget(limiter.clone(), metrics.clone()));
     let health = Health::new();
     let stop = Stop::new();
     let server_tasks = start_servers(&args, &metrics, &health, &stop).await?;
@@ -376,6 +382,15 @@ fn instance_name() -> String {
         .or_else(|| std::fs::read_to_string("/proc/sys/kernel/hostname").ok().map(|h| h.trim().to_owned()))
         .filter(|name| !name.is_empty())
         .unwrap_or_else(|| "applyset".into())
+}
+
+/// The request budget in the metrics, once a second.
+async fn publish_request_budget(limiter: Arc<RateLimiter>, metrics: Arc<Metrics>) {
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+    loop {
+        tick.tick().await;
+        metrics.set_request_budget(limiter.rate(), limiter.throttled());
+    }
 }
 
 #[cfg(test)]

@@ -39,6 +39,8 @@ pub struct Metrics {
     git_fetch_failures: IntCounterVec,
     last_successful_sync: Gauge,
     leader: IntGauge,
+    request_budget: Gauge,
+    throttled: IntCounter,
     webhook_requests: IntCounterVec,
     watched_kinds: IntGauge,
     cached_objects: IntGauge,
@@ -143,6 +145,20 @@ impl Metrics {
             &registry,
             IntGauge::new("applyset_leader", "1 while this replica holds the leader lease and reconciles, else 0."),
         );
+        let request_budget = register(
+            &registry,
+            Gauge::new(
+                "applyset_apiserver_request_budget",
+                "Requests per second the controller allows itself now: under --qps, following the apiserver.",
+            ),
+        );
+        let throttled = register(
+            &registry,
+            IntCounter::new(
+                "applyset_apiserver_throttled_total",
+                "Requests the apiserver refused with 429 Too Many Requests (each sent again after its Retry-After).",
+            ),
+        );
 
         let webhook_requests = register(
             &registry,
@@ -199,6 +215,8 @@ impl Metrics {
             git_fetch_failures,
             last_successful_sync,
             leader,
+            request_budget,
+            throttled,
             webhook_requests,
             watched_kinds,
             cached_objects,
@@ -300,6 +318,12 @@ impl Metrics {
         self.watch_changes.with_label_values(&[if own { "own" } else { "other" }]).inc();
     }
 
+    /// The request budget as the limiter has it now (`throttled`: its count so far).
+    pub fn set_request_budget(&self, rate: f64, throttled: u64) {
+        self.request_budget.set(rate);
+        self.throttled.inc_by(throttled.saturating_sub(self.throttled.get()));
+    }
+
     pub fn set_leader(&self, leader: bool) {
         self.leader.set(i64::from(leader));
     }
@@ -344,6 +368,8 @@ mod tests {
             "applyset_git_fetch_duration_seconds",
             "applyset_last_successful_sync_timestamp_seconds",
             "applyset_leader",
+            "applyset_apiserver_request_budget",
+            "applyset_apiserver_throttled_total",
         ] {
             assert!(rendered.contains(&format!("# HELP {name} ")), "no HELP for {name} in:\n{rendered}");
             assert!(rendered.contains(&format!("# TYPE {name} ")), "no TYPE for {name} in:\n{rendered}");

@@ -124,9 +124,12 @@ pub async fn judge(ctx: &Context, cluster: &Cluster, set_id: &str, targets: &[Ta
     let mut judged = Vec::with_capacity(targets.len());
     for target in targets {
         let cached = ctx.cache.live(&target.mapping, target.namespace.as_deref(), &target.name, set_id);
-        let object = match cached {
-            Some(Cached::Found(object)) => Ok(object),
-            _ => cluster.get(&target.mapping, target.namespace.as_deref(), &target.name).await,
+        let object = match cached.and_then(|c| match c {
+            Cached::Found(text) => text.parse(),
+            Cached::Unlabelled => None,
+        }) {
+            Some(object) => Ok(object),
+            None => cluster.get(&target.mapping, target.namespace.as_deref(), &target.name).await,
         };
         let health = match object {
             Ok(object) => rules.judge(&object).unwrap_or_else(|| health::compute(&object, now)),

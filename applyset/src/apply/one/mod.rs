@@ -14,9 +14,10 @@ use applyset_merge::value::go_quote;
 use super::error::{ErrorCategory, ObjectError, PatchError};
 use super::metadata::{self, ComputedPatch};
 use super::object::{self, LAST_APPLIED, PART_OF_LABEL, last_applied, meta_str};
-use super::options::{ApplyOptions, DryRun, Ownership, TAKE_OWNERSHIP_ANNOTATION, UnusableLastApplied, Verb};
+use super::options::{ApplyOptions, DryRun, Keep, Ownership, TAKE_OWNERSHIP_ANNOTATION, UnusableLastApplied, Verb};
 use super::plan::{Prepared, source_text};
 use super::report::{Details, ObjectReport, Visited};
+use crate::cluster::cache::LiveText;
 use crate::cluster::{Cluster, Error, Mapping, WriteParams};
 
 /// kubectl retries a conflicting patch 5 more times.
@@ -26,6 +27,8 @@ const MAX_PATCH_RETRIES: usize = 5;
 pub(super) enum Live {
     /// Listed: present (with its state) or absent.
     Listed(Option<Value>),
+    /// Listed or cached, not parsed yet (see [`LiveText`]).
+    Text(LiveText),
     /// The LIST failed (e.g. no list permission): GET the object.
     Unknown,
 }
@@ -58,9 +61,18 @@ pub(super) async fn apply_one(
     {
         cache.cache.wrote(written);
     }
+    let mut details = one.details;
+    let keep = match (options.keep_results, &result) {
+        (Keep::Nothing, _) => false,
+        (Keep::Changed, Ok(Verb::Created | Verb::Unchanged) | Err(_)) => {
+            details.keep_names_only();
+            true
+        }
+        (Keep::Everything | Keep::Changed, _) => true,
+    };
     let mut report = item.report(result, one.warnings);
-    if options.keep_results {
-        report.details = Some(Box::new(one.details));
+    if keep {
+        report.details = Some(Box::new(details));
     }
     (report, visited)
 }
@@ -159,17 +171,23 @@ impl One<'_> {
 
     /// The live object: as listed, else a GET (`None`: it does not exist).
     async fn read_live(&self, live: Live) -> Result<Option<Value>, ObjectError> {
-        match live {
-            Live::Listed(found) => Ok(found),
-            Live::Unknown => match self.cluster.get(self.mapping, self.namespace(), &self.item.name).await {
-                Ok(found) => Ok(Some(found)),
-                Err(e) if e.is_not_found() => Ok(None),
-                Err(e) => Err(ObjectError::wrap(
-                    &format!("retrieving current configuration of:\n{}\nfrom server for:", self.info_text()),
-                    &self.source,
-                    e,
-                )),
-            },
+        // Text that does not parse (it always does: the apiserver wrote it) is read again.
+        let known = match live {
+            Live::Listed(found) => return Ok(found),
+            Live::Text(text) => text.parse(),
+            Live::Unknown => None,
+        };
+        if let Some(object) = known {
+            return Ok(Some(object));
+        }
+        match self.cluster.get(self.mapping, self.namespace(), &self.item.name).await {
+            Ok(found) => Ok(Some(found)),
+            Err(e) if e.is_not_found() => Ok(None),
+            Err(e) => Err(ObjectError::wrap(
+                &format!("retrieving current configuration of:\n{}\nfrom server for:", self.info_text()),
+                &self.source,
+                e,
+            )),
         }
     }
 

@@ -33,7 +33,7 @@ use super::lock;
 use super::metrics::Metrics;
 use crate::applyset::{Listed, PART_OF_LABEL};
 use crate::cluster::Mapping;
-use crate::cluster::cache::{Cached, ObjectCache};
+use crate::cluster::cache::{Cached, LiveText, ObjectCache};
 
 /// How long the controller remembers its own writes: their watch events arrive within
 /// milliseconds, or after a watch gap within a relist.
@@ -134,13 +134,8 @@ impl ObjectCache for ManagedCache {
         match entry {
             None => Some(Cached::Unlabelled),
             Some(entry) if entry.set_id == set_id => {
-                let mut object = entry.object()?;
-                // As a GET shows it (a LIST's items leave these out).
-                if let Value::Object(map) = &mut object {
-                    map.insert("apiVersion".into(), Value::String(mapping.resource.api_version.clone()));
-                    map.insert("kind".into(), Value::String(mapping.resource.kind.clone()));
-                }
-                Some(Cached::Found(object))
+                let type_meta = (mapping.resource.api_version.clone(), mapping.resource.kind.clone());
+                Some(Cached::Found(LiveText::new(entry.json.clone(), Some(type_meta))))
             }
             // Another set's: read from the apiserver, with the run's identity.
             Some(_) => None,

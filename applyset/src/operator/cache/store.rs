@@ -26,7 +26,7 @@ pub struct Entry {
     /// A digest of the object without what others change on their own (status, resourceVersion,
     /// managedFields): a new value is a change somebody made to what the set applies.
     pub content: u64,
-    pub json: Box<str>,
+    pub json: Arc<str>,
 }
 
 impl Entry {
@@ -59,7 +59,7 @@ impl Entry {
                 .unwrap_or_default()
                 .to_owned(),
             content: content_digest(object),
-            json: object.to_json_string().into_boxed_str(),
+            json: object.to_json_string().into(),
         }
     }
 

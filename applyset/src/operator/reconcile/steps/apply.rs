@@ -131,7 +131,7 @@ impl Reconciliation<'_> {
             concurrency: ctx.settings.apply_concurrency,
             applyset_label: Some(set_id.to_owned()),
             crd_timeout: self.intervals.timeout,
-            keep_results: true,
+            keep_results: crate::apply::Keep::Changed,
             ownership: Ownership::RefuseOtherSets,
             // Beyond kubectl: whoever may patch one object must not be able to fail the run
             // (and so hold back the whole set's prune) by writing garbage into its annotation.
@@ -169,19 +169,31 @@ impl Reconciliation<'_> {
     }
 }
 
-/// Plans the apply; kinds unknown to a cached discovery are looked up once more.
+/// Plans the apply; a kind unknown to a cached discovery (a CRD someone installed since) has
+/// discovery read again first. (Not planned twice: that would keep a copy of every object.)
 async fn plan(cluster: &Cluster, loaded: Vec<LoadedObject>, options: &ApplyOptions) -> Result<apply::Plan, StepError> {
     let to_failure = |e: Fatal| match e {
         Fatal::Duplicates(_) | Fatal::NoObjects => StepError::of(Stage::Load, e),
         Fatal::Cluster(e) => StepError::of(Stage::Apply, e),
     };
-    let retry_with = loaded.clone();
-    let plan = apply::plan(cluster, loaded, options).await.map_err(to_failure)?;
-    if !plan.has_failures() {
-        return Ok(plan);
+    let kinds: std::collections::BTreeSet<(String, String)> =
+        loaded.iter().filter_map(|o| type_of(&o.object)).collect();
+    for (api_version, kind) in kinds {
+        let (group, version) = api_version.split_once('/').unwrap_or(("", &api_version));
+        let gvk = kube::core::GroupVersionKind::gvk(group, version, &kind);
+        if !cluster.knows(&gvk).await.unwrap_or(true) {
+            cluster.refresh_discovery().await.map_err(|e| StepError::of(Stage::Apply, e))?;
+            break;
+        }
     }
-    cluster.refresh_discovery().await.map_err(|e| StepError::of(Stage::Apply, e))?;
-    apply::plan(cluster, retry_with, options).await.map_err(to_failure)
+    apply::plan(cluster, loaded, options).await.map_err(to_failure)
+}
+
+/// `(apiVersion, kind)` of a manifest.
+fn type_of(object: &applyset_merge::Value) -> Option<(String, String)> {
+    let map = object.as_object()?;
+    let text = |field: &str| map.get(field).and_then(applyset_merge::Value::as_str).map(str::to_owned);
+    Some((text("apiVersion")?, text("kind")?))
 }
 
 /// The ApplySet as the KEP-3659 parent: the kinds and namespaces its annotations record, plus

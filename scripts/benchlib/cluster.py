@@ -1,15 +1,18 @@
 """The local control plane (scripts/control-plane), kubectl, and the apiserver's request counts."""
 
 import functools
+import http.client
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import threading
 from collections import Counter
 from pathlib import Path
 
-from .common import REPO
+from .common import REPO, stop_processes
 
 CONTROL_PLANE = REPO / "scripts" / "control-plane"
 
@@ -82,6 +85,13 @@ class Kubectl:
     def __call__(self, *args, stdin=None, check=True):
         return self.run(*args, stdin=stdin, check=check).stdout
 
+    def out(self, *args, stdin=None, check=True, program="bench-controller"):
+        """Like kube(*args), but a failure (check) exits (as program) with kubectl's error output."""
+        out = self.run(*args, stdin=stdin, check=False)
+        if check and out.returncode:
+            sys.exit(f"{program}: kubectl {' '.join(args[:3])} … failed:\n{out.stderr[-3000:]}")
+        return out.stdout
+
     def request_counts(self, key=REQUEST_KEY):
         """apiserver_request_total from the apiserver's /metrics, summed by the labels named in key
         (a missing label counts as "")."""
@@ -97,3 +107,64 @@ class Kubectl:
 def counts_delta(before, after):
     """What grew from one request_counts() to a later one (the keys that grew, by how much)."""
     return Counter({key: after[key] - before.get(key, 0) for key in after if after[key] - before.get(key, 0) > 0})
+
+
+class ApiProxy:
+    """`kubectl proxy` on a free port of 127.0.0.1, for requests many times a second (no kubectl
+    process each; one kept-alive connection per thread): get(path) is the object at an API path,
+    None when it does not exist; patch(path, body) merge-patches it. close() stops the proxy."""
+
+    def __init__(self, kube):
+        self.process = subprocess.Popen(
+            [kube.binary, "--kubeconfig", kube.kubeconfig, "proxy", "--port=0", "--address=127.0.0.1"],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        first = self.process.stdout.readline()  # "Starting to serve on 127.0.0.1:PORT"
+        if "Starting to serve on" not in first:
+            stop_processes([self.process], timeout=5)
+            raise RuntimeError(f"kubectl proxy did not start: {first}")
+        self.port = int(first.strip().rsplit(":", 1)[1])
+        # Whatever it says later is drained, so that it never blocks on a full pipe.
+        threading.Thread(target=self.process.stdout.read, daemon=True).start()
+        self.local = threading.local()
+        self.connections = []
+
+    def request(self, method, path, body=None, headers=None):
+        """The answer's status and JSON body (None when there is none)."""
+        for attempt in (1, 2):
+            try:
+                if getattr(self.local, "connection", None) is None:
+                    self.local.connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+                    self.connections.append(self.local.connection)
+                self.local.connection.request(method, path, body=body, headers=headers or {})
+                response = self.local.connection.getresponse()
+                data = response.read()
+                break
+            except (OSError, http.client.HTTPException):
+                self.local.connection = None   # the proxy closed a kept-alive connection: once more
+                if attempt == 2:
+                    raise
+        try:
+            return response.status, json.loads(data) if data else None
+        except ValueError:
+            return response.status, None
+
+    def get(self, path):
+        status, body = self.request("GET", path)
+        if status == 404:
+            return None
+        if status != 200:
+            raise RuntimeError(f"GET {path}: {status} {body}")
+        return body
+
+    def patch(self, path, patch):
+        """A JSON merge patch (a dict) of the object at path."""
+        status, body = self.request("PATCH", path, json.dumps(patch).encode(),
+                                    {"Content-Type": "application/merge-patch+json"})
+        if status != 200:
+            raise RuntimeError(f"PATCH {path}: {status} {body}")
+        return body
+
+    def close(self):
+        for connection in self.connections:
+            connection.close()
+        stop_processes([self.process], timeout=10)

@@ -1,10 +1,12 @@
-"""REPO, output, the machine, processes and the release build."""
+"""REPO, output, the machine, processes (memory, CPU time, metrics) and the release build."""
 
 import os
+import re
 import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -39,6 +41,37 @@ def proc_memory(pid):
     return fields
 
 
+def cpu_seconds(pid):
+    """CPU time a process has used, in seconds: user and system, its own and its waited-for
+    children's (/proc/<pid>/stat utime, stime, cutime, cstime, in clock ticks)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    # After the command's ")": state is field 3 of stat(5), so field n is fields[n - 3].
+    return sum(int(fields[n - 3]) for n in (14, 15, 16, 17)) / os.sysconf("SC_CLK_TCK")
+
+
+METRIC_SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)')
+METRIC_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+
+
+def scrape(url):
+    """A Prometheus text endpoint's samples: (name, frozenset of (label, value)) → value."""
+    with urllib.request.urlopen(url, timeout=10) as response:
+        text = response.read().decode()
+    samples = {}
+    for line in text.splitlines():
+        match = METRIC_SAMPLE.match(line)
+        if match and not line.startswith("#"):
+            name, labels, value = match.groups()
+            samples[(name, frozenset(METRIC_LABEL.findall(labels or "")))] = float(value)
+    return samples
+
+
+def sample(samples, name, **labels):
+    """The sum of scrape()'s samples of name whose labels include labels (0 when none)."""
+    wanted = set(labels.items())
+    return sum(value for (n, have), value in samples.items() if n == name and wanted <= have)
+
+
 def wait_for(what, condition, processes, limit=2400, period=1.0,
              exited="bench-controller: {name} exited (waiting for {what}):\n{log}"):
     """Polls condition() until true; returns the seconds it took. Exits when one of processes
@@ -67,6 +100,14 @@ def stop_processes(processes, timeout):
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+def exit_on_signals():
+    """A TERM (or a HUP from a closed terminal) exits like ^C, through the callers' finally
+    blocks: processes stopped, the control plane down if this run brought it up."""
+    import signal
+    for number in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(number, lambda signum, frame: sys.exit(128 + signum))
 
 
 def release_binary():

@@ -33,15 +33,25 @@ def git_commit(work, message, push_to=None):
     return git(work, "rev-parse", "HEAD")
 
 
+def request_kind(path):
+    """A smart-HTTP request's (repository, kind): "/shop.git/info/refs" → ("shop.git", "info/refs")."""
+    for kind in ("info/refs", "git-upload-pack", "git-receive-pack"):
+        if path.endswith("/" + kind):
+            return path[1:-len(kind) - 1], kind
+    return path.lstrip("/").split("/", 1)[0], path
+
+
 class GitHttpServer:
     """A git smart-HTTP server on 127.0.0.1: `git http-backend` (CGI) behind http.server, serving
     the bare repositories under `root`, read only (upload-pack) unless writable (then a push is
     taken by a repository with http.receivepack true). `url(name)` is a repository's address;
-    `requests` counts what it answered."""
+    `requests` counts what it answered by method and status, `paths` by repository and kind
+    ("info/refs", "git-upload-pack", "git-receive-pack", or the rest of the path)."""
 
     def __init__(self, root, writable=False):
         self.root = Path(root)
         self.requests = Counter()
+        self.paths = Counter()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -98,6 +108,7 @@ class GitHttpServer:
                     elif name:
                         headers.append((name, value.strip()))
                 server.requests[(self.command, status)] += 1
+                server.paths[request_kind(path)] += 1
                 self.send_response(status)
                 for name, value in headers:
                     self.send_header(name, value)

@@ -68,6 +68,18 @@ def generate_applysets(work, applysets, objects, prefix="bench", revision=1, rep
         (app / "all.yaml").write_text("---\n".join(docs))
 
 
+def small_app(work, name, namespace, value="v1", configmaps=4):
+    """A small app (bench_monorepo.py's and bench_fairness.py's): directory <name> of the work tree
+    with configmaps ConfigMaps <name>-cm-<i> in namespace; the first one's `value` is value, the
+    others' v1. Written again with another value, it is a change of one object."""
+    app = work / name
+    app.mkdir(parents=True, exist_ok=True)
+    docs = [config_map(f"{name}-cm-{i}", namespace, {"app": name, "value": f"\"{value if i == 0 else 'v1'}\""},
+                       labels({"app.kubernetes.io/part-of": name}))
+            for i in range(configmaps)]
+    (app / "configmaps.yaml").write_text("---\n".join(docs))
+
+
 def generate_apply_bench(directory, total):
     """bench-apply's objects: 40% ConfigMaps, 30% Services, 30% Deployments, realistic content,
     one file per application (svc-NNNN.yaml); returns how many of each.

@@ -97,3 +97,29 @@ impl ApplyReport {
         self.objects.iter().any(|o| o.result.is_err())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeping_names_only_drops_the_patch_and_all_but_the_names() {
+        let object = Value::from_json_str(
+            r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"ns","uid":"u-1","annotations":{"x":"y"},"managedFields":[{}]},"data":{"k":"v"}}"#,
+        )
+        .unwrap();
+        let mut details = Details {
+            live: Some(object.clone()),
+            patch: Some(Value::from_json_str(r#"{"data":{"k":"w"}}"#).unwrap()),
+            result: Some(object),
+            last_applied_discarded: true,
+            ..Details::default()
+        };
+        details.keep_names_only();
+        let names = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"ns","uid":"u-1"}}"#;
+        assert_eq!(details.live.as_ref().map(Value::to_json_string).as_deref(), Some(names));
+        assert_eq!(details.result.as_ref().map(Value::to_json_string).as_deref(), Some(names));
+        assert_eq!(details.patch, None);
+        assert!(details.last_applied_discarded, "what the run reports on stays");
+    }
+}

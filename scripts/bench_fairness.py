@@ -204,8 +204,10 @@ class Fairness:
             if self.proxy:
                 self.proxy.close()
             self.git.close()
-            shutil.rmtree(self.scratch, ignore_errors=True)
-            if not self.args.keep:
+            if self.args.keep:
+                say(f"kept: the control plane, and {self.scratch} (the controller's log, the repositories)")
+            else:
+                shutil.rmtree(self.scratch, ignore_errors=True)
                 control_plane_down()
 
 

@@ -52,8 +52,11 @@ from benchlib.sides import FLUX_RELEASE, ApplysetSide, FluxSide, flux_binaries, 
 APPS_NAMESPACE = "bench-mono-apps"
 TOKEN = "bench-monorepo-webhook-token"
 SECRET = "bench-webhook"
+REQUESTED_AT = "applyset.dev/reconcile-requested-at"
 CONFIGMAPS = 4
 POLL = 2.0
+MILESTONES = {"requested": "the webhook's request written (the ApplySet's annotation)",
+              "fetched": "the GitRepository's artifact at the commit"}
 OBJECT_GOAL = 2.0
 WRITES = {"POST", "PUT", "PATCH", "APPLY", "DELETE"}   # APPLY: server-side apply (Flux)
 
@@ -73,6 +76,13 @@ class Applyset(ApplysetSide):
 
     def custom_resources(self, url, paths, interval):
         return self.resources(url, paths, interval, names=paths, webhook_secret=SECRET)
+
+    def milestones(self, proxy, app, sha):
+        """What to time besides the object: the request the webhook's receiver writes."""
+        def annotation(o):
+            return ((o or {}).get("metadata", {}).get("annotations") or {}).get(REQUESTED_AT)
+        before = annotation(proxy.get(self.api_path(app)))
+        return {"requested": (self.api_path(app), lambda o: annotation(o) not in (None, before))}
 
     def trigger(self, app):
         answer = self.hook(app, TOKEN)
@@ -94,6 +104,12 @@ class Flux(FluxSide):
 
     def custom_resources(self, url, paths, interval):
         return self.resources(url, paths, interval, names=paths)
+
+    def milestones(self, proxy, app, sha):
+        """What to time besides the object: the GitRepository's artifact at the commit."""
+        path = f"/apis/source.toolkit.fluxcd.io/v1/namespaces/{self.namespace}/gitrepositories/bench"
+        return {"fetched": (path, lambda o: bool(o) and sha in (((o.get("status") or {}).get("artifact") or {})
+                                                                .get("revision", "")))}
 
     def trigger(self, app):
         self.request_fetch(f"bench-{time.time_ns()}")
@@ -168,18 +184,24 @@ class Monorepo:
         value = f"v2-{time.time_ns()}"
         small_app(work, self.changed, APPS_NAMESPACE, value=value, configmaps=CONFIGMAPS)
         second = git_commit(work, f"change {self.changed}", push_to=bare)
+        milestones = side.milestones(self.proxy, self.changed, second)
         pushed = time.monotonic()
         how = side.trigger(self.changed)
         say(f"pushed {second[:12]} (a ConfigMap of {self.changed} changed); {how}")
         cm = f"/api/v1/namespaces/{APPS_NAMESPACE}/configmaps/{self.changed}-cm-0"
         changed = time_changes(self.proxy, pushed, {
+            **milestones,
             "object": (cm, lambda o: bool(o) and o.get("data", {}).get("value") == value),
             "revision": (side.api_path(self.changed),
                          lambda o: bool(o) and second in (o.get("status") or {}).get("lastAppliedRevision", "")),
         }, limit=2 * args.interval)
-        figures["object"], figures["revision"] = changed["object"], changed["revision"]
-        say(f"push → {self.changed}'s ConfigMap changed: {fmt(figures['object'])} s; "
-            f"→ its lastAppliedRevision the new commit: {fmt(figures['revision'])} s")
+        figures.update(changed)
+        say("push → " + "".join(f"{MILESTONES[m]}: {fmt(figures[m])} s; " for m in milestones)
+            + f"{self.changed}'s ConfigMap changed: {fmt(figures['object'])} s; its lastAppliedRevision the new "
+            f"commit: {fmt(figures['revision'])} s")
+        first_requests = [f"+{at - pushed:.2f} s {kind} ({took:.2f} s)" for at, took, r, kind in list(self.git.events)
+                          if r == repo and at >= pushed and (figures["object"] is None or at - pushed <= figures["object"])]
+        say("git requests from the push until the object changed: " + (", ".join(first_requests) or "none"))
 
         moved = lambda: sum(1 for r in side.revisions().values() if second in r)  # noqa: E731
         while moved() < n and time.monotonic() - pushed < 2 * args.interval:
@@ -262,6 +284,8 @@ class Monorepo:
         line("steady interval × 1.1: git info/refs", "steady_refs", "", "{:.0f}")
         line("  git-upload-pack", "steady_pack", "", "{:.0f}")
         line("  apiserver requests (all clients)", "steady_api", "", "{:.0f}")
+        line("push → the webhook's request written (applyset)", "requested", " s", "{:.2f}")
+        line("push → the source fetched (Flux's artifact)", "fetched", " s", "{:.2f}")
         line(f"push → {self.changed}'s object changed", "object", " s", "{:.2f}")
         line(f"push → {self.changed}'s lastAppliedRevision", "revision", " s", "{:.2f}")
         line(f"push → all {n} at the new commit", "settled", " s")
@@ -291,8 +315,10 @@ class Monorepo:
         if self.proxy:
             self.proxy.close()
         self.git.close()
-        shutil.rmtree(self.scratch, ignore_errors=True)
-        if not self.args.keep:
+        if self.args.keep:
+            say(f"kept: the control plane, and {self.scratch} (the controllers' logs, the repositories)")
+        else:
+            shutil.rmtree(self.scratch, ignore_errors=True)
             control_plane_down()
 
 

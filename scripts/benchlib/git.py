@@ -3,6 +3,7 @@
 import os
 import subprocess
 import threading
+import time
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -46,12 +47,14 @@ class GitHttpServer:
     the bare repositories under `root`, read only (upload-pack) unless writable (then a push is
     taken by a repository with http.receivepack true). `url(name)` is a repository's address;
     `requests` counts what it answered by method and status, `paths` by repository and kind
-    ("info/refs", "git-upload-pack", "git-receive-pack", or the rest of the path)."""
+    ("info/refs", "git-upload-pack", "git-receive-pack", or the rest of the path); `events`
+    lists each request as (time.monotonic() when it came, seconds to answer, repository, kind)."""
 
     def __init__(self, root, writable=False):
         self.root = Path(root)
         self.requests = Counter()
         self.paths = Counter()
+        self.events = []
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -80,6 +83,7 @@ class GitHttpServer:
                 return self.rfile.read(int(self.headers.get("Content-Length") or 0))
 
             def cgi(self):
+                received = time.monotonic()
                 path, _, query = self.path.partition("?")
                 if not writable and ("/git-receive-pack" in path or "service=git-receive-pack" in query):
                     self.send_error(403, "read only")
@@ -109,6 +113,7 @@ class GitHttpServer:
                         headers.append((name, value.strip()))
                 server.requests[(self.command, status)] += 1
                 server.paths[request_kind(path)] += 1
+                server.events.append((received, time.monotonic() - received, *request_kind(path)))
                 self.send_response(status)
                 for name, value in headers:
                     self.send_header(name, value)

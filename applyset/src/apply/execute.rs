@@ -234,15 +234,26 @@ fn cached(options: &ApplyOptions, item: &Prepared) -> Option<Live> {
     }
 }
 
-/// One paginated LIST per (resource, namespace) of the stage, instead of one GET per object;
-/// each version read is told to the watch cache (`seen`), each object kept as text.
+/// Objects of one (resource, namespace) up to which they are read with a GET each (as kubectl
+/// does) rather than a LIST: a LIST reads the whole namespace's objects of the kind, which in a
+/// namespace shared by many apps (a monorepo's) is thousands for a few.
+const GET_EACH_UP_TO: usize = 8;
+
+/// One paginated LIST per (resource, namespace) of the stage with more than [`GET_EACH_UP_TO`]
+/// objects, instead of one GET per object; each version read is told to the watch cache
+/// (`seen`), each object kept as text. Smaller groups are left out (their objects are read
+/// with a GET each when applied).
 async fn list_stage(cluster: &Cluster, items: &[Prepared], concurrency: usize, cache: Option<&CacheRef>) -> Listed {
-    let mut groups: HashMap<ListKey, (Mapping, Option<String>)> = HashMap::new();
+    let mut groups: HashMap<ListKey, (Mapping, Option<String>, usize)> = HashMap::new();
     for item in items {
         let mapping = item.mapping.as_ref().expect("resolved before its stage");
-        groups.entry(list_key(mapping, &item.namespace)).or_insert_with(|| (mapping.clone(), item.namespace.clone()));
+        let group = groups
+            .entry(list_key(mapping, &item.namespace))
+            .or_insert_with(|| (mapping.clone(), item.namespace.clone(), 0));
+        group.2 += 1;
     }
-    futures::stream::iter(groups)
+    let groups = groups.into_iter().filter(|(_, (_, _, count))| *count > GET_EACH_UP_TO);
+    futures::stream::iter(groups.map(|(key, (mapping, namespace, _))| (key, (mapping, namespace))))
         .map(|(key, (mapping, namespace))| async move {
             let namespace = if mapping.namespaced { namespace } else { None };
             let mut found = HashMap::new();

@@ -29,11 +29,13 @@ async fn reconcile_fresh_applyset_discovers_and_fetches_before_writing_objects_a
     let progressing = writes[0].body.as_ref().expect("a body")["status"]["conditions"].to_string();
     assert!(progressing.contains("Progressing"), "{progressing}");
     assert_eq!(writes.last().map(|r| r.path.as_str()), Some(status_path.as_str()), "{writes:?}");
-    // Discovery, then the parent records the kinds, then the objects are listed and created,
-    // all of them before the status that says Ready.
+    // Discovery, then the parent records the kinds, then the objects are read (a GET each, as
+    // kubectl does: two objects are fewer than a LIST is worth) and created, all of them before
+    // the status that says Ready.
     let discovery = first(&requests, |r| r.path == "/api").max(first(&requests, |r| r.path == "/apis"));
     let parent = first(&requests, |r| r.method == Method::PATCH && r.path == applyset_path("app"));
-    let listed = first(&requests, |r| r.method == Method::GET && r.path == configmaps);
+    let listed = first(&requests, |r| r.method == Method::GET && r.path.starts_with(&format!("{configmaps}/")));
+    assert!(!requests.iter().any(|r| r.method == Method::GET && r.path == configmaps), "no LIST: {requests:?}");
     let posts: Vec<usize> = (0..requests.len())
         .filter(|i| requests[*i].method == Method::POST && requests[*i].path == configmaps)
         .collect();

@@ -7,6 +7,11 @@ use clap::Parser;
 use applyset::cli::{Cli, Command};
 use applyset::commands;
 
+/// mimalloc returns freed memory to the system where glibc's malloc keeps it: measured on the
+/// controller applying 20,000 ConfigMaps (see the README's figures).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // Documents may nest 10,000 levels (what the apiserver stores); the walks over them outside

@@ -1,0 +1,52 @@
+"""The physical limit for `scripts/bench-controller`: the apiserver's own create throughput for
+the same objects the controller's first apply creates, from a plain client.
+
+The objects are bench-controller's apps generated again under another prefix (their own
+Namespaces), created by `applyset/examples/create_flood.rs`: Namespaces first, then every
+other object with --flood-concurrency plain POSTs in flight and no client-side rate limit, so
+that the apiserver (and its API Priority and Fairness) is the only bound. The Namespaces are
+deleted, and waited for, before the controller's run.
+"""
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+from benchlib.common import REPO, say
+from benchlib.manifests import generate_applysets
+
+PREFIX = "bench-flood"
+
+
+def flood_binary(build):
+    """target/release/examples/create_flood, built first unless build is False and it exists."""
+    binary = REPO / "target" / "release" / "examples" / "create_flood"
+    if build or not binary.exists():
+        say("building the plain client (cargo build --release --example create_flood) …")
+        subprocess.run(["cargo", "build", "--release", "--locked", "-p", "applyset", "--example", "create_flood"],
+                       cwd=REPO, check=True)
+    return binary
+
+
+def create_throughput(kube, args, scratch, concurrency):
+    """{"objects", "seconds", "per_second", "failed"} of one flood of args.applysets ×
+    args.objects, then its Namespaces deleted."""
+    work = Path(scratch) / "flood"
+    work.mkdir()
+    generate_applysets(work, args.applysets, args.objects, PREFIX, revision=1)
+    binary = flood_binary(not args.no_build)
+    try:
+        out = subprocess.run([str(binary), "--kubeconfig", kube.kubeconfig, "--concurrency", str(concurrency),
+                              str(work)], capture_output=True, text=True, check=True).stdout
+        figures = json.loads(out.strip().splitlines()[-1])
+    finally:
+        names = [f"{PREFIX}-{i:03d}" for i in range(args.applysets)]
+        kube("delete", "namespace", *names, "--ignore-not-found", "--wait=false", check=False)
+        started = time.monotonic()
+        while time.monotonic() - started < 900:
+            left = kube("get", "namespaces", "-o", "name", check=False).split()
+            if not any(n.startswith(f"namespace/{PREFIX}-") for n in left):
+                break
+            time.sleep(2)
+    return figures

@@ -514,7 +514,7 @@ fn load(text: &str) -> Vec<applyset::manifest::LoadedObject> {
 }
 
 #[tokio::test]
-async fn no_op_reapply_sends_only_lists() -> Result<()> {
+async fn no_op_reapply_sends_only_reads() -> Result<()> {
     let ns = TestNamespace::create("apply-lib").await?;
     let many: String = (0..30)
         .map(|i| format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: cm-{i}}}\ndata: {{i: \"{i}\"}}\n---\n"))
@@ -529,7 +529,8 @@ async fn no_op_reapply_sends_only_lists() -> Result<()> {
     assert!(report.visited.iter().all(|v| !v.uid.is_empty()));
 
     // A second run in a fresh cluster handle: discovery + openapi + one LIST per
-    // (resource, namespace), and nothing else.
+    // (resource, namespace) of more than 8 objects (the 31 ConfigMaps), a GET each for the
+    // others (the one Deployment, as kubectl reads it), and nothing else.
     let (cluster, log) = proxy::cluster(&ns.kubeconfig).await?;
     let report = applyset::apply::apply(&cluster, load(&many), &proxy::options(&ns.name)).await?;
     assert!(report.objects.iter().all(|o| matches!(o.result, Ok(applyset::apply::Verb::Unchanged))));
@@ -537,8 +538,8 @@ async fn no_op_reapply_sends_only_lists() -> Result<()> {
     assert_eq!(log.count("PATCH"), 0, "{requests:?}");
     assert_eq!(log.count("POST"), 0, "{requests:?}");
     assert_eq!(log.count_path("GET", &format!("/namespaces/{}/configmaps", ns.name)), 1, "{requests:?}");
-    assert_eq!(log.count_path("GET", &format!("/namespaces/{}/deployments", ns.name)), 1, "{requests:?}");
-    assert!(requests.iter().all(|r| !r.contains("/configmaps/") && !r.contains("/deployments/")), "{requests:?}");
+    assert_eq!(log.count_path("GET", &format!("/namespaces/{}/deployments/", ns.name)), 1, "{requests:?}");
+    assert!(requests.iter().all(|r| !r.contains("/configmaps/")), "{requests:?}");
     Ok(())
 }
 
@@ -555,9 +556,10 @@ async fn conflicts_are_retried_with_a_fresh_get() -> Result<()> {
     let report =
         applyset::apply::apply(&cluster, load(&cm.replace("\"1\"", "\"2\"")), &proxy::options(&ns.name)).await?;
     assert!(matches!(report.objects[0].result, Ok(applyset::apply::Verb::Configured)), "{:?}", report.objects[0]);
-    // kubectl: first retry immediately, the second after 1 s; one GET per retry.
+    // kubectl: first retry immediately, the second after 1 s; one GET per retry (after the
+    // first read: one object is read with a GET, not a LIST).
     assert_eq!(log.count("PATCH"), 3);
-    assert_eq!(log.count_path("GET", "/configmaps/contested"), 2);
+    assert_eq!(log.count_path("GET", "/configmaps/contested"), 3);
     assert!(started.elapsed() >= std::time::Duration::from_secs(1));
     assert_eq!(configmap(&ns, "contested").await?.data.unwrap()["a"], "2");
 

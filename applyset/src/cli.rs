@@ -69,7 +69,7 @@ pub struct ControllerClusterArgs {
     /// The most requests per second to the apiserver for the whole controller (0 = unlimited):
     /// one budget shared by its own requests and every identity it applies as. Below it the
     /// rate follows the apiserver: halved at each 429 (whose Retry-After holds every request),
-    /// cut when write latency triples, grown back while the apiserver answers fast.
+    /// cut when write latency grows by 250 ms and 4x, grown back while the apiserver answers fast.
     #[arg(long, env = "APPLYSET_QPS", default_value_t = crate::cluster::DEFAULT_CONTROLLER_QPS)]
     pub qps: f64,
     /// Requests allowed in a burst above the rate (the same shared budget).

@@ -8,8 +8,11 @@
 //! `Retry-After` when our priority level's queues are full, and its latency grows before that.
 //! So the budget starts at the ceiling and
 //! * halves at each 429 (and holds every request until its `Retry-After` has passed);
-//! * takes a fifth off when the latency of writes grows past three times its recent best;
-//! * grows back by a twentieth of the ceiling every 100 ms while latency is near its best.
+//! * takes a fifth off when the latency of writes grows past four times its recent best and
+//!   250 ms above it (queueing at the apiserver; the latency that many requests in flight add
+//!   on a healthy server is far below that, and cutting for it halved the first apply);
+//! * grows back by a twentieth of the ceiling every 100 ms while latency is within 100 ms (or
+//!   twice) of its best.
 //!
 //! Only writes are timed: a watch is open for minutes, and a LIST takes as long as its list.
 
@@ -98,11 +101,11 @@ impl Budget {
                 };
                 self.best = Some((best, now));
                 let since = now.duration_since(self.last_change);
-                if smoothed > 3.0 * best + 20.0 {
+                if smoothed > (4.0 * best).max(best + 250.0) {
                     if since >= Duration::from_millis(250) {
                         self.cut(0.8, now);
                     }
-                } else if smoothed <= 2.0 * best + 10.0
+                } else if smoothed <= (2.0 * best).max(best + 100.0)
                     && self.rate < self.ceiling
                     && since >= Duration::from_millis(100)
                 {
@@ -159,10 +162,16 @@ mod tests {
             budget.observe(write(5), now);
         }
         assert_eq!(budget.rate(), 1000.0, "fast answers at the ceiling: it stays there");
-        // The server slows to 200 ms a write: a fifth off every 250 ms.
+        // Queueing of many requests in flight (40 ms): no cut.
         for _ in 0..100 {
             now += Duration::from_millis(10);
-            budget.observe(write(200), now);
+            budget.observe(write(40), now);
+        }
+        assert_eq!(budget.rate(), 1000.0);
+        // The server slows to 600 ms a write: a fifth off every 250 ms.
+        for _ in 0..100 {
+            now += Duration::from_millis(10);
+            budget.observe(write(600), now);
         }
         let cut = budget.rate();
         assert!(cut < 700.0, "{cut}");
@@ -180,11 +189,11 @@ mod tests {
         let mut budget = Budget::new(1000.0, start);
         let mut now = start;
         budget.observe(write(5), now);
-        // 60 ms for five minutes: cut at first; the best drifts up 1% a second, past a third of
-        // 60 ms after about 100 s (no more cuts) and past half of it after about 160 s (growth).
-        for _ in 0..3000 {
+        // 600 ms for ten minutes: cut at first; the best drifts up 1% a second until 600 ms is
+        // within 250 ms of it (no more cuts) and within 100 ms (growth back to the ceiling).
+        for _ in 0..6000 {
             now += Duration::from_millis(100);
-            budget.observe(write(60), now);
+            budget.observe(write(600), now);
         }
         assert_eq!(budget.rate(), 1000.0);
     }

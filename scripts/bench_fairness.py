@@ -31,7 +31,6 @@ shared machine), and the machine's load at start and end.
 """
 
 import os
-import shutil
 import statistics
 import sys
 import tempfile
@@ -39,8 +38,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from benchlib.cluster import ApiProxy, Kubectl, control_plane_down, control_plane_up, kubectl_binary
-from benchlib.common import build_release, exit_on_signals, load, release_binary, say
+from benchlib.cluster import ApiProxy, Kubectl, control_plane_up, release_scratch, kubectl_binary
+from benchlib.common import seconds_text, build_release, exit_on_signals, load, release_binary, say
 from benchlib.git import GitHttpServer, git_commit, git_init
 from benchlib.manifests import small_app
 from benchlib.sides import ApplysetSide, install_crds, time_changes
@@ -94,7 +93,7 @@ class Fairness:
         times["pushed"], times["note"] = pushed, note
         self.rounds[phase].append(times)
         say(f"  {phase} #{len(self.rounds[phase])} ({note}): webhook {answer}; push → object changed "
-            f"{fmt(times['object'])} s, → lastAppliedRevision {fmt(times['revision'])} s; crowd runs finished "
+            f"{seconds_text(times['object'])} s, → lastAppliedRevision {seconds_text(times['revision'])} s; crowd runs finished "
             f"meanwhile: {times['runs']:.0f} ({load()})")
         side.check_running(f"the {phase} push")
         return times
@@ -187,13 +186,13 @@ class Fairness:
                 figures[(key, stat)] = pair
                 a, b = pair
                 ratio = f"{b / a:.2f}" if a and b is not None else "-"
-                say(f"{label + ', ' + stat:44}{fmt(a) + ' s':>10}{fmt(b) + ' s':>10}{ratio:>14}")
+                say(f"{label + ', ' + stat:44}{seconds_text(a) + ' s':>10}{seconds_text(b) + ' s':>10}{ratio:>14}")
         say(f"(rounds: {len(self.rounds['idle'])} idle, {len(self.rounds['crowded'])} crowded: the first right after "
             f"the crowd's creation, the others right after it was all requested)")
         idle, crowded = figures[("object", "median")]
         passed = idle is not None and crowded is not None and crowded <= TARGET * idle
         say(f"  target crowded median ≤ {TARGET} × idle median (push → object changed): "
-            f"{fmt(crowded)} s vs {fmt(idle)} s → {'PASS' if passed else 'FAIL'}")
+            f"{seconds_text(crowded)} s vs {seconds_text(idle)} s → {'PASS' if passed else 'FAIL'}")
         return 0 if passed else 1
 
     def close(self):
@@ -204,15 +203,7 @@ class Fairness:
             if self.proxy:
                 self.proxy.close()
             self.git.close()
-            if self.args.keep:
-                say(f"kept: the control plane, and {self.scratch} (the controller's log, the repositories)")
-            else:
-                shutil.rmtree(self.scratch, ignore_errors=True)
-                control_plane_down()
-
-
-def fmt(seconds):
-    return "-" if seconds is None else f"{seconds:.2f}"
+            release_scratch(self.args.keep, self.scratch, "the controller's log, the repositories")
 
 
 def main(args):

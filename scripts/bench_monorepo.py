@@ -40,15 +40,14 @@ controllers' logs are kept (RUST_LOG passes through to applyset's).
 """
 
 import os
-import shutil
 import sys
 import tempfile
 import time
 from collections import Counter
 from pathlib import Path
 
-from benchlib.cluster import ApiProxy, Kubectl, control_plane_down, control_plane_up, counts_delta, kubectl_binary
-from benchlib.common import build_release, exit_on_signals, load, release_binary, say
+from benchlib.cluster import ApiProxy, Kubectl, control_plane_up, release_scratch, counts_delta, kubectl_binary
+from benchlib.common import seconds_text, build_release, exit_on_signals, load, release_binary, say
 from benchlib.git import GitHttpServer, git_commit, git_init
 from benchlib.manifests import small_app
 from benchlib.sides import FLUX_RELEASE, ApplysetSide, FluxSide, flux_binaries, install_crds, peak, rss_detail, time_changes
@@ -218,9 +217,9 @@ class Monorepo:
                          lambda o: bool(o) and second in (o.get("status") or {}).get("lastAppliedRevision", "")),
         }, limit=2 * args.interval)
         figures.update(changed)
-        say("push → " + "".join(f"{MILESTONES[m]}: {fmt(figures[m])} s; " for m in milestones)
-            + f"{self.changed}'s ConfigMap changed: {fmt(figures['object'])} s; its lastAppliedRevision the new "
-            f"commit: {fmt(figures['revision'])} s")
+        say("push → " + "".join(f"{MILESTONES[m]}: {seconds_text(figures[m])} s; " for m in milestones)
+            + f"{self.changed}'s ConfigMap changed: {seconds_text(figures['object'])} s; its lastAppliedRevision the new "
+            f"commit: {seconds_text(figures['revision'])} s")
         first_requests = [f"+{at - pushed:.2f} s {kind} ({took:.2f} s)" for at, took, r, kind in list(self.git.events)
                           if r == repo and at >= pushed and (figures["object"] is None or at - pushed <= figures["object"])]
         say("git requests from the push until the object changed: " + (", ".join(first_requests) or "none"))
@@ -329,7 +328,7 @@ class Monorepo:
                 (f"a fetch that finds nothing new is 1 info/refs: {ours['steady_refs']} info/refs and "
                  f"{ours['steady_pack']} git-upload-pack in {ours['steady_fetches']} fetches",
                  ours["steady_pack"] == 0 and ours["steady_refs"] <= ours["steady_fetches"]),
-                (f"push → object changed ≤ {OBJECT_GOAL:.0f} s: {fmt(ours['object'])} s",
+                (f"push → object changed ≤ {OBJECT_GOAL:.0f} s: {seconds_text(ours['object'])} s",
                  ours["object"] is not None and ours["object"] <= OBJECT_GOAL),
             ]
             for text, passed in targets:
@@ -341,15 +340,7 @@ class Monorepo:
         if self.proxy:
             self.proxy.close()
         self.git.close()
-        if self.args.keep:
-            say(f"kept: the control plane, and {self.scratch} (the controllers' logs, the repositories)")
-        else:
-            shutil.rmtree(self.scratch, ignore_errors=True)
-            control_plane_down()
-
-
-def fmt(seconds):
-    return "-" if seconds is None else f"{seconds:.2f}"
+        release_scratch(self.args.keep, self.scratch, "the controllers' logs, the repositories")
 
 
 def main(args):

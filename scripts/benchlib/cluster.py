@@ -168,3 +168,14 @@ class ApiProxy:
         for connection in self.connections:
             connection.close()
         stop_processes([self.process], timeout=10)
+
+
+def release_scratch(keep, scratch, what):
+    """The end of a benchmark run: with keep, say that the control plane and scratch (what it
+    holds) are kept; otherwise remove scratch and stop the control plane this run brought up."""
+    if keep:
+        from .common import say
+        say(f"kept: the control plane, and {scratch} ({what})")
+    else:
+        shutil.rmtree(scratch, ignore_errors=True)
+        control_plane_down()

@@ -121,3 +121,8 @@ def build_release(message="building applyset (cargo build --release -p applyset)
         say(message)
     subprocess.run(["cargo", "build", "--release", *(["--locked"] if locked else []), "-p", "applyset"],
                    cwd=REPO, check=True)
+
+
+def seconds_text(seconds):
+    """Seconds as a table shows them: two decimals, or "-" when not measured."""
+    return "-" if seconds is None else f"{seconds:.2f}"

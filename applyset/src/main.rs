@@ -38,6 +38,16 @@ fn run(cli: Cli) -> ExitCode {
             print!("{}", applyset::operator::api::crd_yaml());
             return ExitCode::SUCCESS;
         }
+        Command::Get(args) => return commands::fleet::get(args),
+        Command::Reconcile(args) => return commands::fleet::reconcile(args),
+        Command::Suspend(args) => return commands::fleet::suspend(args),
+        Command::Resume(args) => return commands::fleet::resume(args),
+        Command::Tree(args) => return commands::fleet::tree(args),
+        Command::History(args) => return commands::fleet::history(args),
+        Command::Events(args) => return commands::fleet::events(args),
+        Command::Build(args) => return commands::preview::build(args),
+        Command::Plan(args) => return commands::preview::plan(args),
+        Command::Completion(args) => return commands::fleet::completion(args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

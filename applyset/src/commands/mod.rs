@@ -4,6 +4,8 @@ pub mod apply;
 pub mod diff;
 mod error;
 mod flags;
+pub mod fleet;
 pub mod patch;
+pub mod preview;
 mod print;
 pub mod wait;

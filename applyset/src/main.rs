@@ -13,6 +13,10 @@ use applyset::commands;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
+    // A shell asking for completions (see `applyset completion`): answered, then exit.
+    clap_complete::CompleteEnv::with_factory(<Cli as clap::CommandFactory>::command)
+        .var(commands::fleet::COMPLETE_VAR)
+        .complete();
     let cli = Cli::parse();
     // Documents may nest 10,000 levels (what the apiserver stores); the walks over them outside
     // the merge engine recurse a level at a time, so commands run on a thread whose stack holds

@@ -16,7 +16,10 @@ pub use controller::{
     ControllerArgs, ControllerClusterArgs, DEFAULT_LEADER_ELECTION_ID, LeaderArgs, LogFormat, LoggingArgs,
     ManifestLimitArgs, ScopeArgs, ServingArgs,
 };
-pub use fleet::{CompletionArgs, EventsArgs, GetArgs, NamedArgs, ReconcileArgs, ResumeArgs, SuspendArgs};
+pub use fleet::{
+    CompletionArgs, EventsArgs, GetArgs, HistoryArgs, NamedArgs, NamespaceArgs, ReconcileArgs, ResumeArgs, Shell,
+    SuspendArgs, WaitArgs,
+};
 pub use patch::{PatchCommand, SchemaArgs};
 pub use preview::{BuildArgs, PlanArgs};
 
@@ -64,7 +67,7 @@ pub enum Command {
     /// The objects an ApplySet manages, as a tree by namespace and kind.
     Tree(NamedArgs),
     /// The revisions an ApplySet applied, newest first.
-    History(NamedArgs),
+    History(HistoryArgs),
     /// An ApplySet's Events, oldest first.
     Events(EventsArgs),
     /// Render what the controller would apply for an ApplySet from a local checkout.

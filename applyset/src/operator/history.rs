@@ -13,6 +13,8 @@ use std::time::Duration;
 
 use applyset_merge::Value;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
 use super::api::{AppliedRevision, ApplySet};
 use crate::fields::{self, Version};
 use crate::manifest::{LoadedObject, ObjectKey};
@@ -21,12 +23,24 @@ use crate::source::{CacheKey, Credentials, GitSource};
 /// How many applied revisions the status keeps (the newest first).
 pub const HISTORY_LIMIT: usize = 10;
 
-/// The applied revisions after `revision` (at `path`) was applied in full: it goes first, an
-/// earlier entry for the same revision and path is dropped, the oldest beyond the limit too.
-pub fn record_applied(previous: &[AppliedRevision], revision: &str, path: Option<&str>) -> Vec<AppliedRevision> {
-    let current = AppliedRevision { revision: revision.to_owned(), path: path.map(str::to_owned) };
-    let mut applied = vec![current.clone()];
-    applied.extend(previous.iter().filter(|r| **r != current).cloned());
+/// The applied revisions after `revision` (at `path`) was applied in full at `now`: it goes
+/// first, an earlier entry for the same revision and path is dropped, the oldest beyond the limit
+/// too. Applied again while it is the newest, the list stays as it is (its time included), so
+/// a steady run writes no status.
+pub fn record_applied(
+    previous: &[AppliedRevision],
+    revision: &str,
+    path: Option<&str>,
+    now: &Time,
+) -> Vec<AppliedRevision> {
+    let same = |r: &AppliedRevision| r.revision == revision && r.path.as_deref() == path;
+    if previous.first().is_some_and(same) {
+        return previous.iter().take(HISTORY_LIMIT).cloned().collect();
+    }
+    let current =
+        AppliedRevision { revision: revision.to_owned(), path: path.map(str::to_owned), applied_at: Some(now.clone()) };
+    let mut applied = vec![current];
+    applied.extend(previous.iter().filter(|r| !same(r)).cloned());
     applied.truncate(HISTORY_LIMIT);
     applied
 }
@@ -39,7 +53,7 @@ pub fn earlier(applyset: &ApplySet, current: &str) -> Vec<AppliedRevision> {
     if applied.is_empty()
         && let Some(last) = status.and_then(|s| s.last_applied_revision.clone())
     {
-        applied.push(AppliedRevision { revision: last, path: applyset.spec.source.path.clone() });
+        applied.push(AppliedRevision { revision: last, path: applyset.spec.source.path.clone(), applied_at: None });
     }
     let path = applyset.spec.source.path.clone();
     applied.retain(|r| !(r.revision == current && r.path == path));
@@ -222,15 +236,20 @@ mod tests {
 
     #[test]
     fn the_applied_list_is_newest_first_unique_and_bounded() {
+        let at = |s: i64| Time(k8s_openapi::jiff::Timestamp::from_second(s).expect("a time"));
         let mut applied = Vec::new();
         for i in 0..12 {
-            applied = record_applied(&applied, &format!("main@sha1:{i}"), Some("deploy"));
+            applied = record_applied(&applied, &format!("main@sha1:{i}"), Some("deploy"), &at(i));
         }
         assert_eq!(applied.len(), HISTORY_LIMIT);
         assert_eq!(applied[0].revision, "main@sha1:11");
-        let again = record_applied(&applied, "main@sha1:5", Some("deploy"));
+        assert_eq!(applied[0].applied_at, Some(at(11)));
+        let again = record_applied(&applied, "main@sha1:5", Some("deploy"), &at(100));
         assert_eq!(again[0].revision, "main@sha1:5");
+        assert_eq!(again[0].applied_at, Some(at(100)), "applied again after another: the new time");
         assert_eq!(again.iter().filter(|r| r.revision == "main@sha1:5").count(), 1);
+        // A steady run at the newest revision changes nothing, its time included.
+        assert_eq!(record_applied(&again, "main@sha1:5", Some("deploy"), &at(200)), again);
         assert_eq!(crate::source::parse_revision(&format!("main@sha1:{SHA}")), Some((Some("main"), SHA)));
         assert_eq!(crate::source::parse_revision(&format!("sha1:{SHA}")), Some((None, SHA)));
         assert_eq!(crate::source::parse_revision("main@sha1:abc"), None);

@@ -63,6 +63,10 @@ pub struct AppliedRevision {
     /// `spec.source.path` when it was applied.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
+    /// When it was applied in full (the run that made it current; a later run at the same
+    /// revision keeps this time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub applied_at: Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
 }
 
 /// What the ApplySet manages.

@@ -260,7 +260,10 @@ mod status_size {
             applied_revisions: vec![
                 AppliedRevision {
                     revision: format!("main@sha1:{}", "f".repeat(40)),
-                    path: Some("apps/web".into())
+                    path: Some("apps/web".into()),
+                    applied_at: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                        k8s_openapi::jiff::Timestamp::now()
+                    )),
                 };
                 crate::operator::history::HISTORY_LIMIT
             ],

@@ -63,6 +63,7 @@ impl Finish<'_> {
             &self.written.applied_revisions,
             &done.revision,
             self.applyset.spec.source.path.as_deref(),
+            &now,
         );
         status.last_applied_spec_digest = Some(done.applied_digest.clone());
         status.last_applied_inputs = done.inputs.clone();

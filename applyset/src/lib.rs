@@ -2,6 +2,7 @@
 
 pub mod apply;
 pub mod applyset;
+pub mod causes;
 pub mod cli;
 pub mod cluster;
 pub mod commands;

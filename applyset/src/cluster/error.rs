@@ -198,15 +198,7 @@ impl Error {
     /// A request that got no response, typed by what failed: the client's authentication, or
     /// the transport. `reason` is the whole cause chain, as kubectl prints it.
     pub(super) fn from_transport(server: &str, error: &kube::Error) -> Error {
-        let mut reason = error.to_string();
-        let mut source = std::error::Error::source(error);
-        while let Some(cause) = source {
-            let text = cause.to_string();
-            if !reason.contains(&text) {
-                reason = format!("{reason}: {text}");
-            }
-            source = cause.source();
-        }
+        let reason = crate::causes::with_causes(error);
         let server = server.to_owned();
         match error {
             kube::Error::Auth(_) => Error::Auth { server, reason },
@@ -265,17 +257,17 @@ pub fn is_unreachable(error: &kube::Error) -> bool {
     match error {
         kube::Error::HyperError(_) => true,
         kube::Error::Service(cause) => {
-            let mut source: Option<&(dyn std::error::Error + 'static)> = Some(cause.as_ref());
-            while let Some(cause) = source {
-                if cause.is::<std::io::Error>() || cause.is::<hyper::Error>() || cause.is::<kube::Error>() {
-                    return match cause.downcast_ref::<kube::Error>() {
-                        Some(inner) => is_unreachable(inner),
-                        None => true,
-                    };
-                }
-                source = cause.source();
-            }
-            false
+            let this: &(dyn std::error::Error + 'static) = cause.as_ref();
+            std::iter::once(this)
+                .chain(crate::causes::causes(this))
+                .find_map(|cause| {
+                    if cause.is::<std::io::Error>() || cause.is::<hyper::Error>() || cause.is::<kube::Error>() {
+                        Some(cause.downcast_ref::<kube::Error>().is_none_or(is_unreachable))
+                    } else {
+                        None
+                    }
+                })
+                .unwrap_or(false)
         }
         _ => false,
     }

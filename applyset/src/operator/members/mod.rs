@@ -48,13 +48,7 @@ pub enum RecordError {
 impl RecordError {
     /// The error with its causes, `: `-separated (for an Event).
     pub fn describe(&self) -> String {
-        let mut text = self.to_string();
-        let mut next = std::error::Error::source(self);
-        while let Some(cause) = next {
-            text.push_str(&format!(": {cause}"));
-            next = cause.source();
-        }
-        text
+        crate::causes::with_causes(self)
     }
 
     /// The record is lost for good (retrying cannot help): the run goes on without it, and

@@ -99,13 +99,7 @@ impl StepError {
     /// The causes below the message, each as its module says it (for the log: the condition
     /// message may have rephrased them).
     pub fn causes(&self) -> Vec<String> {
-        let mut causes = Vec::new();
-        let mut next = std::error::Error::source(self);
-        while let Some(cause) = next {
-            causes.push(cause.to_string());
-            next = cause.source();
-        }
-        causes
+        crate::causes::causes(self).map(ToString::to_string).collect()
     }
 }
 

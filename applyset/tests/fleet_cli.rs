@@ -100,11 +100,19 @@ async fn a_user_lists_drives_and_inspects_an_applyset() -> Result<()> {
         ns = ns.name
     );
     assert_eq!(tree, expected_tree);
+    let entries: serde_json::Value = serde_json::from_str(&ok(cli(&ns, "tree", &["web", "-o", "json"])?)?.stdout)?;
+    assert_eq!(
+        entries,
+        serde_json::json!([{ "kind": "ConfigMap", "namespace": ns.name, "name": "a", "state": "Applied" }])
+    );
 
     // events: what the controller reported, oldest first.
     let events = ok(cli(&ns, "events", &["web"])?)?.stdout;
     assert!(events.starts_with("LAST SEEN"), "{events}");
     assert!(events.lines().any(|l| l.contains("Pruned") && l.contains("applyset/web")), "{events}");
+    let listed: serde_json::Value = serde_json::from_str(&ok(cli(&ns, "events", &["web", "-o", "json"])?)?.stdout)?;
+    let items = listed["items"].as_array().cloned().unwrap_or_else(|| vec![listed.clone()]);
+    assert!(items.iter().any(|e| e["reason"] == "Pruned" && e["involvedObject"]["name"] == "web"), "{listed}");
 
     // suspend, then reconcile refuses; resume waits for the run.
     ok(cli(&ns, "suspend", &["web"])?)?;

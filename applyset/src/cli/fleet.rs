@@ -128,6 +128,22 @@ pub struct HistoryArgs {
     pub output: Option<String>,
 }
 
+/// `applyset tree`.
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  # The objects web manages, by namespace and kind, with their state and health
+  applyset tree web -n team-a
+
+  # The same as data: one entry per object
+  applyset tree web -n team-a -o json")]
+pub struct TreeArgs {
+    #[command(flatten)]
+    pub target: NamedArgs,
+    /// `json` or `yaml`: the objects as a list; default: the tree.
+    #[arg(short = 'o', long, value_name = "FORMAT")]
+    pub output: Option<String>,
+}
+
 /// `applyset events`.
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:
@@ -136,8 +152,11 @@ pub struct HistoryArgs {
 pub struct EventsArgs {
     #[command(flatten)]
     pub target: NamedArgs,
-    /// After the list, print each new Event (until interrupted).
-    #[arg(short = 'w', long)]
+    /// `json` or `yaml`: the Events (a `List` when several); default: a table.
+    #[arg(short = 'o', long, value_name = "FORMAT")]
+    pub output: Option<String>,
+    /// After the list, print each new Event (until interrupted); with the table only.
+    #[arg(short = 'w', long, conflicts_with = "output")]
     pub watch: bool,
 }
 

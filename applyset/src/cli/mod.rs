@@ -18,7 +18,7 @@ pub use controller::{
 };
 pub use fleet::{
     CompletionArgs, EventsArgs, GetArgs, HistoryArgs, NamedArgs, NamespaceArgs, ReconcileArgs, ResumeArgs, Shell,
-    SuspendArgs, WaitArgs,
+    SuspendArgs, TreeArgs, WaitArgs,
 };
 pub use patch::{PatchCommand, SchemaArgs};
 pub use preview::{BuildArgs, PlanArgs};
@@ -65,7 +65,7 @@ pub enum Command {
     /// Reconcile a suspended ApplySet again, and wait for its run.
     Resume(ResumeArgs),
     /// The objects an ApplySet manages, as a tree by namespace and kind.
-    Tree(NamedArgs),
+    Tree(TreeArgs),
     /// The revisions an ApplySet applied, newest first.
     History(HistoryArgs),
     /// An ApplySet's Events, oldest first.

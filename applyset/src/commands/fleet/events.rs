@@ -26,6 +26,25 @@ pub fn events(args: EventsArgs) -> ExitCode {
             .map_err(request_failed(format!("cannot list the Events of ApplySet {}", target.key())))?;
         let mut events = listed.items;
         events.sort_by_key(last_seen);
+        if let Some(format) = args.output.as_deref() {
+            let printer = match format {
+                "json" | "yaml" => crate::printers::OutputFormat::resolve(&crate::printers::PrintFlags {
+                    output: Some(format),
+                    ..Default::default()
+                }),
+                other => return Err(FleetError::Output(other.to_owned())),
+            };
+            if let crate::printers::OutputFormat::Objects(printer) = printer {
+                let values =
+                    events.iter().map(|e| applyset_merge::Value::from(serde_json::to_value(e).unwrap_or_default()));
+                let printed = printer.print(values.collect());
+                print!("{}", printed.text);
+                if let Some(error) = printed.error {
+                    return Err(error.into());
+                }
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
         let now = Timestamp::now();
         if events.is_empty() {
             eprintln!("No events found in {} namespace.", target.namespace);

@@ -6,39 +6,52 @@ use std::collections::{BTreeMap, HashMap};
 use std::process::ExitCode;
 
 use super::{FleetError, Target, block_on};
-use crate::cli::NamedArgs;
+use crate::cli::TreeArgs;
 use crate::operator::api::{ApplySet, ApplySetStatus, InventoryObject};
 use crate::operator::members::MemberRecords;
 use crate::operator::status::{READY, STATE_APPLIED, condition};
 
-pub fn tree(args: NamedArgs) -> ExitCode {
+pub fn tree(args: TreeArgs) -> ExitCode {
     block_on(|| async move {
-        let target = Target::of(&args).await?;
+        let target = Target::of(&args.target).await?;
         let applyset = target.read().await?;
         let mut status = applyset.status.clone().unwrap_or_default();
         MemberRecords::default()
             .read_into(target.cluster.client(), &applyset, &mut status)
             .await
             .map_err(|source| FleetError::Record { applyset: target.key(), source: Box::new(source) })?;
-        print!("{}", render(&applyset, &status));
+        let text = match args.output.as_deref() {
+            None => render(&applyset, &status),
+            Some("json") => format!("{}\n", serde_json::to_string_pretty(&entries(&status)).unwrap_or_default()),
+            Some("yaml") => serde_yaml_ng::to_string(&entries(&status)).unwrap_or_default(),
+            Some(other) => return Err(FleetError::Output(other.to_owned())),
+        };
+        print!("{text}");
         Ok(ExitCode::SUCCESS)
     })
 }
 
-/// One object of the tree.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-struct Leaf {
+/// One object the ApplySet manages, with what the status says of it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Entry {
+    kind: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    namespace: Option<String>,
     name: String,
-    /// State, and health when known (`Applied`, `Failed: …`, `Current`).
-    notes: Vec<String>,
+    /// `Applied`, `Drifted`, `Failed`; `-` when the status does not say.
+    state: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    health: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    health_message: Option<String>,
 }
 
-/// Where an object sits: its namespace (`None`: cluster-scoped), then its kind.
-type Tree = BTreeMap<Option<String>, BTreeMap<String, Vec<Leaf>>>;
-
-/// The tree of `status` (whose record of members is read in): the first line names the
-/// ApplySet, its revision and readiness; cluster-scoped objects come first, then each namespace.
-fn render(applyset: &ApplySet, status: &ApplySetStatus) -> String {
+/// Every member of `status` (whose record is read in), sorted by namespace (cluster-scoped
+/// first), kind and name, with the state and health the status lists for it.
+fn entries(status: &ApplySetStatus) -> Vec<Entry> {
     let inventory = status.inventory.clone().unwrap_or_default();
     let listed: HashMap<(&str, Option<&str>, &str), &InventoryObject> =
         inventory.objects.iter().map(|o| ((o.kind.as_str(), o.namespace.as_deref(), o.name.as_str()), o)).collect();
@@ -47,43 +60,62 @@ fn render(applyset: &ApplySet, status: &ApplySetStatus) -> String {
     let listed_not_applied = inventory.objects.iter().filter(|o| o.state != STATE_APPLIED).count() as u64;
     let not_applied: u64 = inventory.states.iter().filter(|(s, _)| *s != STATE_APPLIED).map(|(_, n)| n).sum();
     let unlisted_state = if listed_not_applied >= not_applied { STATE_APPLIED } else { "-" };
-
-    let mut tree = Tree::new();
-    let mut add = |kind: &str, namespace: Option<&str>, name: &str, notes: Vec<String>| {
-        let leaf = Leaf { name: name.to_owned(), notes };
-        tree.entry(namespace.map(str::to_owned)).or_default().entry(kind.to_owned()).or_default().push(leaf);
+    let of_listed = |o: &InventoryObject| Entry {
+        kind: o.kind.clone(),
+        namespace: o.namespace.clone(),
+        name: o.name.clone(),
+        state: o.state.clone(),
+        message: o.message.clone().filter(|m| !m.is_empty()),
+        health: o.health.clone(),
+        health_message: o.health_message.clone().filter(|m| !m.is_empty()),
     };
-    match &inventory.members {
-        Some(members) => {
-            for m in members {
-                let notes = match listed.get(&(m.kind.as_str(), m.namespace.as_deref(), m.name.as_str())) {
-                    Some(object) => notes_of(object),
-                    None => vec![unlisted_state.to_owned()],
-                };
-                add(&m.kind, m.namespace.as_deref(), &m.name, notes);
-            }
-        }
+    let mut entries: Vec<Entry> = match &inventory.members {
+        Some(members) => members
+            .iter()
+            .map(|m| match listed.get(&(m.kind.as_str(), m.namespace.as_deref(), m.name.as_str())) {
+                Some(object) => of_listed(object),
+                None => Entry {
+                    kind: m.kind.clone(),
+                    namespace: m.namespace.clone(),
+                    name: m.name.clone(),
+                    state: unlisted_state.to_owned(),
+                    message: None,
+                    health: None,
+                    health_message: None,
+                },
+            })
+            .collect(),
         // No record (an ApplySet not applied yet, or one whose record was lost): what is listed.
-        None => inventory.objects.iter().for_each(|o| add(&o.kind, o.namespace.as_deref(), &o.name, notes_of(o))),
-    }
+        None => inventory.objects.iter().map(of_listed).collect(),
+    };
+    entries.sort_by(|a, b| (&a.namespace, &a.kind, &a.name).cmp(&(&b.namespace, &b.kind, &b.name)));
+    entries
+}
 
-    let mut out = header(applyset, status, inventory.count);
+/// The tree of `status` (whose record of members is read in): the first line names the
+/// ApplySet, its revision and readiness; cluster-scoped objects come first, then each namespace.
+fn render(applyset: &ApplySet, status: &ApplySetStatus) -> String {
+    let mut tree: BTreeMap<Option<String>, BTreeMap<String, Vec<Entry>>> = BTreeMap::new();
+    for entry in entries(status) {
+        tree.entry(entry.namespace.clone()).or_default().entry(entry.kind.clone()).or_default().push(entry);
+    }
+    let count = status.inventory.as_ref().map_or(0, |i| i.count);
+    let mut out = header(applyset, status, count);
     let namespaces = tree.len();
     for (n, (namespace, kinds)) in tree.into_iter().enumerate() {
         let last_namespace = n + 1 == namespaces;
         let label = namespace.unwrap_or_else(|| "(cluster-scoped)".into());
         out.push_str(&format!("{}{label}\n", branch(last_namespace)));
         let indent = if last_namespace { "    " } else { "│   " };
-        let count = kinds.len();
-        for (k, (kind, mut leaves)) in kinds.into_iter().enumerate() {
-            let last_kind = k + 1 == count;
+        let kind_count = kinds.len();
+        for (k, (kind, leaves)) in kinds.into_iter().enumerate() {
+            let last_kind = k + 1 == kind_count;
             out.push_str(&format!("{indent}{}{kind}\n", branch(last_kind)));
             let inner = format!("{indent}{}", if last_kind { "    " } else { "│   " });
-            leaves.sort();
             let width = leaves.iter().map(|l| l.name.chars().count()).max().unwrap_or(0);
             let leaf_count = leaves.len();
-            for (l, leaf) in leaves.into_iter().enumerate() {
-                let line = format!("{:width$}   {}", leaf.name, leaf.notes.join("   "));
+            for (l, leaf) in leaves.iter().enumerate() {
+                let line = format!("{:width$}   {}", leaf.name, notes_of(leaf).join("   "));
                 out.push_str(&format!("{inner}{}{}\n", branch(l + 1 == leaf_count), line.trim_end()));
             }
         }
@@ -106,19 +138,19 @@ fn header(applyset: &ApplySet, status: &ApplySetStatus, count: u64) -> String {
 }
 
 /// The state (with its message when not applied) and the health (with its message when not
-/// Current) of a listed object.
-fn notes_of(object: &InventoryObject) -> Vec<String> {
+/// Current) of an object.
+fn notes_of(entry: &Entry) -> Vec<String> {
     let with = |what: &str, message: Option<&String>| match message {
-        Some(m) if !m.is_empty() => format!("{what}: {}", super::table::one_line(m)),
-        _ => what.to_owned(),
+        Some(m) => format!("{what}: {}", super::table::one_line(m)),
+        None => what.to_owned(),
     };
-    let mut notes = vec![if object.state == STATE_APPLIED {
-        object.state.clone()
+    let mut notes = vec![if entry.state == STATE_APPLIED {
+        entry.state.clone()
     } else {
-        with(&object.state, object.message.as_ref())
+        with(&entry.state, entry.message.as_ref())
     }];
-    if let Some(health) = &object.health {
-        notes.push(if health == "Current" { health.clone() } else { with(health, object.health_message.as_ref()) });
+    if let Some(health) = &entry.health {
+        notes.push(if health == "Current" { health.clone() } else { with(health, entry.health_message.as_ref()) });
     }
     notes
 }
@@ -167,6 +199,19 @@ ApplySet team-a/web   main@sha1:ab   Ready=False   4 object(s)
         └── web   Failed: spec.replicas: invalid   InProgress: 1 of 2 updated
 ";
         assert_eq!(render(&applyset, &status), expected);
+        let listed = entries(&status);
+        let names: Vec<(&str, &str, &str)> =
+            listed.iter().map(|e| (e.kind.as_str(), e.name.as_str(), e.state.as_str())).collect();
+        assert_eq!(
+            names,
+            [
+                ("Namespace", "team-a", "Applied"),
+                ("ConfigMap", "a-long-name", "Applied"),
+                ("ConfigMap", "settings", "Applied"),
+                ("Deployment.apps", "web", "Failed")
+            ]
+        );
+        assert_eq!(listed[3].health_message.as_deref(), Some("1 of 2 updated"));
     }
 
     #[test]

@@ -56,6 +56,9 @@ pub(super) async fn run(args: PlanArgs) -> Result<Outcome, PreviewError> {
     let cluster = connect(&args.cluster).await?;
     let namespace = args.namespace.namespace.clone().unwrap_or_else(|| cluster.default_namespace().to_owned());
     let applyset = target::applyset_from_cluster(&cluster, &namespace, &args.name).await?;
+    if applyset.spec.suspend {
+        eprintln!("note: ApplySet {} is suspended: no run applies this until it is resumed", applyset.key());
+    }
     let checkout = target::locate(&args.checkout.path, applyset.spec.source.path.as_deref())?;
     for note in &checkout.notes {
         eprintln!("{note}");

@@ -35,6 +35,7 @@ pub use options::{
     UnusableLastApplied, Verb,
 };
 pub use plan::{Member, Plan, plan};
+pub(crate) use plan::{Predicted, default_namespace, predicted_mappings, stage_of};
 pub use report::{ApplyReport, Details, ObjectReport, Visited};
 
 use crate::cluster::Cluster;

@@ -34,11 +34,7 @@ pub(super) struct Prepared {
 impl Prepared {
     /// Namespaces first, then CRDs, then everything else: what a later stage needs exists.
     pub(super) fn stage(&self) -> usize {
-        match (self.gvk.group.as_str(), self.gvk.kind.as_str()) {
-            ("", "Namespace") => 0,
-            ("apiextensions.k8s.io", "CustomResourceDefinition") => 1,
-            _ => 2,
-        }
+        stage_of(&self.gvk.group, &self.gvk.kind)
     }
 
     pub(super) fn display(&self) -> String {
@@ -60,6 +56,16 @@ impl Prepared {
             &self.gvk.api_version(),
         );
         ObjectError::plain(ErrorCategory::NoMatch, message)
+    }
+}
+
+/// The stage an object of this kind is applied in: 0 for Namespaces, 1 for CRDs, 2 for the
+/// rest (`applyset build` prints objects in this order, as a run applies them).
+pub(crate) fn stage_of(group: &str, kind: &str) -> usize {
+    match (group, kind) {
+        ("", "Namespace") => 0,
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => 1,
+        _ => 2,
     }
 }
 
@@ -87,11 +93,11 @@ fn split_api_version(api_version: &str) -> (String, String) {
     }
 }
 
-type Predicted = HashMap<(String, String, String), Mapping>;
+pub(crate) type Predicted = HashMap<(String, String, String), Mapping>;
 
 /// Mappings of the kinds defined by CRDs in the input, as discovery will show them once the
 /// CRDs exist.
-pub(super) fn predicted_mappings(objects: &[LoadedObject]) -> Predicted {
+pub(crate) fn predicted_mappings(objects: &[LoadedObject]) -> Predicted {
     let mut out = HashMap::new();
     for loaded in objects {
         let object = &loaded.object;
@@ -241,15 +247,9 @@ fn namespace_for(
     namespaced: bool,
     raw_namespace: &str,
 ) -> Result<Option<String>, ManifestError> {
-    if !namespaced {
-        object::remove_namespace(object);
-        return Ok(None);
-    }
-    if raw_namespace.is_empty() {
-        object::set_namespace(object, &context.effective_namespace);
-        return Ok(Some(context.effective_namespace.clone()));
-    }
-    if let Some(explicit) = &context.options.namespace
+    if namespaced
+        && !raw_namespace.is_empty()
+        && let Some(explicit) = &context.options.namespace
         && explicit != raw_namespace
     {
         return Err(ManifestError::NamespaceMismatch {
@@ -257,7 +257,27 @@ fn namespace_for(
             explicit: explicit.clone(),
         });
     }
-    Ok(Some(raw_namespace.to_owned()))
+    Ok(default_namespace(object, namespaced, raw_namespace, &context.effective_namespace))
+}
+
+/// kubectl's namespace rules without an explicit `-n` (the controller's case): a namespaced
+/// object without a namespace gets `effective`, a cluster-scoped one loses any; returns the
+/// object's namespace. `applyset build` places objects with it, as a run does.
+pub(crate) fn default_namespace(
+    object: &mut Value,
+    namespaced: bool,
+    raw_namespace: &str,
+    effective: &str,
+) -> Option<String> {
+    if !namespaced {
+        object::remove_namespace(object);
+        return None;
+    }
+    if raw_namespace.is_empty() {
+        object::set_namespace(object, effective);
+        return Some(effective.to_owned());
+    }
+    Some(raw_namespace.to_owned())
 }
 
 /// What a run will apply, after mapping, namespace defaulting and labelling (no writes yet).

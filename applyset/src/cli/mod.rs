@@ -21,7 +21,7 @@ pub use fleet::{
     SuspendArgs, TreeArgs, WaitArgs,
 };
 pub use patch::{PatchCommand, SchemaArgs};
-pub use preview::{BuildArgs, PlanArgs};
+pub use preview::{BuildArgs, CheckoutArgs, PlanArgs};
 
 #[derive(Debug, Parser)]
 #[command(name = "applyset", version, about = "Keeps clusters in sync with git, applying exactly like kubectl apply")]
@@ -70,9 +70,29 @@ pub enum Command {
     History(HistoryArgs),
     /// An ApplySet's Events, oldest first.
     Events(EventsArgs),
-    /// Render what the controller would apply for an ApplySet from a local checkout.
+    /// Render what the controller would apply for an ApplySet from a local checkout
+    /// (`flux build kustomization --path`, and more).
+    ///
+    /// The ApplySet's directory in the checkout (--path) is built as a run builds it: the
+    /// same loader and size caps, kustomize, `spec.postBuild` substitution, namespace
+    /// defaulting and the ApplySet's `part-of` label; the objects are printed as YAML documents
+    /// in the order a run applies them (Namespaces, then CRDs, then the rest, each in source
+    /// order). Secret values are masked (`***`), and values substituted from Secrets read
+    /// `<redacted>`. Exit code 0 when the build succeeds, 1 otherwise (the controller's condition reason is
+    /// in the message).
     Build(BuildArgs),
-    /// What applying a local checkout for an ApplySet would change in the cluster.
+    /// What applying a local checkout for an ApplySet would change in the cluster
+    /// (`flux diff kustomization --path`, and more).
+    ///
+    /// Builds the checkout as `build` does, then runs the controller's apply as a client dry
+    /// run and its prune decision: one line per object, `created`, `configured`, `unchanged`
+    /// or `pruned` (or why prune keeps it, and `spec.pruneGuard`'s verdict), then for each
+    /// configured object the patch and the diff `applyset diff` prints, Secret values masked.
+    /// Read-only: it sends GET and LIST requests only (the ApplySet, its member record parts,
+    /// the substituteFrom ConfigMaps and Secrets, discovery and OpenAPI, the objects, the
+    /// prune candidates), as the caller. Exit code (kubectl diff's convention): 0 when nothing
+    /// would change, 1 when something would, greater than 1 when an error occurred (an object
+    /// the run would fail on included).
     Plan(PlanArgs),
     /// Print a shell completion script.
     Completion(CompletionArgs),

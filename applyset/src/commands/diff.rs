@@ -80,29 +80,7 @@ fn execute(args: DiffArgs) -> Result<ExitCode, CliError> {
                 continue;
             }
             differs = true;
-            println!("diff {} ({}: document {})", object.name, object.source.path.display(), object.source.document);
-            let secret = [&details.live, &details.result].into_iter().flatten().any(last_applied::is_secret);
-            match (&details.patch, details.patch_type) {
-                (Some(patch), Some(patch_type)) => {
-                    println!("patch ({}):", patch_type.content_type());
-                    let patch = if secret { masked(patch) } else { patch.clone() };
-                    println!("{}", patch.to_json_string());
-                }
-                _ => println!("create (the object does not exist)"),
-            }
-            let (mut live, mut result) = (details.live.clone(), details.result.clone());
-            if secret {
-                mask_pair(live.as_mut(), result.as_mut());
-            }
-            let before = live.as_ref().map(render).unwrap_or_default();
-            let after = result.as_ref().map(render).unwrap_or_default();
-            let diff = similar::TextDiff::from_lines(&before, &after);
-            print!(
-                "{}",
-                diff.unified_diff()
-                    .context_radius(3)
-                    .header(&format!("live/{}", object.name), &format!("applied/{}", object.name))
-            );
+            print!("{}", change_text(&object.name, &object.source, &details));
         }
         Ok(if failed {
             ExitCode::from(2)
@@ -112,6 +90,38 @@ fn execute(args: DiffArgs) -> Result<ExitCode, CliError> {
             ExitCode::SUCCESS
         })
     })
+}
+
+/// What `diff` prints for an object that would change: a header naming it, the patch (or that
+/// it would be created) and a unified diff of the live object against the result, as YAML
+/// without `metadata.managedFields`; a Secret's values masked as `kubectl diff` masks them.
+/// `applyset plan` prints the same for each object it would configure.
+pub(crate) fn change_text(name: &str, source: &crate::manifest::Source, details: &apply::Details) -> String {
+    use std::fmt::Write as _;
+    let mut text = String::new();
+    let _ = writeln!(text, "diff {name} ({}: document {})", source.path.display(), source.document);
+    let secret = [&details.live, &details.result].into_iter().flatten().any(last_applied::is_secret);
+    match (&details.patch, details.patch_type) {
+        (Some(patch), Some(patch_type)) => {
+            let _ = writeln!(text, "patch ({}):", patch_type.content_type());
+            let patch = if secret { masked(patch) } else { patch.clone() };
+            let _ = writeln!(text, "{}", patch.to_json_string());
+        }
+        _ => text.push_str("create (the object does not exist)\n"),
+    }
+    let (mut live, mut result) = (details.live.clone(), details.result.clone());
+    if secret {
+        mask_pair(live.as_mut(), result.as_mut());
+    }
+    let before = live.as_ref().map(render).unwrap_or_default();
+    let after = result.as_ref().map(render).unwrap_or_default();
+    let diff = similar::TextDiff::from_lines(&before, &after);
+    let _ = write!(
+        text,
+        "{}",
+        diff.unified_diff().context_radius(3).header(&format!("live/{name}"), &format!("applied/{name}"))
+    );
+    text
 }
 
 /// The fields apply leaves behind, one per line with the manager that wrote it.
@@ -133,7 +143,7 @@ const MASK_AFTER: &str = "*** (after)";
 
 /// A Secret's patch or object with every value of `data` and `stringData` masked, and the same
 /// inside its last-applied annotation (which kubectl diff prints in clear).
-fn masked(object: &Value) -> Value {
+pub(crate) fn masked(object: &Value) -> Value {
     let mut object = object.clone();
     mask_values(&mut object, &|_| MASK);
     object

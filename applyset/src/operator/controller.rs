@@ -268,13 +268,16 @@ async fn lead(elector: Option<&mut LeaderElector>, health: &Health, stop: &Stop)
     true
 }
 
+/// The field manager of the controller's client-side applies (their writes to managed objects).
+pub const FIELD_MANAGER: &str = "applyset-controller";
+
 fn settings(args: &ControllerArgs) -> anyhow::Result<Settings> {
     Ok(Settings {
         apply_concurrency: args.scope.apply_concurrency as usize,
         default_service_account: args.scope.default_service_account.clone(),
         allow_local_sources: args.scope.allow_local_sources,
         no_cross_namespace_refs: args.scope.no_cross_namespace_refs,
-        field_manager: "applyset-controller".into(),
+        field_manager: FIELD_MANAGER.into(),
         min_interval: crate::duration::parse(&args.scope.min_interval)
             .map_err(|e| anyhow::anyhow!("--min-interval {:?}: {e}", args.scope.min_interval))?,
         default_secrets: args.scope.default_secrets,

@@ -65,6 +65,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 pub use checkout::UnsafePath;
+/// The controller's checks of `spec.path` in a checkout (`applyset build` checks a local one).
+pub(crate) use checkout::{PathError, normalise_path, resolve_dir};
 pub use credentials::{Credentials, Secret};
 pub use error::{ErrorCategory, ErrorContext, SecretUnusable, SourceError};
 pub use git::CredentialsUnusable;

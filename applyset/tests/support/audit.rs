@@ -20,6 +20,8 @@ pub struct AuditedRequest {
     pub name: Option<String>,
     pub user_agent: String,
     pub uri: String,
+    /// Who made it (`user.username`).
+    pub user: String,
 }
 
 impl AuditLog {
@@ -49,6 +51,7 @@ impl AuditLog {
                 name: text_of(&event["objectRef"]["name"]),
                 user_agent: text_of(&event["userAgent"]).unwrap_or_default(),
                 uri: text_of(&event["requestURI"]).unwrap_or_default(),
+                user: text_of(&event["user"]["username"]).unwrap_or_default(),
             })
             .collect())
     }

@@ -1,15 +1,167 @@
-//! `applyset build` and `applyset plan`.
+//! `applyset build` and `applyset plan`: what the controller would do with a local checkout,
+//! before it is merged (`flux build kustomization --path` and `flux diff kustomization --path`).
+//!
+//! Both run the controller's own steps on the checkout instead of a fetched revision, so that
+//! they cannot show something else than a run would do: the build (`operator::reconcile::render`:
+//! the loader and its caps, kustomize, `spec.postBuild` with [`crate::operator::postbuild`]),
+//! the apply's namespace defaulting and `part-of` label, its options
+//! (`operator::reconcile::controller_apply_options`, under a client dry run) and the prune
+//! decision ([`crate::operator::prune::decide`]). Nothing is written: the only requests are
+//! GETs and LISTs.
+//!
+//! * `target`: the ApplySet (cluster or file) and the checkout `--path` names;
+//! * `render`: variables, the build, the objects as a run places them, the YAML printed;
+//! * [`scope`]: which kinds are namespaced without a cluster;
+//! * `plan`: the dry-run apply and the prune decision; `report`: what plan prints.
 
+mod plan;
+mod render;
+mod report;
+pub mod scope;
+mod target;
+
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::cli::{BuildArgs, PlanArgs};
+use crate::commands::apply::{CliError, connect, runtime};
+use crate::operator::status::StepError;
 
-pub fn build(_args: BuildArgs) -> ExitCode {
-    eprintln!("error: applyset build is being built");
-    ExitCode::from(2)
+/// Why a preview could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum PreviewError {
+    #[error(transparent)]
+    Cli(Box<CliError>),
+    #[error("ApplySet {key} not found")]
+    NoApplySet { key: String },
+    #[error("reading ApplySet {key}: {}", crate::applyset::error_text(.source))]
+    ReadApplySet { key: String, source: Box<kube::Error> },
+    #[error("--applyset-file {}: {message}", file.display())]
+    ApplySetFile { file: PathBuf, message: String },
+    #[error(
+        "the namespace from the provided object {own:?} does not match the namespace {explicit:?}. You must pass '--namespace={own}' to perform this operation."
+    )]
+    NamespaceMismatch { own: String, explicit: String },
+    #[error("--path {}: {source}", path.display())]
+    Path { path: PathBuf, source: std::io::Error },
+    #[error("--path {}: not a directory", path.display())]
+    NotADirectory { path: PathBuf },
+    #[error("--path {}: {why}", path.display())]
+    Escapes { path: PathBuf, why: String },
+    #[error("spec.path {path:?}: {cause}")]
+    SpecPath { path: String, cause: crate::source::UnsafePath },
+    /// A step of the run failed as it would fail the ApplySet: its condition reason, then the
+    /// message.
+    #[error("{}: {source}", source.stage.reason())]
+    Step { source: StepError },
+    #[error(
+        "{reference} cannot be read without a cluster (--applyset-file): give the objects spec.postBuild.substituteFrom names as manifests with --substitute-from-file FILE"
+    )]
+    SubstituteFromWithoutCluster { reference: String },
+    #[error("{reference}: not found in the --substitute-from-file files; nothing was applied or pruned")]
+    SubstituteFromMissing { reference: String },
+    #[error("--substitute-from-file: {0}")]
+    SubstituteFromFile(String),
+    #[error("reading the member record of ApplySet {key}: {}", .source.describe())]
+    Record { key: String, source: Box<crate::operator::members::RecordError> },
+    #[error("{source_text}: {message}")]
+    Object { source_text: String, message: String },
+    #[error("{}", .0.join("\n"))]
+    Duplicates(Vec<String>),
+    #[error(transparent)]
+    Cluster(Box<crate::cluster::Error>),
+    #[error(transparent)]
+    Apply(Box<crate::apply::Fatal>),
 }
 
-pub fn plan(_args: PlanArgs) -> ExitCode {
-    eprintln!("error: applyset plan is being built");
-    ExitCode::from(2)
+// The large errors are boxed: a preview's results stay small.
+impl From<CliError> for PreviewError {
+    fn from(error: CliError) -> Self {
+        PreviewError::Cli(Box::new(error))
+    }
+}
+
+impl From<crate::cluster::Error> for PreviewError {
+    fn from(error: crate::cluster::Error) -> Self {
+        PreviewError::Cluster(Box::new(error))
+    }
+}
+
+impl From<crate::apply::Fatal> for PreviewError {
+    fn from(error: crate::apply::Fatal) -> Self {
+        PreviewError::Apply(Box::new(error))
+    }
+}
+
+impl From<StepError> for PreviewError {
+    fn from(source: StepError) -> Self {
+        PreviewError::Step { source }
+    }
+}
+
+/// `applyset build`: exit 0 with the objects on stdout, 1 with the reason on stderr.
+pub fn build(args: BuildArgs) -> ExitCode {
+    let outcome = runtime().map_err(PreviewError::from).and_then(|runtime| runtime.block_on(build_async(args)));
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {}", crate::redact::redact(&error.to_string()));
+            ExitCode::from(1)
+        }
+    }
+}
+
+async fn build_async(args: BuildArgs) -> Result<(), PreviewError> {
+    let namespace = args.namespace.namespace.as_deref();
+    let (applyset, cluster) = match &args.applyset_file {
+        Some(file) => (target::applyset_from_file(file, args.name.as_deref(), namespace)?, None),
+        None => {
+            let cluster = connect(&args.cluster).await?;
+            let namespace = namespace.unwrap_or(cluster.default_namespace()).to_owned();
+            let name = args.name.as_deref().unwrap_or_default();
+            (target::applyset_from_cluster(&cluster, &namespace, name).await?, Some(cluster))
+        }
+    };
+    let checkout = target::locate(&args.checkout.path, applyset.spec.source.path.as_deref())?;
+    for note in &checkout.notes {
+        eprintln!("{note}");
+    }
+    let variables = match &cluster {
+        Some(cluster) => render::Variables::Cluster(cluster),
+        None => render::Variables::Files(&args.substitute_from_files),
+    };
+    let substitute = render::variables(&applyset, variables).await?;
+    let loaded = render::build(&applyset, &checkout, &args.checkout, substitute).await?;
+    let recorded = match &cluster {
+        Some(cluster) => plan::recorded_members(cluster, &applyset).await?,
+        None => None,
+    };
+    crate::operator::inventory::check_fits(
+        recorded.as_deref(),
+        &loaded,
+        &applyset.namespace_or_default(),
+        crate::operator::inventory::RECORD_LIMIT,
+    )?;
+    let scopes = match &cluster {
+        Some(cluster) => scope::Scopes::Cluster(cluster),
+        None => scope::Scopes::BuiltIn,
+    };
+    let placed = render::place(&applyset, loaded, &scopes).await?;
+    for warning in &placed.warnings {
+        eprintln!("{warning}");
+    }
+    print!("{}", render::yaml_documents(&placed.objects));
+    Ok(())
+}
+
+/// `applyset plan`: exit 0 when nothing would change, 1 when something would, 2 on an error.
+pub fn plan(args: PlanArgs) -> ExitCode {
+    let outcome = runtime().map_err(PreviewError::from).and_then(|runtime| runtime.block_on(plan::run(args)));
+    match outcome {
+        Ok(outcome) => ExitCode::from(outcome.exit_code()),
+        Err(error) => {
+            eprintln!("error: {}", crate::redact::redact(&error.to_string()));
+            ExitCode::from(2)
+        }
+    }
 }

@@ -70,27 +70,44 @@ pub struct GuardCheck<'a> {
     pub revision: &'a str,
 }
 
-pub async fn prune(
-    run: &Run<'_>,
-    index: &ApiIndex,
-    visited: &[Visited],
-    scope: Scope<'_>,
-    options: &DeleteOptions,
-) -> Pruned {
-    let mut pruned = Pruned { members: scope.members.to_vec(), ..Pruned::default() };
+/// What prune decided before deleting anything: read-only (LISTs of the candidates, and of the
+/// objects of a Namespace to prune). `applyset plan` shows it for a local checkout.
+#[derive(Debug, Default)]
+pub struct Decision {
+    /// To DELETE, in kubectl's order (see [`Run::prune_candidates`]).
+    pub to_delete: Vec<Candidate>,
+    /// Already being deleted (held by finalizers): waited for, not deleted again.
+    pub held: Vec<Candidate>,
+    /// Left in place on purpose (`status.pruneSkipped`).
+    pub skipped: Vec<InventoryObject>,
+    /// Recorded members that stay recorded whatever the DELETEs do.
+    pub kept: Vec<InventoryMember>,
+    /// For the log and a Warning Event (lists the identity may not make).
+    pub warnings: Vec<String>,
+    /// The candidates could not be listed: nothing is pruned.
+    pub error: Option<String>,
+    /// `spec.pruneGuard` stops this prune (nothing is deleted): why, with the names.
+    pub guarded: Option<String>,
+}
+
+/// Decides what prune deletes: the candidates kubectl's prune would delete (labelled members of
+/// the recorded kinds and namespaces that this run did not visit), minus what the controller's
+/// guards keep (see the module docs), and `spec.pruneGuard`'s verdict on the rest.
+pub async fn decide(run: &Run<'_>, index: &ApiIndex, visited: &[Visited], scope: &Scope<'_>) -> Decision {
+    let mut decision = Decision::default();
     let client = run.client();
     let candidates = match run.prune_candidates(visited, ForbiddenLists::Skip).await {
         Ok(candidates) => candidates,
         Err(error) => {
-            pruned.error = Some(error.to_string());
-            return pruned;
+            decision.error = Some(error.to_string());
+            return decision;
         }
     };
-    pruned.warnings = candidates.warnings();
+    decision.warnings = candidates.warnings();
     let (recorded, strangers) =
         inventory::recorded_or_strangers(candidates.objects, scope.had_record.then_some(scope.members));
     for stranger in &strangers {
-        pruned.skipped.push(inventory::skipped_entry(
+        decision.skipped.push(inventory::skipped_entry(
             stranger,
             skipped::NOT_IN_INVENTORY,
             "carries this ApplySet's part-of label but was not applied by it: not deleted".into(),
@@ -99,7 +116,7 @@ pub async fn prune(
 
     // Recorded members that are not candidates any more are gone (or no longer labelled):
     // they leave the record, except those in lists this identity may not make.
-    let mut kept: Vec<InventoryMember> = scope
+    decision.kept = scope
         .members
         .iter()
         .filter(|m| {
@@ -109,38 +126,54 @@ pub async fn prune(
         })
         .cloned()
         .collect();
-    let mut to_delete = Vec::new();
-    // Already being deleted: their stage waits for them before the next one starts.
-    let mut held = Vec::new();
     for candidate in recorded {
         if candidate.listed.deleting {
-            kept.push(inventory::member_of_candidate(&candidate));
-            held.push(candidate);
+            decision.kept.push(inventory::member_of_candidate(&candidate));
+            decision.held.push(candidate);
         } else if let Some(mark) = candidate.listed.prune_mark {
-            pruned.skipped.push(inventory::skipped_entry(
+            decision.skipped.push(inventory::skipped_entry(
                 &candidate,
                 skipped::ORPHANED,
                 format!("left git with {}: kept, no longer applied", mark.text()),
             ));
-            kept.push(inventory::member_of_candidate(&candidate));
-        } else if let Some(entry) = namespace_guard(client, index, &candidate, &scope).await {
-            pruned.skipped.push(entry);
-            kept.push(inventory::member_of_candidate(&candidate));
+            decision.kept.push(inventory::member_of_candidate(&candidate));
+        } else if let Some(entry) = namespace_guard(client, index, &candidate, scope).await {
+            decision.skipped.push(entry);
+            decision.kept.push(inventory::member_of_candidate(&candidate));
         } else {
-            to_delete.push(candidate);
+            decision.to_delete.push(candidate);
         }
     }
     if let Some(check) = &scope.guard {
-        let names: Vec<String> = to_delete.iter().map(Candidate::printed_name).collect();
-        pruned.guarded = guard::blocked(check.limits, &names, scope.members.len(), check.approval, check.revision);
-        if pruned.guarded.is_some() {
-            kept.extend(to_delete.iter().map(inventory::member_of_candidate));
-            pruned.terminating = held.iter().map(terminating_text).collect();
-            pruned.members = inventory::after_prune(visited, kept);
-            return pruned;
-        }
+        let names: Vec<String> = decision.to_delete.iter().map(Candidate::printed_name).collect();
+        decision.guarded = guard::blocked(check.limits, &names, scope.members.len(), check.approval, check.revision);
+    }
+    decision
+}
+
+pub async fn prune(
+    run: &Run<'_>,
+    index: &ApiIndex,
+    visited: &[Visited],
+    scope: Scope<'_>,
+    options: &DeleteOptions,
+) -> Pruned {
+    let Decision { to_delete, held, skipped, mut kept, warnings, error, guarded } =
+        decide(run, index, visited, &scope).await;
+    let mut pruned = Pruned { members: scope.members.to_vec(), skipped, warnings, ..Pruned::default() };
+    if error.is_some() {
+        pruned.error = error;
+        return pruned;
+    }
+    if guarded.is_some() {
+        pruned.guarded = guarded;
+        kept.extend(to_delete.iter().map(inventory::member_of_candidate));
+        pruned.terminating = held.iter().map(terminating_text).collect();
+        pruned.members = inventory::after_prune(visited, kept);
+        return pruned;
     }
 
+    let client = run.client();
     let (deleted, error) = delete_in_stages(client, run, to_delete.clone(), held, options, scope.deadline).await;
     pruned.deleted = deleted.deleted.iter().map(Candidate::printed_name).collect();
     pruned.terminating = deleted.terminating.iter().map(terminating_text).collect();

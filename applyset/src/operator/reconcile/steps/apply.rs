@@ -114,42 +114,22 @@ impl Reconciliation<'_> {
         last_applied: Option<LastAppliedCodecRef>,
     ) -> ApplyOptions {
         let (applyset, ctx) = (self.applyset, self.ctx);
-        let policy = LeftoverPolicy::new(
-            &applyset.spec.drift,
-            !mode.report_only,
-            &ctx.settings.field_manager,
-            ignore.clone(),
-            history,
-        );
-        ApplyOptions {
-            // Report mode asks the apiserver what the apply would do (as `kubectl diff` does),
-            // so that values it canonicalizes are not reported as drift.
-            dry_run: if mode.report_only { DryRun::Server } else { DryRun::None },
-            force: applyset.spec.force,
-            default_namespace: Some(applyset.namespace_or_default()),
-            field_manager: ctx.settings.field_manager.clone(),
+        let rules = ApplyRules {
+            field_manager: &ctx.settings.field_manager,
             concurrency: ctx.settings.apply_concurrency,
-            applyset_label: Some(set_id.to_owned()),
-            crd_timeout: self.intervals.timeout,
-            keep_results: crate::apply::Keep::Changed,
-            ownership: Ownership::RefuseOtherSets,
-            // Beyond kubectl: whoever may patch one object must not be able to fail the run
-            // (and so hold back the whole set's prune) by writing garbage into its annotation.
-            unusable_last_applied: UnusableLastApplied::TreatAsAbsent,
-            patch_filter: (!ignore.is_empty()).then(|| {
-                let ignore = ignore.clone();
-                PatchFilter(Arc::new(move |object, live, patch| ignore.filter_patch(object, live, patch)))
-            }),
-            field_policy: (!policy.is_idle()).then(|| FieldPolicyRef(Arc::new(policy))),
+            set_id,
+            ignore,
+            history,
+            steady: mode.steady,
+            report_only: mode.report_only,
             last_applied,
-            server_side_fallback: Some(SERVER_SIDE_MANAGER.into()),
-            server_side_force: mode.steady,
+            timeout: self.intervals.timeout,
             cache: Some(CacheRef {
                 cache: self.object_cache(),
                 trust_unlabelled: ctx.service_account_for(applyset).is_none(),
             }),
-            ..ApplyOptions::default()
-        }
+        };
+        controller_apply_options(applyset, rules)
     }
 
     /// `spec.secrets: Hashed`: Secrets' `stringData` folded into `data` (a live Secret has
@@ -166,6 +146,75 @@ impl Reconciliation<'_> {
             last_applied::fold_string_data(&mut object.object);
         }
         Ok((loaded, Some(LastAppliedCodecRef(codec))))
+    }
+}
+
+/// What shapes the controller's apply of one ApplySet besides its spec.
+pub(crate) struct ApplyRules<'a> {
+    /// The controller's field manager ([`crate::operator::controller::FIELD_MANAGER`]).
+    pub(crate) field_manager: &'a str,
+    pub(crate) concurrency: usize,
+    /// The ApplySet's KEP-3659 id (the `part-of` label of every object).
+    pub(crate) set_id: &'a str,
+    /// `spec.drift.ignore`, compiled.
+    pub(crate) ignore: &'a Arc<IgnoreRules>,
+    /// Earlier revisions' manifests, for stale fields.
+    pub(crate) history: Arc<HistoryIndex>,
+    /// The run re-applies a revision it applied before (any change is drift).
+    pub(crate) steady: bool,
+    /// `spec.drift.mode: Report` on a steady run: only a server dry run.
+    pub(crate) report_only: bool,
+    /// `spec.secrets: Hashed`'s codec.
+    pub(crate) last_applied: Option<LastAppliedCodecRef>,
+    /// `spec.timeout`.
+    pub(crate) timeout: std::time::Duration,
+    /// The watch cache live objects are read from (the controller's).
+    pub(crate) cache: Option<CacheRef>,
+}
+
+/// How the controller applies an ApplySet's objects: kubectl's client-side apply with the
+/// ApplySet's rules (its namespace as the default, its `part-of` label, ownership, drift ignore
+/// rules, stale and foreign fields, the server-side fallback). `applyset plan` applies with
+/// these options under a client dry run, so that what it shows is what a run would do.
+pub(crate) fn controller_apply_options(applyset: &ApplySet, rules: ApplyRules<'_>) -> ApplyOptions {
+    let ApplyRules {
+        field_manager,
+        concurrency,
+        set_id,
+        ignore,
+        history,
+        steady,
+        report_only,
+        last_applied,
+        timeout,
+        cache,
+    } = rules;
+    let policy = LeftoverPolicy::new(&applyset.spec.drift, !report_only, field_manager, ignore.clone(), history);
+    ApplyOptions {
+        // Report mode asks the apiserver what the apply would do (as `kubectl diff` does),
+        // so that values it canonicalizes are not reported as drift.
+        dry_run: if report_only { DryRun::Server } else { DryRun::None },
+        force: applyset.spec.force,
+        default_namespace: Some(applyset.namespace_or_default()),
+        field_manager: field_manager.to_owned(),
+        concurrency,
+        applyset_label: Some(set_id.to_owned()),
+        crd_timeout: timeout,
+        keep_results: crate::apply::Keep::Changed,
+        ownership: Ownership::RefuseOtherSets,
+        // Beyond kubectl: whoever may patch one object must not be able to fail the run
+        // (and so hold back the whole set's prune) by writing garbage into its annotation.
+        unusable_last_applied: UnusableLastApplied::TreatAsAbsent,
+        patch_filter: (!ignore.is_empty()).then(|| {
+            let ignore = ignore.clone();
+            PatchFilter(Arc::new(move |object, live, patch| ignore.filter_patch(object, live, patch)))
+        }),
+        field_policy: (!policy.is_idle()).then(|| FieldPolicyRef(Arc::new(policy))),
+        last_applied,
+        server_side_fallback: Some(SERVER_SIDE_MANAGER.into()),
+        server_side_force: steady,
+        cache,
+        ..ApplyOptions::default()
     }
 }
 
@@ -199,7 +248,7 @@ fn type_of(object: &applyset_merge::Value) -> Option<(String, String)> {
 /// The ApplySet as the KEP-3659 parent: the kinds and namespaces its annotations record, plus
 /// those of the members its status records (an edited annotation cannot hide a member from
 /// prune). Returns what the annotations lacked.
-pub(in crate::operator::reconcile) fn parent_for(
+pub(crate) fn parent_for(
     applyset: &ApplySet,
     index: &ApiIndex,
     labels: &BTreeMap<String, String>,

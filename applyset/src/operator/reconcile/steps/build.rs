@@ -10,7 +10,7 @@ use super::super::redact_owner;
 use super::source::Fetched;
 use crate::cluster::Cluster;
 use crate::manifest::{self, LoadedObject};
-use crate::operator::api::StaleFields;
+use crate::operator::api::{ApplySet, StaleFields};
 use crate::operator::history::{self, HistoryIndex, RevisionReader};
 use crate::operator::status::{Stage, StepError};
 use crate::operator::{inventory, postbuild};
@@ -58,54 +58,20 @@ impl Reconciliation<'_> {
         artifact: &Artifact,
         substitute: Option<Arc<manifest::postbuild::Variables>>,
     ) -> Result<Vec<LoadedObject>, StepError> {
-        let applyset = self.applyset;
-        // kubectl refuses a directory without manifests; with allowEmpty it is an empty source.
-        let empty_source =
-            applyset.spec.allow_empty && !manifest::walk::holds_manifests(&artifact.dir, true).unwrap_or(true);
-        let loaded = if manifest::kustomize::kustomization_file(&artifact.dir).is_some() {
-            self.build(artifact, substitute).await?
-        } else if empty_source {
-            Vec::new()
-        } else {
-            load_manifests(&artifact.dir, &artifact.checkout, self.ctx.settings.manifest_limits, substitute)?
+        let settings = &self.ctx.settings;
+        let build = BuildSettings {
+            limits: settings.manifest_limits,
+            kustomize_binary: &settings.kustomize_binary,
+            timeout: self.intervals.timeout,
         };
+        let loaded = render(self.applyset, &artifact.dir, &artifact.checkout, &build, substitute).await?;
         let mut secrets = redact::Secrets::new();
         for object in &loaded {
             secrets.add_manifest(&object.object);
         }
-        redact::register(&redact_owner(applyset, "manifests"), secrets);
-        if loaded.is_empty() && !applyset.spec.allow_empty {
-            return Err(StepError::new(
-                Stage::Load,
-                format!(
-                    "no objects found in {} at {}; nothing was applied or pruned (set spec.allowEmpty to accept an empty source)",
-                    applyset.spec.source.path.as_deref().unwrap_or("the repository root"),
-                    artifact.revision
-                ),
-            ));
-        }
+        redact::register(&redact_owner(self.applyset, "manifests"), secrets);
+        require_objects(self.applyset, &loaded, &artifact.revision)?;
         Ok(loaded)
-    }
-
-    /// A source holding a kustomization is built by kustomize (checked first: nothing from
-    /// outside the checkout, no remote base, no Helm, no plugins), within the timeout; its
-    /// output may be at most four times the revision size cap.
-    async fn build(
-        &self,
-        artifact: &Artifact,
-        substitute: Option<Arc<manifest::postbuild::Variables>>,
-    ) -> Result<Vec<LoadedObject>, StepError> {
-        let settings = &self.ctx.settings;
-        let kustomize = manifest::kustomize::Kustomize {
-            binary: settings.kustomize_binary.clone(),
-            timeout: self.intervals.timeout,
-            max_output: settings.manifest_limits.total.unwrap_or(4 << 20).saturating_mul(4),
-        };
-        let options = manifest::LoadOptions { substitute, ..manifest::LoadOptions::default() };
-        kustomize
-            .build_with(&artifact.checkout, &artifact.dir, &options)
-            .await
-            .map_err(|error| StepError::caused(Stage::Build, format!("{error}; nothing was applied or pruned"), error))
     }
 
     /// The record the objects would make must fit in the status ([`inventory::check_fits`]).
@@ -139,6 +105,74 @@ impl Reconciliation<'_> {
         }
         History { index, warnings }
     }
+}
+
+/// What the controller's settings and the ApplySet's timeout give a build.
+pub(crate) struct BuildSettings<'a> {
+    /// The caps on the revision's manifest files (`--max-manifest-*`).
+    pub(crate) limits: manifest::Limits,
+    /// The kustomize program (`--kustomize-binary`).
+    pub(crate) kustomize_binary: &'a Path,
+    /// `spec.timeout`: how long kustomize may run.
+    pub(crate) timeout: std::time::Duration,
+}
+
+/// The objects of the directory `dir` of the checkout `checkout` (both canonical), as a run
+/// builds them: a kustomization built by kustomize, else every manifest loaded with the caps
+/// (none for an empty directory that `spec.allowEmpty` accepts), with `spec.postBuild`'s
+/// variables substituted. Reads only the disk (and runs kustomize): `applyset build` and
+/// `applyset plan` render a local checkout with it, so that they show what a run applies.
+pub(crate) async fn render(
+    applyset: &ApplySet,
+    dir: &Path,
+    checkout: &Path,
+    settings: &BuildSettings<'_>,
+    substitute: Option<Arc<manifest::postbuild::Variables>>,
+) -> Result<Vec<LoadedObject>, StepError> {
+    // kubectl refuses a directory without manifests; with allowEmpty it is an empty source.
+    let empty_source = applyset.spec.allow_empty && !manifest::walk::holds_manifests(dir, true).unwrap_or(true);
+    if manifest::kustomize::kustomization_file(dir).is_some() {
+        kustomize_build(dir, checkout, settings, substitute).await
+    } else if empty_source {
+        Ok(Vec::new())
+    } else {
+        load_manifests(dir, checkout, settings.limits, substitute)
+    }
+}
+
+/// A source holding a kustomization is built by kustomize (checked first: nothing from
+/// outside the checkout, no remote base, no Helm, no plugins), within the timeout; its
+/// output may be at most four times the revision size cap.
+async fn kustomize_build(
+    dir: &Path,
+    checkout: &Path,
+    settings: &BuildSettings<'_>,
+    substitute: Option<Arc<manifest::postbuild::Variables>>,
+) -> Result<Vec<LoadedObject>, StepError> {
+    let kustomize = manifest::kustomize::Kustomize {
+        binary: settings.kustomize_binary.to_path_buf(),
+        timeout: settings.timeout,
+        max_output: settings.limits.total.unwrap_or(4 << 20).saturating_mul(4),
+    };
+    let options = manifest::LoadOptions { substitute, ..manifest::LoadOptions::default() };
+    kustomize
+        .build_with(checkout, dir, &options)
+        .await
+        .map_err(|error| StepError::caused(Stage::Build, format!("{error}; nothing was applied or pruned"), error))
+}
+
+/// A run with no objects fails unless `spec.allowEmpty` (nothing is applied or pruned).
+pub(crate) fn require_objects(applyset: &ApplySet, loaded: &[LoadedObject], revision: &str) -> Result<(), StepError> {
+    if !loaded.is_empty() || applyset.spec.allow_empty {
+        return Ok(());
+    }
+    Err(StepError::new(
+        Stage::Load,
+        format!(
+            "no objects found in {} at {revision}; nothing was applied or pruned (set spec.allowEmpty to accept an empty source)",
+            applyset.spec.source.path.as_deref().unwrap_or("the repository root"),
+        ),
+    ))
 }
 
 /// Loads every manifest under `dir`; file names in errors and sources are relative to the

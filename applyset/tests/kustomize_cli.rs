@@ -19,7 +19,7 @@ fn applyset_k(ns: &TestNamespace, dir: &str) -> Result<support::CommandOutput> {
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_applyset"));
     command
         .env_remove("KUBECONFIG")
-        .env("APPLYSET_KUSTOMIZE", kustomize_binary()?)
+        .env("APPLYSET_KUSTOMIZE_BINARY", kustomize_binary()?)
         .args(["apply", "--kubeconfig"])
         .arg(&ns.kubeconfig)
         .args(["-n", &ns.name, "-k", dir]);

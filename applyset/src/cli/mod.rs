@@ -5,6 +5,7 @@ mod apply;
 mod cluster;
 mod controller;
 mod fleet;
+mod kustomize;
 mod patch;
 mod preview;
 
@@ -17,6 +18,7 @@ pub use controller::{
     ManifestLimitArgs, ScopeArgs, ServingArgs,
 };
 pub use fleet::{CompletionArgs, EventsArgs, GetArgs, NamedArgs, ReconcileArgs, ResumeArgs, SuspendArgs};
+pub use kustomize::KustomizeArgs;
 pub use patch::{PatchCommand, SchemaArgs};
 pub use preview::{BuildArgs, PlanArgs};
 

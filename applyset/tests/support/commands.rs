@@ -84,6 +84,8 @@ pub fn kubectl(kubeconfig: &Path, namespace: &str) -> Result<Command> {
 pub struct CommandOutput {
     pub command: String,
     pub success: bool,
+    /// The exit code (`None` when a signal ended the process).
+    pub code: Option<i32>,
     pub stdout: String,
     pub stderr: String,
 }
@@ -114,6 +116,7 @@ pub fn run(command: &mut Command, stdin: Option<&str>) -> Result<CommandOutput> 
     Ok(CommandOutput {
         command: description,
         success: output.status.success(),
+        code: output.status.code(),
         stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
     })

@@ -23,7 +23,8 @@ fn main() -> ExitCode {
     // that (reserved address space; only the pages used are backed).
     let worker = std::thread::Builder::new().name("main".into()).stack_size(applyset::DOCUMENT_THREAD_STACK);
     match worker.spawn(move || run(cli)).map(std::thread::JoinHandle::join) {
-        Ok(Ok(code)) => code,
+        // kubectl's --warnings-as-errors, for every command that connected with it.
+        Ok(Ok(code)) => applyset::cluster::fail_on_warnings(code),
         Ok(Err(panic)) => std::panic::resume_unwind(panic),
         Err(e) => {
             eprintln!("error: cannot start the main thread: {e}");

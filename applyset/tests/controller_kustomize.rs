@@ -183,3 +183,25 @@ async fn post_build_refuses_a_value_that_changes_the_yaml_structure() -> Result<
     assert_eq!(target.jsonpath("configmap/moved", "{.data.k}")?, "v");
     Ok(())
 }
+
+/// A kustomize of another version than the pinned v5.6.0 stops the controller at start, with a
+/// message naming it and the flag, before anything is read or applied.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kustomize_of_another_version_stops_the_controller() -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let ns = support::TestNamespace::create("kustomize-version").await?;
+    let other = support::scratch_dir("controller-kustomize", &ns.name).join("kustomize");
+    std::fs::write(&other, "#!/bin/sh\necho v5.4.3\n")?;
+    std::fs::set_permissions(&other, std::fs::Permissions::from_mode(0o755))?;
+    let options = ControllerOptions { wait_ready: false, ..ControllerOptions::for_namespace(&ns) };
+    let mut controller = options.arg("--kustomize-binary").arg(other.display().to_string()).start()?;
+    let status = support::eventually("the controller to exit", T, || {
+        let exited = controller.exited();
+        async move { Ok(exited) }
+    })
+    .await?;
+    assert_eq!(status.code(), Some(1), "{}", controller.log());
+    let expected = format!("error: kustomize {} is v5.4.3, not the pinned v5.6.0", other.display());
+    assert!(controller.log().contains(&expected), "{}", controller.log());
+    Ok(())
+}

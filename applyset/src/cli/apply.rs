@@ -12,10 +12,13 @@ pub struct InputArgs {
     /// A file, directory or glob of JSON/YAML manifests, or `-` for standard input. Repeatable.
     #[arg(short = 'f', long = "filename", value_name = "PATH")]
     pub filenames: Vec<PathBuf>,
-    /// A kustomization directory, built by the pinned kustomize ($APPLYSET_KUSTOMIZE, else
-    /// `kustomize` on PATH): no remote bases, nothing from outside the git work tree.
+    /// A kustomization directory, built by the pinned kustomize (--kustomize-binary): no
+    /// remote bases, nothing from outside the git work tree.
     #[arg(short = 'k', long = "kustomize", value_name = "DIR")]
     pub kustomize: Option<PathBuf>,
+    // --kustomize-binary.
+    #[command(flatten)]
+    pub kustomize_program: super::KustomizeArgs,
     /// Walk directories recursively.
     #[arg(short = 'R', long, default_value = "false", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool)]
     pub recursive: bool,

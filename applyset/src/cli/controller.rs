@@ -90,10 +90,10 @@ pub struct ScopeArgs {
     /// annotations; the controller creates it with a random key when it is missing.
     #[arg(long, env = "APPLYSET_SECRET_HASH_KEY", default_value = "applyset-secret-hash-key", value_name = "NAME")]
     pub secret_hash_key: String,
-    /// The kustomize program (v5.6.0, kubectl 1.33's) that builds sources holding a
-    /// kustomization: a path, or a name looked up on PATH.
-    #[arg(long, env = "APPLYSET_KUSTOMIZE_BINARY", default_value = "kustomize", value_name = "PATH")]
-    pub kustomize_binary: PathBuf,
+    // The kustomize that builds sources holding a kustomization (checked at start: a kustomize
+    // of another version stops the controller; a missing one is logged).
+    #[command(flatten)]
+    pub kustomize: super::KustomizeArgs,
 }
 
 /// Caps on the manifests of one revision, checked before they are read or parsed, so that one

@@ -5,6 +5,7 @@ mod apply;
 mod cluster;
 mod controller;
 mod fleet;
+mod kustomize;
 mod patch;
 mod preview;
 
@@ -20,6 +21,7 @@ pub use fleet::{
     CompletionArgs, EventsArgs, GetArgs, HistoryArgs, NamedArgs, NamespaceArgs, ReconcileArgs, ResumeArgs, Shell,
     SuspendArgs, TreeArgs, WaitArgs,
 };
+pub use kustomize::KustomizeArgs;
 pub use patch::{PatchCommand, SchemaArgs};
 pub use preview::{BuildArgs, CheckoutArgs, PlanArgs};
 
@@ -30,6 +32,8 @@ pub struct Cli {
     pub command: Command,
 }
 
+// Parsed once per process: boxing the larger arguments would save nothing that matters.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Compute or apply kubectl's client-side apply patches on local files.

@@ -204,7 +204,7 @@ fn record_warning(line: String) {
 }
 
 /// The text of an RFC 7234 warning header as the apiserver sends it (`299 - "text"`).
-fn warning_text(header: &str) -> Option<String> {
+pub(super) fn warning_text(header: &str) -> Option<String> {
     let start = header.find('"')?;
     let mut text = String::new();
     let mut chars = header[start + 1..].chars();

@@ -189,6 +189,9 @@ pub enum Error {
     /// The kubeconfig (or in-cluster config) cannot be loaded, or no client built from it.
     #[error("{0}")]
     Config(String),
+    /// The kubeconfig and kubectl's global flags make no usable configuration (kubectl's words).
+    #[error(transparent)]
+    Kubeconfig(#[from] super::config::ConfigError),
     /// Response decoding and every other failure.
     #[error("{0}")]
     Other(String),
@@ -220,7 +223,7 @@ impl Error {
             Error::Unreachable { .. } => ErrorCategory::Unreachable,
             Error::Auth { .. } => ErrorCategory::Unauthorized,
             Error::NoMatch { .. } => ErrorCategory::NoMatch,
-            Error::Config(_) => ErrorCategory::Config,
+            Error::Config(_) | Error::Kubeconfig(_) => ErrorCategory::Config,
             Error::Other(_) => ErrorCategory::Other,
         }
     }

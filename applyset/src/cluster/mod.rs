@@ -9,7 +9,9 @@
 //! and errors keep the apiserver's `Status` ([`ApiStatus`]), typed by [`ErrorCategory`].
 //!
 //! - `cache`: what a watch cache answers in place of the apiserver (the controller's);
+//! - `config`: the kubeconfig and kubectl's global flags (`--server`, `--token`, `--as`…);
 //! - `door`: the rate limiter and the capture of `Warning` headers;
+//! - `wire`: per request, `--request-timeout`, the `-v` request log and the warning count;
 //! - `error`: typed failures and their categories;
 //! - `discovery`: GVK → resource and scope;
 //! - `openapi`: the OpenAPI caches;
@@ -17,13 +19,16 @@
 
 pub mod budget;
 pub mod cache;
+pub mod config;
 mod discovery;
 mod door;
 mod error;
+pub mod go_duration;
 pub mod list;
 pub mod mapper;
 mod openapi;
 mod request;
+mod wire;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -32,6 +37,7 @@ use std::time::Duration;
 use applyset_merge::Value;
 use tokio::sync::RwLock;
 
+pub use config::{ConfigError, ConfigOverrides};
 use discovery::DiscoveryMap;
 pub use discovery::Mapping;
 use door::Door;
@@ -41,6 +47,7 @@ use openapi::OpenApiCache;
 pub use request::DryRun;
 pub use request::{PatchType, WriteParams, object_path};
 use request::{json_request, parse_body};
+pub use wire::{HEADERS_TARGET, REQUEST_TARGET, RequestTimedOut, count_warnings, fail_on_warnings};
 
 /// How to reach the cluster.
 #[derive(Debug, Clone, Default)]
@@ -48,9 +55,15 @@ pub struct ConnectOptions {
     /// Kubeconfig file; default `$KUBECONFIG`, else `~/.kube/config`, else in-cluster.
     pub kubeconfig: Option<PathBuf>,
     pub context: Option<String>,
+    /// kubectl's global flags laid over the kubeconfig (`--server`, `--token`, `--as`…).
+    pub overrides: ConfigOverrides,
     /// Requests per second (token bucket); `<= 0` disables the limiter.
     pub qps: f64,
     pub burst: u32,
+    /// kubectl's `--match-server-version`: refuse a server that is not a 1.33.
+    pub match_server_version: bool,
+    /// kubectl's `--warnings-as-errors`: count the server's warnings ([`fail_on_warnings`]).
+    pub warnings_as_errors: bool,
 }
 
 /// Default request budget. kubectl is not held back by its limiter (it sends one request at a
@@ -80,11 +93,17 @@ pub struct Cluster {
 /// as a [`Cluster`]'s are: the controller's own client (ApplySets, status, Events, watches),
 /// on the same rate budget as every apply identity.
 pub fn rate_limited_client(config: kube::Config, limiter: Arc<RateLimiter>) -> Result<kube::Client> {
-    let server = config.cluster_url.to_string();
     let default_namespace = config.default_namespace.clone();
-    let inner = kube::Client::try_from(config)
-        .map_err(|e| Error::Config(format!("cannot build a client for {server}: {e}")))?;
+    let inner = wired_client(config, None)?;
     Ok(kube::Client::new(Door { inner, limiter }, default_namespace))
+}
+
+/// kube's client for `config` inside the [`wire`] layer (`request_timeout` per request).
+fn wired_client(config: kube::Config, request_timeout: Option<Duration>) -> Result<kube::Client> {
+    let server = config.cluster_url.to_string();
+    let builder = kube::client::ClientBuilder::try_from(config)
+        .map_err(|e| Error::Config(format!("cannot build a client for {server}: {e}")))?;
+    Ok(builder.with_layer(&wire::WireLayer::new(&server, request_timeout)).build())
 }
 
 impl std::fmt::Debug for Cluster {
@@ -94,10 +113,26 @@ impl std::fmt::Debug for Cluster {
 }
 
 impl Cluster {
-    /// Loads the kubeconfig and builds a client. Nothing is sent to the server yet.
+    /// Loads the kubeconfig and builds a client. Nothing is sent to the server yet, unless
+    /// `match_server_version` asks for the server's version first.
     pub async fn connect(options: &ConnectOptions) -> Result<Cluster> {
-        let config = Cluster::load_config(options).await?;
-        Cluster::from_config(config, options.qps, options.burst)
+        let loaded =
+            config::load(options.kubeconfig.as_deref(), options.context.as_deref(), &options.overrides).await?;
+        if options.warnings_as_errors {
+            count_warnings();
+        }
+        let server = loaded.config.cluster_url.to_string().trim_end_matches('/').to_owned();
+        let default_namespace = loaded.config.default_namespace.clone();
+        let client = wired_client(loaded.config, loaded.request_timeout)?;
+        let limiter = Arc::new(RateLimiter::new(options.qps, options.burst));
+        let cluster = Cluster::from_client_sharing(client, server, default_namespace, limiter);
+        if options.match_server_version {
+            let version = cluster.send(json_request(http::Method::GET, "/version".into(), None, Vec::new())?).await?;
+            let version: serde_json::Value = serde_json::from_slice(&version)
+                .map_err(|e| Error::Other(format!("the server's /version is not JSON: {e}")))?;
+            config::check_server_version(&version)?;
+        }
+        Ok(cluster)
     }
 
     /// A cluster for a ready-made config with a rate limiter of its own.
@@ -111,35 +146,16 @@ impl Cluster {
     pub fn from_config_sharing(config: kube::Config, limiter: Arc<RateLimiter>) -> Result<Cluster> {
         let server = config.cluster_url.to_string().trim_end_matches('/').to_owned();
         let default_namespace = config.default_namespace.clone();
-        let client = kube::Client::try_from(config)
-            .map_err(|e| Error::Config(format!("cannot build a client for {server}: {e}")))?;
+        let client = wired_client(config, None)?;
         Ok(Cluster::from_client_sharing(client, server, default_namespace, limiter))
     }
 
-    /// The kubeconfig (or in-cluster config) with the apply path's timeouts.
+    /// The kubeconfig (or in-cluster config) with kubectl's global flags over it and the apply
+    /// path's timeouts (see [`config`]).
     pub async fn load_config(options: &ConnectOptions) -> Result<kube::Config> {
-        use kube::config::{KubeConfigOptions, Kubeconfig};
-        let kube_options = KubeConfigOptions { context: options.context.clone(), ..Default::default() };
-        let mut config = match &options.kubeconfig {
-            Some(path) => {
-                let file = Kubeconfig::read_from(path)
-                    .map_err(|e| Error::Config(format!("cannot read kubeconfig {}: {e}", path.display())))?;
-                kube::Config::from_custom_kubeconfig(file, &kube_options)
-                    .await
-                    .map_err(|e| Error::Config(format!("invalid kubeconfig {}: {e}", path.display())))?
-            }
-            None => match kube::Config::from_kubeconfig(&kube_options).await {
-                Ok(config) => config,
-                Err(kubeconfig_error) => match (&options.context, kube::Config::incluster()) {
-                    (None, Ok(config)) => config,
-                    _ => return Err(Error::Config(format!("cannot load a kubeconfig: {kubeconfig_error}"))),
-                },
-            },
-        };
-        // kube leaves reads unbounded; a hung apiserver must not hang a run forever.
-        config.read_timeout = Some(Duration::from_secs(120));
-        config.connect_timeout = Some(Duration::from_secs(10));
-        Ok(config)
+        let loaded =
+            config::load(options.kubeconfig.as_deref(), options.context.as_deref(), &options.overrides).await?;
+        Ok(loaded.config)
     }
 
     /// A cluster around an existing client (tests use a mock service). The client is wrapped

@@ -8,14 +8,14 @@ use std::process::ExitCode;
 
 pub use super::error::CliError;
 use super::flags::{FlagError, validate_flags};
-pub use super::flags::{parse_cascade, parse_dry_run, parse_validate};
+pub use super::flags::{check_one_input, parse_cascade, parse_dry_run, parse_validate};
 use super::print::{output_format, print_prune, print_report, print_warnings};
 use crate::apply::selector::Selector;
 use crate::apply::{self, ApplyOptions, ApplyReport, DryRun};
 use crate::applyset::legacy as prune;
 use crate::applyset::{DeleteOptions, FieldValidation, Parent, ParentWrites, Run};
-use crate::cli::{ApplyArgs, ClusterArgs, InputArgs};
-use crate::cluster::{Cluster, ConnectOptions, collecting_warnings};
+use crate::cli::{ApplyArgs, ClusterArgs, InputArgs, KustomizeArgs};
+use crate::cluster::{Cluster, collecting_warnings};
 use crate::manifest::{self, LoadedObject};
 use crate::printers::OutputFormat;
 
@@ -93,15 +93,11 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
         .map_err(CliError::Runtime)
 }
 
+/// The cluster kubectl's global flags (and the kubeconfig) name, with their `-v` log started.
 pub async fn connect(args: &ClusterArgs) -> Result<Cluster, CliError> {
-    Cluster::connect(&ConnectOptions {
-        kubeconfig: args.kubeconfig.clone(),
-        context: args.context.clone(),
-        qps: args.qps,
-        burst: args.burst,
-    })
-    .await
-    .map_err(CliError::Connect)
+    args.init_logging();
+    let options = args.connect_options().map_err(|e| CliError::Connect(e.into()))?;
+    Cluster::connect(&options).await.map_err(CliError::Connect)
 }
 
 fn execute(args: ApplyArgs) -> Result<ExitCode, CliError> {
@@ -121,7 +117,7 @@ fn execute(args: ApplyArgs) -> Result<ExitCode, CliError> {
     let selector = args.input.selector.as_deref().map(Selector::parse).transpose()?;
     let (mut objects, load_failures) = match &args.input.kustomize {
         Some(dir) => {
-            let built = runtime()?.block_on(build_kustomization(dir))?;
+            let built = runtime()?.block_on(build_kustomization(dir, &args.input.kustomize_program))?;
             let selected =
                 built.into_iter().filter(|o| selector.as_ref().is_none_or(|s| s.matches_object(&o.object))).collect();
             (selected, Vec::new())
@@ -182,10 +178,14 @@ fn execute(args: ApplyArgs) -> Result<ExitCode, CliError> {
     runtime()?.block_on(run.apply_and_prune(objects, options))
 }
 
-/// `-k DIR`: the kustomization built by the pinned kustomize (`$APPLYSET_KUSTOMIZE`, else
-/// `kustomize` on PATH), with the controller's safety checks; the repository is the git work
-/// tree holding DIR (else the current directory), and nothing may come from outside it.
-async fn build_kustomization(dir: &std::path::Path) -> Result<Vec<LoadedObject>, CliError> {
+/// `-k DIR`: the kustomization built by the pinned kustomize (`--kustomize-binary`, else
+/// `$APPLYSET_KUSTOMIZE_BINARY`, else `kustomize` on PATH; its version checked first), with the
+/// controller's safety checks; the repository is the git work tree holding DIR (else the
+/// current directory), and nothing may come from outside it.
+pub async fn build_kustomization(
+    dir: &std::path::Path,
+    program: &KustomizeArgs,
+) -> Result<Vec<LoadedObject>, CliError> {
     let dir = dir.canonicalize().map_err(|source| CliError::KustomizeDir { dir: dir.to_owned(), source })?;
     if manifest::kustomize::kustomization_file(&dir).is_none() {
         return Err(CliError::NoKustomization(dir));
@@ -198,10 +198,11 @@ async fn build_kustomization(dir: &std::path::Path) -> Result<Vec<LoadedObject>,
         .filter(|root| dir.starts_with(root))
         .unwrap_or_else(|| dir.clone());
     let kustomize = manifest::kustomize::Kustomize {
-        binary: std::env::var_os("APPLYSET_KUSTOMIZE").map_or_else(|| "kustomize".into(), Into::into),
+        binary: program.kustomize_binary.clone(),
         timeout: std::time::Duration::from_secs(120),
         max_output: 64 << 20,
     };
+    manifest::kustomize::check_version(&kustomize.binary).await?;
     Ok(kustomize.build(&root, &dir).await?)
 }
 

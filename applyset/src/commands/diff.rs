@@ -16,7 +16,9 @@ use crate::apply::object::LAST_APPLIED;
 use crate::apply::selector::Selector;
 use crate::apply::{self, ApplyOptions, DryRun, FieldPolicyRef, Verb};
 use crate::cli::DiffArgs;
-use crate::commands::apply::{CliError, connect, load_input, parse_validate, runtime};
+use crate::commands::apply::{
+    CliError, build_kustomization, check_one_input, connect, load_input, parse_validate, runtime,
+};
 use crate::fields::{Finding, LeftBehind};
 
 pub fn run(args: DiffArgs) -> ExitCode {
@@ -30,15 +32,9 @@ pub fn run(args: DiffArgs) -> ExitCode {
 }
 
 fn execute(args: DiffArgs) -> Result<ExitCode, CliError> {
+    check_one_input(&args.input)?;
     let field_validation = parse_validate(&args.input.validate)?;
     let selector = args.input.selector.as_deref().map(Selector::parse).transpose()?;
-    let objects = match load_input(&args.input, selector.as_ref()) {
-        Ok(objects) => objects,
-        Err(_) => return Ok(ExitCode::from(2)),
-    };
-    if objects.is_empty() {
-        return Err(CliError::NoObjects("diff"));
-    }
     let options = ApplyOptions {
         dry_run: DryRun::Client,
         field_manager: args.input.field_manager.clone(),
@@ -53,7 +49,22 @@ fn execute(args: DiffArgs) -> Result<ExitCode, CliError> {
     };
     let runtime = runtime()?;
     runtime.block_on(async {
+        // kubectl's order: the client's configuration is checked before the input is read.
         let cluster = connect(&args.cluster).await?;
+        let objects = match &args.input.kustomize {
+            // Built exactly as `apply -k` builds it.
+            Some(dir) => {
+                let built = build_kustomization(dir, &args.input.kustomize_program).await?;
+                built.into_iter().filter(|o| selector.as_ref().is_none_or(|s| s.matches_object(&o.object))).collect()
+            }
+            None => match load_input(&args.input, selector.as_ref()) {
+                Ok(objects) => objects,
+                Err(_) => return Ok(ExitCode::from(2)),
+            },
+        };
+        if objects.is_empty() {
+            return Err(CliError::NoObjects("diff"));
+        }
         let report = apply::apply(&cluster, objects, &options).await?;
         let mut differs = false;
         let mut failed = false;

@@ -2,7 +2,7 @@
 
 use crate::apply::DryRun;
 use crate::applyset::Propagation;
-use crate::cli::ApplyArgs;
+use crate::cli::{ApplyArgs, InputArgs};
 
 /// A flag, or a combination of flags, kubectl refuses (each message is kubectl's).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -64,15 +64,18 @@ pub fn parse_cascade(value: &str) -> Result<Propagation, FlagError> {
     }
 }
 
+/// `-f` or `-k`, one of them (kubectl apply's and kubectl diff's check and words).
+pub fn check_one_input(input: &InputArgs) -> Result<(), FlagError> {
+    match (&input.kustomize, input.filenames.is_empty()) {
+        (Some(_), false) => Err(FlagError::Combination("only one of -f or -k can be specified")),
+        (None, true) => Err(FlagError::Combination("must specify one of -f and -k")),
+        _ => Ok(()),
+    }
+}
+
 /// kubectl's checks of the flags this tool accepts only for kubectl's sake.
 fn validate_kubectl_flags(args: &ApplyArgs) -> Result<(), FlagError> {
-    let input = &args.input;
-    match (&input.kustomize, input.filenames.is_empty()) {
-        (Some(_), false) => return Err(FlagError::Combination("only one of -f or -k can be specified")),
-        (Some(_), true) => {}
-        (None, true) => return Err(FlagError::Combination("must specify one of -f and -k")),
-        (None, false) => {}
-    }
+    check_one_input(&args.input)?;
     let kubectl = &args.kubectl;
     if kubectl.server_side {
         return Err(FlagError::Combination(

@@ -20,6 +20,11 @@ use super::{LoadOptions, LoadedObject, load_bytes_with};
 /// The file names kustomize looks for, in its order.
 pub const KUSTOMIZATION_FILES: [&str; 3] = ["kustomization.yaml", "kustomization.yml", "Kustomization"];
 
+/// The kustomize this tool builds with: kubectl 1.33's (`scripts/build-kustomize`, the image's
+/// `/kustomize`). Another version builds differently (generator hashes, field order), so it is
+/// refused rather than used.
+pub const PINNED_VERSION: &str = "v5.6.0";
+
 /// How kustomize is run.
 #[derive(Debug, Clone)]
 pub struct Kustomize {
@@ -42,6 +47,14 @@ pub enum BuildError {
     Unreadable { file: String, detail: String },
     #[error("kustomize is not available ({binary}): {detail}")]
     NoProgram { binary: String, detail: String },
+    #[error(
+        "kustomize {binary} is {found}, not the pinned {PINNED_VERSION} (kubectl 1.33's): point --kustomize-binary or $APPLYSET_KUSTOMIZE_BINARY at kustomize {PINNED_VERSION} (scripts/build-kustomize builds it)"
+    )]
+    WrongVersion { binary: String, found: String },
+    #[error(
+        "kustomize {binary} does not say its version (`kustomize version` printed {output:?}): point --kustomize-binary or $APPLYSET_KUSTOMIZE_BINARY at kustomize {PINNED_VERSION} (scripts/build-kustomize builds it)"
+    )]
+    UnknownVersion { binary: String, output: String },
     #[error("{file}: kustomize build did not finish within {after:?}")]
     Timeout { file: String, after: Duration },
     #[error("{file}: kustomize build printed more than {limit} bytes")]
@@ -168,6 +181,46 @@ pub(crate) fn references(doc: &serde_json::Value) -> Vec<(String, String, bool)>
     out
 }
 
+/// The version `kustomize version` printed: `v5.6.0` (v5), or the one inside
+/// `{Version:kustomize/v4.5.7 GitCommit:…}` (v3, v4).
+fn reported_version(output: &str) -> Option<&str> {
+    output
+        .split(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '+')))
+        .find(|word| word.strip_prefix('v').is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit())))
+}
+
+/// Runs `BINARY version` and refuses any kustomize but [`PINNED_VERSION`] (the CLI before its
+/// first `-k` build, the controller at start).
+pub async fn check_version(program: &Path) -> Result<(), BuildError> {
+    let binary = program.display().to_string();
+    let run = tokio::process::Command::new(program)
+        .arg("version")
+        .env_clear()
+        .env("HOME", std::env::temp_dir())
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let output = match tokio::time::timeout(Duration::from_secs(30), run).await {
+        Err(_) => {
+            return Err(BuildError::NoProgram {
+                binary,
+                detail: "`kustomize version` did not finish within 30s".into(),
+            });
+        }
+        Ok(Err(e)) => return Err(BuildError::NoProgram { binary, detail: e.to_string() }),
+        Ok(Ok(output)) => output,
+    };
+    let text = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    match reported_version(&text) {
+        Some(PINNED_VERSION) if output.status.success() => Ok(()),
+        Some(found) if output.status.success() => Err(BuildError::WrongVersion { binary, found: found.to_owned() }),
+        _ => {
+            let shown = if text.is_empty() { String::from_utf8_lossy(&output.stderr).trim().to_owned() } else { text };
+            Err(BuildError::UnknownVersion { binary, output: shown.chars().take(200).collect() })
+        }
+    }
+}
+
 impl Kustomize {
     /// `kustomize build` of `dir` (inside `root`), checked first; the output loaded as if read
     /// from the kustomization file.
@@ -240,6 +293,16 @@ mod tests {
             std::fs::write(path, text).unwrap();
         }
         root
+    }
+
+    #[test]
+    fn versions_as_each_kustomize_prints_them() {
+        assert_eq!(reported_version("v5.6.0"), Some("v5.6.0"));
+        assert_eq!(reported_version("v5.7.1\n"), Some("v5.7.1"));
+        let v4 = "{Version:kustomize/v4.5.7 GitCommit:56d82a8378dfc8dc3b3b1085e5a6e67b82966bd7 BuildDate:2022-08-02T16:35:54Z GoOs:linux GoArch:amd64}";
+        assert_eq!(reported_version(v4), Some("v4.5.7"));
+        assert_eq!(reported_version("(devel)"), None);
+        assert_eq!(reported_version(""), None);
     }
 
     #[test]

@@ -79,6 +79,21 @@ async fn termination() {
     let _ = tokio::signal::ctrl_c().await;
 }
 
+/// The kustomize of `--kustomize-binary` must be the pinned one: another version stops the
+/// controller before it applies anything; a missing one is only logged (sources without a
+/// kustomization do not need it; those with one fail their build, naming it).
+async fn check_kustomize(binary: &std::path::Path) -> anyhow::Result<()> {
+    use crate::manifest::kustomize::{BuildError, check_version};
+    match check_version(binary).await {
+        Ok(()) => Ok(()),
+        Err(missing @ BuildError::NoProgram { .. }) => {
+            tracing::warn!("{missing}; sources holding a kustomization will fail to build");
+            Ok(())
+        }
+        Err(other) => Err(other.into()),
+    }
+}
+
 /// A shutdown signal shared by the HTTP servers and the controller.
 #[derive(Clone)]
 struct Stop(watch::Sender<bool>);
@@ -102,11 +117,13 @@ impl Stop {
 }
 
 async fn serve(args: ControllerArgs) -> anyhow::Result<()> {
+    check_kustomize(&args.scope.kustomize.kustomize_binary).await?;
     let connect = ConnectOptions {
         kubeconfig: args.cluster.kubeconfig.clone(),
         context: args.cluster.context.clone(),
         qps: args.cluster.qps,
         burst: args.cluster.burst,
+        ..ConnectOptions::default()
     };
     let config = Cluster::load_config(&connect).await?;
     // One rate budget for the process (--qps, --burst): the controller's own requests
@@ -281,7 +298,7 @@ fn settings(args: &ControllerArgs) -> anyhow::Result<Settings> {
         min_interval: crate::duration::parse(&args.scope.min_interval)
             .map_err(|e| anyhow::anyhow!("--min-interval {:?}: {e}", args.scope.min_interval))?,
         default_secrets: args.scope.default_secrets,
-        kustomize_binary: args.scope.kustomize_binary.clone(),
+        kustomize_binary: args.scope.kustomize.kustomize_binary.clone(),
         concurrent_reconciles: usize::from(args.scope.concurrent_reconciles),
         record_limit: super::inventory::RECORD_LIMIT,
         secret_hash_key: (

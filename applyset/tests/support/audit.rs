@@ -22,6 +22,16 @@ pub struct AuditedRequest {
     pub uri: String,
     /// Who made it (`user.username`).
     pub user: String,
+    /// Whom the request impersonated (`--as`, `--as-uid`, `--as-group`), if anyone.
+    pub impersonated: Option<Impersonated>,
+}
+
+/// The `impersonatedUser` of an audited request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Impersonated {
+    pub username: String,
+    pub uid: Option<String>,
+    pub groups: Vec<String>,
 }
 
 impl AuditLog {
@@ -52,6 +62,11 @@ impl AuditLog {
                 user_agent: text_of(&event["userAgent"]).unwrap_or_default(),
                 uri: text_of(&event["requestURI"]).unwrap_or_default(),
                 user: text_of(&event["user"]["username"]).unwrap_or_default(),
+                impersonated: event.get("impersonatedUser").map(|user| Impersonated {
+                    username: text_of(&user["username"]).unwrap_or_default(),
+                    uid: text_of(&user["uid"]),
+                    groups: user["groups"].as_array().into_iter().flatten().filter_map(text_of).collect(),
+                }),
             })
             .collect())
     }

@@ -397,6 +397,10 @@ async fn unusable_flag_combinations_fail_with_kubectls_messages() -> Result<()> 
         assert_eq!(a.code, Some(2), "{case:?}: {a:?}");
         assert_eq!(a.stderr, b.stderr, "{case:?}");
     }
+    // The configuration is checked before the input is read, as kubectl does.
+    let (a, b) = both(&ours, &theirs, &["-f", "/nonexistent/app.yaml", "--token=x", "--username=y"])?;
+    assert!(!a.success && a.code == b.code, "{a:?}\n{b:?}");
+    assert_eq!(a.stderr, b.stderr);
     // A --kubeconfig that names no file.
     let missing = |tool: &Path| {
         let mut command = Command::new(tool);

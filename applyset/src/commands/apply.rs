@@ -115,9 +115,13 @@ fn execute(args: ApplyArgs) -> Result<ExitCode, CliError> {
     let timeout = crate::duration::parse(&args.kubectl.timeout)
         .map_err(|source| FlagError::Timeout { value: args.kubectl.timeout.clone(), source })?;
     let selector = args.input.selector.as_deref().map(Selector::parse).transpose()?;
+    // The client configuration is checked before the input is read, as kubectl does (nothing
+    // is sent yet); one runtime serves the whole command, as the client lives on it.
+    let runtime = runtime()?;
+    let cluster = runtime.block_on(connect(&args.cluster))?;
     let (mut objects, load_failures) = match &args.input.kustomize {
         Some(dir) => {
-            let built = runtime()?.block_on(build_kustomization(dir, &args.input.kustomize_program))?;
+            let built = runtime.block_on(build_kustomization(dir, &args.input.kustomize_program))?;
             let selected =
                 built.into_iter().filter(|o| selector.as_ref().is_none_or(|s| s.matches_object(&o.object))).collect();
             (selected, Vec::new())
@@ -165,6 +169,7 @@ fn execute(args: ApplyArgs) -> Result<ExitCode, CliError> {
     let allowlist =
         if args.prune && args.applyset.is_none() { prune::parse_allowlist(&args.prune_allowlist)? } else { Vec::new() };
     let run = ApplyRun {
+        cluster: &cluster,
         args: &args,
         allowlist: &allowlist,
         dry_run,
@@ -175,7 +180,7 @@ fn execute(args: ApplyArgs) -> Result<ExitCode, CliError> {
         health_timeout: (args.kubectl.wait && dry_run == DryRun::None)
             .then(|| if timeout.is_zero() { super::wait::DEFAULT_TIMEOUT } else { timeout }),
     };
-    runtime()?.block_on(run.apply_and_prune(objects, options))
+    runtime.block_on(run.apply_and_prune(objects, options))
 }
 
 /// `-k DIR`: the kustomization built by the pinned kustomize (`--kustomize-binary`, else
@@ -260,6 +265,7 @@ fn change_cause() -> String {
 
 /// What one `applyset apply` does once its input is read.
 struct ApplyRun<'a> {
+    cluster: &'a Cluster,
     args: &'a ApplyArgs,
     allowlist: &'a [kube::core::GroupVersionKind],
     dry_run: DryRun,
@@ -280,25 +286,24 @@ impl ApplyRun<'_> {
         objects: Vec<LoadedObject>,
         mut options: ApplyOptions,
     ) -> Result<ExitCode, CliError> {
-        let ApplyRun { args, allowlist, dry_run, delete_options, format, .. } = *self;
-        let cluster = connect(&args.cluster).await?;
-        let mut run = start_run(&cluster, args, &mut options, dry_run).await?;
+        let ApplyRun { cluster, args, allowlist, dry_run, delete_options, format, .. } = *self;
+        let mut run = start_run(cluster, args, &mut options, dry_run).await?;
         // kubectl maps --prune-allowlist kinds before applying anything: a bad kind changes nothing.
         if !allowlist.is_empty() {
-            prune::check_allowlist(&cluster, allowlist).await?;
+            prune::check_allowlist(cluster, allowlist).await?;
         }
-        let plan = apply::plan(&cluster, objects, &options).await?;
+        let plan = apply::plan(cluster, objects, &options).await?;
         if let Some(run) = run.as_mut() {
             let begun = run.begin(&plan).await;
             print_warnings(run.take_warnings());
             begun?;
         }
-        let report = apply::execute(&cluster, plan, &options).await;
+        let report = apply::execute(cluster, plan, &options).await;
         if print_report(&report, dry_run, format, &self.load_failures) {
             return Ok(ExitCode::from(1));
         }
         if !args.prune {
-            return Ok(self.wait(&cluster, &report).await);
+            return Ok(self.wait(cluster, &report).await);
         }
 
         // Prune only after every object applied. The server's warnings on its LISTs and
@@ -309,7 +314,7 @@ impl ApplyRun<'_> {
                 None => {
                     let selector = args.input.selector.as_deref();
                     let (visited, namespaces) = (&report.visited, &report.namespaces_visited);
-                    prune::by_selector(&cluster, selector, args.all, allowlist, visited, namespaces, delete_options)
+                    prune::by_selector(cluster, selector, args.all, allowlist, visited, namespaces, delete_options)
                         .await
                 }
             }
@@ -323,7 +328,7 @@ impl ApplyRun<'_> {
             print_warnings(run.take_warnings());
             finished?;
         }
-        Ok(self.wait(&cluster, &report).await)
+        Ok(self.wait(cluster, &report).await)
     }
 
     /// `--wait`: until the applied objects are healthy (exit 1 with the reason when not).

@@ -78,6 +78,11 @@ async fn flag_errors_are_kubectls() -> Result<()> {
     assert!(!a.success && !b.success, "{a:?} {b:?}");
     assert_eq!(a.stderr.lines().next(), b.stderr.lines().next());
     assert_eq!(a.stderr.lines().nth(1), Some("See 'applyset apply -h' for help and examples"));
+    // A duration flag Go cannot read: cobra's message, with Go's words.
+    let args = ["-f", dir.path(), "--timeout=soon"];
+    let (a, b) = (applyset(&ours, &args)?, kubectl(&theirs, &args)?);
+    assert_eq!((a.code, a.stderr.lines().next()), (b.code, b.stderr.lines().next()), "{a:?} {b:?}");
+    assert_eq!(a.stderr.lines().nth(1), Some("See 'applyset apply --help' for usage."));
     // What this tool does not do says so.
     let server_side = applyset(&ours, &["-f", dir.path(), "--server-side"])?;
     assert!(!server_side.success && server_side.stderr.contains("applies client-side only"), "{server_side:?}");

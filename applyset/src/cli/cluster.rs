@@ -199,7 +199,7 @@ fn vmodule(value: &str) -> Result<String, String> {
 
 /// `--log-flush-frequency`: a Go duration (the words are klog's flag's).
 fn flush_frequency(value: &str) -> Result<String, String> {
-    crate::cluster::go_duration::parse(value).map(|_| value.to_owned()).map_err(|_| "parse error".into())
+    crate::duration::parse_go(value).map(|_| value.to_owned()).map_err(|_| "parse error".into())
 }
 
 #[cfg(test)]

@@ -12,8 +12,6 @@ use std::time::Duration;
 
 use kube::config::{AuthInfo, Context, KubeConfigOptions, Kubeconfig, NamedAuthInfo, NamedCluster, NamedContext};
 
-use super::go_duration;
-
 /// A secret flag value (`--token`, `--password`): never shown by `Debug`.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Sensitive(pub String);
@@ -127,7 +125,7 @@ pub(crate) fn go_error_text(error: &std::io::Error) -> String {
 pub fn parse_timeout(text: &str) -> Result<Option<Duration>, ConfigError> {
     let nanos = match text.parse::<i64>() {
         Ok(seconds) if seconds >= 0 => seconds.saturating_mul(1_000_000_000),
-        _ => go_duration::parse(text).map_err(|_| ConfigError::InvalidTimeout(text.to_owned()))?,
+        _ => crate::duration::parse_go(text).map_err(|_| ConfigError::InvalidTimeout(text.to_owned()))?,
     };
     // A negative timeout is none, as Go's http.Client reads it.
     Ok((nanos > 0).then(|| Duration::from_nanos(nanos.unsigned_abs())))

@@ -23,7 +23,6 @@ pub mod config;
 mod discovery;
 mod door;
 mod error;
-pub mod go_duration;
 pub mod list;
 pub mod mapper;
 mod openapi;

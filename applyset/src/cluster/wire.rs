@@ -14,8 +14,6 @@ use std::time::{Duration, Instant};
 use http::{Request, Response};
 use kube::client::Body;
 
-use super::go_duration;
-
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The tracing target of the request log: one `Response` line per request (verb, URL, status,
@@ -179,7 +177,7 @@ fn add_timeout_parameter(request: &mut Request<Body>, limit: Duration) {
     }
     let nanos = i64::try_from(limit.as_nanos()).unwrap_or(i64::MAX);
     // `µs` is the one non-ASCII thing Go's Duration.String writes: escaped as Go's url.Values does.
-    let value = go_duration::format(nanos).replace('µ', "%C2%B5");
+    let value = crate::duration::format_go(nanos).replace('µ', "%C2%B5");
     let path_and_query = match uri.query() {
         Some(query) => format!("{}?{query}&timeout={value}", uri.path()),
         None => format!("{}?timeout={value}", uri.path()),

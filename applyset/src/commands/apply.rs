@@ -22,6 +22,11 @@ use crate::printers::OutputFormat;
 pub fn run(args: ApplyArgs) -> ExitCode {
     match execute(args) {
         Ok(code) => code,
+        // A flag value kubectl's flag parser refuses: cobra's words.
+        Err(CliError::Flag(error @ FlagError::Timeout { .. })) => {
+            eprintln!("error: {error}\nSee 'applyset apply --help' for usage.");
+            ExitCode::from(1)
+        }
         Err(message) => {
             eprintln!("error: {message}");
             ExitCode::from(1)

@@ -1,7 +1,6 @@
-//! Go's `time.ParseDuration` and `Duration.String`, exactly: kubectl's `--request-timeout` and
-//! `--log-flush-frequency` are read with the first, and the `timeout` query parameter kubectl
-//! sends is written with the second. (`crate::duration` reads the narrower syntax the CRD's
-//! pattern admits; these flags take all of Go's: signs, `ns`, `us`, `µs`, bare `0`.)
+//! Go's `time.ParseDuration` and `Duration.String`, exactly: every duration flag kubectl reads
+//! (`--timeout`, `--request-timeout`, `--log-flush-frequency`) is read with the first, and the
+//! `timeout` query parameter kubectl sends is written with the second.
 
 /// Text Go's `time.ParseDuration` refuses, worded as Go words it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

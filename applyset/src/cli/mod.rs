@@ -5,6 +5,7 @@ mod apply;
 mod cluster;
 mod controller;
 mod fleet;
+mod last_applied;
 mod patch;
 mod preview;
 
@@ -17,6 +18,9 @@ pub use controller::{
     ManifestLimitArgs, ScopeArgs, ServingArgs,
 };
 pub use fleet::{CompletionArgs, EventsArgs, GetArgs, NamedArgs, ReconcileArgs, ResumeArgs, SuspendArgs};
+pub use last_applied::{
+    EditLastAppliedArgs, LastAppliedCommand, ObjectArgs, PrintArgs, SetLastAppliedArgs, ViewLastAppliedArgs,
+};
 pub use patch::{PatchCommand, SchemaArgs};
 pub use preview::{BuildArgs, PlanArgs};
 

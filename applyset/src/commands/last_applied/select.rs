@@ -1,0 +1,577 @@
+//! Which objects a last-applied subcommand works on: kubectl's resource builder (cli-runtime's
+//! `resource.Builder`) as these commands configure it, with its checks and messages, in its
+//! order.
+//!
+//! The objects come from files (`-f`, `-R`, `-k`: each object's live copy is fetched, the
+//! builder's `Latest`), from a selector (`TYPE -l …`, `TYPE --all`, or a type alone when every
+//! object of it is meant: one LIST per type) or from names (`TYPE NAME…`, `TYPE1,TYPE2 NAME`,
+//! `TYPE/NAME…`: one GET each). Types resolve through discovery
+//! ([`ApiIndex::mapping_for`](crate::cluster::mapper::ApiIndex::mapping_for)).
+
+use std::path::{Path, PathBuf};
+
+use applyset_merge::Value;
+use kube::core::{ApiResource, GroupVersionKind};
+
+use super::error::{BuilderError, LastAppliedError};
+use crate::apply::object::{meta_str, remove_namespace, set_namespace};
+use crate::apply::selector::Selector;
+use crate::cluster::mapper::ApiIndex;
+use crate::cluster::{self, Cluster, Mapping};
+use crate::manifest::{self, LoadedObject};
+
+/// The namespace of a command (kubectl's `ToRawKubeConfigLoader().Namespace()`): `-n`, else the
+/// kubeconfig context's, else `default`; `enforced` when `-n` was given (objects of the files
+/// naming another namespace are refused then).
+#[derive(Debug, Clone)]
+pub struct Namespace {
+    pub name: String,
+    pub enforced: bool,
+}
+
+impl Namespace {
+    pub fn of(flag: Option<&str>, cluster: &Cluster) -> Namespace {
+        match flag {
+            Some(name) => Namespace { name: name.to_owned(), enforced: true },
+            None => Namespace { name: cluster.default_namespace().to_owned(), enforced: false },
+        }
+    }
+}
+
+/// What the command line asks for, and how the builder is set up.
+#[derive(Debug, Default)]
+pub struct Request<'a> {
+    pub resources: &'a [String],
+    pub filenames: &'a [PathBuf],
+    pub kustomize: Option<&'a Path>,
+    pub recursive: bool,
+    pub selector: Option<&'a str>,
+    pub all: bool,
+    /// A type alone selects all its objects (kubectl's `allowEmptySelector`).
+    pub type_alone_selects_all: bool,
+    /// The arguments are read before the files (edit-last-applied's order of checks).
+    pub args_before_files: bool,
+    /// Visit every object and report every failure (`ContinueOnError`), instead of stopping at
+    /// the first.
+    pub continue_on_error: bool,
+}
+
+/// One object found, as the server has it.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub mapping: Mapping,
+    pub name: String,
+    /// `""` for cluster-scoped objects.
+    pub namespace: String,
+    /// The file (or `STDIN`, or the kustomization directory) the object was named in.
+    pub source: Option<String>,
+    pub object: Value,
+}
+
+/// The builder's state once the command line is read: kubectl's fields of the same names.
+#[derive(Default)]
+struct Builder {
+    errors: Vec<BuilderError>,
+    other_errors: Vec<LastAppliedError>,
+    has_paths: bool,
+    resources: Vec<String>,
+    names: Vec<String>,
+    tuples: Vec<(String, String)>,
+    label_selector: Option<String>,
+    select_all: bool,
+}
+
+/// What the builder found to visit, every type mapped (kubectl's `Do()`): nothing is fetched
+/// yet.
+pub enum Plan {
+    /// Objects of files or a kustomization, fetched one by one; those not matching the
+    /// selector (if any) are left out.
+    Paths { selector: Option<Selector> },
+    /// Every object of each type matching the label selector (empty: all), one LIST per type.
+    Selected { mappings: Vec<Mapping>, selector: String },
+    /// Objects by type and name, one GET each.
+    Named(Vec<(Mapping, String)>),
+}
+
+/// Reads the command line as kubectl's builder does, refusing what it refuses, and maps the
+/// types it names.
+pub async fn plan(cluster: &Cluster, request: &Request<'_>) -> Result<Plan, LastAppliedError> {
+    let builder = Builder::read(cluster, request).await?;
+    let label_selector = if builder.select_all { Some(String::new()) } else { builder.label_selector.clone() };
+    if builder.has_paths {
+        if !builder.resources.is_empty() {
+            return Err(BuilderError::PathsAndResources.into());
+        }
+        if !builder.names.is_empty() {
+            return Err(BuilderError::PathsAndNames.into());
+        }
+        if !builder.tuples.is_empty() {
+            return Err(BuilderError::PathsAndTuples.into());
+        }
+        let selector = match label_selector.as_deref() {
+            Some(text) => Some(
+                Selector::parse(text)
+                    .map_err(|source| BuilderError::InvalidSelector { selector: text.to_owned(), source })?,
+            ),
+            None => None,
+        };
+        return Ok(Plan::Paths { selector });
+    }
+    if let Some(selector) = label_selector {
+        if !builder.names.is_empty() {
+            return Err(BuilderError::SelectorAndNames.into());
+        }
+        if !builder.tuples.is_empty() {
+            return Err(BuilderError::SelectorAndTuples.into());
+        }
+        if builder.resources.is_empty() {
+            return Err(BuilderError::SelectorWithoutResource.into());
+        }
+        let mappings = resource_mappings(cluster, &builder.resources).await?;
+        return Ok(Plan::Selected { mappings, selector });
+    }
+    if !builder.tuples.is_empty() {
+        // Every type is mapped before anything is fetched.
+        let index = cluster.api_index().await?;
+        let mut mapped: Vec<(String, Mapping)> = Vec::new();
+        for (resource, _) in &builder.tuples {
+            if !mapped.iter().any(|(r, _)| r == resource) {
+                mapped.push((resource.clone(), mapping_of(&index, resource)?));
+            }
+        }
+        let mapping = |resource: &str| mapped.iter().find(|(r, _)| r == resource).map(|(_, m)| m.clone());
+        let named = builder.tuples.iter().filter_map(|(resource, name)| Some((mapping(resource)?, name.clone())));
+        return Ok(Plan::Named(named.collect()));
+    }
+    if !builder.names.is_empty() {
+        let mapping = match builder.resources.as_slice() {
+            [] => return Err(BuilderError::ResourceAndNameTogether.into()),
+            [_] => resource_mappings(cluster, &builder.resources).await?.remove(0),
+            _ => return Err(BuilderError::OnlyOneResource.into()),
+        };
+        return Ok(Plan::Named(builder.names.iter().map(|name| (mapping.clone(), name.clone())).collect()));
+    }
+    if !builder.resources.is_empty() {
+        resource_mappings(cluster, &builder.resources).await?;
+        return Err(BuilderError::NoName.into());
+    }
+    Err(BuilderError::MissingResource.into())
+}
+
+/// The objects of `plan`, handed to `each` in order (its error is the object's failure).
+/// Stops at the first failure unless the request continues on error; then every failure is
+/// returned together.
+pub async fn visit(
+    cluster: &Cluster,
+    namespace: &Namespace,
+    request: &Request<'_>,
+    plan: Plan,
+    mut each: impl FnMut(Target) -> Result<(), LastAppliedError>,
+) -> Result<(), LastAppliedError> {
+    let mut failures = Vec::new();
+    // A failure is kept (continue on error) or ends the visit.
+    let mut outcome = |result: Result<Target, LastAppliedError>| -> Result<(), LastAppliedError> {
+        match result.and_then(|target| each(finish(target, namespace)?)) {
+            Err(error) if request.continue_on_error => {
+                failures.push(error);
+                Ok(())
+            }
+            other => other,
+        }
+    };
+    match plan {
+        Plan::Paths { selector } => {
+            for loaded in load_inputs(request).await? {
+                let target = match loaded {
+                    Ok(loaded) => file_target(cluster, loaded, namespace, true).await,
+                    Err(error) => Err(error),
+                };
+                if let (Ok(target), Some(selector)) = (&target, &selector)
+                    && !selector.matches_object(&target.object)
+                {
+                    continue;
+                }
+                outcome(target)?;
+            }
+        }
+        Plan::Selected { mappings, selector } => {
+            let selector = Some(selector.as_str()).filter(|s| !s.is_empty());
+            for mapping in mappings {
+                let list_namespace = mapping.namespaced.then_some(namespace.name.as_str());
+                let items = match cluster.list(&mapping, list_namespace, selector).await {
+                    Ok(items) => items,
+                    Err(error) => {
+                        outcome(Err(error.into()))?;
+                        continue;
+                    }
+                };
+                for object in items {
+                    outcome(Ok(Target {
+                        mapping: mapping.clone(),
+                        name: meta_str(&object, "name").unwrap_or_default().to_owned(),
+                        namespace: meta_str(&object, "namespace").unwrap_or_default().to_owned(),
+                        source: None,
+                        object,
+                    }))?;
+                }
+            }
+        }
+        Plan::Named(named) => {
+            for (mapping, name) in named {
+                let object_namespace = if mapping.namespaced { namespace.name.clone() } else { String::new() };
+                let object = get_latest(cluster, &mapping, &object_namespace, &name).await;
+                outcome(object.map_err(LastAppliedError::from).map(|object| Target {
+                    mapping,
+                    name,
+                    namespace: object_namespace,
+                    source: None,
+                    object,
+                }))?;
+            }
+        }
+    }
+    match LastAppliedError::aggregate(failures) {
+        Some(error) => Err(error),
+        None => Ok(()),
+    }
+}
+
+impl Builder {
+    /// The command line as kubectl's builder reads it: every problem found is reported at once.
+    async fn read(cluster: &Cluster, request: &Request<'_>) -> Result<Builder, LastAppliedError> {
+        let mut builder = Builder::default();
+        if request.args_before_files {
+            builder.resource_type_or_name_args(cluster, request.resources, request.type_alone_selects_all).await;
+            builder.filename_param(request);
+        } else {
+            builder.filename_param(request);
+            builder.resource_type_or_name_args(cluster, request.resources, request.type_alone_selects_all).await;
+        }
+        builder.select_all_param(request.all);
+        builder.label_selector_param(request.selector.unwrap_or_default());
+        let mut errors: Vec<LastAppliedError> = builder.errors.drain(..).map(LastAppliedError::from).collect();
+        errors.append(&mut builder.other_errors);
+        match LastAppliedError::aggregate(errors) {
+            Some(error) => Err(error),
+            None => Ok(builder),
+        }
+    }
+
+    /// `FilenameParam`: `-f` with `-k` refused, and every `-f` value that names nothing.
+    fn filename_param(&mut self, request: &Request<'_>) {
+        let (files, kustomize) = (!request.filenames.is_empty(), request.kustomize.is_some());
+        let refused = self.errors.len();
+        if files && kustomize {
+            self.errors.push(BuilderError::FilenameAndKustomize);
+        }
+        if kustomize && request.recursive {
+            self.errors.push(BuilderError::KustomizeRecursive);
+        }
+        if self.errors.len() > refused {
+            return;
+        }
+        let (_, path_errors) =
+            manifest::walk::expand(request.filenames, request.recursive, manifest::walk::Root::current());
+        self.errors.extend(path_errors.into_iter().map(BuilderError::Path));
+        self.has_paths = files || kustomize;
+    }
+
+    /// `ResourceTypeOrNameArgs`: `TYPE/NAME…`, or `TYPE[,TYPE…] [NAME…]` (a category such as
+    /// `all` expanded first).
+    async fn resource_type_or_name_args(&mut self, cluster: &Cluster, args: &[String], allow_empty_selector: bool) {
+        let mut args = normalize_multiple_resources_args(args);
+        match combined_type_args(&args) {
+            Some(Err(error)) => return self.errors.push(error),
+            Some(Ok(tuples)) => {
+                self.tuples.extend(tuples);
+                return;
+            }
+            None => {}
+        }
+        if let Some(first) = args.first_mut() {
+            match cluster.api_index().await {
+                Ok(index) => {
+                    *first = first.split(',').map(|word| index.replace_alias(word)).collect::<Vec<_>>().join(",")
+                }
+                Err(error) => self.other_errors.push(error.into()),
+            }
+        }
+        if let Some((types, names)) = args.split_first() {
+            self.names.extend(names.iter().cloned());
+            self.resources.extend(split_resource_argument(types));
+            if names.is_empty() && self.label_selector.is_none() && allow_empty_selector {
+                self.label_selector = Some(String::new());
+            }
+        }
+    }
+
+    fn select_all_param(&mut self, all: bool) {
+        if all && self.label_selector.is_some() {
+            return self.errors.push(BuilderError::AllWithSelector);
+        }
+        self.select_all = all;
+    }
+
+    fn label_selector_param(&mut self, selector: &str) {
+        let trimmed = selector.trim();
+        if trimmed.is_empty() {
+            return;
+        }
+        if self.select_all {
+            return self.errors.push(BuilderError::SelectorWithAll(selector.to_owned()));
+        }
+        self.label_selector = Some(trimmed.to_owned());
+    }
+}
+
+/// `a,b,c NAME…` as the tuples `a/NAME b/NAME c/NAME …`.
+fn normalize_multiple_resources_args(args: &[String]) -> Vec<String> {
+    if args.len() >= 2 {
+        let resources = split_resource_argument(&args[0]);
+        if resources.len() > 1 {
+            return resources.iter().flat_map(|r| args[1..].iter().map(move |name| format!("{r}/{name}"))).collect();
+        }
+    }
+    args.to_vec()
+}
+
+/// The tuples of `TYPE/NAME…` arguments; `None` when no argument has a slash.
+fn combined_type_args(args: &[String]) -> Option<Result<Vec<(String, String)>, BuilderError>> {
+    let slashed = args.iter().filter(|a| a.contains('/')).count();
+    if slashed == 0 {
+        return None;
+    }
+    if slashed != args.len() {
+        let program = std::env::args().next().unwrap_or_default();
+        let program = program.rsplit('/').next().unwrap_or_default().to_owned();
+        return Some(Err(BuilderError::CombinedTypeArgs { program }));
+    }
+    Some(args.iter().map(|arg| split_resource_type_name(arg)).collect())
+}
+
+fn split_resource_type_name(arg: &str) -> Result<(String, String), BuilderError> {
+    let parts: Vec<&str> = arg.split('/').collect();
+    let [resource, name] = parts.as_slice() else { return Err(BuilderError::MoreThanOneSlash) };
+    if resource.is_empty() || name.is_empty() || split_resource_argument(resource).len() != 1 {
+        return Err(BuilderError::SingleResourceAndName);
+    }
+    Ok(((*resource).to_owned(), (*name).to_owned()))
+}
+
+/// `a,b,a` → `a b` (kubectl's `SplitResourceArgument`: unique, in order).
+fn split_resource_argument(arg: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for part in arg.split(',') {
+        if !out.iter().any(|seen| seen == part) {
+            out.push(part.to_owned());
+        }
+    }
+    out
+}
+
+fn mapping_of(index: &ApiIndex, resource: &str) -> Result<Mapping, LastAppliedError> {
+    let entry = index.mapping_for(resource)?;
+    Ok(Mapping { resource: entry.api_resource.clone(), namespaced: entry.namespaced })
+}
+
+/// Each type's mapping, once per kind.
+async fn resource_mappings(cluster: &Cluster, resources: &[String]) -> Result<Vec<Mapping>, LastAppliedError> {
+    let index = cluster.api_index().await?;
+    let mut mappings: Vec<Mapping> = Vec::new();
+    for resource in resources {
+        let mapping = mapping_of(&index, resource)?;
+        let same = |m: &Mapping| {
+            m.resource.api_version == mapping.resource.api_version && m.resource.kind == mapping.resource.kind
+        };
+        if !mappings.iter().any(same) {
+            mappings.push(mapping);
+        }
+    }
+    Ok(mappings)
+}
+
+/// The objects of the files (or the kustomization), and the problems reading them, in input
+/// order.
+pub async fn load_inputs(
+    request: &Request<'_>,
+) -> Result<Vec<Result<LoadedObject, LastAppliedError>>, LastAppliedError> {
+    if let Some(dir) = request.kustomize {
+        return Ok(super::kustomization(dir).await?.into_iter().map(Ok).collect());
+    }
+    let loaded = manifest::load_partial(request.filenames, request.recursive, std::io::stdin(), &Default::default());
+    let mut errors = loaded.errors.iter().zip(&loaded.positions).peekable();
+    let mut out = Vec::new();
+    for (index, object) in loaded.objects.into_iter().enumerate() {
+        while let Some((error, _)) = errors.next_if(|&(_, &position)| position <= index) {
+            out.push(Err(LastAppliedError::Load(error.kubectl_message())));
+        }
+        out.push(Ok(object));
+    }
+    out.extend(errors.map(|(error, _)| Err(LastAppliedError::Load(error.kubectl_message()))));
+    Ok(out)
+}
+
+/// An object of a file with its mapping and namespace, and its live copy when `latest`
+/// (the builder's `Latest`: an object without a name stays as written).
+pub async fn file_target(
+    cluster: &Cluster,
+    loaded: LoadedObject,
+    namespace: &Namespace,
+    latest: bool,
+) -> Result<Target, LastAppliedError> {
+    let source = manifest::kubectl_source(&loaded.source.path);
+    let mut object = loaded.object;
+    let name = meta_str(&object, "name").unwrap_or_default().to_owned();
+    let object_namespace = meta_str(&object, "namespace").unwrap_or_default().to_owned();
+    let text = |field: &str| {
+        object.as_object().and_then(|o| o.get(field)).and_then(Value::as_str).unwrap_or_default().to_owned()
+    };
+    let (api_version, kind) = (text("apiVersion"), text("kind"));
+    let (group, version) = api_version.split_once('/').unwrap_or(("", &api_version));
+    let mapping = match cluster.mapping(&GroupVersionKind::gvk(group, version, &kind)).await {
+        Ok(mapping) => mapping,
+        Err(cluster::Error::NoMatch { .. }) => {
+            return Err(LastAppliedError::NoMapping {
+                name,
+                namespace: object_namespace,
+                file: source,
+                kind,
+                api_version,
+            });
+        }
+        Err(cause) => return Err(LastAppliedError::Unrecognized { file: source, cause }),
+    };
+    let mut target_namespace = object_namespace;
+    if latest {
+        if mapping.namespaced && target_namespace.is_empty() {
+            target_namespace = namespace.name.clone();
+        }
+        if !name.is_empty() {
+            object = get_latest(cluster, &mapping, &target_namespace, &name).await?;
+        }
+    }
+    Ok(Target { mapping, name, namespace: target_namespace, source: Some(source), object })
+}
+
+/// The builder's last steps on every object: the command's namespace for namespaced objects
+/// that name none (and, with `-n`, the refusal of another), none for cluster-scoped ones.
+fn finish(mut target: Target, namespace: &Namespace) -> Result<Target, LastAppliedError> {
+    if !target.mapping.namespaced {
+        target.namespace.clear();
+        remove_namespace(&mut target.object);
+        return Ok(target);
+    }
+    if target.namespace.is_empty() {
+        target.namespace = namespace.name.clone();
+        set_namespace(&mut target.object, &namespace.name);
+    } else if namespace.enforced && target.namespace != namespace.name {
+        return Err(LastAppliedError::NamespaceMismatch { found: target.namespace, expected: namespace.name.clone() });
+    }
+    Ok(target)
+}
+
+/// [`finish`] for the objects of `set-last-applied`, which it reads without fetching them.
+pub fn finish_file_target(target: Target, namespace: &Namespace) -> Result<Target, LastAppliedError> {
+    finish(target, namespace)
+}
+
+/// GET an object (kubectl's `Info.Get`): when it is not found in a namespace other than
+/// `default`, and that namespace does not exist either, the namespace's NotFound is the error.
+pub async fn get_latest(cluster: &Cluster, mapping: &Mapping, namespace: &str, name: &str) -> cluster::Result<Value> {
+    let scoped = Some(namespace).filter(|ns| !ns.is_empty());
+    match cluster.get(mapping, scoped, name).await {
+        Err(error) if error.is_not_found() && scoped.is_some_and(|ns| ns != "default") => {
+            let namespaces = Mapping {
+                resource: ApiResource::from_gvk_with_plural(
+                    &GroupVersionKind::gvk("", "v1", "Namespace"),
+                    "namespaces",
+                ),
+                namespaced: false,
+            };
+            match cluster.get(&namespaces, None, namespace).await {
+                Err(missing) if missing.is_not_found() => Err(missing),
+                _ => Err(error),
+            }
+        }
+        result => result,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(args: &[&str]) -> Vec<String> {
+        args.iter().map(|a| (*a).to_owned()).collect()
+    }
+
+    #[test]
+    fn several_types_and_names_become_tuples() {
+        assert_eq!(
+            normalize_multiple_resources_args(&strings(&["cm,deploy", "a", "b"])),
+            ["cm/a", "cm/b", "deploy/a", "deploy/b"]
+        );
+        assert_eq!(normalize_multiple_resources_args(&strings(&["cm", "a"])), ["cm", "a"]);
+        assert_eq!(normalize_multiple_resources_args(&strings(&["cm,cm", "a"])), ["cm,cm", "a"], "one type: unchanged");
+        assert_eq!(split_resource_argument("a,b,a"), ["a", "b"]);
+    }
+
+    #[test]
+    fn type_name_arguments() {
+        let tuples = combined_type_args(&strings(&["cm/a", "deploy/web"])).unwrap().unwrap();
+        assert_eq!(tuples, [("cm".to_owned(), "a".to_owned()), ("deploy".to_owned(), "web".to_owned())]);
+        assert!(combined_type_args(&strings(&["cm", "a"])).is_none());
+        assert!(matches!(
+            combined_type_args(&strings(&["cm/a", "cm"])),
+            Some(Err(BuilderError::CombinedTypeArgs { .. }))
+        ));
+        assert_eq!(split_resource_type_name("cm/a/b"), Err(BuilderError::MoreThanOneSlash));
+        assert_eq!(split_resource_type_name("/a"), Err(BuilderError::SingleResourceAndName));
+        assert_eq!(split_resource_type_name("cm,deploy/a"), Err(BuilderError::SingleResourceAndName));
+    }
+
+    #[test]
+    fn all_and_selectors_exclude_each_other_in_kubectls_order() {
+        let mut builder = Builder { label_selector: Some(String::new()), ..Builder::default() };
+        builder.select_all_param(true);
+        assert_eq!(builder.errors, [BuilderError::AllWithSelector]);
+        let mut builder = Builder::default();
+        builder.select_all_param(true);
+        builder.label_selector_param(" app=x");
+        assert_eq!(builder.errors, [BuilderError::SelectorWithAll(" app=x".into())]);
+        let mut builder = Builder::default();
+        builder.label_selector_param(" app=x ");
+        assert_eq!(builder.label_selector.as_deref(), Some("app=x"));
+    }
+
+    fn target(namespaced: bool, namespace: &str) -> Target {
+        let gvk = GroupVersionKind::gvk("", "v1", "ConfigMap");
+        let object =
+            Value::from_json_str(&format!(r#"{{"metadata":{{"name":"a","namespace":"{namespace}"}}}}"#)).unwrap();
+        Target {
+            mapping: Mapping { resource: ApiResource::from_gvk_with_plural(&gvk, "configmaps"), namespaced },
+            name: "a".into(),
+            namespace: namespace.into(),
+            source: None,
+            object,
+        }
+    }
+
+    #[test]
+    fn namespaces_are_defaulted_checked_and_dropped() {
+        let flag = Namespace { name: "ns".into(), enforced: true };
+        let context = Namespace { name: "ns".into(), enforced: false };
+        let mut empty = target(true, "");
+        empty.object = Value::from_json_str(r#"{"metadata":{"name":"a"}}"#).unwrap();
+        let defaulted = finish(empty, &flag).unwrap();
+        assert_eq!((defaulted.namespace.as_str(), meta_str(&defaulted.object, "namespace")), ("ns", Some("ns")));
+        let error = finish(target(true, "other"), &flag).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            r#"the namespace from the provided object "other" does not match the namespace "ns". You must pass '--namespace=other' to perform this operation."#
+        );
+        assert_eq!(finish(target(true, "other"), &context).unwrap().namespace, "other", "without -n another is fine");
+        let cluster_scoped = finish(target(false, "other"), &flag).unwrap();
+        assert_eq!((cluster_scoped.namespace.as_str(), meta_str(&cluster_scoped.object, "namespace")), ("", None));
+    }
+}

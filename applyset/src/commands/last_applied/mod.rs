@@ -3,12 +3,13 @@
 //! `kubectl.kubernetes.io/last-applied-configuration` annotation, with kubectl's flags, output
 //! bytes, messages and exit codes (0, or 1 on any failure).
 //!
-//! - `select`: which objects (kubectl's resource builder: files, `TYPE NAME`, `TYPE/NAME`,
-//!   `-l`, `--all`, namespaces);
+//! - `builder`, `select`: which objects (kubectl's resource builder: the command line read,
+//!   then files, `TYPE NAME`, `TYPE/NAME`, `-l`, `--all`, namespaces);
 //! - `view`, `set`, `edit`: the three commands; `editor`: the editor, its file and the
 //!   comparisons of the edit loop; `indent`: Go's `json.Indent`;
 //! - `error`: the failures, printed as kubectl prints them.
 
+mod builder;
 mod edit;
 mod editor;
 mod error;

@@ -439,6 +439,13 @@ async fn edit_last_applied_of_several_objects_and_its_errors_are_kubectls() -> R
     assert_eq!(out.stdout, "configmap/plain edited\nconfigmap/tricky edited\n");
     assert!(seen[0].contains("kind: List"), "{seen:?}");
     same_edit(&dir, both, &["cm/plain", "deploy/web", "-o", "yaml"], &[None]).await?;
+    // Kinds the server does not have, in a List: kubectl's other wording for list items.
+    let unknown = "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Bogus, metadata: {name: a}}\n- {apiVersion: example.com/v1, kind: Other, metadata: {name: b}}\n";
+    let (_, seen) = same_edit(&dir, both, &["cm", "plain"], &[Some(unknown), None]).await?;
+    assert!(
+        seen[1].contains("# The edited file had a syntax error: [unable to recognize no matches for kind \"Bogus\""),
+        "{seen:?}"
+    );
     // By file, by type alone, and what cannot be edited.
     same_edit(&dir, both, &["-f", &dir.file("objects.yaml")], &[None]).await?;
     same_edit(&dir, both, &["cm"], &[None]).await?;

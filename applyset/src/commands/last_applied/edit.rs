@@ -131,17 +131,21 @@ pub fn run(args: EditLastAppliedArgs) -> Result<ExitCode, LastAppliedError> {
 /// The objects of an annotation or of the edited file, read as kubectl reads a file named
 /// `edited-file`, each mapped through discovery; every problem reported together.
 async fn read_edited(cluster: &Cluster, text: &[u8]) -> Result<Vec<Edited>, LastAppliedError> {
-    let loaded = manifest::load_bytes(std::path::Path::new("edited-file"), text).map_err(|error| {
+    let source = "edited-file";
+    let loaded = manifest::load_bytes(std::path::Path::new(source), text).map_err(|error| {
         let errors = error.errors.iter().map(|e| LastAppliedError::Load(e.kubectl_message())).collect();
-        LastAppliedError::aggregate(errors).unwrap_or(LastAppliedError::Several(Vec::new()))
+        LastAppliedError::aggregate(errors).unwrap_or_else(|| LastAppliedError::Load(error.to_string()))
     })?;
-    // As written: no namespace is defaulted.
-    let none = Namespace { name: String::new(), enforced: false };
+    // The documents that are lists: kubectl words an unknown kind of their items differently.
+    let lists: Vec<usize> = manifest::parse_stream(&manifest::decode_text(text))
+        .map(|documents| documents.iter().filter(|d| is_list(&d.value)).map(|d| d.number).collect())
+        .unwrap_or_default();
     let mut errors: Vec<LastAppliedError> = Vec::new();
     let mut objects = Vec::new();
     for loaded in loaded {
-        match select::file_target(cluster, loaded, &none, false).await {
-            Ok(target) => objects.push(Edited { mapping: target.mapping, object: target.object }),
+        let list_item = lists.contains(&loaded.source.document);
+        match select::object_mapping(cluster, &loaded.object, source, list_item).await {
+            Ok(mapping) => objects.push(Edited { mapping, object: loaded.object }),
             Err(error) => errors.push(error),
         }
     }
@@ -149,6 +153,11 @@ async fn read_edited(cluster: &Cluster, text: &[u8]) -> Result<Vec<Edited>, Last
         Some(error) => Err(error),
         None => Ok(objects),
     }
+}
+
+/// A document the loader reads as a list (an object with `items`).
+fn is_list(document: &Value) -> bool {
+    document.as_object().is_some_and(|o| o.contains_key("items"))
 }
 
 /// The objects as one document: the object alone, or a `v1` `List` of them.

@@ -96,6 +96,9 @@ pub enum LastAppliedError {
         #[source]
         cause: cluster::Error,
     },
+    /// The kind of an item of a `List` is not served (or discovery failed).
+    #[error("unable to recognize {0}")]
+    UnrecognizedItem(#[source] cluster::Error),
     #[error(
         "the namespace from the provided object {} does not match the namespace {}. You must pass '--namespace={}' to perform this operation.",
         go_quote(.found), go_quote(.expected), .found
@@ -129,9 +132,16 @@ pub enum LastAppliedError {
     /// The editor, its file, or the edit loop (`edit-last-applied`).
     #[error(transparent)]
     Edit(#[from] super::editor::EditError),
-    /// Several errors (kubectl's aggregate), printed one per line.
-    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
+    /// Several errors (kubectl's aggregate): displayed as Go formats an aggregate (`[a, b]`),
+    /// printed one per line ([`LastAppliedError::render`]).
+    #[error("{}", go_aggregate(.0))]
     Several(Vec<LastAppliedError>),
+}
+
+/// Go's `Aggregate.Error()` of several errors.
+fn go_aggregate(errors: &[LastAppliedError]) -> String {
+    let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    crate::manifest::go_aggregate(messages.iter().map(String::as_str)).unwrap_or_default()
 }
 
 impl LastAppliedError {
@@ -216,6 +226,10 @@ mod tests {
         assert_eq!(
             both.render(),
             "Error from server (NotFound): configmaps \"a\" not found\nresource(s) were provided, but no name was specified\n"
+        );
+        assert_eq!(
+            both.to_string(),
+            "[configmaps \"a\" not found, resource(s) were provided, but no name was specified]"
         );
         assert!(LastAppliedError::aggregate(Vec::new()).is_none());
     }

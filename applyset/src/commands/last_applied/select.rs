@@ -275,28 +275,10 @@ pub async fn file_target(
     latest: bool,
 ) -> Result<Target, LastAppliedError> {
     let source = manifest::kubectl_source(&loaded.source.path);
+    let mapping = object_mapping(cluster, &loaded.object, &source, false).await?;
     let mut object = loaded.object;
     let name = meta_str(&object, "name").unwrap_or_default().to_owned();
-    let object_namespace = meta_str(&object, "namespace").unwrap_or_default().to_owned();
-    let text = |field: &str| {
-        object.as_object().and_then(|o| o.get(field)).and_then(Value::as_str).unwrap_or_default().to_owned()
-    };
-    let (api_version, kind) = (text("apiVersion"), text("kind"));
-    let (group, version) = api_version.split_once('/').unwrap_or(("", &api_version));
-    let mapping = match cluster.mapping(&GroupVersionKind::gvk(group, version, &kind)).await {
-        Ok(mapping) => mapping,
-        Err(cluster::Error::NoMatch { .. }) => {
-            return Err(LastAppliedError::NoMapping {
-                name,
-                namespace: object_namespace,
-                file: source,
-                kind,
-                api_version,
-            });
-        }
-        Err(cause) => return Err(LastAppliedError::Unrecognized { file: source, cause }),
-    };
-    let mut target_namespace = object_namespace;
+    let mut target_namespace = meta_str(&object, "namespace").unwrap_or_default().to_owned();
     if latest {
         if mapping.namespaced && target_namespace.is_empty() {
             target_namespace = namespace.name.clone();
@@ -306,6 +288,32 @@ pub async fn file_target(
         }
     }
     Ok(Target { mapping, name, namespace: target_namespace, source: Some(source), object })
+}
+
+/// The resource of an object read from `source`, worded as kubectl's builder words a kind it
+/// does not know: for an object of its own document (`infoForData`), or an item of a `List`
+/// (`infoForObject`).
+pub async fn object_mapping(
+    cluster: &Cluster,
+    object: &Value,
+    source: &str,
+    list_item: bool,
+) -> Result<Mapping, LastAppliedError> {
+    let text = |field: &str| object.as_object().and_then(|o| o.get(field)).and_then(Value::as_str).unwrap_or_default();
+    let (api_version, kind) = (text("apiVersion"), text("kind"));
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    match cluster.mapping(&GroupVersionKind::gvk(group, version, kind)).await {
+        Ok(mapping) => Ok(mapping),
+        Err(cause) if list_item => Err(LastAppliedError::UnrecognizedItem(cause)),
+        Err(cluster::Error::NoMatch { .. }) => Err(LastAppliedError::NoMapping {
+            name: meta_str(object, "name").unwrap_or_default().to_owned(),
+            namespace: meta_str(object, "namespace").unwrap_or_default().to_owned(),
+            file: source.to_owned(),
+            kind: kind.to_owned(),
+            api_version: api_version.to_owned(),
+        }),
+        Err(cause) => Err(LastAppliedError::Unrecognized { file: source.to_owned(), cause }),
+    }
 }
 
 /// The builder's last steps on every object: the command's namespace for namespaced objects

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::{ClusterArgs, go_bool};
+use super::{ClusterArgs, LastAppliedCommand, go_bool};
 
 /// What to read.
 #[derive(Debug, Args)]
@@ -38,6 +38,7 @@ pub struct InputArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(disable_help_subcommand = true)]
 pub struct ApplyArgs {
     #[command(flatten)]
     pub input: InputArgs,
@@ -76,6 +77,10 @@ pub struct ApplyArgs {
     pub kubectl: KubectlApplyArgs,
     #[command(flatten)]
     pub cluster: ClusterArgs,
+    /// `view-last-applied`, `set-last-applied` or `edit-last-applied` (kubectl's subcommands
+    /// of `apply`); without one, the objects of -f/-k are applied.
+    #[command(subcommand)]
+    pub last_applied: Option<Box<LastAppliedCommand>>,
 }
 
 /// The rest of kubectl 1.33's `apply` flags, accepted with kubectl's syntax and meaning so a

@@ -6,6 +6,7 @@ mod cluster;
 mod controller;
 mod fleet;
 mod kustomize;
+mod last_applied;
 mod patch;
 mod preview;
 
@@ -22,6 +23,9 @@ pub use fleet::{
     SuspendArgs, TreeArgs, WaitArgs,
 };
 pub use kustomize::KustomizeArgs;
+pub use last_applied::{
+    EditLastAppliedArgs, LastAppliedCommand, ObjectArgs, PrintArgs, SetLastAppliedArgs, ViewLastAppliedArgs,
+};
 pub use patch::{PatchCommand, SchemaArgs};
 pub use preview::{BuildArgs, CheckoutArgs, PlanArgs};
 

@@ -112,6 +112,9 @@ pub struct ApiEntry {
 #[derive(Clone, Debug, Default)]
 pub struct ApiIndex {
     entries: Vec<ApiEntry>,
+    /// Discovery's categories (`all`, …): each category with the index in `entries` of a
+    /// resource in it, in discovery order (see [`ApiIndex::category`]).
+    categories: Vec<(String, usize)>,
 }
 
 impl ApiIndex {
@@ -136,6 +139,7 @@ impl ApiIndex {
             v.and_then(|v| v.as_array()).into_iter().flatten().filter_map(|s| s.as_str().map(str::to_owned)).collect()
         };
         let mut entries = Vec::new();
+        let mut categories = Vec::new();
         for group in lists.iter().filter_map(|l| l.get("items")?.as_array()).flatten() {
             let group_name = text(group.get("metadata").and_then(|m| m.get("name")));
             for (index, version) in group.get("versions").and_then(|v| v.as_array()).into_iter().flatten().enumerate() {
@@ -150,6 +154,9 @@ impl ApiIndex {
                     }
                     let kind = text(resource.get("responseKind").and_then(|k| k.get("kind")));
                     let singular = text(resource.get("singularResource"));
+                    for category in strings(resource.get("categories")) {
+                        categories.push((category, entries.len()));
+                    }
                     entries.push(ApiEntry {
                         api_resource: ApiResource {
                             group: group_name.clone(),
@@ -167,7 +174,7 @@ impl ApiIndex {
                 }
             }
         }
-        Self { entries }
+        Self { entries, categories }
     }
 
     /// Every resource, in discovery's order.
@@ -177,7 +184,19 @@ impl ApiIndex {
 
     /// An index from plain entries (tests).
     pub fn from_entries(entries: Vec<ApiEntry>) -> Self {
-        Self { entries }
+        Self { entries, categories: Vec::new() }
+    }
+
+    /// The resources of a discovery category (`all`), in discovery order (every version of
+    /// each), as client-go's category expander lists them; `None` for an unknown category.
+    pub fn category(&self, name: &str) -> Option<Vec<&ApiEntry>> {
+        let members: Vec<&ApiEntry> = self
+            .categories
+            .iter()
+            .filter(|(category, _)| category == name)
+            .map(|&(_, index)| &self.entries[index])
+            .collect();
+        (!members.is_empty()).then_some(members)
     }
 
     /// `RESTMapping(GroupKind{group, kind}, version)`: error text as Go's `NoKindMatchError`.

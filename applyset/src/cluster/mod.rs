@@ -15,7 +15,8 @@
 //! - `error`: typed failures and their categories;
 //! - `discovery`: GVK → resource and scope;
 //! - `openapi`: the OpenAPI caches;
-//! - `request`: paths, write parameters and body decoding.
+//! - `request`: paths, write parameters and body decoding;
+//! - `resource_arg`: a command line's resource argument (`deploy`, `deployments.apps`) → resource.
 
 pub mod budget;
 pub mod cache;
@@ -27,6 +28,7 @@ pub mod list;
 pub mod mapper;
 mod openapi;
 mod request;
+pub mod resource_arg;
 mod wire;
 
 use std::path::PathBuf;

@@ -19,7 +19,10 @@ use crate::cluster::{Cluster, collecting_warnings};
 use crate::manifest::{self, LoadedObject};
 use crate::printers::OutputFormat;
 
-pub fn run(args: ApplyArgs) -> ExitCode {
+pub fn run(mut args: ApplyArgs) -> ExitCode {
+    if let Some(command) = args.last_applied.take() {
+        return super::last_applied::run(*command, &args.cluster, args.input.namespace.as_deref());
+    }
     match execute(args) {
         Ok(code) => code,
         // A flag value kubectl's flag parser refuses: cobra's words.

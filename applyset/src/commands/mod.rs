@@ -5,6 +5,7 @@ pub mod diff;
 mod error;
 mod flags;
 pub mod fleet;
+pub mod last_applied;
 pub mod patch;
 pub mod preview;
 mod print;

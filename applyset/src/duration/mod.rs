@@ -1,5 +1,5 @@
 //! Go durations (`30s`, `5m`, `1h30m`, `1.5h`, `250ms`): read exactly as Go's
-//! `time.ParseDuration` reads them ([`go`]), and as a [`Duration`] where a negative or
+//! `time.ParseDuration` reads them ([`parse_go`], [`format_go`]), and as a [`Duration`] where a negative or
 //! unbounded one has no meaning (intervals, timeouts).
 
 mod go;

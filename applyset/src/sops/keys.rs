@@ -71,6 +71,23 @@ impl Keyring {
         &self.recipients
     }
 
+    /// A 32-byte key derived from the identities (SHA-256 under a label of its own), for
+    /// hashing values that only holders of these identities may check: the CLI's hashed
+    /// last-applied annotations of Secrets it decrypted.
+    pub fn annotation_key(&self) -> Zeroizing<[u8; 32]> {
+        use age::secrecy::ExposeSecret;
+        use sha2::Digest;
+        let mut order: Vec<usize> = (0..self.identities.len()).collect();
+        order.sort_by(|a, b| self.recipients[*a].cmp(&self.recipients[*b]));
+        let mut hash = sha2::Sha256::new();
+        hash.update(b"applyset.dev/sops-annotation-key");
+        for index in order {
+            hash.update([0u8]);
+            hash.update(self.identities[index].to_string().expose_secret().as_bytes());
+        }
+        Zeroizing::new(hash.finalize().into())
+    }
+
     /// The file's data key, from its age stanzas.
     pub(crate) fn data_key(&self, metadata: &Metadata) -> Result<DataKey, SopsError> {
         if self.identities.is_empty() {
@@ -189,6 +206,15 @@ mod tests {
         assert_eq!(keyring.add_identity_file("again", IDENTITY), Ok(1));
         assert_eq!(keyring.recipients().len(), 1);
         assert!(!format!("{keyring:?}").contains("SECRET"), "Debug shows public keys only");
+        // The derived key depends on the identities, not on their order.
+        let other = include_str!("testdata/other-key.txt");
+        let mut both = keyring.clone();
+        both.add_identity_file("other", other).unwrap();
+        let mut reversed = Keyring::new();
+        reversed.add_identity_file("other", other).unwrap();
+        reversed.add_identity_file("key", IDENTITY).unwrap();
+        assert_eq!(*both.annotation_key(), *reversed.annotation_key());
+        assert_ne!(*both.annotation_key(), *keyring.annotation_key());
     }
 
     #[test]

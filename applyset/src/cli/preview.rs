@@ -26,7 +26,7 @@ pub struct CheckoutArgs {
     /// An age identity file (`age-keygen`'s output; repeatable) that decrypts the checkout's
     /// SOPS-encrypted files, standing for the Secret `spec.decryption.secretRef` names (read
     /// from the cluster when this is not given and the ApplySet comes from the cluster).
-    /// Decrypted values are printed in clear by `build`.
+    /// `build` prints Secrets masked, decrypted or not.
     #[arg(long = "decryption-key", value_name = "FILE")]
     pub decryption_keys: Vec<PathBuf>,
 }

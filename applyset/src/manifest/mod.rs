@@ -232,7 +232,7 @@ pub struct Loaded {
     /// For each error, how many objects were read before it: where it falls in input order.
     pub positions: Vec<usize>,
     /// Set when nothing may be applied whatever was read: a `-f` value that names nothing (as
-    /// kubectl, which then reads no file), or a size cap.
+    /// kubectl, which then reads no file), a size cap, or a file that cannot be decrypted.
     pub fatal: bool,
 }
 
@@ -295,6 +295,9 @@ pub fn load_partial(paths: &[PathBuf], recursive: bool, mut stdin: impl Read, op
                 Err(error) => {
                     loaded.errors.push(FileError::file(ErrorKind::Decryption, &path, error.to_string()));
                     loaded.positions.push(loaded.objects.len());
+                    // Beyond kubectl's reading: a Secret that cannot be decrypted stops the
+                    // whole input (applying the rest, or pruning without it, is never wanted).
+                    loaded.fatal = true;
                     continue;
                 }
             },

@@ -9,8 +9,11 @@ use super::tree::Node;
 /// The prefix of the metadata keys.
 pub(crate) const METADATA_PREFIX: &str = "sops_";
 
+/// Keys and their values, in file order.
+pub(crate) type Entries = Vec<(String, Node)>;
+
 /// The entries of the file (comments left out), and the `sops_` entries apart, unprefixed.
-pub(crate) fn parse(text: &[u8]) -> Result<(Vec<(String, Node)>, Vec<(String, Node)>), SopsError> {
+pub(crate) fn parse(text: &[u8]) -> Result<(Entries, Entries), SopsError> {
     let text = std::str::from_utf8(text)
         .map_err(|_| SopsError::Syntax { format: "dotenv", message: "the file is not UTF-8 text".into() })?;
     let mut entries = Vec::new();

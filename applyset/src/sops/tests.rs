@@ -194,9 +194,12 @@ fn no_error_quotes_a_clear_or_encrypted_value() {
     }
 }
 
+/// A fixture: its name, format, bytes, and the values it decrypts to.
+type Decryptable = (String, Format, Vec<u8>, Vec<String>);
+
 /// The fixtures of each format with their decrypted values (decrypted once).
-fn fixture_decryptions() -> &'static [(String, Format, Vec<u8>, Vec<String>)] {
-    static DONE: std::sync::OnceLock<Vec<(String, Format, Vec<u8>, Vec<String>)>> = std::sync::OnceLock::new();
+fn fixture_decryptions() -> &'static [Decryptable] {
+    static DONE: std::sync::OnceLock<Vec<Decryptable>> = std::sync::OnceLock::new();
     DONE.get_or_init(|| {
         let keys = keyring(&["key.txt"]);
         ["all.enc.yaml", "regex.enc.yaml", "app.enc.json", "app.enc.env", "app.enc.ini"]

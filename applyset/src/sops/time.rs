@@ -83,7 +83,8 @@ pub(crate) fn yaml_timestamp(s: &str) -> Option<String> {
 }
 
 fn checked(instant: Instant) -> Option<Instant> {
-    let leap = instant.year % 4 == 0 && (instant.year % 100 != 0 || instant.year % 400 == 0);
+    let year = instant.year;
+    let leap = year.is_multiple_of(4) && (!year.is_multiple_of(100) || year.is_multiple_of(400));
     let days = match instant.month {
         1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
         4 | 6 | 9 | 11 => 30,

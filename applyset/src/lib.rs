@@ -16,6 +16,7 @@ pub mod manifest;
 pub mod operator;
 pub mod printers;
 pub mod redact;
+pub mod sops;
 pub mod source;
 
 /// The stack of every thread that handles documents (the command's main thread, the async

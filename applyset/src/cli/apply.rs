@@ -35,6 +35,12 @@ pub struct InputArgs {
     /// Server-side field validation: strict (or true), warn, ignore (or false).
     #[arg(long, value_name = "MODE", default_value = "strict", num_args = 0..=1, default_missing_value = "strict")]
     pub validate: String,
+    /// Beyond kubectl: an age identity file (`age-keygen`'s output; repeatable). SOPS-encrypted
+    /// files of the input (manifests, and the files a kustomization reads) are decrypted with
+    /// it, as the controller's `spec.decryption` does, and Secrets are recorded with hashed
+    /// last-applied annotations. Without it files are read as kubectl reads them.
+    #[arg(long = "decryption-key", value_name = "FILE")]
+    pub decryption_keys: Vec<PathBuf>,
 }
 
 #[derive(Debug, Args)]

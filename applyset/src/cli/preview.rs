@@ -23,6 +23,12 @@ pub struct CheckoutArgs {
     /// kustomization: a path, or a name looked up on PATH (the controller's flag of the same name).
     #[arg(long, env = "APPLYSET_KUSTOMIZE_BINARY", default_value = "kustomize", value_name = "PATH")]
     pub kustomize_binary: PathBuf,
+    /// An age identity file (`age-keygen`'s output; repeatable) that decrypts the checkout's
+    /// SOPS-encrypted files, standing for the Secret `spec.decryption.secretRef` names (read
+    /// from the cluster when this is not given and the ApplySet comes from the cluster).
+    /// `build` prints Secrets masked, decrypted or not.
+    #[arg(long = "decryption-key", value_name = "FILE")]
+    pub decryption_keys: Vec<PathBuf>,
 }
 
 /// `applyset build`.

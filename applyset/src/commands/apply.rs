@@ -16,6 +16,7 @@ use crate::applyset::legacy as prune;
 use crate::applyset::{DeleteOptions, FieldValidation, Parent, ParentWrites, Run};
 use crate::cli::{ApplyArgs, ClusterArgs, InputArgs, KustomizeArgs};
 use crate::cluster::{Cluster, collecting_warnings};
+use crate::manifest::decryption::Decryption;
 use crate::manifest::{self, LoadedObject};
 use crate::printers::OutputFormat;
 
@@ -37,10 +38,16 @@ pub fn run(mut args: ApplyArgs) -> ExitCode {
     }
 }
 
-/// Reads the input: every load error is printed and the run stops before touching the cluster.
-/// Objects not matching `-l` are dropped, as kubectl does.
-pub fn load_input(input: &InputArgs, selector: Option<&Selector>) -> Result<Vec<LoadedObject>, ExitCode> {
-    let loaded = match manifest::load(&input.filenames, input.recursive, std::io::stdin()) {
+/// Reads the input (SOPS-encrypted files decrypted with `--decryption-key`): every load error
+/// is printed and the run stops before touching the cluster. Objects not matching `-l` are
+/// dropped, as kubectl does.
+pub fn load_input(
+    input: &InputArgs,
+    selector: Option<&Selector>,
+    decryption: Option<&Decryption>,
+) -> Result<Vec<LoadedObject>, ExitCode> {
+    let options = manifest::LoadOptions { decryption: decryption.cloned(), ..manifest::LoadOptions::default() };
+    let loaded = match manifest::load_with(&input.filenames, input.recursive, std::io::stdin(), &options) {
         Ok(loaded) => loaded,
         Err(error) => {
             for e in &error.errors {
@@ -62,8 +69,13 @@ fn load_for_apply(
     input: &InputArgs,
     selector: Option<&Selector>,
     kubectl_validation: bool,
+    decryption: Option<&Decryption>,
 ) -> Result<(Vec<LoadedObject>, Vec<LoadFailure>), ExitCode> {
-    let options = manifest::LoadOptions { kubectl_validation, ..manifest::LoadOptions::default() };
+    let options = manifest::LoadOptions {
+        kubectl_validation,
+        decryption: decryption.cloned(),
+        ..manifest::LoadOptions::default()
+    };
     let loaded = manifest::load_partial(&input.filenames, input.recursive, std::io::stdin(), &options);
     if loaded.fatal {
         for e in &loaded.errors {
@@ -127,14 +139,17 @@ fn execute(args: ApplyArgs) -> Result<ExitCode, CliError> {
     // is sent yet); one runtime serves the whole command, as the client lives on it.
     let runtime = runtime()?;
     let cluster = runtime.block_on(connect(&args.cluster))?;
+    let decryption = super::decryption::from_key_files(&args.input.decryption_keys)?;
     let (mut objects, load_failures) = match &args.input.kustomize {
         Some(dir) => {
-            let built = runtime.block_on(build_kustomization(dir, &args.input.kustomize_program))?;
+            let built =
+                runtime.block_on(build_kustomization(dir, &args.input.kustomize_program, decryption.as_ref()))?;
             let selected =
                 built.into_iter().filter(|o| selector.as_ref().is_none_or(|s| s.matches_object(&o.object))).collect();
             (selected, Vec::new())
         }
-        None => match load_for_apply(&args.input, selector.as_ref(), field_validation != "Ignore") {
+        None => match load_for_apply(&args.input, selector.as_ref(), field_validation != "Ignore", decryption.as_ref())
+        {
             Ok(loaded) => loaded,
             Err(code) => return Ok(code),
         },
@@ -156,8 +171,10 @@ fn execute(args: ApplyArgs) -> Result<ExitCode, CliError> {
             apply::object::set_annotation_value(&mut object.object, CHANGE_CAUSE, &cause);
         }
     }
+    let last_applied = super::decryption::hashed_annotations(decryption.as_ref(), &mut objects);
     let defaults = ApplyOptions::default();
     let options = ApplyOptions {
+        last_applied,
         dry_run,
         force: args.force,
         server_side_fallback: args.server_side_fallback.then(|| "applyset".to_owned()),
@@ -194,10 +211,12 @@ fn execute(args: ApplyArgs) -> Result<ExitCode, CliError> {
 /// `-k DIR`: the kustomization built by the pinned kustomize (`--kustomize-binary`, else
 /// `$APPLYSET_KUSTOMIZE_BINARY`, else `kustomize` on PATH; its version checked first), with the
 /// controller's safety checks; the repository is the git work tree holding DIR (else the
-/// current directory), and nothing may come from outside it.
+/// current directory), and nothing may come from outside it. With `--decryption-key`, the
+/// SOPS-encrypted files it reads are decrypted into a private copy first.
 pub async fn build_kustomization(
     dir: &std::path::Path,
     program: &KustomizeArgs,
+    decryption: Option<&Decryption>,
 ) -> Result<Vec<LoadedObject>, CliError> {
     let dir = dir.canonicalize().map_err(|source| CliError::KustomizeDir { dir: dir.to_owned(), source })?;
     if manifest::kustomize::kustomization_file(&dir).is_none() {
@@ -216,7 +235,8 @@ pub async fn build_kustomization(
         max_output: 64 << 20,
     };
     manifest::kustomize::check_version(&kustomize.binary).await?;
-    Ok(kustomize.build(&root, &dir).await?)
+    let options = manifest::LoadOptions { decryption: decryption.cloned(), ..manifest::LoadOptions::default() };
+    Ok(kustomize.build_with(&root, &dir, &options).await?)
 }
 
 /// kubectl's `--record` annotation.

@@ -51,13 +51,14 @@ fn execute(args: DiffArgs) -> Result<ExitCode, CliError> {
     runtime.block_on(async {
         // kubectl's order: the client's configuration is checked before the input is read.
         let cluster = connect(&args.cluster).await?;
-        let objects = match &args.input.kustomize {
+        let decryption = super::decryption::from_key_files(&args.input.decryption_keys)?;
+        let mut objects: Vec<_> = match &args.input.kustomize {
             // Built exactly as `apply -k` builds it.
             Some(dir) => {
-                let built = build_kustomization(dir, &args.input.kustomize_program).await?;
+                let built = build_kustomization(dir, &args.input.kustomize_program, decryption.as_ref()).await?;
                 built.into_iter().filter(|o| selector.as_ref().is_none_or(|s| s.matches_object(&o.object))).collect()
             }
-            None => match load_input(&args.input, selector.as_ref()) {
+            None => match load_input(&args.input, selector.as_ref(), decryption.as_ref()) {
                 Ok(objects) => objects,
                 Err(_) => return Ok(ExitCode::from(2)),
             },
@@ -65,6 +66,11 @@ fn execute(args: DiffArgs) -> Result<ExitCode, CliError> {
         if objects.is_empty() {
             return Err(CliError::NoObjects("diff"));
         }
+        // As `apply --decryption-key` records them.
+        let options = ApplyOptions {
+            last_applied: super::decryption::hashed_annotations(decryption.as_ref(), &mut objects),
+            ..options
+        };
         let report = apply::apply(&cluster, objects, &options).await?;
         let mut differs = false;
         let mut failed = false;

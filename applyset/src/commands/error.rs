@@ -32,4 +32,11 @@ pub enum CliError {
     ApplySet(#[from] crate::applyset::Error),
     #[error(transparent)]
     Apply(#[from] crate::apply::Fatal),
+    /// A `--decryption-key` file that cannot be read.
+    #[error("--decryption-key {}: {source}", file.display())]
+    DecryptionKeyRead { file: PathBuf, source: std::io::Error },
+    /// A `--decryption-key` file that holds no usable age identity (names the line, never
+    /// quotes it).
+    #[error("--decryption-key {source}")]
+    DecryptionKey { source: crate::sops::KeyError },
 }

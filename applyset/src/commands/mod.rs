@@ -1,6 +1,7 @@
 //! One module per command.
 
 pub mod apply;
+pub mod decryption;
 pub mod diff;
 mod error;
 mod flags;

@@ -63,6 +63,10 @@ pub enum BuildError {
     Failed { file: String, message: String },
     #[error("{file}: the built manifests do not load: {message}")]
     Output { file: String, message: String },
+    /// A file the kustomization reads is SOPS-encrypted and cannot be decrypted (or
+    /// decryption is not configured); the error names the file.
+    #[error(transparent)]
+    Decryption(#[from] super::decryption::CopyError),
 }
 
 /// The kustomization file of `dir`, if it has one.
@@ -130,6 +134,49 @@ pub fn check_tree(root: &Path, dir: &Path) -> Result<(), BuildError> {
         }
     }
     Ok(())
+}
+
+/// The files the kustomization of `dir` and those it reaches read (relative to `root`, which
+/// holds them all: see [`check_tree`]), with the format SOPS would read each in: env files
+/// are dotenv, generator files go by their name, the rest are manifests.
+pub fn files_read(root: &Path, dir: &Path) -> Result<Vec<(PathBuf, crate::sops::Format)>, BuildError> {
+    use crate::sops::Format;
+    let mut files = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    let mut seen = std::collections::HashSet::new();
+    while let Some(dir) = pending.pop() {
+        let Some(file) = kustomization_file(&dir) else { continue };
+        if !seen.insert(file.canonicalize().unwrap_or_else(|_| file.clone())) {
+            continue;
+        }
+        let shown_file = shown(&file, root);
+        let text = std::fs::read_to_string(&file)
+            .map_err(|e| BuildError::Unreadable { file: shown_file.clone(), detail: e.to_string() })?;
+        let doc: serde_json::Value = serde_yaml_ng::from_str(&text)
+            .map_err(|e| BuildError::Unreadable { file: shown_file.clone(), detail: e.to_string() })?;
+        for (field, reference, _) in references(&doc) {
+            let Some(path) = lexical(&dir.join(&reference)) else { continue };
+            if path.is_dir() {
+                pending.push(path);
+                continue;
+            }
+            if !path.is_file() {
+                continue;
+            }
+            let format = if field.ends_with(".envs") {
+                Format::Dotenv
+            } else if field.ends_with(".files") {
+                Format::of_path(&path)
+            } else {
+                Format::of_manifest(&path)
+            };
+            let relative = path.strip_prefix(root).unwrap_or(&path).to_path_buf();
+            if !files.iter().any(|(known, _)| *known == relative) {
+                files.push((relative, format));
+            }
+        }
+    }
+    Ok(files)
 }
 
 /// Every path a kustomization names: (field, path, whether it may be another kustomization).
@@ -238,6 +285,19 @@ impl Kustomize {
         let file = kustomization_file(dir).unwrap_or_else(|| dir.join(KUSTOMIZATION_FILES[0]));
         let shown_file = shown(&file, root);
         check_tree(root, dir)?;
+        // Encrypted files are decrypted into a private copy, which kustomize builds instead.
+        let mut private = None;
+        if let Some(decryption) = &options.decryption {
+            let clear = super::decryption::decrypt_files(root, &files_read(root, dir)?, decryption)?;
+            if !clear.is_empty() {
+                private = Some(super::decryption::private_copy(root, &clear)?);
+            }
+        }
+        let (root, dir) = match &private {
+            Some(copy) => (copy.root(), copy.root().join(dir.strip_prefix(root).unwrap_or(dir))),
+            None => (root, dir.to_path_buf()),
+        };
+        let dir = dir.as_path();
         let home = std::env::temp_dir();
         let mut child = tokio::process::Command::new(&self.binary)
             .args(["build", "--load-restrictor", "LoadRestrictionsRootOnly"])
@@ -275,7 +335,9 @@ impl Kustomize {
             let message = String::from_utf8_lossy(&errors).trim().trim_start_matches("Error: ").to_owned();
             return Err(BuildError::Failed { file: shown_file, message });
         }
-        load_bytes_with(Path::new(&shown_file), &output, options)
+        // The output is clear already.
+        let options = LoadOptions { decryption: None, ..options.clone() };
+        load_bytes_with(Path::new(&shown_file), &output, &options)
             .map_err(|e| BuildError::Output { file: shown_file.clone(), message: e.to_string() })
     }
 }

@@ -22,6 +22,7 @@
 //! The controller loads with [`load_with`]: size caps ([`Limits`]) and the refusal of patch
 //! directives written in manifests ([`directives`]), neither of which kubectl has.
 
+pub mod decryption;
 pub mod directives;
 mod go_json;
 pub mod kustomize;
@@ -89,6 +90,9 @@ pub enum ErrorKind {
     /// Post-build substitution failed ([`postbuild`]): an undefined variable, a bad reference,
     /// a value that changes the YAML structure.
     Substitution,
+    /// A SOPS-encrypted file could not be decrypted, or decryption is not configured
+    /// ([`decryption`]).
+    Decryption,
 }
 
 /// One problem found while loading.
@@ -196,6 +200,9 @@ pub struct LoadOptions {
     /// a string `apiVersion` and `kind` (or not an object, or a `v1` `List` whose items lack
     /// them) is refused in kubectl's words, and ends the reading of its file.
     pub kubectl_validation: bool,
+    /// SOPS-encrypted files: decrypted, or refused ([`decryption`]); `None` reads them as they
+    /// are, as kubectl does.
+    pub decryption: Option<decryption::Decryption>,
 }
 
 /// Reads the objects `kubectl apply -f paths… [-R]` would apply, in order. `stdin` is read only
@@ -225,7 +232,7 @@ pub struct Loaded {
     /// For each error, how many objects were read before it: where it falls in input order.
     pub positions: Vec<usize>,
     /// Set when nothing may be applied whatever was read: a `-f` value that names nothing (as
-    /// kubectl, which then reads no file), or a size cap.
+    /// kubectl, which then reads no file), a size cap, or a file that cannot be decrypted.
     pub fatal: bool,
 }
 
@@ -282,6 +289,20 @@ pub fn load_partial(paths: &[PathBuf], recursive: bool, mut stdin: impl Read, op
             loaded.fatal = true;
             return loaded;
         }
+        let bytes = match &options.decryption {
+            Some(decryption) => match decryption.manifest(&path, bytes) {
+                Ok(bytes) => bytes,
+                Err(error) => {
+                    loaded.errors.push(FileError::file(ErrorKind::Decryption, &path, error.to_string()));
+                    loaded.positions.push(loaded.objects.len());
+                    // Beyond kubectl's reading: a Secret that cannot be decrypted stops the
+                    // whole input (applying the rest, or pruning without it, is never wanted).
+                    loaded.fatal = true;
+                    continue;
+                }
+            },
+            None => bytes,
+        };
         let (objects_before, errors_before) = (loaded.objects.len(), loaded.errors.len());
         load_text_into(&path, decode_text_owned(bytes), options, &mut loaded.objects, &mut loaded.errors);
         // Within the file, an error comes after the objects of the documents before it.

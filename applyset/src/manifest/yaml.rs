@@ -17,9 +17,9 @@
 //! everything it hands out is owned Rust data.
 
 mod decode;
-mod encode;
-mod libyaml;
-mod libyaml_emit;
+pub(crate) mod encode;
+pub(crate) mod libyaml;
+pub(crate) mod libyaml_emit;
 #[cfg(test)]
 mod tests;
 mod tree;
@@ -65,9 +65,9 @@ impl YamlError {
 }
 
 #[derive(Debug, Clone, Copy, Default)]
-struct Mark {
-    line: usize,
-    column: usize,
+pub(crate) struct Mark {
+    pub(crate) line: usize,
+    pub(crate) column: usize,
 }
 
 /// Parses the first YAML document of `text` (go-yaml's `Unmarshal` reads only the first; the

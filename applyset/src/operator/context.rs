@@ -154,8 +154,12 @@ impl Context {
         Ok(codec.clone())
     }
 
-    /// `spec.secrets`, or the controller's default.
+    /// `spec.secrets`, or the controller's default; always `Hashed` under `spec.decryption`
+    /// (a decrypted value is never recorded in clear).
     pub fn secrets_mode(&self, applyset: &ApplySet) -> SecretsMode {
+        if applyset.spec.decryption.is_some() {
+            return SecretsMode::Hashed;
+        }
         applyset.spec.secrets.unwrap_or(self.settings.default_secrets)
     }
 

@@ -209,11 +209,18 @@ async fn read(
     let files: Vec<(PathBuf, Vec<u8>)> =
         git.read_revision(cache_key, &spec, commit, credentials.clone(), *timeout).await?;
     let mut objects = Vec::new();
-    for (path, bytes) in files {
+    for (path, bytes) in files.into_iter().filter(|(path, bytes)| !sops_encrypted(path, bytes)) {
         let loaded = crate::manifest::load_bytes(&path, &bytes)?;
         objects.extend(loaded);
     }
     Ok(objects)
+}
+
+/// Whether a file is SOPS-encrypted (or unreadable as such): its earlier version, ciphertext
+/// and metadata, cannot be compared with the decrypted current one, so its objects' stale
+/// fields are not checked.
+fn sops_encrypted(path: &std::path::Path, bytes: &[u8]) -> bool {
+    !matches!(crate::sops::open(bytes, crate::sops::Format::of_manifest(path)), Ok(None))
 }
 
 #[cfg(test)]
@@ -233,6 +240,14 @@ mod tests {
     }
 
     const SHA: &str = "0123456789abcdef0123456789abcdef01234567";
+
+    #[test]
+    fn encrypted_files_of_earlier_revisions_are_left_out() {
+        let path = std::path::Path::new("db.yaml");
+        let encrypted = include_bytes!("../sops/testdata/regex.enc.yaml");
+        assert!(sops_encrypted(path, encrypted));
+        assert!(!sops_encrypted(path, b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: sops}\n"));
+    }
 
     #[test]
     fn the_applied_list_is_newest_first_unique_and_bounded() {

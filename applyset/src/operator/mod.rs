@@ -5,6 +5,7 @@ pub mod api;
 pub mod cache;
 pub mod context;
 pub mod controller;
+pub mod decryption;
 pub mod dependencies;
 pub mod drift;
 pub mod events;

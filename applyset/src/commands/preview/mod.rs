@@ -62,6 +62,10 @@ pub enum PreviewError {
     SubstituteFromMissing { reference: String },
     #[error("--substitute-from-file: {0}")]
     SubstituteFromFile(String),
+    #[error(
+        "spec.decryption.secretRef Secret {secret} cannot be read without a cluster (--applyset-file): give its age identity with --decryption-key FILE"
+    )]
+    DecryptionWithoutCluster { secret: String },
     #[error("reading the member record of ApplySet {key}: {}", .source.describe())]
     Record { key: String, source: Box<crate::operator::members::RecordError> },
     #[error("{source_text}: {message}")]
@@ -131,7 +135,8 @@ async fn build_async(args: BuildArgs) -> Result<(), PreviewError> {
         None => render::Variables::Files(&args.substitute_from_files),
     };
     let substitute = render::variables(&applyset, variables).await?;
-    let loaded = render::build(&applyset, &checkout, &args.checkout, substitute).await?;
+    let decryption = render::decryption(&applyset, &args.checkout, cluster.as_ref()).await?;
+    let loaded = render::build(&applyset, &checkout, &args.checkout, substitute, &decryption).await?;
     let recorded = match &cluster {
         Some(cluster) => plan::recorded_members(cluster, &applyset).await?,
         None => None,

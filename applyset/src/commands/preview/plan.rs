@@ -64,7 +64,8 @@ pub(super) async fn run(args: PlanArgs) -> Result<Outcome, PreviewError> {
         eprintln!("{note}");
     }
     let substitute = render::variables(&applyset, Variables::Cluster(&cluster)).await?;
-    let mut loaded = render::build(&applyset, &checkout, &args.checkout, substitute).await?;
+    let decryption = render::decryption(&applyset, &args.checkout, Some(&cluster)).await?;
+    let mut loaded = render::build(&applyset, &checkout, &args.checkout, substitute, &decryption).await?;
     let recorded = recorded_members(&cluster, &applyset).await?;
     let own_namespace = applyset.namespace_or_default();
     inventory::check_fits(recorded.as_deref(), &loaded, &own_namespace, inventory::RECORD_LIMIT)?;
@@ -81,7 +82,8 @@ pub(super) async fn run(args: PlanArgs) -> Result<Outcome, PreviewError> {
     let (parent, _) = parent_for(&applyset, &index, &labels, &annotations)?;
     let set_id = parent.id().to_owned();
 
-    if applyset.spec.secrets == Some(SecretsMode::Hashed) {
+    // As the controller: hashed under spec.secrets: Hashed, and always under spec.decryption.
+    if applyset.spec.secrets == Some(SecretsMode::Hashed) || applyset.spec.decryption.is_some() {
         for object in &mut loaded {
             last_applied::fold_string_data(&mut object.object);
         }

@@ -20,6 +20,7 @@ use crate::apply::{default_namespace, predicted_mappings, stage_of};
 use crate::cli::CheckoutArgs;
 use crate::cluster::Cluster;
 use crate::manifest::LoadedObject;
+use crate::manifest::decryption::Decryption;
 use crate::manifest::postbuild;
 use crate::operator::api::{ApplySet, GROUP, KIND, PostBuild, SubstituteKind, SubstituteReference};
 use crate::operator::postbuild::{assemble, checked, reference_text};
@@ -126,6 +127,30 @@ fn data_of(loaded: &LoadedObject, kind: SubstituteKind) -> Result<BTreeMap<Strin
     Ok(data)
 }
 
+/// How the build treats SOPS-encrypted files: decrypted with `--decryption-key`, else, under
+/// `spec.decryption`, with the Secret it names (read from the cluster as the controller reads
+/// it), else refused as the controller refuses them.
+pub(super) async fn decryption(
+    applyset: &ApplySet,
+    args: &CheckoutArgs,
+    cluster: Option<&Cluster>,
+) -> Result<Decryption, PreviewError> {
+    if let Some(decryption) = crate::commands::decryption::from_key_files(&args.decryption_keys)? {
+        return Ok(decryption);
+    }
+    match (&applyset.spec.decryption, cluster) {
+        (Some(_), Some(cluster)) => Ok(crate::operator::decryption::for_applyset(applyset, cluster).await?),
+        (Some(spec), None) => Err(PreviewError::DecryptionWithoutCluster {
+            secret: format!(
+                "{}/{}",
+                applyset.namespace_or_default(),
+                spec.secret_ref.as_ref().map_or("", |r| r.name.as_str())
+            ),
+        }),
+        (None, _) => Ok(Decryption::refusing("the ApplySet has no spec.decryption, so the controller refuses it too")),
+    }
+}
+
 /// The checkout's objects as a run builds them (the controller's render, with its caps and
 /// `spec.timeout` for kustomize), failing as the run would on an empty source.
 pub(super) async fn build(
@@ -133,6 +158,7 @@ pub(super) async fn build(
     checkout: &Checkout,
     args: &CheckoutArgs,
     substitute: Option<Arc<postbuild::Variables>>,
+    decryption: &Decryption,
 ) -> Result<Vec<LoadedObject>, PreviewError> {
     let timeout = Intervals::of(applyset, Duration::ZERO).map_err(|e| StepError::of(Stage::InvalidSpec, e))?.timeout;
     let limits = crate::manifest::Limits {
@@ -140,7 +166,7 @@ pub(super) async fn build(
         document: Some(args.limits.max_manifest_document_size),
         total: Some(args.limits.max_manifest_revision_size),
     };
-    let settings = BuildSettings { limits, kustomize_binary: &args.kustomize_binary, timeout };
+    let settings = BuildSettings { limits, kustomize_binary: &args.kustomize_binary, timeout, decryption };
     let loaded = render(applyset, &checkout.dir, &checkout.root, &settings, substitute).await?;
     require_objects(applyset, &loaded, &checkout.revision)?;
     Ok(loaded)

@@ -46,7 +46,7 @@ fn emit(emitter: &mut Emitter, value: &Value) {
 
 /// A float as go-yaml prints what it read from Go's JSON text of it: `3.0` is the text `3`, an
 /// integer; `1e21` stays a float and is printed with `%g`'s shortest digits.
-fn float_text(f: f64) -> String {
+pub(crate) fn float_text(f: f64) -> String {
     let json = go_json_float(f);
     match resolve("", &json) {
         Ok(Scalar::Int(i)) => i.to_string(),
@@ -59,7 +59,7 @@ fn float_text(f: f64) -> String {
 /// go-yaml v2's choice for a string: a literal block when it holds a newline, plain when YAML
 /// 1.1 reads it back as the same string, double-quoted otherwise (libyaml may still pick single
 /// quotes for a plain scalar it cannot write plainly, such as `a: b` or ` x`).
-fn string_style(s: &str) -> ScalarStyle {
+pub(crate) fn string_style(s: &str) -> ScalarStyle {
     if s.contains('\n') {
         ScalarStyle::Literal
     } else if reads_as_string(s) && !is_base60_float(s) {

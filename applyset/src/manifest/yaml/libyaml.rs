@@ -17,7 +17,7 @@ impl From<unsafe_libyaml::yaml_mark_t> for Mark {
     }
 }
 
-pub(super) enum Event {
+pub(crate) enum Event {
     StreamStart,
     StreamEnd,
     DocumentStart,
@@ -32,13 +32,13 @@ pub(super) enum Event {
 
 /// An owned libyaml parser over a borrowed input. The parser struct points to itself (its read
 /// handler data), so it lives in a box and never moves.
-pub(super) struct Parser<'input> {
+pub(crate) struct Parser<'input> {
     raw: Box<MaybeUninit<unsafe_libyaml::yaml_parser_t>>,
     _input: std::marker::PhantomData<&'input [u8]>,
 }
 
 impl<'input> Parser<'input> {
-    pub(super) fn new(input: &'input [u8]) -> Self {
+    pub(crate) fn new(input: &'input [u8]) -> Self {
         let mut raw = Box::new(MaybeUninit::<unsafe_libyaml::yaml_parser_t>::uninit());
         // SAFETY: `yaml_parser_initialize` fully initialises the struct it is given (it only
         // fails on allocation failure, which aborts in Rust anyway). The input slice outlives
@@ -53,7 +53,7 @@ impl<'input> Parser<'input> {
         Parser { raw, _input: std::marker::PhantomData }
     }
 
-    pub(super) fn next(&mut self) -> Result<(Event, Mark), YamlError> {
+    pub(crate) fn next(&mut self) -> Result<(Event, Mark), YamlError> {
         let mut event = MaybeUninit::<unsafe_libyaml::yaml_event_t>::uninit();
         // SAFETY: the parser was initialised in `new`. After a successful `yaml_parser_parse`
         // the event is initialised and its union member matches `type_`; strings it points to

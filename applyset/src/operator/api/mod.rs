@@ -11,10 +11,12 @@ use serde::{Deserialize, Serialize};
 use crate::applyset::PARENT_CRD_LABEL;
 use crate::source::SourceSpec;
 
+mod decryption;
 mod drift;
 mod health;
 mod record;
 mod status;
+pub use decryption::{Decryption, DecryptionProvider};
 pub use drift::*;
 pub use health::{DependencyReference, HealthCheckExpression, HealthCheckReference};
 pub use record::{ApplySetRecord, ApplySetRecordSpec, MemberRecordRef};
@@ -113,6 +115,9 @@ pub struct ApplySetSpec {
     /// the token of this Secret (GitHub, GitLab, or a generic HMAC-SHA256 signature).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub webhook: Option<WebhookSpec>,
+    /// Decrypt SOPS-encrypted files of the source (age keys), as Flux's `spec.decryption`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decryption: Option<Decryption>,
     /// `Ready` only once every applied object is healthy (kstatus `Current`: a Deployment
     /// rolled out, a Job complete, a custom resource `Ready`), within `healthTimeout`.
     #[serde(default)]
@@ -293,6 +298,9 @@ impl ApplySetSpec {
         }
         if let Some(post_build) = &self.post_build {
             shaping["postBuild"] = serde_json::json!(post_build);
+        }
+        if let Some(decryption) = &self.decryption {
+            shaping["decryption"] = serde_json::json!(decryption);
         }
         crate::digest::short_sha256(&shaping.to_string())
     }

@@ -194,7 +194,7 @@ async fn read_record(
 }
 
 /// The secrets of one ApplySet are registered in parts, each replaced on its own.
-pub(super) const REDACT_PARTS: [&str; 3] = ["source", "manifests", "postbuild"];
+pub(super) const REDACT_PARTS: [&str; 4] = ["source", "manifests", "postbuild", "decryption"];
 
 pub(super) fn redact_owner(applyset: &ApplySet, part: &str) -> String {
     format!("{}#{part}", applyset.key())

@@ -72,7 +72,7 @@ impl<'a> Reconciliation<'a> {
         if let Some(done) = self.inputs_unchanged(&fetched.artifact, &variables.digest) {
             return Ok(done);
         }
-        let loaded = self.load(&fetched.artifact, variables.values).await?;
+        let loaded = self.load(&cluster, &fetched.artifact, variables.values).await?;
         self.check_record_fits(&loaded)?;
         let ignore = self.ignore_rules()?;
         let history = self.history(&fetched, &loaded).await;

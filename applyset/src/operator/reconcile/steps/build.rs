@@ -13,7 +13,7 @@ use crate::manifest::{self, LoadedObject};
 use crate::operator::api::{ApplySet, StaleFields};
 use crate::operator::history::{self, HistoryIndex, RevisionReader};
 use crate::operator::status::{Stage, StepError};
-use crate::operator::{inventory, postbuild};
+use crate::operator::{decryption, inventory, postbuild};
 use crate::redact;
 use crate::source::Artifact;
 
@@ -50,21 +50,32 @@ impl Reconciliation<'_> {
         })
     }
 
-    /// The revision's manifests (none for an empty source that `allowEmpty` accepts); the
-    /// values of the Secrets it applies are redacted from every status, Event and log line
-    /// before anything can fail with a message that quotes them.
+    /// The revision's manifests (none for an empty source that `allowEmpty` accepts), its
+    /// SOPS-encrypted files decrypted under `spec.decryption` (refused without it); the
+    /// values of the Secrets it applies, and every decrypted value, are redacted from every
+    /// status, Event and log line before anything can fail with a message that quotes them.
     pub(in crate::operator::reconcile) async fn load(
         &self,
+        cluster: &Cluster,
         artifact: &Artifact,
         substitute: Option<Arc<manifest::postbuild::Variables>>,
     ) -> Result<Vec<LoadedObject>, StepError> {
         let settings = &self.ctx.settings;
+        let decryption = decryption::for_applyset(self.applyset, cluster).await?;
         let build = BuildSettings {
             limits: settings.manifest_limits,
             kustomize_binary: &settings.kustomize_binary,
             timeout: self.intervals.timeout,
+            decryption: &decryption,
         };
-        let loaded = render(self.applyset, &artifact.dir, &artifact.checkout, &build, substitute).await?;
+        let rendered = render(self.applyset, &artifact.dir, &artifact.checkout, &build, substitute).await;
+        // Registered whether the build succeeded or not: kustomize may quote a decrypted file.
+        let mut revealed = redact::Secrets::new();
+        for value in decryption.cleartexts() {
+            revealed.add(&value);
+        }
+        redact::register(&redact_owner(self.applyset, "decryption"), revealed);
+        let loaded = rendered?;
         let mut secrets = redact::Secrets::new();
         for object in &loaded {
             secrets.add_manifest(&object.object);
@@ -115,6 +126,8 @@ pub(crate) struct BuildSettings<'a> {
     pub(crate) kustomize_binary: &'a Path,
     /// `spec.timeout`: how long kustomize may run.
     pub(crate) timeout: std::time::Duration,
+    /// SOPS-encrypted files: decrypted (`spec.decryption`) or refused.
+    pub(crate) decryption: &'a manifest::decryption::Decryption,
 }
 
 /// The objects of the directory `dir` of the checkout `checkout` (both canonical), as a run
@@ -136,7 +149,7 @@ pub(crate) async fn render(
     } else if empty_source {
         Ok(Vec::new())
     } else {
-        load_manifests(dir, checkout, settings.limits, substitute)
+        load_manifests(dir, checkout, settings, substitute)
     }
 }
 
@@ -154,7 +167,11 @@ async fn kustomize_build(
         timeout: settings.timeout,
         max_output: settings.limits.total.unwrap_or(4 << 20).saturating_mul(4),
     };
-    let options = manifest::LoadOptions { substitute, ..manifest::LoadOptions::default() };
+    let options = manifest::LoadOptions {
+        substitute,
+        decryption: Some(settings.decryption.clone()),
+        ..manifest::LoadOptions::default()
+    };
     kustomize
         .build_with(checkout, dir, &options)
         .await
@@ -181,23 +198,27 @@ pub(crate) fn require_objects(applyset: &ApplySet, loaded: &[LoadedObject], revi
 fn load_manifests(
     dir: &Path,
     checkout: &Path,
-    limits: manifest::Limits,
+    settings: &BuildSettings<'_>,
     substitute: Option<Arc<manifest::postbuild::Variables>>,
 ) -> Result<Vec<LoadedObject>, StepError> {
     // The fetch resolved `dir` inside the checkout; "" is the repository root itself.
     let within = dir.strip_prefix(checkout).unwrap_or(dir);
     let options = manifest::LoadOptions {
-        limits,
+        limits: settings.limits,
         reject_patch_directives: true,
         base_dir: Some(checkout.into()),
         substitute,
         kubectl_validation: false,
+        decryption: Some(settings.decryption.clone()),
     };
     manifest::load_with(&[within.to_path_buf()], true, std::io::empty(), &options).map_err(|error| {
         let count = error.errors.len();
         let lines: Vec<String> = error.errors.iter().take(10).map(ToString::to_string).collect();
-        // Post-build substitution is part of the build (as in Flux): BuildFailed.
-        let substitution = error.errors.iter().any(|e| e.kind == manifest::ErrorKind::Substitution);
+        // Post-build substitution and decryption are part of the build (as in Flux): BuildFailed.
+        let substitution = error
+            .errors
+            .iter()
+            .any(|e| matches!(e.kind, manifest::ErrorKind::Substitution | manifest::ErrorKind::Decryption));
         let message =
             format!("{count} error(s) loading the manifests; nothing was applied or pruned:\n{}", lines.join("\n"));
         StepError::caused(if substitution { Stage::Build } else { Stage::Load }, message, error)

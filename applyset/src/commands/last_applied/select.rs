@@ -252,7 +252,7 @@ pub async fn load_inputs(
     request: &Request<'_>,
 ) -> Result<Vec<Result<LoadedObject, LastAppliedError>>, LastAppliedError> {
     if let Some((dir, program)) = request.kustomize {
-        let built = crate::commands::apply::build_kustomization(dir, program).await?;
+        let built = crate::commands::apply::build_kustomization(dir, program, None).await?;
         return Ok(built.into_iter().map(Ok).collect());
     }
     let loaded = manifest::load_partial(request.filenames, request.recursive, std::io::stdin(), &Default::default());

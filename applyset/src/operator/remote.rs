@@ -147,7 +147,9 @@ impl RemoteClusters {
 
     /// The ApplySet no longer applies to a remote cluster (deleted, or its `kubeConfig` removed).
     pub fn release(&self, applyset_key: &str) {
-        if let Some(digest) = lock(&self.users).remove(applyset_key) {
+        // The guard is dropped before `drop_unused` locks the users again.
+        let released = lock(&self.users).remove(applyset_key);
+        if let Some(digest) = released {
             self.drop_unused(&digest);
         }
     }
@@ -194,5 +196,22 @@ async fn read_kubeconfig(
     match String::from_utf8(bytes.0.clone()) {
         Ok(text) => Ok((key, text)),
         Err(_) => Err(RemoteError::NotText { namespace, name, key }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn releasing_an_applyset_forgets_only_its_use() {
+        let remotes = RemoteClusters::new(false, (1.0, 1));
+        lock(&remotes.users).insert("team-a/app".into(), "digest".into());
+        lock(&remotes.users).insert("team-b/app".into(), "digest".into());
+        remotes.release("team-a/app");
+        assert_eq!(lock(&remotes.users).keys().collect::<Vec<_>>(), ["team-b/app"]);
+        remotes.release("team-b/app");
+        remotes.release("never-used/app");
+        assert!(lock(&remotes.users).is_empty() && remotes.is_empty());
     }
 }

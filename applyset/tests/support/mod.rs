@@ -19,10 +19,11 @@ mod commands;
 mod manifests;
 mod namespace;
 mod output;
+mod second_plane;
 
 // Re-exported, so `support::…` names all of them as before; each binary uses a different part.
 #[allow(unused_imports)]
-pub use self::{audit::*, commands::*, manifests::*, namespace::*, output::*};
+pub use self::{audit::*, commands::*, manifests::*, namespace::*, output::*, second_plane::*};
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};

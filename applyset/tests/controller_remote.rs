@@ -87,6 +87,36 @@ async fn applies_corrects_and_prunes_in_the_remote_cluster() -> Result<()> {
     Ok(())
 }
 
+/// `serviceAccountName` is impersonated in the remote cluster: its RBAC there decides.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_service_account_is_impersonated_in_the_remote_cluster() -> Result<()> {
+    let ControllerFixture { ns, repo } = ControllerFixture::new("remote-sa").await?;
+    let remote = SecondControlPlane::up(&ns.name)?;
+    remote.kubectl(&["create", "namespace", &ns.name])?;
+    remote.kubectl(&["create", "serviceaccount", "deployer", "-n", &ns.name])?;
+    kubeconfig_secret(&ns, "workload-cluster", &std::fs::read_to_string(&remote.kubeconfig)?)?;
+    repo.write("a.yaml", config_map("a", &ns.name, "one"));
+    repo.commit("one config map");
+    let controller = start_controller(&ns)?;
+    let mut spec = remote_spec(&repo.url(), "workload-cluster");
+    spec["serviceAccountName"] = "deployer".into();
+    create_applyset(&ns, "app", spec).await?;
+    let failed = wait_for_applyset(&ns, "app", &controller, "ApplyFailed", T, failed_with("ApplyFailed")).await?;
+    let (_, _, message) = condition(&failed, "Ready").unwrap_or_default();
+    eprintln!("no rights in the remote cluster: {message}");
+    let user = format!("system:serviceaccount:{}:deployer", ns.name);
+    ensure!(message.contains(&user), "the remote apiserver judged the impersonated account: {message}");
+    ensure!(remote_value(&remote, &ns.name, "a")?.is_none(), "nothing applied without rights");
+
+    let binding = format!("--serviceaccount={}:deployer", ns.name);
+    remote.kubectl(&["create", "rolebinding", "deployer", "--clusterrole=admin", &binding, "-n", &ns.name])?;
+    request_reconcile(&ns, "app").await?;
+    wait_for_applyset(&ns, "app", &controller, "Ready", T, is_ready).await?;
+    ensure!(remote_value(&remote, &ns.name, "a")?.as_deref() == Some("one"), "applied as the account there");
+    ensure!(!ns.exists("configmap/a")?, "nothing in the controller's cluster");
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreachable_remote_fails_the_run_and_prunes_nothing() -> Result<()> {
     let ControllerFixture { ns, repo } = ControllerFixture::new("remote-down").await?;

@@ -78,6 +78,11 @@ pub struct ScopeArgs {
     /// controller's own filesystem).
     #[arg(long, env = "APPLYSET_ALLOW_LOCAL_SOURCES")]
     pub allow_local_sources: bool,
+    /// Let the kubeconfigs of spec.kubeConfig run exec plugins and auth providers and read
+    /// files (tokenFile, client certificates, CA files) on the controller's machine. Off, only
+    /// inline credentials are accepted: a tenant cannot run a program or read a file here.
+    #[arg(long, env = "APPLYSET_ALLOW_REMOTE_EXEC")]
+    pub allow_remote_exec: bool,
     /// The shortest spec.interval and spec.retryInterval accepted (Go duration); an ApplySet
     /// asking for less fails with InvalidSpec instead of hammering git and the apiserver.
     #[arg(long, env = "APPLYSET_MIN_INTERVAL", default_value = "10s", value_name = "DURATION")]

@@ -158,20 +158,20 @@ fn read_kubeconfig(explicit: Option<&Path>) -> Result<Kubeconfig, ConfigError> {
 
 /// The context, cluster and user a kubeconfig and the flags choose, the flags laid over them.
 #[derive(Debug, Default)]
-struct Selection {
-    context_name: String,
-    context: Context,
+pub(super) struct Selection {
+    pub(super) context_name: String,
+    pub(super) context: Context,
     /// The current context names no context of the file (client-go's `ConfirmUsable` error).
-    dangling_context: bool,
-    cluster_name: String,
-    cluster: kube::config::Cluster,
-    user_name: String,
-    user: AuthInfo,
+    pub(super) dangling_context: bool,
+    pub(super) cluster_name: String,
+    pub(super) cluster: kube::config::Cluster,
+    pub(super) user_name: String,
+    pub(super) user: AuthInfo,
 }
 
 /// client-go's `getAuthInfo`, `getContext` and `getCluster`, in its order: a name given by a
 /// flag must exist; one taken from the kubeconfig may name nothing (and then is empty).
-fn select(
+pub(super) fn select(
     file: &Kubeconfig,
     context_flag: Option<&str>,
     overrides: &ConfigOverrides,
@@ -256,7 +256,7 @@ fn open_error(path: &str) -> Option<String> {
 }
 
 /// client-go's `validateAuthInfo`.
-fn auth_errors(name: &str, user: &AuthInfo) -> Vec<String> {
+pub(super) fn auth_errors(name: &str, user: &AuthInfo) -> Vec<String> {
     let mut errors = Vec::new();
     let mut methods = Vec::new();
     if user.token.is_some() {
@@ -306,7 +306,7 @@ fn auth_errors(name: &str, user: &AuthInfo) -> Vec<String> {
 }
 
 /// client-go's `validateClusterInfo`; `None` for a cluster with nothing set at all.
-fn cluster_errors(name: &str, cluster: &kube::config::Cluster) -> Option<Vec<String>> {
+pub(super) fn cluster_errors(name: &str, cluster: &kube::config::Cluster) -> Option<Vec<String>> {
     let empty = cluster.server.is_none()
         && cluster.certificate_authority.is_none()
         && cluster.certificate_authority_data.is_none()
@@ -374,7 +374,7 @@ pub async fn load(
 }
 
 /// client-go's TLS checks made when the client is built (`rest.TLSConfigFor`).
-fn check_tls(cluster: &kube::config::Cluster) -> Result<(), ConfigError> {
+pub(super) fn check_tls(cluster: &kube::config::Cluster) -> Result<(), ConfigError> {
     let has_ca = cluster.certificate_authority.is_some() || cluster.certificate_authority_data.is_some();
     if has_ca && cluster.insecure_skip_tls_verify.unwrap_or(false) {
         return Err(ConfigError::InsecureWithCertificateAuthority);
@@ -399,7 +399,7 @@ fn check_tls(cluster: &kube::config::Cluster) -> Result<(), ConfigError> {
 
 /// The chosen context, cluster and user as kube's config (it loads the files, CA, certificates,
 /// exec plugins), the server given a scheme as client-go gives one.
-async fn kube_config(selection: Selection) -> Result<kube::Config, ConfigError> {
+pub(super) async fn kube_config(selection: Selection) -> Result<kube::Config, ConfigError> {
     let Selection { context, mut cluster, mut user, .. } = selection;
     let tls = cluster.certificate_authority.is_some()
         || cluster.certificate_authority_data.is_some()
@@ -462,7 +462,7 @@ fn in_cluster(o: &ConfigOverrides) -> Option<kube::Config> {
 
 /// kube leaves reads unbounded; a hung apiserver must not hang a run forever. (`--request-timeout`
 /// is a deadline of each whole request, kept by `super::wire`.)
-fn with_timeouts(mut config: kube::Config) -> kube::Config {
+pub(super) fn with_timeouts(mut config: kube::Config) -> kube::Config {
     config.read_timeout = Some(Duration::from_secs(120));
     config.connect_timeout = Some(Duration::from_secs(10));
     config

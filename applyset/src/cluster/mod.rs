@@ -27,6 +27,7 @@ mod error;
 pub mod list;
 pub mod mapper;
 mod openapi;
+pub mod remote;
 mod request;
 pub mod resource_arg;
 mod wire;

@@ -14,6 +14,7 @@ use super::cache::ManagedCache;
 use super::events::{EventPublisher, NewEvent};
 use super::lock;
 use super::metrics::Metrics;
+use super::remote::{RemoteClusters, RemoteError, Target};
 use super::schedule::Schedule;
 use crate::apply::last_applied::HashedSecrets;
 use crate::applyset::ApiIndex;
@@ -48,6 +49,11 @@ pub struct Settings {
     /// The largest record of members an ApplySet may have (bytes of compact JSON):
     /// [`super::inventory::RECORD_LIMIT`], lower in tests.
     pub record_limit: usize,
+    /// Let `spec.kubeConfig` kubeconfigs run exec plugins and read local files
+    /// (`--allow-remote-exec`; never for tenants).
+    pub allow_remote_exec: bool,
+    /// The rate budget of each remote cluster (`--qps`, `--burst`).
+    pub remote_rate: (f64, u32),
 }
 
 /// Apply clusters are kept this long, then rebuilt, so that discovery and OpenAPI caches
@@ -95,6 +101,8 @@ pub struct Context {
     pub records: super::members::MemberRecords,
     /// The controller's view of every ApplySet (for `dependsOn`), once it runs.
     applysets: OnceLock<Store<ApplySet>>,
+    /// The clusters of ApplySets with `spec.kubeConfig`.
+    remotes: RemoteClusters,
 }
 
 /// Who applies: the controller itself (`None`) or an impersonated user. One cluster (and one
@@ -123,6 +131,7 @@ impl Context {
         cache: Arc<ManagedCache>,
     ) -> Context {
         let slots = settings.concurrent_reconciles;
+        let remotes = RemoteClusters::new(settings.allow_remote_exec, settings.remote_rate);
         Context {
             events: EventPublisher::new(client.clone(), "applyset-controller", &instance),
             client,
@@ -137,6 +146,7 @@ impl Context {
             waits: Default::default(),
             records: Default::default(),
             applysets: OnceLock::new(),
+            remotes,
         }
     }
 
@@ -193,6 +203,28 @@ impl Context {
         Ok(cluster)
     }
 
+    /// Where the ApplySet's objects are applied, watched and pruned: its `spec.kubeConfig`
+    /// cluster, or the controller's own, as its identity.
+    pub async fn target_for(&self, applyset: &ApplySet) -> Result<Target, RemoteError> {
+        let service_account = self.service_account_for(applyset);
+        match &applyset.spec.kube_config {
+            Some(reference) => {
+                let reference = &reference.secret_ref;
+                self.remotes.target(&self.client, &self.cache, applyset, reference, service_account.as_deref()).await
+            }
+            None => {
+                self.remotes.release(&applyset.key());
+                let cluster = self.cluster_for(&applyset.namespace_or_default(), service_account.as_deref())?;
+                Ok(Target { cluster, cache: self.cache.clone(), remote_server: None })
+            }
+        }
+    }
+
+    /// The remote clusters in use.
+    pub fn remotes(&self) -> &RemoteClusters {
+        &self.remotes
+    }
+
     /// Discovery for the ApplySet parent's recorded kinds: the apply cluster's own (one fetch
     /// serves the apply path and the parent), fetched again when `refresh` is set.
     pub async fn api_index(&self, cluster: &Cluster, refresh: bool) -> crate::cluster::Result<Arc<ApiIndex>> {
@@ -221,6 +253,7 @@ impl Context {
     pub fn forget(&self, key: &str) {
         self.schedule.forget(key);
         self.waits.forget(key);
+        self.remotes.release(key);
     }
 
     /// Publishes an Event on the ApplySet; a failure to record is logged, never fatal.

@@ -301,6 +301,8 @@ fn settings(args: &ControllerArgs) -> anyhow::Result<Settings> {
         kustomize_binary: args.scope.kustomize.kustomize_binary.clone(),
         concurrent_reconciles: usize::from(args.scope.concurrent_reconciles),
         record_limit: super::inventory::RECORD_LIMIT,
+        allow_remote_exec: args.scope.allow_remote_exec,
+        remote_rate: (args.cluster.qps, args.cluster.burst),
         secret_hash_key: (
             args.leader.leader_election_namespace.clone().unwrap_or_else(|| "default".into()),
             args.scope.secret_hash_key.clone(),

@@ -21,6 +21,7 @@ pub mod outcome;
 pub mod postbuild;
 pub mod prune;
 pub mod reconcile;
+pub mod remote;
 pub mod schedule;
 pub mod secret_key;
 pub mod status;

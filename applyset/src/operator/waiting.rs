@@ -15,7 +15,6 @@ use std::time::{Duration, Instant};
 use kube::core::GroupVersionKind;
 
 use super::api::{ApplySet, HealthCheckReference, InventoryObject};
-use super::context::Context;
 use super::lock;
 use super::status::{Stage, StepError};
 use crate::apply::Visited;
@@ -45,7 +44,7 @@ pub struct Waits {
 
 impl Waits {
     /// When the wait for `token` (revision and digest) began, starting it now if it is new.
-    fn since(&self, key: &str, token: &str) -> Instant {
+    pub fn since(&self, key: &str, token: &str) -> Instant {
         let mut started = lock(&self.started);
         match started.get(key) {
             Some((known, since)) if known == token => *since,
@@ -119,11 +118,17 @@ fn gvk_of(check: &HealthCheckReference) -> GroupVersionKind {
 
 /// Judges every target: from the watch cache when it holds the object for this set, else one
 /// GET with the run's identity (an object of another set, or one `healthChecks` names).
-pub async fn judge(ctx: &Context, cluster: &Cluster, set_id: &str, targets: &[Target], rules: &Rules) -> Vec<Judged> {
+pub async fn judge(
+    cache: &dyn ObjectCache,
+    cluster: &Cluster,
+    set_id: &str,
+    targets: &[Target],
+    rules: &Rules,
+) -> Vec<Judged> {
     let now = health::Context { now: k8s_openapi::jiff::Timestamp::now().as_second() };
     let mut judged = Vec::with_capacity(targets.len());
     for target in targets {
-        let cached = ctx.cache.live(&target.mapping, target.namespace.as_deref(), &target.name, set_id);
+        let cached = cache.live(&target.mapping, target.namespace.as_deref(), &target.name, set_id);
         let object = match cached.and_then(|c| match c {
             Cached::Found(text) => text.parse(),
             Cached::Unlabelled => None,
@@ -180,20 +185,20 @@ fn describe(unhealthy: &[&Judged]) -> String {
 }
 
 /// The run's health step: the verdict, the judged objects (for the inventory), and — when it
-/// failed — why the Pods of the failing workloads are not ready.
+/// failed — why the Pods of the failing workloads are not ready. The wait began at `since`
+/// ([`Waits::since`]); objects are read from `cache`, the watch cache of `cluster`.
 pub async fn health(
     applyset: &ApplySet,
-    ctx: &Context,
+    since: Instant,
+    cache: &dyn ObjectCache,
     cluster: &Cluster,
     set_id: &str,
     visited: &[Visited],
-    token: &str,
     timeout: Duration,
 ) -> Result<(Verdict, Vec<Judged>), StepError> {
     let rules = rules(applyset)?;
     let targets = targets(applyset, cluster, visited).await?;
-    let judged = judge(ctx, cluster, set_id, &targets, &rules).await;
-    let since = ctx.waits.since(&applyset.key(), token);
+    let judged = judge(cache, cluster, set_id, &targets, &rules).await;
     let verdict = match verdict(&judged, since, timeout) {
         Verdict::Failed { message } => {
             let pods = pod_reasons(cluster, &judged).await;

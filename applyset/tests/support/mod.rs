@@ -19,11 +19,12 @@ mod commands;
 mod manifests;
 mod namespace;
 mod output;
+mod second_plane;
 mod sops;
 
 // Re-exported, so `support::…` names all of them as before; each binary uses a different part.
 #[allow(unused_imports)]
-pub use self::{audit::*, commands::*, manifests::*, namespace::*, output::*, sops::*};
+pub use self::{audit::*, commands::*, manifests::*, namespace::*, output::*, second_plane::*, sops::*};
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};

@@ -15,11 +15,13 @@ mod decryption;
 mod drift;
 mod health;
 mod record;
+mod remote;
 mod status;
 pub use decryption::{Decryption, DecryptionProvider};
 pub use drift::*;
 pub use health::{DependencyReference, HealthCheckExpression, HealthCheckReference};
 pub use record::{ApplySetRecord, ApplySetRecordSpec, MemberRecordRef};
+pub use remote::{DEFAULT_KUBECONFIG_KEYS, KubeConfigReference, KubeConfigSecretRef};
 pub use status::*;
 
 pub const GROUP: &str = "applyset.dev";
@@ -79,6 +81,11 @@ pub struct ApplySetSpec {
     /// Apply and prune as this ServiceAccount of the ApplySet's namespace (impersonation).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service_account_name: Option<String>,
+    /// Apply to another cluster: its objects are applied, watched, health-checked and pruned
+    /// there (the ApplySet and its status stay here), as `serviceAccountName` when set. The
+    /// kubeconfig may not run programs or read files unless the controller allows it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kube_config: Option<KubeConfigReference>,
     /// What happens to the objects when the ApplySet is deleted: `Delete` (default when
     /// `prune` is true) or `Orphan`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -301,6 +308,9 @@ impl ApplySetSpec {
         }
         if let Some(decryption) = &self.decryption {
             shaping["decryption"] = serde_json::json!(decryption);
+        }
+        if let Some(kube_config) = &self.kube_config {
+            shaping["kubeConfig"] = serde_json::json!(kube_config);
         }
         crate::digest::short_sha256(&shaping.to_string())
     }

@@ -57,9 +57,12 @@ pub struct ManagedCache {
     fallback: Option<String>,
     kinds: Mutex<HashMap<KindKey, Arc<RwLock<KindStore>>>>,
     watches: Mutex<Vec<tokio::task::JoinHandle<()>>>,
-    own: Mutex<OwnWrites>,
+    /// Shared with the caches of remote clusters: a change is judged by the one drift check.
+    own: Arc<Mutex<OwnWrites>>,
     changes: mpsc::UnboundedSender<Change>,
     metrics: Arc<Metrics>,
+    /// The controller's own cluster's cache (the one the watched-kinds gauge counts).
+    primary: bool,
 }
 
 impl ManagedCache {
@@ -75,11 +78,27 @@ impl ManagedCache {
             fallback,
             kinds: Mutex::new(HashMap::new()),
             watches: Mutex::new(Vec::new()),
-            own: Mutex::new(OwnWrites::default()),
+            own: Arc::new(Mutex::new(OwnWrites::default())),
             changes,
             metrics,
+            primary: true,
         };
         (Arc::new(cache), receiver)
+    }
+
+    /// A cache of another cluster (`spec.kubeConfig`) watched with `client`: its changes start
+    /// the same drift checks, and the controller's writes there are known as its own.
+    pub fn sibling(&self, client: kube::Client) -> Arc<ManagedCache> {
+        Arc::new(ManagedCache {
+            client,
+            fallback: None,
+            kinds: Mutex::new(HashMap::new()),
+            watches: Mutex::new(Vec::new()),
+            own: self.own.clone(),
+            changes: self.changes.clone(),
+            metrics: self.metrics.clone(),
+            primary: false,
+        })
     }
 
     /// The store of `resource`, its watch started on first use.
@@ -101,7 +120,9 @@ impl ManagedCache {
             self.metrics.clone(),
         );
         lock(&self.watches).push(tokio::spawn(watch));
-        self.metrics.set_watched_kinds(kinds.len() as u64);
+        if self.primary {
+            self.metrics.set_watched_kinds(kinds.len() as u64);
+        }
         store
     }
 

@@ -29,11 +29,10 @@ pub(super) async fn cleanup(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Ac
     let key = applyset.key();
     let namespace = applyset.namespace_or_default();
     if applyset.deletion_policy() == DeletionPolicy::Delete && !applyset.spec.suspend {
-        let service_account = ctx.service_account_for(&applyset);
         let failed = |source: StepError| ReconcileError::Cleanup { key: key.clone(), source };
-        let cluster = ctx
-            .cluster_for(&namespace, service_account.as_deref())
-            .map_err(|e| failed(StepError::of(Stage::Delete, e)))?;
+        // Pruned where they were applied: a remote ApplySet's objects in its remote cluster.
+        let target = ctx.target_for(&applyset).await.map_err(|e| failed(StepError::of(Stage::Delete, e)))?;
+        let cluster = target.cluster;
         let index = ctx.api_index(&cluster, true).await.map_err(|e| failed(StepError::of(Stage::Delete, e)))?;
         let labels = applyset.metadata.labels.clone().unwrap_or_default();
         let annotations = applyset.metadata.annotations.clone().unwrap_or_default();

@@ -56,6 +56,8 @@ pub enum Cause {
     IgnoreRule(#[from] crate::operator::drift::IgnoreRuleError),
     #[error(transparent)]
     HashKey(#[from] crate::operator::secret_key::HashKeyError),
+    #[error(transparent)]
+    Remote(#[from] crate::operator::remote::RemoteError),
 }
 
 impl StepError {
@@ -91,6 +93,7 @@ impl Cause {
             Cause::Health(_) => "health",
             Cause::Intervals(_) | Cause::IgnoreRule(_) => "spec",
             Cause::HashKey(_) => "secret_key",
+            Cause::Remote(_) => "remote",
         }
     }
 }

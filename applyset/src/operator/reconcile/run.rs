@@ -5,6 +5,7 @@
 //! the metric label); nothing is pruned unless every earlier step succeeded.
 
 use super::super::api::{ApplySet, ApplySetStatus, DriftMode};
+use super::super::cache::ManagedCache;
 use super::super::context::Context;
 use super::super::outcome::Done;
 use super::super::schedule::Intervals;
@@ -25,6 +26,9 @@ pub(in crate::operator) struct Reconciliation<'a> {
     pub(super) intervals: Intervals,
     /// The run checks for drift someone else made (a watch event asked for it).
     pub(super) drift_check: bool,
+    /// The watch cache of the cluster the run applies to (the controller's own until the
+    /// cluster step chose a remote one).
+    pub(super) cache: std::sync::Arc<ManagedCache>,
 }
 
 impl<'a> Reconciliation<'a> {
@@ -35,7 +39,8 @@ impl<'a> Reconciliation<'a> {
         status: ApplySetStatus,
         intervals: Intervals,
     ) -> Self {
-        Reconciliation { applyset, ctx, previous, status, intervals, drift_check: false }
+        let cache = ctx.cache.clone();
+        Reconciliation { applyset, ctx, previous, status, intervals, drift_check: false, cache }
     }
 
     /// The run was asked for by a change someone else made to a managed object.
@@ -51,9 +56,9 @@ impl<'a> Reconciliation<'a> {
     pub(super) fn object_cache(&self) -> std::sync::Arc<dyn ObjectCache> {
         let handled = self.previous.last_handled_reconcile_at.as_deref();
         if reads_fresh(self.applyset.reconcile_requested_at(), handled) {
-            std::sync::Arc::new(WritesOnly(self.ctx.cache.clone()))
+            std::sync::Arc::new(WritesOnly(self.cache.clone()))
         } else {
-            self.ctx.cache.clone()
+            self.cache.clone()
         }
     }
 
@@ -67,8 +72,13 @@ impl<'a> Reconciliation<'a> {
     pub(in crate::operator) async fn run(&mut self) -> Result<Done, StepError> {
         self.dependencies().await?;
         let fetched = self.fetch().await?;
-        let cluster = self.cluster()?;
-        let variables = self.variables(&cluster).await?;
+        let local = self.local_cluster()?;
+        let (cluster, remote_server) = self.cluster().await?;
+        let mut variables = self.variables(&local).await?;
+        if let Some(server) = remote_server {
+            // Another cluster behind the same Secret is a new target: everything is applied there.
+            variables.digest = format!("{}-{}", variables.digest, crate::digest::short_sha256(&server));
+        }
         if let Some(done) = self.inputs_unchanged(&fetched.artifact, &variables.digest) {
             return Ok(done);
         }

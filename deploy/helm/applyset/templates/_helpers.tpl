@@ -100,7 +100,7 @@ rules only, and fails it without any one of them.
 - apiGroups: ["applyset.dev"]
   resources: ["applysetrecords"]
   verbs: ["get", "list", "create", "patch", "delete"]
-# Source credentials named by ApplySets, in their own namespace.
+# Source credentials and kubeconfigs (spec.kubeConfig) named by ApplySets, in their own namespace.
 - apiGroups: [""]
   resources: ["secrets"]
   verbs: ["get"]

@@ -31,15 +31,27 @@ pub(in crate::operator::reconcile) struct History {
 }
 
 impl Reconciliation<'_> {
-    /// The cluster the ApplySet applies to, as its identity (its ServiceAccount, if any).
-    pub(in crate::operator::reconcile) fn cluster(&self) -> Result<Arc<Cluster>, StepError> {
+    /// The cluster the ApplySet applies to (its `spec.kubeConfig` cluster, or the controller's
+    /// own), as its identity (its ServiceAccount, if any), with the remote server when remote;
+    /// the run reads live objects from that cluster's watch cache.
+    pub(in crate::operator::reconcile) async fn cluster(
+        &mut self,
+    ) -> Result<(Arc<Cluster>, Option<String>), StepError> {
+        let target = self.ctx.target_for(self.applyset).await.map_err(|e| StepError::of(Stage::Apply, e))?;
+        self.cache = target.cache;
+        Ok((target.cluster, target.remote_server))
+    }
+
+    /// The controller's own cluster as the ApplySet's identity: where `spec.postBuild`'s
+    /// ConfigMaps and Secrets are (as Flux reads them, also for a remote ApplySet).
+    pub(in crate::operator::reconcile) fn local_cluster(&self) -> Result<Arc<Cluster>, StepError> {
         let service_account = self.ctx.service_account_for(self.applyset);
         self.ctx
             .cluster_for(&self.applyset.namespace_or_default(), service_account.as_deref())
             .map_err(|e| StepError::of(Stage::Apply, e))
     }
 
-    /// `spec.postBuild`'s variables, read as the apply identity.
+    /// `spec.postBuild`'s variables, read as the apply identity in the controller's cluster.
     pub(in crate::operator::reconcile) async fn variables(&self, cluster: &Cluster) -> Result<Variables, StepError> {
         let spec_digest = self.applyset.spec.apply_digest();
         Ok(match postbuild::variables(self.applyset, cluster).await? {

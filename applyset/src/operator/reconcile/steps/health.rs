@@ -28,8 +28,9 @@ impl Reconciliation<'_> {
             None => intervals.timeout,
         };
         let token = format!("{}-{}", done.revision, done.applied_digest);
+        let since = ctx.waits.since(&applyset.key(), &token);
         let (verdict, judged) =
-            waiting::health(applyset, ctx, cluster, set_id, &report.visited, &token, timeout).await?;
+            waiting::health(applyset, since, &*self.cache.clone(), cluster, set_id, &report.visited, timeout).await?;
         if let Some(inventory) = &mut self.status.inventory {
             waiting::record(&mut inventory.objects, &judged);
         }

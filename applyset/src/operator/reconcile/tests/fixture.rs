@@ -41,6 +41,8 @@ pub fn settings() -> Settings {
         kustomize_binary: "kustomize".into(),
         concurrent_reconciles: 4,
         record_limit: crate::operator::inventory::RECORD_LIMIT,
+        allow_remote_exec: false,
+        remote_rate: (50.0, 100),
     }
 }
 

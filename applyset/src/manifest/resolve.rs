@@ -210,7 +210,7 @@ pub(crate) fn parse_int(s: &str, base: u32) -> Result<i64, NumError> {
 }
 
 /// `^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$`
-fn is_yaml_style_float(s: &str) -> bool {
+pub(crate) fn is_yaml_style_float(s: &str) -> bool {
     let b = s.as_bytes();
     let mut i = 0;
     if matches!(b.first(), Some(b'+' | b'-')) {

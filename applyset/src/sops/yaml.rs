@@ -145,7 +145,7 @@ fn resolve(value: String) -> Node {
             if let Some(i) = go_parse_int(&plain) {
                 return Node::Int(i);
             }
-            if is_yaml_float(&plain)
+            if crate::manifest::resolve::is_yaml_style_float(&plain)
                 && let Ok(f) = plain.parse::<f64>()
             {
                 return Node::Float(f);
@@ -180,43 +180,6 @@ fn go_parse_int(s: &str) -> Option<i64> {
     }
     let magnitude = u64::from_str_radix(body, radix).ok()?;
     if negative { 0i64.checked_sub_unsigned(magnitude) } else { i64::try_from(magnitude).ok() }
-}
-
-/// yaml.v3's `^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$`.
-fn is_yaml_float(s: &str) -> bool {
-    let b = s.as_bytes();
-    let mut i = usize::from(matches!(b.first(), Some(b'+' | b'-')));
-    let digits = |i: &mut usize| {
-        let start = *i;
-        while b.get(*i).is_some_and(u8::is_ascii_digit) {
-            *i += 1;
-        }
-        *i - start
-    };
-    if b.get(i) == Some(&b'.') {
-        i += 1;
-        if digits(&mut i) == 0 {
-            return false;
-        }
-    } else {
-        if digits(&mut i) == 0 {
-            return false;
-        }
-        if b.get(i) == Some(&b'.') {
-            i += 1;
-            digits(&mut i);
-        }
-    }
-    if matches!(b.get(i), Some(b'e' | b'E')) {
-        i += 1;
-        if matches!(b.get(i), Some(b'+' | b'-')) {
-            i += 1;
-        }
-        if digits(&mut i) == 0 {
-            return false;
-        }
-    }
-    i == b.len()
 }
 
 /// The documents as YAML, in their key order, separated by `---` lines.

@@ -164,7 +164,7 @@ async fn report_mode_reports_a_kubectl_edit_and_leaves_it() -> Result<()> {
     );
     assert_eq!(condition(&changed, "Drifted").map(|c| c.1), Some("DriftDetected".to_owned()), "{:?}", changed.status);
 
-    let events = operator::events_for(&ns, "app").await?;
+    let events = operator::events_with(&ns, "app", "DriftDetected").await?;
     assert!(
         events.iter().any(|(kind, reason, note)| kind == "Warning"
             && reason == "DriftDetected"
@@ -238,7 +238,7 @@ async fn correct_mode_reverts_a_kubectl_edit() -> Result<()> {
     assert_eq!(sample(&metrics, r#"applyset_objects{state="drifted"}"#), Some(0.0), "{metrics}");
 
     // The DriftCorrected Events name both, each field with its manager.
-    let events = operator::events_for(&ns, "app").await?;
+    let events = operator::events_with(&ns, "app", "DriftCorrected").await?;
     let notes: Vec<&str> = events
         .iter()
         .filter(|(kind, reason, _)| kind == "Normal" && reason == "DriftCorrected")
@@ -325,7 +325,7 @@ async fn ignored_replicas_survive_reconciles_and_git_changes() -> Result<()> {
         Ok((ns.jsonpath("deployment/plain", "{.spec.replicas}")? == "2").then_some(()))
     })
     .await?;
-    let events = operator::events_for(&ns, "plain").await?;
+    let events = operator::events_with(&ns, "plain", "DriftCorrected").await?;
     let (_, _, note) = events
         .iter()
         .find(|(kind, reason, _)| kind == "Normal" && reason == "DriftCorrected")
@@ -371,7 +371,7 @@ async fn deleted_objects_are_recreated_or_reported() -> Result<()> {
     let object = drifted_object(&correct, "ConfigMap", "correct-a").with_context(|| format!("{:?}", correct.status))?;
     assert_eq!(object.fields.iter().map(|f| f.path.as_str()).collect::<Vec<_>>(), ["(object deleted)"]);
     assert!(drifted_object(&correct, "ConfigMap", "correct-b").is_none());
-    let events = operator::events_for(&ns, "correct").await?;
+    let events = operator::events_with(&ns, "correct", "DriftCorrected").await?;
     assert!(
         events.iter().any(|(_, reason, note)| reason == "DriftCorrected" && note.contains("correct-a")),
         "{events:?}"
@@ -386,7 +386,7 @@ async fn deleted_objects_are_recreated_or_reported() -> Result<()> {
     let gone = ns.kubectl()?.args(["get", "configmap", "report-a"]).output()?;
     assert!(!gone.status.success(), "Report mode must not re-create the object");
     assert_eq!(ns.jsonpath("configmap/report-b", "{.data.value}")?, "one");
-    let events = operator::events_for(&ns, "report").await?;
+    let events = operator::events_with(&ns, "report", "DriftDetected").await?;
     assert!(
         events
             .iter()

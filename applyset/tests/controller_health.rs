@@ -206,7 +206,7 @@ async fn pods_that_never_start_fail_the_health_check_with_their_reason() -> Resu
     let message = condition(&failed, "Ready").map(|c| c.2).unwrap_or_default();
     ensure!(message.contains("not healthy after 10s: deployment.apps/web"), "{message}");
     ensure!(message.contains("ImagePullBackOff") && message.contains("Pod web-"), "the Pod's reason: {message}");
-    let events = operator::events_for(&ns, "app").await?;
+    let events = operator::events_with(&ns, "app", "HealthCheckFailed").await?;
     ensure!(events.iter().any(|(_, reason, _)| reason == "HealthCheckFailed"), "a Warning Event: {events:?}");
     Ok(())
 }

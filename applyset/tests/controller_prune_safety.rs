@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use anyhow::Result;
 use operator::{
-    ControllerFixture, condition, config_map, create_applyset, events_for, failed_with, patch_spec, ready_at, revision,
-    start_controller, wait_for_applyset,
+    ControllerFixture, condition, config_map, create_applyset, events_for, events_with, failed_with, patch_spec,
+    ready_at, revision, start_controller, wait_for_applyset,
 };
 use support::TestNamespace;
 
@@ -77,7 +77,7 @@ async fn the_prune_guard_holds_a_mass_deletion_until_approved() -> Result<()> {
     for i in 0..10 {
         assert!(ns.exists(&format!("configmap/c{i}"))?, "nothing is pruned: c{i}");
     }
-    let events = events_for(&ns, "app").await?;
+    let events = events_with(&ns, "app", "PruneGuarded").await?;
     assert!(events.iter().any(|(kind, reason, _)| kind == "Warning" && reason == "PruneGuarded"), "{events:?}");
 
     // Approving another revision changes nothing; approving this one (a short commit) does.
@@ -119,7 +119,7 @@ async fn an_opted_out_object_is_orphaned_not_pruned() -> Result<()> {
     assert!(!ns.exists("configmap/gone")?, "the other one is pruned");
     let skipped = done.status.map(|s| s.prune_skipped).unwrap_or_default();
     assert!(skipped.iter().any(|e| e.name == "kept" && e.state == "Orphaned"), "{skipped:?}");
-    let events = events_for(&ns, "app").await?;
+    let events = events_with(&ns, "app", "Orphaned").await?;
     let orphaned: Vec<_> = events.iter().filter(|(_, reason, _)| reason == "Orphaned").collect();
     assert!(orphaned.iter().any(|(kind, _, note)| kind == "Normal" && note.contains("kept")), "{events:?}");
     assert!(

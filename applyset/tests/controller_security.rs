@@ -147,7 +147,7 @@ async fn prune_deletes_only_what_the_applyset_applied() -> Result<()> {
         Ok((phase.is_empty() || phase == "Terminating").then_some(()))
     })
     .await?;
-    let events = operator::events_for(&ns, "app").await?;
+    let events = operator::events_with(&ns, "app", "PruneSkipped").await?;
     assert!(
         events
             .iter()
@@ -457,7 +457,7 @@ async fn an_unusable_annotation_is_treated_as_absent_and_prune_goes_on() -> Resu
         ns.jsonpath("configmap/a", "{.metadata.annotations.kubectl\\.kubernetes\\.io/last-applied-configuration}")?;
     let written: serde_json::Value = serde_json::from_str(&written)?;
     assert_eq!(written["data"]["value"], "2", "the annotation is written anew");
-    let events = operator::events_for(&ns, "app").await?;
+    let events = operator::events_with(&ns, "app", "LastAppliedDiscarded").await?;
     assert!(
         events.iter().any(|(kind, reason, note)| kind == "Warning"
             && reason == "LastAppliedDiscarded"

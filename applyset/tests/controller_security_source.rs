@@ -15,7 +15,7 @@ use applyset::operator::api::ApplySet;
 use git::{Fixture, GitHttpServer, HttpAuth, SilentServer};
 use operator::{
     ControllerFixture, ControllerOptions, applied_revision, condition, config_map, config_map_value, crd_namespace,
-    create_applyset, events_for, failed_with, is_ready, ready_at, request_reconcile, wait_for_applyset,
+    create_applyset, events_for, events_with, failed_with, is_ready, ready_at, request_reconcile, wait_for_applyset,
 };
 
 const T: Duration = Duration::from_secs(60);
@@ -61,7 +61,7 @@ async fn a_redirect_to_another_server_is_refused_and_nothing_is_pruned() -> Resu
     assert_eq!(config_map_value(&ns, "keep")?.as_deref(), Some("from-a"), "nothing is pruned");
     assert_eq!(config_map_value(&ns, "a")?.as_deref(), Some("from-a"), "nothing of B is applied");
     assert_eq!(config_map_value(&ns, "b")?, None, "nothing of B is applied");
-    let events = events_for(&ns, "app").await?;
+    let events = events_with(&ns, "app", "FetchFailed").await?;
     ensure!(
         events.iter().any(|(kind, reason, note)| kind == "Warning" && reason == "FetchFailed" && note.contains(&url_b)),
         "{events:?}"
@@ -119,7 +119,7 @@ async fn a_force_push_backwards_is_reported() -> Result<()> {
     let at_b = wait_for_applyset(&ns, "app", &controller, "Ready at B", T, ready_at(rev_b.clone())).await?;
     assert_eq!(ready_message(&at_b), format!("Applied revision: {rev_b}"));
     assert_eq!(config_map_value(&ns, "three")?.as_deref(), Some("1"));
-    let events = events_for(&ns, "app").await?;
+    let events = events_with(&ns, "app", "NewRevision").await?;
     let forward = format!("{rev_a} → {rev_b}");
     ensure!(
         events.iter().any(|(kind, reason, note)| kind == "Normal" && reason == "NewRevision" && note == &forward),
@@ -136,7 +136,7 @@ async fn a_force_push_backwards_is_reported() -> Result<()> {
     let at_c = wait_for_applyset(&ns, "app", &controller, "Ready at C", T, ready_at(rev_c.clone())).await?;
     let message = ready_message(&at_c);
     assert_eq!(message, format!("Applied revision: {rev_c} (history rewritten: was {rev_b}, not an ancestor)"));
-    let events = events_for(&ns, "app").await?;
+    let events = events_with(&ns, "app", "HistoryRewritten").await?;
     let rewritten: Vec<_> = events.iter().filter(|(_, reason, _)| reason == "HistoryRewritten").collect();
     ensure!(rewritten.len() == 1, "one HistoryRewritten event: {events:?}");
     let (kind, _, note) = rewritten[0];

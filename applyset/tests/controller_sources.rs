@@ -168,7 +168,7 @@ async fn wrong_password_fails_the_fetch_and_prunes_nothing() -> Result<()> {
     assert_eq!(status.last_applied_revision.as_deref(), Some(format!("main@sha1:{good}").as_str()));
     assert_eq!(config_map_value(&ns, "b")?.as_deref(), Some("1"), "nothing is pruned when the fetch fails");
     assert_eq!(config_map_value(&ns, "a")?.as_deref(), Some("1"), "nothing is applied when the fetch fails");
-    let events = operator::events_for(&ns, "app").await?;
+    let events = operator::events_with(&ns, "app", "FetchFailed").await?;
     assert!(
         events.iter().any(|(kind, reason, note)| kind == "Warning"
             && reason == "FetchFailed"
@@ -457,7 +457,7 @@ async fn deleting_an_applyset_deletes_or_orphans_its_objects() -> Result<()> {
     assert_eq!(config_map_value(&ns, "owned-a")?, None);
     assert_eq!(config_map_value(&ns, "owned-b")?, None);
     assert_eq!(config_map_value(&ns, "kept-a")?.as_deref(), Some("1"), "another ApplySet's objects are not touched");
-    let events = operator::events_for(&ns, "owned").await?;
+    let events = operator::events_with(&ns, "owned", "Pruned").await?;
     assert!(
         events
             .iter()

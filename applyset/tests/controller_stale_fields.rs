@@ -15,7 +15,8 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use applyset::operator::api::{ApplySet, DriftedField};
 use operator::{
-    ControllerFixture, create_applyset, events_for, patch_spec, ready_at, revision, start_controller, wait_for_applyset,
+    ControllerFixture, create_applyset, events_with, patch_spec, ready_at, revision, start_controller,
+    wait_for_applyset,
 };
 use support::TestNamespace;
 
@@ -152,7 +153,7 @@ async fn post_mortem(workload: Workload, prefix: &str) -> Result<()> {
     assert_eq!(drifted.0, "True", "{drifted:?}");
     assert!(drifted.2.contains("TO_BE_DELETED"), "{drifted:?}");
     assert_eq!(workload.env_names(&ns)?, "TO_BE_DELETED ANOTHER_ENV", "Report leaves it in place");
-    let events = events_for(&ns, "app").await?;
+    let events = events_with(&ns, "app", "StaleFields").await?;
     assert!(
         events
             .iter()
@@ -171,7 +172,7 @@ async fn post_mortem(workload: Workload, prefix: &str) -> Result<()> {
     assert_eq!(image, "nginx:3.0");
     let restarted = workload.get(&ns, "{.spec.template.metadata.annotations.kubectl\\.kubernetes\\.io/restartedAt}")?;
     assert!(!restarted.is_empty(), "the rollout restart annotation is foreign, not stale: kept");
-    let events = events_for(&ns, "app").await?;
+    let events = events_with(&ns, "app", "StaleFieldsRemoved").await?;
     assert!(
         events.iter().any(|(_, reason, note)| reason == "StaleFieldsRemoved" && note.contains("TO_BE_DELETED")),
         "{events:?}"

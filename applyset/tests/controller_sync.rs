@@ -72,7 +72,7 @@ async fn follows_commits_and_prunes_removed_files() -> Result<()> {
     )?;
     assert_eq!(left.trim(), "configmap/a");
 
-    let events = operator::events_for(&ns, "app").await?;
+    let events = operator::events_with(&ns, "app", "Pruned").await?;
     assert!(events.iter().any(|(_, reason, note)| reason == "Pruned" && note.contains("configmap/b")), "{events:?}");
     assert!(events.iter().any(|(_, reason, note)| reason == "Applied" && note.contains("configmap/a")), "{events:?}");
     Ok(())
@@ -101,7 +101,7 @@ async fn broken_yaml_fails_the_load_and_changes_nothing() -> Result<()> {
     // Nothing pruned, nothing changed.
     assert_eq!(ns.kubectl_ok(&["get", "configmap", "b", "-o", "jsonpath={.data.value}"], None)?, "1");
     assert_eq!(ns.kubectl_ok(&["get", "configmap", "a", "-o", "jsonpath={.data.value}"], None)?, "1");
-    let events = operator::events_for(&ns, "app").await?;
+    let events = operator::events_with(&ns, "app", "LoadFailed").await?;
     assert!(events.iter().any(|(kind, reason, _)| kind == "Warning" && reason == "LoadFailed"), "{events:?}");
     Ok(())
 }

@@ -13,7 +13,7 @@ use applyset::operator::api::ApplySet;
 use kube::Api;
 use kube::api::{Patch, PatchParams};
 use operator::{
-    ControllerFixture, ControllerOptions, condition, config_map, create_applyset, events_for, reason_is,
+    ControllerFixture, ControllerOptions, condition, config_map, create_applyset, events_with, reason_is,
     start_controller, wait_for_applyset,
 };
 use support::TestNamespace;
@@ -67,7 +67,7 @@ async fn a_dependency_into_another_namespace_is_refused_and_quotes_nothing_of_it
         for leaked in [PRIVATE, "LoadFailed", "not found", "not ready"] {
             ensure!(!message.contains(leaked), "quotes {leaked:?}: {message}");
         }
-        let events = events_for(&ns, name).await?;
+        let events = events_with(&ns, name, "AccessDenied").await?;
         ensure!(
             events.iter().any(|(kind, reason, _)| kind == "Warning" && reason == "AccessDenied"),
             "a Warning Event: {events:?}"
@@ -110,7 +110,7 @@ async fn a_dependant_names_its_dependency_and_its_ready_status_only() -> Result<
         message,
         format!("dependency ApplySet {}/base is not ready (Ready=False); nothing was applied", ns.name)
     );
-    let events = events_for(&ns, "app").await?;
+    let events = events_with(&ns, "app", "DependencyNotReady").await?;
     ensure!(events.iter().any(|(_, reason, _)| reason == "DependencyNotReady"), "{events:?}");
     ensure!(events.iter().all(|(_, _, note)| !note.contains(PRIVATE) && !note.contains("LoadFailed")), "{events:?}");
     Ok(())
@@ -179,7 +179,7 @@ async fn the_anchors_marks_keep_objects_and_an_invalid_annotation_does_not_freez
         .jsonpath("configmap/victim", "{.metadata.annotations.kubectl\\.kubernetes\\.io/last-applied-configuration}")?;
     let rewritten: serde_json::Value = serde_json::from_str(&annotation)?;
     ensure!(rewritten["metadata"]["name"] == "victim", "written anew: {annotation}");
-    let events = events_for(&ns, "app").await?;
+    let events = events_with(&ns, "app", "LastAppliedDiscarded").await?;
     ensure!(
         events.iter().any(|(kind, reason, note)| kind == "Warning"
             && reason == "LastAppliedDiscarded"
@@ -223,7 +223,7 @@ async fn an_edited_parent_annotation_hides_no_member_from_prune() -> Result<()> 
     ensure!(!elsewhere.exists("configmap/away")?, "the member in the hidden namespace is pruned");
     ensure!(!ns.exists("secret/creds")?, "the member of the hidden kind is pruned");
     ensure!(ns.exists("configmap/own")?);
-    let events = events_for(&ns, "app").await?;
+    let events = events_with(&ns, "app", "ParentAnnotationsRestored").await?;
     let restored = events.iter().find(|(_, reason, _)| reason == "ParentAnnotationsRestored");
     ensure!(
         restored.is_some_and(|(kind, _, note)| kind == "Warning"

@@ -466,3 +466,19 @@ pub async fn events_for(ns: &TestNamespace, name: &str) -> Result<Vec<(String, S
         .map(|e| (e.type_.unwrap_or_default(), e.reason.unwrap_or_default(), e.note.unwrap_or_default()))
         .collect())
 }
+
+/// Events recorded on an ApplySet once one with `reason` is there: the controller records its
+/// Events after the status write a test waits for, so reading them at once races the recorder.
+pub async fn events_with(ns: &TestNamespace, name: &str, reason: &str) -> Result<Vec<(String, String, String)>> {
+    let what = format!("an Event {reason} on {name}");
+    let found = support::eventually(&what, Duration::from_secs(15), || async {
+        let events = events_for(ns, name).await?;
+        Ok(events.iter().any(|(_, r, _)| r == reason).then_some(events))
+    })
+    .await;
+    match found {
+        Ok(events) => Ok(events),
+        // The caller's assertion prints what is there.
+        Err(_) => events_for(ns, name).await,
+    }
+}

@@ -18,6 +18,7 @@ pub mod printers;
 pub mod redact;
 pub mod sops;
 pub mod source;
+pub mod ui;
 
 /// The stack of every thread that handles documents (the command's main thread, the async
 /// runtime's workers). The merge engine grows its own stack as it recurses

@@ -50,6 +50,7 @@ fn run(cli: Cli) -> ExitCode {
         Command::Tree(args) => return commands::fleet::tree(args),
         Command::History(args) => return commands::fleet::history(args),
         Command::Events(args) => return commands::fleet::events(args),
+        Command::Ui(args) => return applyset::ui::ui(args),
         Command::Build(args) => return commands::preview::build(args),
         Command::Plan(args) => return commands::preview::plan(args),
         Command::Completion(args) => return commands::fleet::completion(args),

@@ -9,6 +9,7 @@ mod kustomize;
 mod last_applied;
 mod patch;
 mod preview;
+mod ui;
 
 use clap::{Parser, Subcommand};
 
@@ -28,6 +29,7 @@ pub use last_applied::{
 };
 pub use patch::{PatchCommand, SchemaArgs};
 pub use preview::{BuildArgs, CheckoutArgs, PlanArgs};
+pub use ui::UiArgs;
 
 #[derive(Debug, Parser)]
 #[command(name = "applyset", version, about = "Keeps clusters in sync with git, applying exactly like kubectl apply")]
@@ -78,6 +80,10 @@ pub enum Command {
     History(HistoryArgs),
     /// An ApplySet's Events, oldest first.
     Events(EventsArgs),
+    /// A web UI on a local port: every ApplySet the kubeconfig identity may list, each with
+    /// its conditions, objects, drift, revisions, prune and Events, live; reconcile, suspend,
+    /// resume and approve a guarded prune with that identity (like `kubectl proxy`).
+    Ui(UiArgs),
     /// Render what the controller would apply for an ApplySet from a local checkout
     /// (`flux build kustomization --path`, and more).
     ///

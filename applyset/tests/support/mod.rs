@@ -15,6 +15,7 @@
 pub mod pki;
 
 mod audit;
+pub mod browser;
 mod commands;
 mod manifests;
 mod namespace;

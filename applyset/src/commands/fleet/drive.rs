@@ -13,10 +13,53 @@ use kube::runtime::wait::await_condition;
 use super::outcome::{RunError, RunOutcome, ready_summary, run_outcome};
 use super::{FleetError, Target, block_on, request_failed};
 use crate::cli::{ReconcileArgs, ResumeArgs, SuspendArgs, WaitArgs};
-use crate::operator::api::{ApplySet, RECONCILE_REQUESTED_AT};
+use crate::operator::api::{APPROVE_PRUNE, ApplySet, RECONCILE_REQUESTED_AT};
 
-/// The field manager of the CLI's patches.
-const MANAGER: &str = "applyset-cli";
+/// The field manager of the CLI's (and the UI's) patches.
+pub(crate) const MANAGER: &str = "applyset-cli";
+
+/// What a person asks of an ApplySet, from the command line or the UI: one merge patch each,
+/// sent with the caller's identity.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Request {
+    /// Run now: the `reconcile-requested-at` annotation.
+    Reconcile,
+    /// `spec.suspend: true`.
+    Suspend,
+    /// `spec.suspend: false` and a run requested, in one patch.
+    Resume,
+    /// Let a revision the prune guard held through (`applyset.dev/approve-prune`; the
+    /// controller runs it at once).
+    ApprovePrune { revision: String },
+}
+
+impl Request {
+    /// The merge patch; `requested` is the request's time (RFC 3339), which the status names
+    /// once a run has handled it.
+    pub(crate) fn patch(&self, requested: &str) -> serde_json::Value {
+        match self {
+            Request::Reconcile => {
+                serde_json::json!({ "metadata": { "annotations": { RECONCILE_REQUESTED_AT: requested } } })
+            }
+            Request::Suspend => serde_json::json!({ "spec": { "suspend": true } }),
+            Request::Resume => serde_json::json!({
+                "metadata": { "annotations": { RECONCILE_REQUESTED_AT: requested } },
+                "spec": { "suspend": false },
+            }),
+            Request::ApprovePrune { revision } => {
+                serde_json::json!({ "metadata": { "annotations": { APPROVE_PRUNE: revision } } })
+            }
+        }
+    }
+
+    /// Sends the patch as `MANAGER` and returns the request's time.
+    pub(crate) async fn send(&self, api: &kube::Api<ApplySet>, name: &str) -> Result<String, kube::Error> {
+        let requested = Timestamp::now().to_string();
+        let params = PatchParams { field_manager: Some(MANAGER.into()), ..PatchParams::default() };
+        api.patch(name, &params, &Patch::Merge(self.patch(&requested))).await?;
+        Ok(requested)
+    }
+}
 
 pub fn reconcile(args: ReconcileArgs) -> ExitCode {
     block_on(|| async move {
@@ -27,7 +70,7 @@ pub fn reconcile(args: ReconcileArgs) -> ExitCode {
             return Err(RunError::Suspended(target.key()).into());
         }
         eprintln!("► annotating ApplySet {} in namespace {}", target.name, target.namespace);
-        let requested = request_run(&target, serde_json::json!({})).await?;
+        let requested = send(&target, &Request::Reconcile).await?;
         wait_for_run(&target, &requested, timeout, &args.wait.timeout).await
     })
 }
@@ -36,8 +79,7 @@ pub fn suspend(args: SuspendArgs) -> ExitCode {
     block_on(|| async move {
         let target = Target::of(&args.target).await?;
         eprintln!("► suspending ApplySet {} in namespace {}", target.name, target.namespace);
-        let patch = serde_json::json!({ "spec": { "suspend": true } });
-        patch_applyset(&target, &patch).await?;
+        send(&target, &Request::Suspend).await?;
         eprintln!("✔ ApplySet suspended");
         Ok(ExitCode::SUCCESS)
     })
@@ -48,7 +90,7 @@ pub fn resume(args: ResumeArgs) -> ExitCode {
         let timeout = timeout_of(&args.wait)?;
         let target = Target::of(&args.target).await?;
         eprintln!("► resuming ApplySet {} in namespace {}", target.name, target.namespace);
-        let requested = request_run(&target, serde_json::json!({ "suspend": false })).await?;
+        let requested = send(&target, &Request::Resume).await?;
         eprintln!("✔ ApplySet resumed");
         if args.no_wait {
             return Ok(ExitCode::SUCCESS);
@@ -61,23 +103,9 @@ fn timeout_of(args: &WaitArgs) -> Result<Duration, FleetError> {
     crate::duration::parse(&args.timeout).map_err(|source| FleetError::Timeout { value: args.timeout.clone(), source })
 }
 
-/// Sets the request annotation to now (with `spec` merged into the spec in the same patch) and
-/// returns its value: the status names it once a run has handled it.
-async fn request_run(target: &Target, spec: serde_json::Value) -> Result<String, FleetError> {
-    let requested = Timestamp::now().to_string();
-    let mut patch = serde_json::json!({ "metadata": { "annotations": { RECONCILE_REQUESTED_AT: requested } } });
-    if spec.as_object().is_some_and(|s| !s.is_empty()) {
-        patch["spec"] = spec;
-    }
-    patch_applyset(target, &patch).await?;
-    Ok(requested)
-}
-
-async fn patch_applyset(target: &Target, patch: &serde_json::Value) -> Result<ApplySet, FleetError> {
-    let params = PatchParams { field_manager: Some(MANAGER.into()), ..PatchParams::default() };
-    target
-        .api
-        .patch(&target.name, &params, &Patch::Merge(patch))
+async fn send(target: &Target, request: &Request) -> Result<String, FleetError> {
+    request
+        .send(&target.api, &target.name)
         .await
         .map_err(request_failed(format!("cannot patch ApplySet {}", target.key())))
 }

@@ -83,7 +83,7 @@ fn header() -> Vec<String> {
 
 /// When the Event was last seen: the series' last observation, else the last timestamp, else
 /// when it happened or was created (the fields events.k8s.io/v1 and core/v1 writers fill).
-fn last_seen(event: &Event) -> Option<Time> {
+pub(crate) fn last_seen(event: &Event) -> Option<Time> {
     let micro = |t: &k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime| Time(t.0);
     event
         .series

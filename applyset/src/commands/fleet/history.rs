@@ -30,21 +30,21 @@ pub fn history(args: HistoryArgs) -> ExitCode {
 /// One line of the history.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
-struct Entry {
-    revision: String,
+pub(crate) struct Entry {
+    pub(crate) revision: String,
     #[serde(skip_serializing_if = "Option::is_none")]
-    path: Option<String>,
+    pub(crate) path: Option<String>,
     /// When it was applied (none for the failed attempt, and for revisions applied before the
     /// status recorded times).
     #[serde(skip_serializing_if = "Option::is_none")]
-    applied_at: Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
+    pub(crate) applied_at: Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
     /// `Applied` (the current one `Applied (current)`), or the failed attempt's reason.
-    result: String,
+    pub(crate) result: String,
     #[serde(skip_serializing_if = "Option::is_none")]
-    message: Option<String>,
+    pub(crate) message: Option<String>,
 }
 
-fn entries(applyset: &ApplySet) -> Vec<Entry> {
+pub(crate) fn entries(applyset: &ApplySet) -> Vec<Entry> {
     let status = applyset.status.clone().unwrap_or_default();
     let mut entries = Vec::new();
     if let Some(failed) = failed_attempt(&status) {

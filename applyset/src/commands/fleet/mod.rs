@@ -6,13 +6,13 @@
 //! an error, the ApplySet is missing, a run it waited for failed or did not finish in time).
 
 mod completion;
-mod drive;
-mod events;
+pub(crate) mod drive;
+pub(crate) mod events;
 mod get;
-mod history;
+pub(crate) mod history;
 mod outcome;
-mod table;
-mod tree;
+pub(crate) mod table;
+pub(crate) mod tree;
 
 use std::future::Future;
 use std::process::ExitCode;

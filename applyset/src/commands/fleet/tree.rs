@@ -34,24 +34,24 @@ pub fn tree(args: TreeArgs) -> ExitCode {
 /// One object the ApplySet manages, with what the status says of it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
-struct Entry {
-    kind: String,
+pub(crate) struct Entry {
+    pub(crate) kind: String,
     #[serde(skip_serializing_if = "Option::is_none")]
-    namespace: Option<String>,
-    name: String,
+    pub(crate) namespace: Option<String>,
+    pub(crate) name: String,
     /// `Applied`, `Drifted`, `Failed`; `-` when the status does not say.
-    state: String,
+    pub(crate) state: String,
     #[serde(skip_serializing_if = "Option::is_none")]
-    message: Option<String>,
+    pub(crate) message: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    health: Option<String>,
+    pub(crate) health: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    health_message: Option<String>,
+    pub(crate) health_message: Option<String>,
 }
 
 /// Every member of `status` (whose record is read in), sorted by namespace (cluster-scoped
 /// first), kind and name, with the state and health the status lists for it.
-fn entries(status: &ApplySetStatus) -> Vec<Entry> {
+pub(crate) fn entries(status: &ApplySetStatus) -> Vec<Entry> {
     let inventory = status.inventory.clone().unwrap_or_default();
     let listed: HashMap<(&str, Option<&str>, &str), &InventoryObject> =
         inventory.objects.iter().map(|o| ((o.kind.as_str(), o.namespace.as_deref(), o.name.as_str()), o)).collect();

@@ -18,6 +18,8 @@
 mod live;
 mod page;
 mod server;
+#[cfg(test)]
+mod tests;
 mod view;
 
 use std::future::IntoFuture;
@@ -47,6 +49,17 @@ pub enum UiError {
     Token(#[source] openssl::error::ErrorStack),
 }
 
+/// `--accept-hosts`: comma-separated regular expressions, as `kubectl proxy` takes them.
+fn accept_hosts(patterns: &str) -> Result<Vec<regex::Regex>, UiError> {
+    patterns
+        .split(',')
+        .filter(|p| !p.is_empty())
+        .map(|pattern| {
+            regex::Regex::new(pattern).map_err(|source| UiError::AcceptHosts { pattern: pattern.to_owned(), source })
+        })
+        .collect()
+}
+
 /// Runs the server until interrupted.
 pub fn ui(args: UiArgs) -> ExitCode {
     let outcome = match runtime() {
@@ -63,14 +76,7 @@ pub fn ui(args: UiArgs) -> ExitCode {
 }
 
 async fn serve(args: UiArgs) -> Result<(), UiError> {
-    let accept_hosts = args
-        .accept_hosts
-        .split(',')
-        .filter(|p| !p.is_empty())
-        .map(|pattern| {
-            regex::Regex::new(pattern).map_err(|source| UiError::AcceptHosts { pattern: pattern.to_owned(), source })
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    let accept_hosts = accept_hosts(&args.accept_hosts)?;
     let cluster = connect(&args.cluster).await?;
     let namespace = args.namespace.clone().unwrap_or_else(|| cluster.default_namespace().to_owned());
     let listener = tokio::net::TcpListener::bind(&args.address)

@@ -123,16 +123,6 @@ impl Ui {
         let notices = self.notices.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         notices.iter().find(|(n, _, _)| Some(*n) == id).map(|(_, text, failed)| (text.clone(), *failed))
     }
-
-    /// Whether a request's Host (without its port) is one `--accept-hosts` allows.
-    fn accepts_host(&self, headers: &HeaderMap) -> bool {
-        let Some(host) = headers.get(header::HOST).and_then(|h| h.to_str().ok()) else { return false };
-        let name = match host.rsplit_once(':') {
-            Some((name, port)) if port.chars().all(|c| c.is_ascii_digit()) => name,
-            _ => host,
-        };
-        self.accept_hosts.iter().any(|pattern| pattern.is_match(name))
-    }
 }
 
 pub fn router(ui: Arc<Ui>) -> Router {
@@ -153,7 +143,7 @@ pub fn router(ui: Arc<Ui>) -> Router {
 /// headers that keep the pages out of frames and foreign scripts out of the pages.
 async fn guard(State(ui): State<Arc<Ui>>, request: Request, next: Next) -> Response {
     let headers = request.headers();
-    if !ui.accepts_host(headers) {
+    if !accepts_host(&ui.accept_hosts, headers) {
         return (StatusCode::FORBIDDEN, "Host not accepted (see applyset ui --accept-hosts)\n").into_response();
     }
     if request.method() == axum::http::Method::POST && !same_origin(headers) {
@@ -177,8 +167,18 @@ async fn guard(State(ui): State<Arc<Ui>>, request: Request, next: Next) -> Respo
     response
 }
 
+/// Whether a request's Host (without its port) is one the `--accept-hosts` patterns allow.
+pub(super) fn accepts_host(patterns: &[Regex], headers: &HeaderMap) -> bool {
+    let Some(host) = headers.get(header::HOST).and_then(|h| h.to_str().ok()) else { return false };
+    let name = match host.rsplit_once(':') {
+        Some((name, port)) if port.chars().all(|c| c.is_ascii_digit()) => name,
+        _ => host,
+    };
+    patterns.iter().any(|pattern| pattern.is_match(name))
+}
+
 /// A browser says where a POST comes from (`Sec-Fetch-Site`, `Origin`): it must be this site.
-fn same_origin(headers: &HeaderMap) -> bool {
+pub(super) fn same_origin(headers: &HeaderMap) -> bool {
     let text = |name| headers.get(name).and_then(|v: &HeaderValue| v.to_str().ok());
     if text("sec-fetch-site").is_some_and(|site| site != "same-origin" && site != "none") {
         return false;
@@ -298,7 +298,7 @@ fn redirect_with(ui: &Ui, namespace: &str, name: &str, text: String, failed: boo
     Redirect::to(&format!("{}?notice={id}", detail_path(namespace, name))).into_response()
 }
 
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+pub(super) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 

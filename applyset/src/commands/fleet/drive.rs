@@ -150,3 +150,21 @@ async fn wait_for_run(
         None => Err(RunError::Deleted(target.key()).into()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_request_is_one_merge_patch() {
+        let at = "2026-11-27T10:00:00Z";
+        let annotations = |value: serde_json::Value| serde_json::json!({ "metadata": { "annotations": value } });
+        assert_eq!(Request::Reconcile.patch(at), annotations(serde_json::json!({ RECONCILE_REQUESTED_AT: at })));
+        assert_eq!(Request::Suspend.patch(at), serde_json::json!({ "spec": { "suspend": true } }));
+        let mut resume = annotations(serde_json::json!({ RECONCILE_REQUESTED_AT: at }));
+        resume["spec"] = serde_json::json!({ "suspend": false });
+        assert_eq!(Request::Resume.patch(at), resume);
+        let approve = Request::ApprovePrune { revision: "main@sha1:abc".into() };
+        assert_eq!(approve.patch(at), annotations(serde_json::json!({ APPROVE_PRUNE: "main@sha1:abc" })));
+    }
+}

@@ -97,8 +97,8 @@ pub fn list(rows: &[Row], scope: Option<&str>) -> Markup {
                 tbody {
                     @for row in rows {
                         tr data-search=(format!("{}/{} {} {}", row.namespace, row.name, row.ready.text, row.revision)) {
-                            td { (row.namespace) }
-                            td { a href=(detail_path(&row.namespace, &row.name)) { (row.name) } }
+                            td.nowrap { (row.namespace) }
+                            td.nowrap { a href=(detail_path(&row.namespace, &row.name)) { (row.name) } }
                             td { (badge(&row.ready)) }
                             td { (badge(&row.healthy)) }
                             td { (badge(&row.drifted)) }

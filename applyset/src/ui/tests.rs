@@ -48,6 +48,17 @@ fn the_list_puts_failures_first_then_sorts_by_namespace_and_name() {
     assert_eq!(rows[0].ready.tone, Tone::Bad);
     assert_eq!(rows[0].revision, "main@0123456");
     assert_eq!(rows[0].changed.as_ref().map(|c| c.0.as_str()), Some("10m"));
+    assert_eq!(rows[0].message, "configmap/x: invalid");
+}
+
+#[test]
+fn a_ready_row_says_only_what_its_message_adds_to_the_revision() {
+    let revision = "main@sha1:0123456789abcdef0123456789abcdef01234567";
+    let plain = ready("a", "web", "True", "Succeeded", &format!("Applied revision: {revision}"));
+    let drifted =
+        ready("a", "api", "True", "Succeeded", &format!("Applied revision: {revision} (1 object(s) drifted)"));
+    let rows = rows(&[plain, drifted], now());
+    assert_eq!((rows[0].message.as_str(), rows[1].message.as_str()), ("1 object(s) drifted", ""));
 }
 
 #[test]

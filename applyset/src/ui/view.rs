@@ -69,7 +69,20 @@ fn row(applyset: &ApplySet, now: Timestamp) -> Row {
         suspended: applyset.spec.suspend,
         revision: status.last_applied_revision.as_deref().map(short_revision).unwrap_or_else(|| "-".into()),
         changed: ready.map(|c| when(&c.last_transition_time, now)),
-        message: ready.map(|c| c.message.clone()).unwrap_or_default(),
+        message: ready.map(|c| list_message(c, status.last_applied_revision.as_deref())).unwrap_or_default(),
+    }
+}
+
+/// The Ready message for the list: what a Ready one adds to "Applied revision: <the revision
+/// the row shows>" (`1 object(s) drifted`), else all of it.
+fn list_message(ready: &Condition, revision: Option<&str>) -> String {
+    let Some(revision) = revision.filter(|_| ready.status == "True") else { return ready.message.clone() };
+    match ready.message.strip_prefix(&format!("Applied revision: {revision}")) {
+        Some(rest) => {
+            let rest = rest.trim();
+            rest.strip_prefix('(').and_then(|r| r.strip_suffix(')')).unwrap_or(rest).to_owned()
+        }
+        None => ready.message.clone(),
     }
 }
 

@@ -332,8 +332,12 @@ async fn suspend_stops_applying_until_resumed() -> Result<()> {
 async fn reconcile_request_applies_a_new_commit_before_the_interval() -> Result<()> {
     let ControllerFixture { ns, repo } = ControllerFixture::new("request").await?;
     repo.write("slow/a.yaml", config_map("slow", &ns.name, "1"));
-    repo.write("fast/a.yaml", config_map("fast", &ns.name, "1"));
     let first = repo.commit("first");
+    // The witness follows a repository of its own: ApplySets of one source share its listing,
+    // and one that finds a new commit wakes the others (see git_shared_source.rs).
+    let witness = git::Fixture::new(&format!("witness-{}", ns.name));
+    witness.write("fast/a.yaml", config_map("fast", &ns.name, "1"));
+    witness.commit("first");
     let controller = start_controller(&ns)?;
     create_applyset(
         &ns,
@@ -341,28 +345,29 @@ async fn reconcile_request_applies_a_new_commit_before_the_interval() -> Result<
         serde_json::json!({ "source": { "url": repo.url(), "path": "slow" }, "interval": "1h" }),
     )
     .await?;
-    // A witness on the same repository polling every 2s.
+    // A witness polling every 2s.
     create_applyset(
         &ns,
         "fast",
-        serde_json::json!({ "source": { "url": repo.url(), "path": "fast" }, "interval": "2s" }),
+        serde_json::json!({ "source": { "url": witness.url(), "path": "fast" }, "interval": "2s" }),
     )
     .await?;
     wait_for_applyset(&ns, "slow", &controller, "slow Ready", T, is_ready).await?;
     wait_for_applyset(&ns, "fast", &controller, "fast Ready", T, is_ready).await?;
 
     repo.write("slow/a.yaml", config_map("slow", &ns.name, "2"));
-    repo.write("fast/a.yaml", config_map("fast", &ns.name, "2"));
     let second = repo.commit("second");
-    // The witness has fetched and applied the commit: the controller is polling, and the
-    // hourly ApplySet has not applied it.
+    witness.write("fast/a.yaml", config_map("fast", &ns.name, "2"));
+    let witness_second = witness.commit("second");
+    // The witness has fetched and applied its commit: the controller is polling, and the
+    // hourly ApplySet has not applied its own.
     wait_for_applyset(
         &ns,
         "fast",
         &controller,
         "the witness applied the commit",
         T,
-        applied(format!("main@sha1:{second}")),
+        applied(format!("main@sha1:{witness_second}")),
     )
     .await?;
     let slow = get_applyset(&ns, "slow").await?;

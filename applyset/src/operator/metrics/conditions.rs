@@ -49,7 +49,9 @@ impl ConditionGauge {
                 Some(condition) => {
                     let current = STATUSES.iter().copied().find(|s| *s == condition.status).unwrap_or("Unknown");
                     for status in STATUSES {
-                        self.gauge.with_label_values(&[namespace, name, type_, status]).set(i64::from(status == current));
+                        self.gauge
+                            .with_label_values(&[namespace, name, type_, status])
+                            .set(i64::from(status == current));
                     }
                 }
                 None => self.remove(namespace, name, type_),
@@ -78,16 +80,23 @@ mod tests {
     use super::super::Metrics;
     use super::super::tests::sample;
     use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
     fn condition(type_: &str, status: &str) -> Condition {
-        Condition { type_: type_.into(), status: status.into(), reason: "Test".into(), ..Default::default() }
+        Condition {
+            type_: type_.into(),
+            status: status.into(),
+            reason: "Test".into(),
+            message: String::new(),
+            observed_generation: None,
+            last_transition_time: Time(Default::default()),
+        }
     }
 
     /// The value of `applyset_condition` for the ApplySet, type and status, if exported.
     fn value(rendered: &str, namespace: &str, name: &str, type_: &str, status: &str) -> Option<f64> {
-        let series = format!(
-            r#"applyset_condition{{name="{name}",namespace="{namespace}",status="{status}",type="{type_}"}}"#
-        );
+        let series =
+            format!(r#"applyset_condition{{name="{name}",namespace="{namespace}",status="{status}",type="{type_}"}}"#);
         sample(rendered, &series)
     }
 

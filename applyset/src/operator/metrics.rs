@@ -4,9 +4,9 @@
 //! build as many `Metrics` as they like and nothing a library registers leaks into `/metrics`.
 //! Labels only ever take values from small fixed sets: a git URL or an object's name would
 //! give every object its own time series, and a large fleet would overwhelm the Prometheus
-//! that scrapes us. The one exception is `applyset_condition` ([`conditions`]), labelled by
-//! ApplySet so that alerts can name the ApplySet that is not Ready: its series are bounded by
-//! the number of ApplySets, never by their objects.
+//! that scrapes us. The one exception is `applyset_condition` ([`Metrics::set_conditions`]),
+//! labelled by ApplySet so that alerts can name the ApplySet that is not Ready: its series are
+//! bounded by the number of ApplySets, never by their objects.
 
 mod conditions;
 

@@ -11,7 +11,7 @@ Every document must validate:
     OpenAPI schemas that kubernetes-validate ships for that version; a
     CustomResourceDefinition is a built-in kind (apiextensions.k8s.io/v1), so
     the CRDs are checked the same way;
-  * the custom kinds the chart may render (ServiceMonitor) against a schema of
+  * the custom kinds the chart may render (ServiceMonitor, PrometheusRule) against a schema of
     the fields the chart uses, kept below;
   * any other kind fails: nothing is skipped.
 Also: metadata.name everywhere, no object twice, and with --require-namespace
@@ -93,6 +93,7 @@ SERVICE_MONITOR_V1 = {
                             "scheme": {"enum": ["http", "https"]},
                             "interval": _DURATION,
                             "scrapeTimeout": _DURATION,
+                            "honorLabels": {"type": "boolean"},
                         },
                         "additionalProperties": False,
                     },
@@ -104,7 +105,59 @@ SERVICE_MONITOR_V1 = {
     "additionalProperties": False,
 }
 
-CUSTOM_SCHEMAS = {("monitoring.coreos.com/v1", "ServiceMonitor"): SERVICE_MONITOR_V1}
+# monitoring.coreos.com/v1 PrometheusRule: the fields this chart renders, as the
+# Prometheus Operator's CRD types them (the rules themselves are checked by
+# promtool in scripts/check-monitoring).
+PROMETHEUS_RULE_V1 = {
+    "type": "object",
+    "required": ["apiVersion", "kind", "metadata", "spec"],
+    "properties": {
+        "apiVersion": {"const": "monitoring.coreos.com/v1"},
+        "kind": {"const": "PrometheusRule"},
+        "metadata": _OBJECT_META,
+        "spec": {
+            "type": "object",
+            "properties": {
+                "groups": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "required": ["name"],
+                        "properties": {
+                            "name": {"type": "string", "minLength": 1},
+                            "interval": _DURATION,
+                            "rules": {
+                                "type": "array",
+                                "items": {
+                                    "type": "object",
+                                    "required": ["expr"],
+                                    "properties": {
+                                        "alert": {"type": "string"},
+                                        "record": {"type": "string"},
+                                        "expr": {"type": "string", "minLength": 1},
+                                        "for": _DURATION,
+                                        "keep_firing_for": _DURATION,
+                                        "labels": _LABELS,
+                                        "annotations": _LABELS,
+                                    },
+                                    "additionalProperties": False,
+                                },
+                            },
+                        },
+                        "additionalProperties": False,
+                    },
+                },
+            },
+            "additionalProperties": False,
+        },
+    },
+    "additionalProperties": False,
+}
+
+CUSTOM_SCHEMAS = {
+    ("monitoring.coreos.com/v1", "ServiceMonitor"): SERVICE_MONITOR_V1,
+    ("monitoring.coreos.com/v1", "PrometheusRule"): PROMETHEUS_RULE_V1,
+}
 
 
 def group_of(api_version):

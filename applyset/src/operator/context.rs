@@ -249,8 +249,10 @@ impl Context {
         store.state()
     }
 
-    /// The ApplySet is gone.
+    /// The ApplySet is gone: its schedule, waits, remote cluster and metrics (its object counts
+    /// and `applyset_condition` series) are dropped.
     pub fn forget(&self, key: &str) {
+        self.metrics.forget(key);
         self.schedule.forget(key);
         self.waits.forget(key);
         self.remotes.release(key);

@@ -2,20 +2,29 @@
 //!
 //! Everything lives in a registry of our own (not the process-wide default one), so tests can
 //! build as many `Metrics` as they like and nothing a library registers leaks into `/metrics`.
-//! Labels only ever take values from small fixed sets: an ApplySet's name, a git URL or an
-//! object's name would give every ApplySet its own time series, and a large fleet would
-//! overwhelm the Prometheus that scrapes us.
+//! Labels only ever take values from small fixed sets: a git URL or an object's name would
+//! give every object its own time series, and a large fleet would overwhelm the Prometheus
+//! that scrapes us. The one exception is `applyset_condition` ([`Metrics::set_conditions`]),
+//! labelled by ApplySet so that alerts can name the ApplySet that is not Ready: its series are
+//! bounded by the number of ApplySets, never by their objects.
+
+mod conditions;
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use prometheus::{
     Encoder, Gauge, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
     Registry, TextEncoder,
 };
 
+use self::conditions::ConditionGauge;
 use super::lock;
+use super::status::Stage;
+use super::webhook::Outcome;
+use crate::source::ErrorCategory;
 
 /// Reconciles take from a few milliseconds (nothing changed) to minutes (a large first apply).
 const RECONCILE_BUCKETS: &[f64] =
@@ -26,6 +35,10 @@ const GIT_FETCH_BUCKETS: &[f64] = &[0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 3
 
 /// The values of the `state` label of `applyset_objects`.
 const OBJECT_STATES: [&str; 3] = ["applied", "drifted", "failed"];
+
+/// The results of `applyset_reconcile_total` that are not a failed stage
+/// ([`Stage::metric_label`]).
+const RESULTS_BESIDES_STAGES: [&str; 4] = ["success", "inputs_unchanged", "waiting", "suspended"];
 
 /// The controller's metrics and the registry that exports them.
 pub struct Metrics {
@@ -46,6 +59,7 @@ pub struct Metrics {
     cached_objects: IntGauge,
     watch_failures: IntCounter,
     watch_changes: IntCounterVec,
+    conditions: ConditionGauge,
     /// Each ApplySet's latest counts, and their sums (what `objects` exports), updated together
     /// under one lock so a scrape never sees an ApplySet counted twice or half removed.
     object_counts: Mutex<ObjectCounts>,
@@ -194,14 +208,31 @@ impl Metrics {
             ),
         );
 
+        let conditions = ConditionGauge::new(&registry);
+
         #[cfg(target_os = "linux")]
         registry
             .register(Box::new(prometheus::process_collector::ProcessCollector::for_self()))
             .expect("process metric names are unique");
 
-        // Export every state from the start, so dashboards show 0 rather than "no data".
+        // Export every state and every counter's labels from the start, so dashboards show 0
+        // rather than "no data", and `increase()` in an alert sees a counter's first step (a
+        // series born at 1 has no increase).
         for state in OBJECT_STATES {
             objects.with_label_values(&[state]).set(0);
+        }
+        let stages = Stage::ALL.map(Stage::metric_label);
+        for result in RESULTS_BESIDES_STAGES.iter().chain(&stages) {
+            reconciles.with_label_values(&[*result]).reset();
+        }
+        for category in ErrorCategory::ALL {
+            git_fetch_failures.with_label_values(&[category.as_str()]).reset();
+        }
+        for outcome in Outcome::ALL {
+            webhook_requests.with_label_values(&[outcome.label()]).reset();
+        }
+        for origin in ["own", "other"] {
+            watch_changes.with_label_values(&[origin]).reset();
         }
 
         Metrics {
@@ -222,6 +253,7 @@ impl Metrics {
             cached_objects,
             watch_failures,
             watch_changes,
+            conditions,
             object_counts: Mutex::new(ObjectCounts::default()),
             last_sync_lock: Mutex::new(()),
         }
@@ -248,8 +280,16 @@ impl Metrics {
         self.export_object_totals(&counts.totals);
     }
 
-    /// The ApplySet `key` is gone: its objects no longer count.
+    /// Exports the ApplySet's `Ready`, `Healthy` and `Drifted` conditions (`applyset_condition`)
+    /// as its status now has them.
+    pub fn set_conditions(&self, namespace: &str, name: &str, conditions: &[Condition]) {
+        self.conditions.set(namespace, name, conditions);
+    }
+
+    /// The ApplySet `key` ("namespace/name") is gone: its objects no longer count, and its
+    /// condition series are removed.
     pub fn forget(&self, key: &str) {
+        self.conditions.forget(key);
         let mut counts = lock(&self.object_counts);
         if let Some(previous) = counts.per_applyset.remove(key) {
             for (total, old) in counts.totals.iter_mut().zip(previous) {
@@ -347,11 +387,11 @@ impl Default for Metrics {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     /// The value of the sample line `series` (name with labels, as rendered) in `rendered`.
-    fn sample(rendered: &str, series: &str) -> Option<f64> {
+    pub(super) fn sample(rendered: &str, series: &str) -> Option<f64> {
         rendered.lines().find_map(|line| {
             let value = line.strip_prefix(series)?.strip_prefix(' ')?;
             value.parse().ok()
@@ -417,6 +457,29 @@ mod tests {
             sample(&rendered, r#"applyset_reconcile_duration_seconds_bucket{result="apply_failed",le="+Inf"}"#),
             Some(1.0)
         );
+    }
+
+    #[test]
+    fn counters_export_every_label_from_the_start() {
+        let rendered = Metrics::new().render();
+        let results = RESULTS_BESIDES_STAGES.into_iter().chain(Stage::ALL.map(Stage::metric_label));
+        for result in results {
+            let series = format!(r#"applyset_reconcile_total{{result="{result}"}}"#);
+            assert_eq!(sample(&rendered, &series), Some(0.0), "{series} in:\n{rendered}");
+        }
+        // A held-back prune and a failed health check are results of their own.
+        assert_eq!(sample(&rendered, r#"applyset_reconcile_total{result="prune_guarded"}"#), Some(0.0));
+        assert_eq!(sample(&rendered, r#"applyset_reconcile_total{result="health_check_failed"}"#), Some(0.0));
+        for category in ErrorCategory::ALL {
+            let series = format!(r#"applyset_git_fetch_failures_total{{category="{}"}}"#, category.as_str());
+            assert_eq!(sample(&rendered, &series), Some(0.0), "{series}");
+        }
+        for outcome in Outcome::ALL {
+            let series = format!(r#"applyset_webhook_requests_total{{outcome="{}"}}"#, outcome.label());
+            assert_eq!(sample(&rendered, &series), Some(0.0), "{series}");
+        }
+        assert_eq!(sample(&rendered, r#"applyset_watch_changes_total{origin="own"}"#), Some(0.0));
+        assert_eq!(sample(&rendered, r#"applyset_watch_changes_total{origin="other"}"#), Some(0.0));
     }
 
     #[test]

@@ -73,6 +73,24 @@ pub enum Stage {
 }
 
 impl Stage {
+    /// Every stage (for exporting each `applyset_reconcile_total` result from the start).
+    pub const ALL: [Stage; 14] = [
+        Stage::InvalidSpec,
+        Stage::Fetch,
+        Stage::Build,
+        Stage::Load,
+        Stage::Apply,
+        Stage::OwnershipConflict,
+        Stage::Prune,
+        Stage::PruneGuarded,
+        Stage::Delete,
+        Stage::HealthCheck,
+        Stage::DependencyNotReady,
+        Stage::DependencyCycle,
+        Stage::AccessDenied,
+        Stage::InventoryTooLarge,
+    ];
+
     pub fn reason(self) -> &'static str {
         match self {
             Stage::InvalidSpec => reason::INVALID_SPEC,

@@ -59,6 +59,17 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// Every outcome (for exporting each from the start).
+    pub const ALL: [Outcome; 7] = [
+        Outcome::Accepted,
+        Outcome::Ignored,
+        Outcome::Unauthorized,
+        Outcome::NotFound,
+        Outcome::TooLarge,
+        Outcome::BadRequest,
+        Outcome::MethodNotAllowed,
+    ];
+
     /// The metric label.
     pub fn label(self) -> &'static str {
         match self {

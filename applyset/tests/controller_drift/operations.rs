@@ -215,7 +215,8 @@ async fn service_account_rights_bound_what_is_applied() -> Result<()> {
     Ok(())
 }
 
-// 7. /metrics after a success and a failure: bounded labels only (no ApplySet name, no URL).
+// 7. /metrics after a success and a failure: bounded labels only (no URL; ApplySet names only in
+//    applyset_condition, a few series per ApplySet).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_count_outcomes_with_bounded_labels() -> Result<()> {
     let ControllerFixture { ns, repo } = ControllerFixture::new("metrics").await?;
@@ -261,17 +262,39 @@ async fn metrics_count_outcomes_with_bounded_labels() -> Result<()> {
     assert!(sample(&text, "process_resident_memory_bytes").unwrap_or(0.0) > 1e6, "{text}");
     assert!(sample(&text, "applyset_last_successful_sync_timestamp_seconds").unwrap_or(0.0) > 1.6e9, "{text}");
 
-    let values = label_values(&text);
+    // applyset_condition names each ApplySet: at most its three condition types times three
+    // statuses, whatever it holds; Ready says which succeeded.
+    let (conditions, others): (Vec<&str>, Vec<&str>) =
+        text.lines().partition(|line| line.starts_with("applyset_condition{"));
+    for name in [good_name, bad_name] {
+        let series = conditions.iter().filter(|l| l.contains(&format!(r#"name="{name}","#))).count();
+        assert!((3..=9).contains(&series), "{series} applyset_condition series of {name}:\n{text}");
+    }
+    assert_eq!(conditions.iter().filter(|l| !l.contains(&format!(r#"namespace="{}""#, ns.name))).count(), 0);
+    let ready = |name: &str, status: &str| {
+        format!(r#"applyset_condition{{name="{name}",namespace="{}",status="{status}",type="Ready"}}"#, ns.name)
+    };
+    assert_eq!(sample(&text, &ready(good_name, "True")), Some(1.0), "{text}");
+    assert_eq!(sample(&text, &ready(bad_name, "False")), Some(1.0), "{text}");
+    assert_eq!(sample(&text, &ready(bad_name, "True")), Some(0.0), "{text}");
+
+    let others = others.join("\n");
+    let values = label_values(&others);
     assert!(!values.is_empty());
+    for value in label_values(&text) {
+        for forbidden in ["file://", "repo.git", "no-such-repo"] {
+            assert!(!value.contains(forbidden), "label value {value:?} contains {forbidden:?}:\n{text}");
+        }
+    }
     for value in &values {
-        for forbidden in [good_name, bad_name, "metrics-probe", ns.name.as_str(), "file://", "repo.git", "no-such-repo"]
-        {
+        for forbidden in [good_name, bad_name, "metrics-probe", ns.name.as_str()] {
             assert!(!value.contains(forbidden), "label value {value:?} contains {forbidden:?}:\n{text}");
         }
     }
     for forbidden in [good_name, bad_name, ns.name.as_str(), "file://"] {
-        assert!(!text.contains(forbidden), "/metrics mentions {forbidden:?}:\n{text}");
+        assert!(!others.contains(forbidden), "/metrics mentions {forbidden:?} outside applyset_condition:\n{text}");
     }
+    assert!(!text.contains("file://"), "{text}");
     Ok(())
 }
 

@@ -83,7 +83,6 @@ pub(super) async fn cleanup(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Ac
     if let Err(error) = ctx.git.purge(&CacheKey::new(&namespace, applyset.name())).await {
         tracing::warn!(applyset = %key, %error, "cannot remove the git cache");
     }
-    ctx.metrics.forget(&key);
     ctx.forget(&key);
     for part in REDACT_PARTS {
         redact::forget(&redact_owner(&applyset, part));

@@ -207,6 +207,8 @@ pub(super) fn redact_owner(applyset: &ApplySet, part: &str) -> String {
 /// healed failure's inventory state, drifted objects that no longer drift) are removed on the
 /// server too: a patch of `next` alone would keep them, and every later run would find the
 /// status "changed" and write it again.
+///
+/// The ApplySet's `applyset_condition` series then follow the conditions of `next`.
 pub(super) async fn write_status(
     ctx: &Context,
     applyset: &ApplySet,
@@ -216,14 +218,16 @@ pub(super) async fn write_status(
     status::redact(next);
     let record_error = |source| ReconcileError::Record { key: applyset.key(), source };
     let stale = ctx.records.store_from(&ctx.client, applyset, written, next).await.map_err(record_error)?;
-    if status::same_ignoring_time(written, next) {
-        return Ok(());
+    if !status::same_ignoring_time(written, next) {
+        let api: Api<ApplySet> = Api::namespaced(ctx.client.clone(), &applyset.namespace_or_default());
+        let patch = serde_json::json!({ "status": status::merge_patch(written, next) });
+        api.patch_status(&applyset.name(), &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map_err(|source| ReconcileError::Status { key: applyset.key(), source })?;
+        ctx.records.delete_parts(&ctx.client, applyset, &stale).await;
     }
-    let api: Api<ApplySet> = Api::namespaced(ctx.client.clone(), &applyset.namespace_or_default());
-    let patch = serde_json::json!({ "status": status::merge_patch(written, next) });
-    api.patch_status(&applyset.name(), &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-        .map_err(|source| ReconcileError::Status { key: applyset.key(), source })?;
-    ctx.records.delete_parts(&ctx.client, applyset, &stale).await;
+    // `applyset_condition` says what the status says: every run's outcome (publish.rs), a
+    // suspension, the start of a new generation; also when nothing changed (after a restart).
+    ctx.metrics.set_conditions(&applyset.namespace_or_default(), &applyset.name(), &next.conditions);
     Ok(())
 }

@@ -10,7 +10,7 @@
 //! - each page's `…/live` (server-sent events): the page's content again whenever a watch of
 //!   what it shows reports a change, so pages follow the cluster without a reload.
 //!
-//! Server-rendered HTML ([`page`], from the plain values of [`view`]), a stylesheet and a small
+//! Server-rendered HTML (`page.rs`, from the plain values of `view.rs`), a stylesheet and a small
 //! script embedded in the binary. Requests whose Host the `--accept-hosts` patterns refuse are
 //! refused (DNS rebinding); actions are POSTs that must carry the server's random token and
 //! come from its own pages (CSRF); every response forbids framing and foreign scripts.

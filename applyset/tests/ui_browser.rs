@@ -165,6 +165,28 @@ async fn the_pages_follow_the_cluster_and_the_actions_work() -> Result<()> {
     let requested = get_applyset(&ns, "alpha").await?.metadata.annotations.unwrap_or_default();
     ensure!(requested.contains_key("applyset.dev/reconcile-requested-at"), "a run was requested: {requested:?}");
 
+    // A prune the guard holds: the page offers the approval, which lets that revision prune.
+    repo.write("gamma/one.yaml", config_map("g1", &ns.name, "1"));
+    repo.write("gamma/two.yaml", config_map("g2", &ns.name, "2"));
+    repo.commit("gamma");
+    let guarded = serde_json::json!({
+        "source": { "url": repo.url(), "path": "gamma" }, "interval": "1h", "pruneGuard": { "maxObjects": 1 },
+    });
+    create_applyset(&ns, "gamma", guarded).await?;
+    wait_for_applyset(&ns, "gamma", &controller, "Ready", T, is_ready).await?;
+    repo.remove("gamma/one.yaml");
+    repo.remove("gamma/two.yaml");
+    repo.write("gamma/three.yaml", config_map("g3", &ns.name, "3"));
+    repo.commit("gamma: two removed");
+    page.open(&format!("{}/applysets/{}/gamma", ui.url, ns.name)).await?;
+    page.wait_for("the live stream", LIVE, "document.getElementById('live').textContent === 'live'").await?;
+    operator::request_reconcile(&ns, "gamma").await?;
+    page.wait_for_text(&["PruneGuarded", "Approve prune", "Guarded:"], LIVE).await?;
+    page.screenshot(&screens()?.join("guarded.png")).await?;
+    page.click("form[action$='/approve-prune'] button").await?;
+    page.wait_for_text(&["approved", "Last pruned", "configmap/g1"], LIVE).await?;
+    ensure!(!ns.exists("configmap/g1")? && !ns.exists("configmap/g2")?, "the approved revision pruned");
+
     // A Secret's page shows its name, never its value.
     page.open(&format!("{}/applysets/{}/beta", ui.url, ns.name)).await?;
     let beta = page.wait_for_text(&["token", "cm-b"], LIVE).await?;

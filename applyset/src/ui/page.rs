@@ -120,7 +120,8 @@ pub fn detail(detail: &Detail, csrf: &str) -> Markup {
         html! {
             form.action method="post" action=(format!("{path}/{name}")) {
                 input type="hidden" name="csrf" value=(csrf);
-                button type="submit" title=(hint) { (label) }
+                // The approval is what a guarded ApplySet waits for: it stands out.
+                button.primary[name == "approve-prune"] type="submit" title=(hint) { (label) }
             }
         }
     };
@@ -179,7 +180,7 @@ pub fn detail(detail: &Detail, csrf: &str) -> Markup {
                     thead { tr { th scope="col" { "Revision" } th scope="col" { "Path" } th scope="col" { "Applied" } th scope="col" { "Result" } } }
                     tbody { @for r in &detail.revisions {
                         tr { td.mono { (r.revision) } td.mono { (r.path.as_deref().unwrap_or("")) }
-                             td { @if let Some(at) = &r.applied_at { time datetime=(at.0.to_string()) { (at.0.to_string()) } } }
+                             td.nowrap { @if let Some(at) = &r.applied_at { time datetime=(at.0.to_string()) { (at.0.to_string()) } } }
                              td { (r.result) @if let Some(message) = &r.message { ": " (message) } } }
                     } }
                 }

@@ -88,7 +88,7 @@ status:
   - {type: Ready, status: "False", reason: PruneGuarded, message: "this revision would prune 3 of 4 objects", lastTransitionTime: "2026-11-27T10:05:00Z"}
   - {type: Drifted, status: "True", reason: DriftDetected, message: "1 object(s) differ", lastTransitionTime: "2026-11-27T10:06:00Z"}
   inventory:
-    count: 2
+    count: 1
     states: {Applied: 1, Drifted: 1}
     objects:
     - {kind: ConfigMap, namespace: shop, name: settings, state: Drifted}
@@ -131,6 +131,7 @@ fn an_applysets_page_shows_its_tree_drift_prune_and_newest_events_first() {
     ];
     let view = detail(&applyset, &status, &events, now());
     assert_eq!(view.source, "https://git.example/r.git (apps/web)");
+    assert_eq!(view.object_count, 2, "the members recorded, not the status's count of one revision");
     // Cluster-scoped first, then each namespace; an unlisted member is Applied when every
     // non-applied object is listed.
     let namespaces: Vec<Option<&str>> = view.objects.keys().map(Option::as_deref).collect();

@@ -197,7 +197,12 @@ pub struct EventRow {
 /// Builds the page of `applyset`, whose `status` has its record of members read in.
 pub fn detail(applyset: &ApplySet, status: &ApplySetStatus, events: &[Event], now: Timestamp) -> Detail {
     let mut objects: BTreeMap<Option<String>, BTreeMap<String, Vec<ObjectEntry>>> = BTreeMap::new();
-    for entry in tree::entries(status) {
+    let entries = tree::entries(status);
+    // What the tree shows (the record of members: a guarded prune keeps objects the last
+    // revision did not apply), else what the status counted.
+    let object_count =
+        if entries.is_empty() { status.inventory.as_ref().map_or(0, |i| i.count) } else { entries.len() as u64 };
+    for entry in entries {
         objects.entry(entry.namespace.clone()).or_default().entry(entry.kind.clone()).or_default().push(entry);
     }
     let source = &applyset.spec.source;
@@ -221,7 +226,7 @@ pub fn detail(applyset: &ApplySet, status: &ApplySetStatus, events: &[Event], no
         suspended: applyset.spec.suspend,
         conditions: status.conditions.iter().map(|c| condition_row(c, now)).collect(),
         objects,
-        object_count: status.inventory.as_ref().map_or(0, |i| i.count),
+        object_count,
         drift: status
             .drift
             .as_ref()

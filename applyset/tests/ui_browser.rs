@@ -135,6 +135,16 @@ async fn the_pages_follow_the_cluster_and_the_actions_work() -> Result<()> {
     )
     .await?;
     page.screenshot(&screens()?.join("list.png")).await?;
+    // The list follows the cluster too: a change made elsewhere appears without a reload.
+    page.eval("window.notReloaded = true").await?;
+    ns.kubectl_ok(&["patch", "applyset", "beta", "--type=merge", "-p", r#"{"spec":{"suspend":true}}"#], None)?;
+    let beta_suspended = format!(
+        "[...document.querySelectorAll('tr[data-search]')].some(r => r.dataset.search.startsWith('{}/beta ') && r.innerText.includes('Suspended'))",
+        ns.name
+    );
+    page.wait_for("beta's row to say Suspended", LIVE, &beta_suspended).await?;
+    ensure!(page.eval("window.notReloaded === true").await? == serde_json::Value::Bool(true), "the list was reloaded");
+    ns.kubectl_ok(&["patch", "applyset", "beta", "--type=merge", "-p", r#"{"spec":{"suspend":false}}"#], None)?;
 
     // An ApplySet's page, then a drift made by hand: it appears without a reload.
     page.open(&format!("{}/applysets/{}/alpha", ui.url, ns.name)).await?;

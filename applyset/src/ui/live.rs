@@ -11,25 +11,40 @@ use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use futures::stream::{self, BoxStream};
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::Event;
+use k8s_openapi::jiff::Timestamp;
 use kube::Api;
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::{WatchStreamExt, reflector, watcher};
 
 use super::server::Ui;
+use super::{page, view};
 use crate::operator::api::{ApplySet, KIND};
 
 /// Changes closer together than this are sent as one page.
 const SETTLE: Duration = Duration::from_millis(150);
 
-/// `/live`: the list page's content on every change of an ApplySet it may list.
+/// `/live`: the list page's content on every change of an ApplySet it may list, rendered from
+/// the watch's own store (no list request per change, whatever the fleet's size).
 pub(super) async fn list(State(ui): State<Arc<Ui>>) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
     // The list decides the scope (every namespace, or the one it may list).
     let _ = ui.applysets().await;
-    let api: Api<ApplySet> =
-        if ui.lists_one_namespace() { ui.applysets_api(&ui.namespace) } else { Api::all(ui.client.clone()) };
-    let changes = changes(api, watcher::Config::default());
+    let scope = ui.lists_one_namespace().then(|| ui.namespace.clone());
+    let api: Api<ApplySet> = match &scope {
+        Some(namespace) => ui.applysets_api(namespace),
+        None => Api::all(ui.client.clone()),
+    };
+    let (store, writer) = reflector::store();
+    let changes = reflector(writer, watcher(api, watcher::Config::default()))
+        .default_backoff()
+        .filter_map(|event| async move { event.ok().map(|_| ()) })
+        .boxed();
     stream_pages(changes, move || {
-        let ui = ui.clone();
-        async move { ui.list_content().await }
+        let (store, scope) = (store.clone(), scope.clone());
+        async move {
+            // A first list of many pages is shown whole.
+            let _ = store.wait_until_ready().await;
+            let applysets: Vec<ApplySet> = store.state().iter().map(|a| ApplySet::clone(a)).collect();
+            Ok(page::list(&view::rows(&applysets, Timestamp::now()), scope.as_deref()))
+        }
     })
 }
 

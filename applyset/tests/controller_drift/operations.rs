@@ -235,8 +235,10 @@ async fn metrics_count_outcomes_with_bounded_labels() -> Result<()> {
 
     let text = support::eventually("both outcomes in /metrics", T, || async {
         let text = controller.metrics()?;
-        let done = sample(&text, r#"applyset_reconcile_total{result="success"}"#).is_some()
-            && sample(&text, r#"applyset_reconcile_total{result="fetch_failed"}"#).is_some();
+        // Every result is exported from the start (at 0): wait for the counts.
+        let counted = |series: &str| sample(&text, series).is_some_and(|n| n >= 1.0);
+        let done = counted(r#"applyset_reconcile_total{result="success"}"#)
+            && counted(r#"applyset_reconcile_total{result="fetch_failed"}"#);
         Ok(done.then_some(text))
     })
     .await?;

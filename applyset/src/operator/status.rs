@@ -356,6 +356,32 @@ pub fn inventory(mut objects: Vec<InventoryObject>, limit: usize) -> InventorySt
 mod tests {
     use super::*;
 
+    /// `Stage::ALL` holds every stage once: a stage added to the enum without it would have no
+    /// `applyset_reconcile_total` series until it first happens (and its alert would miss it).
+    #[test]
+    fn every_stage_is_in_all_once() {
+        // Exhaustive: a new variant does not compile here until it has a place.
+        let place = |stage: Stage| match stage {
+            Stage::InvalidSpec => 0,
+            Stage::Fetch => 1,
+            Stage::Build => 2,
+            Stage::Load => 3,
+            Stage::Apply => 4,
+            Stage::OwnershipConflict => 5,
+            Stage::Prune => 6,
+            Stage::PruneGuarded => 7,
+            Stage::Delete => 8,
+            Stage::HealthCheck => 9,
+            Stage::DependencyNotReady => 10,
+            Stage::DependencyCycle => 11,
+            Stage::AccessDenied => 12,
+            Stage::InventoryTooLarge => 13,
+        };
+        let mut places: Vec<usize> = Stage::ALL.iter().map(|s| place(*s)).collect();
+        places.sort_unstable();
+        assert_eq!(places, (0..Stage::ALL.len()).collect::<Vec<_>>());
+    }
+
     fn at(seconds: i64) -> Time {
         Time(k8s_openapi::jiff::Timestamp::from_second(seconds).unwrap())
     }

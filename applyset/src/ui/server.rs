@@ -274,13 +274,21 @@ async fn action(
         },
         _ => return not_found(State(ui)).await,
     };
-    let (text, failed) = match request.send(&api, &name).await {
+    let span = tracing::info_span!("ui_action", namespace = %namespace, name = %name, action = %action);
+    let sent = tracing::Instrument::instrument(request.send(&api, &name), span.clone()).await;
+    let _entered = span.enter();
+    let (text, failed) = match sent {
         Ok(_) => (done_text(&request, &namespace, &name), false),
         Err(kube::Error::Api(status)) => {
             (format!("Refused: Error from server ({}): {}", status.reason, status.message), true)
         }
         Err(error) => (format!("The cluster did not answer: {error}"), true),
     };
+    if failed {
+        tracing::warn!(%text, "action refused");
+    } else {
+        tracing::info!(%text, "action done");
+    }
     redirect_with(&ui, &namespace, &name, text, failed)
 }
 

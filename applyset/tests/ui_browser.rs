@@ -8,8 +8,7 @@ mod git;
 mod operator;
 mod support;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -58,13 +57,7 @@ impl UiServer {
 
     /// A raw request (the browser's view aside): status code and body.
     fn request(&self, head: &str, body: &str) -> Result<(u16, String)> {
-        let mut stream = TcpStream::connect(("127.0.0.1", self.port()))?;
-        stream.set_read_timeout(Some(Duration::from_secs(10)))?;
-        write!(stream, "{head}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len())?;
-        let mut response = String::new();
-        stream.read_to_string(&mut response)?;
-        let code = response.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
-        Ok((code, response.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default()))
+        operator::http_request(self.port(), head, body)
     }
 }
 

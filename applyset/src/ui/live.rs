@@ -17,7 +17,8 @@ use kube::runtime::{WatchStreamExt, reflector, watcher};
 
 use super::server::Ui;
 use super::{page, view};
-use crate::operator::api::{ApplySet, KIND};
+use crate::commands::fleet::events;
+use crate::operator::api::ApplySet;
 
 /// Changes closer together than this are sent as one page.
 const SETTLE: Duration = Duration::from_millis(150);
@@ -25,9 +26,8 @@ const SETTLE: Duration = Duration::from_millis(150);
 /// `/live`: the list page's content on every change of an ApplySet it may list, rendered from
 /// the watch's own store (no list request per change, whatever the fleet's size).
 pub(super) async fn list(State(ui): State<Arc<Ui>>) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
-    // The list decides the scope (every namespace, or the one it may list).
-    let _ = ui.applysets().await;
-    let scope = ui.lists_one_namespace().then(|| ui.namespace.clone());
+    // Every namespace, or the one it may list (a failed probe: the watch says why, retrying).
+    let scope = ui.scope().await.unwrap_or(None);
     let api: Api<ApplySet> = match &scope {
         Some(namespace) => ui.applysets_api(namespace),
         None => Api::all(ui.client.clone()),
@@ -55,7 +55,7 @@ pub(super) async fn detail(
     Path((namespace, name)): Path<(String, String)>,
 ) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
     let named = watcher::Config::default().fields(&format!("metadata.name={name}"));
-    let about = watcher::Config::default().fields(&format!("involvedObject.kind={KIND},involvedObject.name={name}"));
+    let about = watcher::Config::default().fields(&events::about(&name));
     let events: Api<Event> = Api::namespaced(ui.client.clone(), &namespace);
     let changes = stream::select(changes(ui.applysets_api(&namespace), named), changes(events, about)).boxed();
     stream_pages(changes, move || {

@@ -53,6 +53,11 @@ pub fn layout(frame: &Frame<'_>, content: Markup) -> Markup {
     }
 }
 
+/// A table's header row.
+fn head(columns: &[&str]) -> Markup {
+    html! { thead { tr { @for column in columns { th scope="col" { (column) } } } } }
+}
+
 fn badge(badge: &Badge) -> Markup {
     html! { span.badge.(tone_class(badge.tone)) title=(badge.title) { (badge.text) } }
 }
@@ -89,11 +94,7 @@ pub fn list(rows: &[Row], scope: Option<&str>) -> Markup {
             p.empty { "No ApplySets." }
         } @else {
             table.applysets {
-                thead { tr {
-                    th scope="col" { "Namespace" } th scope="col" { "Name" } th scope="col" { "Ready" }
-                    th scope="col" { "Healthy" } th scope="col" { "Drifted" } th scope="col" { "Revision" }
-                    th scope="col" { "Last change" } th scope="col" { "Message" }
-                } }
+                (head(&["Namespace", "Name", "Ready", "Healthy", "Drifted", "Revision", "Last change", "Message"]))
                 tbody {
                     @for row in rows {
                         tr data-search=(format!("{}/{} {} {}", row.namespace, row.name, row.ready.text, row.revision)) {
@@ -151,7 +152,7 @@ pub fn detail(detail: &Detail, csrf: &str) -> Markup {
         section #conditions {
             h2 { "Conditions" }
             table {
-                thead { tr { th scope="col" { "Type" } th scope="col" { "Status" } th scope="col" { "Reason" } th scope="col" { "Message" } th scope="col" { "Changed" } } }
+                (head(&["Type", "Status", "Reason", "Message", "Changed"]))
                 tbody { @for c in &detail.conditions {
                     tr { td { (c.type_) } td { span.badge.(tone_class(c.tone)) { (c.status) } } td { (c.reason) } td.message { (c.message) }
                          td { time datetime=(c.changed.1) title=(c.changed.1) { (c.changed.0) " ago" } } }
@@ -177,7 +178,7 @@ pub fn detail(detail: &Detail, csrf: &str) -> Markup {
             h2 { "Revisions" }
             @if detail.revisions.is_empty() { p.empty { "Nothing applied yet." } } @else {
                 table {
-                    thead { tr { th scope="col" { "Revision" } th scope="col" { "Path" } th scope="col" { "Applied" } th scope="col" { "Result" } } }
+                    (head(&["Revision", "Path", "Applied", "Result"]))
                     tbody { @for r in &detail.revisions {
                         tr { td.mono { (r.revision) } td.mono { (r.path.as_deref().unwrap_or("")) }
                              td.nowrap { @if let Some(at) = &r.applied_at { time datetime=(at.0.to_string()) { (at.0.to_string()) } } }
@@ -191,7 +192,7 @@ pub fn detail(detail: &Detail, csrf: &str) -> Markup {
             h2 { "Events" }
             @if detail.events.is_empty() { p.empty { "No Events." } } @else {
                 table {
-                    thead { tr { th scope="col" { "Last seen" } th scope="col" { "Type" } th scope="col" { "Reason" } th scope="col" { "Message" } } }
+                    (head(&["Last seen", "Type", "Reason", "Message"]))
                     tbody { @for e in &detail.events {
                         tr.(if e.type_ == "Warning" { "warning" } else { "" }) {
                             td { (e.last_seen) @if e.count > 1 { " (×" (e.count) ")" } } td { (e.type_) } td { (e.reason) } td.message { (e.message) }
@@ -224,7 +225,7 @@ fn object(entry: &ObjectEntry) -> Markup {
 fn drifted_objects(objects: &[DriftedObject]) -> Markup {
     html! {
         table.drift {
-            thead { tr { th scope="col" { "Object" } th scope="col" { "Field" } th scope="col" { "Reason" } th scope="col" { "Manager" } th scope="col" { "Applied in" } } }
+            (head(&["Object", "Field", "Reason", "Manager", "Applied in"]))
             tbody { @for o in objects { @for f in &o.fields {
                 tr {
                     td { (o.kind) "/" @if let Some(ns) = &o.namespace { (ns) "/" } (o.name) }

@@ -20,7 +20,8 @@ use regex::Regex;
 use super::page::{self, Frame, detail_path};
 use super::{UiError, live, view};
 use crate::commands::fleet::drive::Request as ApplySetRequest;
-use crate::operator::api::{ApplySet, KIND};
+use crate::commands::fleet::events;
+use crate::operator::api::ApplySet;
 use crate::operator::members::MemberRecords;
 
 /// What the handlers share.
@@ -80,8 +81,19 @@ impl Ui {
         Ok((list.items, Some(self.namespace.clone())))
     }
 
-    pub(super) fn lists_one_namespace(&self) -> bool {
-        self.namespaced_only.load(Ordering::Relaxed)
+    /// The one namespace shown when the identity may not list every namespace, else `None`;
+    /// until a list has told, a list of one item of every namespace asks.
+    pub(super) async fn scope(&self) -> Result<Option<String>, kube::Error> {
+        if !self.namespaced_only.load(Ordering::Relaxed) {
+            match Api::<ApplySet>::all(self.client.clone()).list(&ListParams::default().limit(1)).await {
+                Ok(_) => return Ok(None),
+                Err(kube::Error::Api(status)) if status.code == 403 => {
+                    self.namespaced_only.store(true, Ordering::Relaxed);
+                }
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(Some(self.namespace.clone()))
     }
 
     pub(super) fn applysets_api(&self, namespace: &str) -> Api<ApplySet> {
@@ -103,8 +115,8 @@ impl Ui {
             tracing::debug!(%error, "the member record is not readable; the status's objects are shown");
         }
         let events: Api<Event> = Api::namespaced(self.client.clone(), namespace);
-        let fields = format!("involvedObject.kind={KIND},involvedObject.name={name}");
-        let events = events.list(&ListParams::default().fields(&fields)).await.map(|l| l.items).unwrap_or_default();
+        let events =
+            events.list(&ListParams::default().fields(&events::about(name))).await.map(|l| l.items).unwrap_or_default();
         let detail = view::detail(&applyset, &status, &events, Timestamp::now());
         Ok(page::detail(&detail, &self.csrf))
     }

@@ -125,7 +125,6 @@ fn condition_badge(status: &ApplySetStatus, type_: &str, true_is_bad: bool) -> B
             let tone = match (c.status.as_str(), true_is_bad) {
                 ("True", false) | ("False", true) => Tone::Good,
                 ("False", false) => Tone::Bad,
-                ("True", true) => Tone::Pending,
                 _ => Tone::Pending,
             };
             Badge { text: c.status.clone(), tone, title: format!("{}: {}", c.reason, c.message) }
@@ -237,7 +236,7 @@ pub fn detail(applyset: &ApplySet, status: &ApplySetStatus, events: &[Event], no
                 removed: d.removed.clone(),
             })
             .unwrap_or_default(),
-        revisions: history::entries(&ApplySet { status: Some(status.clone()), ..applyset.clone() }),
+        revisions: history::entries(status),
         prune: Prune {
             pruned,
             skipped: status.prune_skipped.clone(),

@@ -341,9 +341,16 @@ impl Drop for ControllerProcess {
 
 /// A plain HTTP/1.1 GET on loopback: (status, body).
 pub fn http_get(port: u16, path: &str) -> Result<(u16, String)> {
+    http_request(port, &format!("GET {path} HTTP/1.1\r\nHost: localhost"), "")
+}
+
+/// One HTTP/1.1 request to `127.0.0.1:port`: `head` (request line and headers, without the
+/// final CRLF), `Content-Length` and `Connection: close` added, then `body`; the status code
+/// and the body of the answer.
+pub fn http_request(port: u16, head: &str, body: &str) -> Result<(u16, String)> {
     let mut stream = TcpStream::connect(("127.0.0.1", port))?;
-    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
-    write!(stream, "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")?;
+    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+    write!(stream, "{head}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len())?;
     let mut response = String::new();
     stream.read_to_string(&mut response)?;
     let code = response.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);

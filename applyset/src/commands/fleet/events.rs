@@ -19,7 +19,7 @@ pub fn events(args: EventsArgs) -> ExitCode {
     block_on(|| async move {
         let target = Target::of(&args.target).await?;
         let api: Api<Event> = Api::namespaced(target.cluster.client().clone(), &target.namespace);
-        let fields = format!("involvedObject.kind={KIND},involvedObject.name={}", target.name);
+        let fields = about(&target.name);
         let listed = api
             .list(&ListParams::default().fields(&fields))
             .await
@@ -75,6 +75,11 @@ pub fn events(args: EventsArgs) -> ExitCode {
         }
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// The field selector of the core/v1 Events about the ApplySet `name` (of the namespace listed).
+pub(crate) fn about(name: &str) -> String {
+    format!("involvedObject.kind={KIND},involvedObject.name={name}")
 }
 
 fn header() -> Vec<String> {

@@ -8,14 +8,14 @@ use k8s_openapi::jiff::Timestamp;
 use super::table::{age, one_line, render};
 use super::{FleetError, Target, block_on};
 use crate::cli::HistoryArgs;
-use crate::operator::api::{ApplySet, ApplySetStatus};
+use crate::operator::api::ApplySetStatus;
 use crate::operator::status::{READY, condition};
 
 pub fn history(args: HistoryArgs) -> ExitCode {
     block_on(|| async move {
         let target = Target::of(&args.target).await?;
         let applyset = target.read().await?;
-        let entries = entries(&applyset);
+        let entries = entries(&applyset.status.unwrap_or_default());
         let text = match args.output.as_deref() {
             None => table(&entries, Timestamp::now()),
             Some("json") => format!("{}\n", serde_json::to_string_pretty(&entries).unwrap_or_default()),
@@ -44,10 +44,9 @@ pub(crate) struct Entry {
     pub(crate) message: Option<String>,
 }
 
-pub(crate) fn entries(applyset: &ApplySet) -> Vec<Entry> {
-    let status = applyset.status.clone().unwrap_or_default();
+pub(crate) fn entries(status: &ApplySetStatus) -> Vec<Entry> {
     let mut entries = Vec::new();
-    if let Some(failed) = failed_attempt(&status) {
+    if let Some(failed) = failed_attempt(status) {
         entries.push(failed);
     }
     for (i, applied) in status.applied_revisions.iter().enumerate() {
@@ -99,6 +98,7 @@ fn table(entries: &[Entry], now: Timestamp) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::operator::api::ApplySet;
 
     #[test]
     fn the_history_lists_a_failed_attempt_then_the_applied_revisions_newest_first() {
@@ -121,7 +121,7 @@ status:
         .expect("an ApplySet");
         let now: Timestamp = "2026-11-27T10:03:00Z".parse().expect("a time");
         assert_eq!(
-            table(&entries(&applyset), now),
+            table(&entries(&applyset.status.unwrap_or_default()), now),
             "\
 REVISION       PATH       APPLIED                         RESULT
 main@sha1:cc   -          -                               BuildFailed: kustomize: bad

@@ -223,6 +223,56 @@ async fn fetches_only_when_the_ref_moves() {
     assert!(!src.cache_dir(&k).exists());
 }
 
+/// Over smart HTTP a listing that finds nothing new is one request: the redirect check's
+/// answer is the ref advertisement, and libgit2 connects only to fetch.
+#[tokio::test]
+async fn over_smart_http_an_unchanged_ref_costs_one_request() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let f = Fixture::new("one-request");
+    f.write("deploy/a.yaml", "1");
+    let c1 = f.commit("one");
+    git::git(&f.work, &["tag", "-a", "-m", "v1", "v1"]);
+    f.push();
+    let http = GitHttpServer::start(f.bare.parent().unwrap(), HttpAuth::None, None);
+    let requests = || (http.ref_listings.load(SeqCst), http.upload_packs.load(SeqCst));
+    let src = source("one-request");
+    for (name, r) in [("branch", branch("main")), ("default", GitRef::default()), ("tag", tag("v1"))] {
+        let s = spec(&http.url("repo.git"), r, Some("deploy"));
+        let before = requests();
+        let first = src.sync(&key(name), &s, None, T).await.unwrap();
+        assert_eq!(first.commit, c1, "{name}");
+        let after_first = requests();
+        let again = src.sync(&key(name), &s, None, T).await.unwrap();
+        assert_eq!(again, applyset::source::Artifact { fetched: false, ..first.clone() }, "{name}");
+        let after_again = requests();
+        assert_eq!((after_again.0 - after_first.0, after_again.1 - after_first.1), (1, 0), "{name}");
+        // The first sync of each ref: the check's listing, then libgit2's and its fetch (a
+        // shallow fetch is two upload-pack requests); the default branch's and the tag's commit
+        // was fetched with the branch already.
+        let fetched = name == "branch";
+        assert_eq!(after_first.0 - before.0, if fetched { 2 } else { 1 }, "{name}");
+        assert_eq!(after_first.1 > before.1, fetched, "{name}");
+    }
+
+    // A new commit: the advertisement shows it, libgit2 connects and fetches it.
+    f.write("deploy/a.yaml", "2");
+    let c2 = f.commit("two");
+    let before = requests();
+    let moved = src.sync(&key("branch"), &spec(&http.url("repo.git"), branch("main"), Some("deploy")), None, T).await;
+    let moved = moved.unwrap();
+    assert_eq!((moved.commit.as_str(), moved.fetched), (c2.as_str(), true));
+    assert_eq!(read(&moved, "a.yaml"), "2");
+    let after = requests();
+    assert_eq!(after.0 - before.0, 2);
+    assert!(after.1 > before.1);
+    // A branch that is not there is told from the advertisement alone.
+    let before = requests();
+    let missing = src.sync(&key("gone"), &spec(&http.url("repo.git"), branch("gone"), None), None, T).await;
+    let e = expect_err(missing, ErrorCategory::RefNotFound);
+    assert!(e.to_string().contains("branch gone does not exist on the remote"), "{e}");
+    assert_eq!(requests().0 - before.0, 1);
+}
+
 #[tokio::test]
 async fn missing_refs() {
     let f = Fixture::new("missing");

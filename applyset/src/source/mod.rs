@@ -47,6 +47,7 @@
 //! The returned [`Artifact::dir`] stays valid until the next sync of the same
 //! key (or [`GitSource::purge`]).
 
+mod advertisement;
 mod checkout;
 mod credentials;
 mod error;

@@ -12,6 +12,9 @@
 //! (libgit2 is then handed the new repository URL); any other is refused.
 //! Failures of this check itself (connection refused, TLS, a silent server)
 //! are left to libgit2, which reports them with their proper category.
+//!
+//! The check's answer, when it is the ref advertisement itself, is kept (see
+//! [`super::advertisement`]): a listing that finds nothing new needs no second request.
 
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -20,6 +23,7 @@ use std::time::Duration;
 
 use openssl::ssl::{SslConnector, SslMethod};
 
+use super::advertisement::{self, Advertisement};
 use super::tls::CaBundle;
 use super::url::scrub_url;
 
@@ -29,6 +33,10 @@ const MAX_REDIRECTS: usize = 5;
 
 /// Bytes of response head read at most.
 const MAX_HEAD: usize = 16 * 1024;
+
+/// Bytes of ref advertisement read at most (about 10,000 refs); a larger one is left to
+/// libgit2, which reads it again.
+const MAX_ADVERTISEMENT: usize = 1024 * 1024;
 
 /// Where an HTTP(S) URL points: scheme, host and port; what a redirect must
 /// keep.
@@ -112,8 +120,9 @@ impl<'a> HttpUrl<'a> {
 /// What the check found.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Outcome {
-    /// Use this URL (the one given, or where same-origin redirects led).
-    Use(String),
+    /// Use this URL (the one given, or where same-origin redirects led), and the ref
+    /// advertisement it answered with, when it was one this check could read whole.
+    Use { url: String, advertisement: Option<Advertisement> },
     /// A redirect to another scheme, host or port: `from` (scrubbed)
     /// redirected to `to` (scrubbed).
     Refused { from: String, to: String },
@@ -138,13 +147,17 @@ pub(crate) fn check(url: &str, req: &Request<'_>) -> Outcome {
     let mut current = url.to_string();
     for _ in 0..=MAX_REDIRECTS {
         if req.cancel.load(Ordering::Relaxed) {
-            return Outcome::Use(current);
+            return Outcome::Use { url: current, advertisement: None };
         }
         let Some(parsed) = HttpUrl::parse(&current) else {
-            return Outcome::Use(current);
+            return Outcome::Use { url: current, advertisement: None };
         };
-        let Ok(Some(location)) = probe(&parsed, req) else {
-            return Outcome::Use(current);
+        let location = match probe(&parsed, req) {
+            Ok(Answer::Redirect(location)) => location,
+            Ok(Answer::Advertisement(advertisement)) => {
+                return Outcome::Use { url: current, advertisement: Some(advertisement) };
+            }
+            Ok(Answer::Other) | Err(_) => return Outcome::Use { url: current, advertisement: None },
         };
         match follow(&parsed, &location) {
             Some(next) => current = next,
@@ -185,9 +198,19 @@ pub(crate) fn follow(base: &HttpUrl<'_>, location: &str) -> Option<String> {
     Some(format!("{}{}", base.prefix, repo))
 }
 
-/// `GET <repo>/info/refs?service=git-upload-pack`: the `Location` of a 3xx
-/// answer (`None` for any other answer).
-fn probe(url: &HttpUrl<'_>, req: &Request<'_>) -> std::io::Result<Option<String>> {
+/// What the ref listing answered.
+enum Answer {
+    /// A 3xx with this `Location`.
+    Redirect(String),
+    /// 200 with a smart ref advertisement this check could read whole.
+    Advertisement(Advertisement),
+    /// Anything else (an error status, a dumb server, an advertisement too large or not
+    /// understood): libgit2 makes the request again and says what it finds.
+    Other,
+}
+
+/// `GET <repo>/info/refs?service=git-upload-pack`.
+fn probe(url: &HttpUrl<'_>, req: &Request<'_>) -> std::io::Result<Answer> {
     let addrs = (url.origin.host.as_str(), url.origin.port).to_socket_addrs()?;
     let mut last = std::io::Error::other("no address");
     let mut tcp = None;
@@ -223,22 +246,108 @@ fn probe(url: &HttpUrl<'_>, req: &Request<'_>) -> std::io::Result<Option<String>
         let mut tcp = tcp;
         exchange(&mut tcp, head.as_bytes())?
     };
-    Ok(location_of_redirect(&response))
+    Ok(response)
 }
 
-fn exchange<S: Read + Write>(stream: &mut S, request: &[u8]) -> std::io::Result<String> {
+fn exchange<S: Read + Write>(stream: &mut S, request: &[u8]) -> std::io::Result<Answer> {
     stream.write_all(request)?;
     stream.flush()?;
     let mut buf = Vec::new();
-    let mut chunk = [0u8; 2048];
-    while buf.len() < MAX_HEAD && !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+    let mut chunk = [0u8; 8192];
+    let head_end = loop {
+        if let Some(at) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break at + 4;
+        }
+        let n = stream.read(&mut chunk)?;
+        if n == 0 || buf.len() >= MAX_HEAD {
+            return Ok(Answer::Other);
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+    if let Some(location) = location_of_redirect(&head) {
+        return Ok(Answer::Redirect(location));
+    }
+    let Some(framing) = advertisement_framing(&head) else {
+        return Ok(Answer::Other);
+    };
+    // The body, to its end (the request asked the server to close), bounded.
+    let mut body = buf.split_off(head_end);
+    loop {
+        if body.len() > MAX_ADVERTISEMENT + MAX_HEAD {
+            return Ok(Answer::Other);
+        }
+        if matches!(framing, Framing::Length(n) if body.len() >= n) {
+            break;
+        }
         let n = stream.read(&mut chunk)?;
         if n == 0 {
             break;
         }
-        buf.extend_from_slice(&chunk[..n]);
+        body.extend_from_slice(&chunk[..n]);
     }
-    Ok(String::from_utf8_lossy(&buf).into_owned())
+    let body = match framing {
+        Framing::Length(n) if body.len() == n => body,
+        Framing::Length(_) => return Ok(Answer::Other),
+        Framing::Chunked => match dechunk(&body) {
+            Some(body) => body,
+            None => return Ok(Answer::Other),
+        },
+        Framing::UntilClose => body,
+    };
+    Ok(advertisement::parse(&body).map_or(Answer::Other, Answer::Advertisement))
+}
+
+/// How the body of an answer ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Framing {
+    Length(usize),
+    Chunked,
+    UntilClose,
+}
+
+/// For a `200` with a smart advertisement, uncompressed: how its body is framed.
+fn advertisement_framing(head: &str) -> Option<Framing> {
+    let mut lines = head.split("\r\n");
+    let status: u16 = lines.next()?.split_whitespace().nth(1)?.parse().ok()?;
+    if status != 200 {
+        return None;
+    }
+    let (mut smart, mut framing) = (false, Framing::UntilClose);
+    for line in lines {
+        let Some((name, value)) = line.split_once(':') else { continue };
+        let (name, value) = (name.trim(), value.trim());
+        if name.eq_ignore_ascii_case("content-type") {
+            smart = value.eq_ignore_ascii_case("application/x-git-upload-pack-advertisement");
+        } else if name.eq_ignore_ascii_case("content-encoding") && !value.eq_ignore_ascii_case("identity") {
+            return None;
+        } else if name.eq_ignore_ascii_case("transfer-encoding") {
+            if !value.eq_ignore_ascii_case("chunked") {
+                return None;
+            }
+            framing = Framing::Chunked;
+        } else if name.eq_ignore_ascii_case("content-length") && framing != Framing::Chunked {
+            framing = Framing::Length(value.parse().ok()?);
+        }
+    }
+    smart.then_some(framing)
+}
+
+/// The data of a chunked body; `None` unless it is complete (ends with the last chunk).
+fn dechunk(mut body: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    loop {
+        let line_end = body.windows(2).position(|w| w == b"\r\n")?;
+        let size_text = std::str::from_utf8(&body[..line_end]).ok()?;
+        let size = usize::from_str_radix(size_text.split(';').next()?.trim(), 16).ok()?;
+        body = &body[line_end + 2..];
+        if size == 0 {
+            return Some(out);
+        }
+        let (data, rest) = body.split_at_checked(size)?;
+        out.extend_from_slice(data);
+        body = rest.strip_prefix(b"\r\n")?;
+    }
 }
 
 /// The `Location` of a 3xx response head, as libgit2 treats them (301, 302,
@@ -302,6 +411,21 @@ mod tests {
         assert_eq!(location_of_redirect("HTTP/1.1 200 OK\r\nLocation: /x\r\n\r\n"), None);
         assert_eq!(location_of_redirect("HTTP/1.1 304 Not Modified\r\nLocation: /x\r\n\r\n"), None);
         assert_eq!(location_of_redirect("garbage"), None);
+    }
+
+    #[test]
+    fn frames_advertisement_bodies() {
+        let ad = "Content-Type: application/x-git-upload-pack-advertisement";
+        let frame = |h: &str| advertisement_framing(&format!("HTTP/1.1 200 OK\r\n{h}\r\n\r\n"));
+        assert_eq!(frame(&format!("{ad}\r\nContent-Length: 12")), Some(Framing::Length(12)));
+        assert_eq!(frame(&format!("{ad}\r\nTransfer-Encoding: chunked")), Some(Framing::Chunked));
+        assert_eq!(frame(ad), Some(Framing::UntilClose));
+        assert_eq!(frame(&format!("{ad}\r\nContent-Encoding: gzip")), None);
+        assert_eq!(frame("Content-Type: text/plain"), None, "a dumb server");
+        assert_eq!(advertisement_framing(&format!("HTTP/1.1 401 No\r\n{ad}\r\n\r\n")), None);
+        assert_eq!(dechunk(b"3\r\nabc\r\n2;x=y\r\nde\r\n0\r\n\r\n").as_deref(), Some(&b"abcde"[..]));
+        assert_eq!(dechunk(b"3\r\nabc\r\n"), None, "no last chunk");
+        assert_eq!(dechunk(b"5\r\nabc\r\n0\r\n\r\n"), None);
     }
 
     #[test]

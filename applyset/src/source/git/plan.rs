@@ -9,20 +9,25 @@ use super::cache::is_ancestor;
 use super::callbacks::CallbackState;
 use super::{Job, Resolved};
 use crate::source::Counters;
+use crate::source::advertisement::Advertisement;
 use crate::source::error::{ErrorCategory, SourceError};
 use crate::source::semver_ref;
 use crate::source::spec::RefRequest;
 
-/// The refs a remote advertises: name and object.
-pub(super) struct RemoteRefs(Vec<(String, Oid)>);
+/// The refs a remote advertises (name and object), and what its HEAD points at: the ref
+/// name, the reason it has none, or `None` when the advertisement did not say.
+pub(super) struct RemoteRefs {
+    refs: Vec<(String, Oid)>,
+    head: Option<Result<String, String>>,
+}
 
 impl RemoteRefs {
-    pub(super) fn new(refs: impl IntoIterator<Item = (String, Oid)>) -> Self {
-        RemoteRefs(refs.into_iter().collect())
+    pub(super) fn new(refs: Vec<(String, Oid)>, head: Option<Result<String, String>>) -> Self {
+        RemoteRefs { refs, head }
     }
 
     fn find(&self, name: &str) -> Option<Oid> {
-        self.0.iter().find(|(n, _)| n == name).map(|(_, oid)| *oid)
+        self.refs.iter().find(|(n, _)| n == name).map(|(_, oid)| *oid)
     }
 
     fn branch(&self, branch: &str) -> Option<Oid> {
@@ -35,7 +40,7 @@ impl RemoteRefs {
     }
 
     fn tag_names(&self) -> impl Iterator<Item = &str> {
-        self.0.iter().filter_map(|(n, _)| n.strip_prefix("refs/tags/")).filter(|n| !n.ends_with("^{}"))
+        self.refs.iter().filter_map(|(n, _)| n.strip_prefix("refs/tags/")).filter(|n| !n.ends_with("^{}"))
     }
 }
 
@@ -73,7 +78,7 @@ impl Job {
         headers: &[CString],
     ) -> Result<Resolved, SourceError> {
         let refs = self.list_refs(remote, st)?;
-        let target = match self.plan(repo, remote, &refs)? {
+        let target = match self.plan(repo, &refs)? {
             Plan::Cached(resolved) => return Ok(resolved),
             Plan::Fetch(target) => target,
         };
@@ -89,9 +94,34 @@ impl Job {
         self.err(ErrorCategory::RefNotFound, cause)
     }
 
-    fn plan(&self, repo: &Repository, remote: &Remote<'_>, refs: &RemoteRefs) -> Result<Plan, SourceError> {
+    /// The spec's ref resolved from the advertisement the redirect check read, when that is
+    /// enough: the commit is cached (nothing to fetch) and the advertisement said all the
+    /// plan needs. `None` sends the caller to connect with libgit2.
+    pub(super) fn resolve_cached(
+        &self,
+        repo: &Repository,
+        advertisement: Advertisement,
+    ) -> Result<Option<Resolved>, SourceError> {
+        if matches!(self.reference, RefRequest::DefaultBranch) && advertisement.head.is_none() {
+            return Ok(None);
+        }
+        let refs = advertisement.refs.into_iter().map(|(name, oid)| (name, Oid::from_bytes(&oid)));
+        let refs: Result<Vec<_>, _> = refs.map(|(name, oid)| oid.map(|oid| (name, oid))).collect();
+        let Ok(refs) = refs else { return Ok(None) };
+        let refs = RemoteRefs::new(refs, advertisement.head.map(Ok));
+        match self.plan(repo, &refs)? {
+            Plan::Cached(resolved) => Ok(Some(resolved)),
+            Plan::Fetch(target) if target.commit.is_some_and(|oid| repo.find_commit(oid).is_ok()) => {
+                let commit = self.commit_of(repo, &target, true)?;
+                Ok(Some(Resolved { commit, revision_name: target.revision_name, fetched: false }))
+            }
+            Plan::Fetch(_) => Ok(None),
+        }
+    }
+
+    fn plan(&self, repo: &Repository, refs: &RemoteRefs) -> Result<Plan, SourceError> {
         let target = match &self.reference {
-            RefRequest::DefaultBranch => self.branch_target(refs, &self.default_branch(remote)?)?,
+            RefRequest::DefaultBranch => self.branch_target(refs, &self.default_branch(refs)?)?,
             RefRequest::Branch(b) => self.branch_target(refs, b)?,
             RefRequest::Tag(t) => self.tag_target(refs, t)?,
             RefRequest::Semver { range, req } => {
@@ -106,11 +136,14 @@ impl Job {
     }
 
     /// The branch the remote's HEAD points at.
-    fn default_branch(&self, remote: &Remote<'_>) -> Result<String, SourceError> {
-        let head = remote
-            .default_branch()
-            .map_err(|e| self.not_found(format!("the remote has no default branch (HEAD): {}", e.message())))?;
-        let head = head.as_str().unwrap_or_default();
+    fn default_branch(&self, refs: &RemoteRefs) -> Result<String, SourceError> {
+        let head = match &refs.head {
+            Some(Ok(head)) => head.as_str(),
+            Some(Err(cause)) => {
+                return Err(self.not_found(format!("the remote has no default branch (HEAD): {cause}")));
+            }
+            None => return Err(self.not_found("the remote did not say its default branch (HEAD)".to_string())),
+        };
         match head.strip_prefix("refs/heads/") {
             Some(branch) => Ok(branch.to_string()),
             None => Err(self.not_found(format!("the remote HEAD {head:?} is not a branch"))),

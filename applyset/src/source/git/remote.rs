@@ -10,6 +10,7 @@ use git2::{AutotagOption, FetchOptions, Oid, ProxyOptions, Remote, RemoteRedirec
 use super::callbacks::CallbackState;
 use super::plan::{RemoteRefs, Target};
 use super::{Job, Resolved, ffi};
+use crate::source::advertisement::Advertisement;
 use crate::source::error::{ErrorCategory, SourceError};
 use crate::source::redirect::{self, HttpUrl};
 use crate::source::spec::RefRequest;
@@ -41,13 +42,18 @@ impl Job {
             }
         }
 
-        let url = self.follow_redirects(st)?;
+        let (url, advertisement) = self.follow_redirects(st)?;
+        counters.connects.fetch_add(1, Ordering::Relaxed);
+        if let Some(advertisement) = advertisement
+            && let Some(resolved) = self.resolve_cached(repo, advertisement)?
+        {
+            return Ok(resolved);
+        }
         let mut remote = repo.remote_anonymous(&url).map_err(|e| self.err(ErrorCategory::InvalidSpec, e.message()))?;
         let headers = self.headers();
         // The connect callbacks must outlive the connection: declared before
         // any use, disconnected explicitly below.
         let connect_cbs = self.callbacks(st);
-        counters.connects.fetch_add(1, Ordering::Relaxed);
         ffi::connect(&mut remote, &connect_cbs, &headers).map_err(|e| self.remote_error(st, &e))?;
         let result = self.plan_and_fetch(repo, &mut remote, st, counters, &headers);
         let _ = remote.disconnect();
@@ -57,11 +63,12 @@ impl Job {
     }
 
     /// For http(s): the repository URL after same-origin redirects of the
-    /// ref listing; a redirect elsewhere is refused (see [`redirect`]).
-    fn follow_redirects(&self, st: &CallbackState<'_>) -> Result<String, SourceError> {
+    /// ref listing (a redirect elsewhere is refused, see [`redirect`]), and the
+    /// refs that listing advertised when the check could read them.
+    fn follow_redirects(&self, st: &CallbackState<'_>) -> Result<(String, Option<Advertisement>), SourceError> {
         let raw = self.url.raw();
         if !matches!(self.url.transport(), Transport::Http | Transport::Https) {
-            return Ok(raw.to_string());
+            return Ok((raw.to_string(), None));
         }
         let request = redirect::Request {
             ca: self.ca.as_ref(),
@@ -69,8 +76,8 @@ impl Job {
             timeout: self.timeout.min(Duration::from_millis(SERVER_IO_TIMEOUT_MS as u64)),
             cancel: st.cancel,
         };
-        let url = match redirect::check(raw, &request) {
-            redirect::Outcome::Use(url) => url,
+        let (url, advertisement) = match redirect::check(raw, &request) {
+            redirect::Outcome::Use { url, advertisement } => (url, advertisement),
             redirect::Outcome::Refused { from, to } => {
                 return Err(self.err(
                     ErrorCategory::RedirectRefused,
@@ -90,7 +97,7 @@ impl Job {
         if url != raw {
             tracing::debug!(from = %self.ctx.url, to = %scrub_url(&url), "git source follows a same-origin redirect");
         }
-        Ok(url)
+        Ok((url, advertisement))
     }
 
     /// The `Authorization` the git transport would send: the bearer token,
@@ -134,10 +141,15 @@ impl Job {
             .collect()
     }
 
-    /// The refs the connected remote advertises.
+    /// The refs the connected remote advertises, and the branch its HEAD points at.
     pub(super) fn list_refs(&self, remote: &Remote<'_>, st: &CallbackState<'_>) -> Result<RemoteRefs, SourceError> {
         let heads = remote.list().map_err(|e| self.remote_error(st, &e))?;
-        Ok(RemoteRefs::new(heads.iter().map(|h| (h.name().to_string(), h.oid()))))
+        let refs = heads.iter().map(|h| (h.name().to_string(), h.oid())).collect();
+        let head = remote
+            .default_branch()
+            .map_err(|e| e.message().to_string())
+            .and_then(|b| b.as_str().map(str::to_owned).map_err(|_| "not UTF-8".to_string()));
+        Ok(RemoteRefs::new(refs, Some(head)))
     }
 
     pub(super) fn fetch(

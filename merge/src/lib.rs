@@ -25,4 +25,4 @@ pub use strategic::gosort;
 pub use strategic::{
     apply_strategic_merge_patch, create_three_way_merge_patch, create_two_way_merge_patch, strategic_merge_patch,
 };
-pub use value::{Map, Value};
+pub use value::{Map, Packed, Value};

@@ -6,6 +6,8 @@
 //! Null and absent stay distinct: `{"a": null}` is not `{}`.
 
 mod format;
+mod packed;
+pub use packed::Packed;
 mod parse;
 mod serde_impl;
 #[cfg(test)]

@@ -5,8 +5,10 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use applyset_merge::Value;
+use std::sync::Arc;
+
 use applyset_merge::value::go_quote;
+use applyset_merge::{Packed, Value};
 use kube::core::{ApiResource, GroupVersionKind};
 
 use super::error::{ErrorCategory, Fatal, ManifestError, ObjectError};
@@ -14,19 +16,22 @@ use super::object::{self, display_name, meta_str};
 use super::options::{ApplyOptions, Verb};
 use super::report::{ApplyReport, ObjectReport};
 use crate::cluster::{Cluster, Error, Mapping};
-use crate::manifest::{self, LoadedObject, Source};
+use crate::manifest::{DuplicateFinder, LoadedObject, Source};
 
 /// An object ready to be applied.
 #[derive(Debug, Clone)]
 pub(super) struct Prepared {
     pub(super) index: usize,
     pub(super) source: Source,
-    pub(super) object: Value,
+    /// Packed from the plan to its apply: 20,000 objects as trees would take ten times the
+    /// memory while they wait.
+    pub(super) object: Packed,
     pub(super) gvk: GroupVersionKind,
-    /// `None` while only predicted from a CRD of the same input.
-    pub(super) mapping: Option<Mapping>,
+    /// `None` while only predicted from a CRD of the same input. Shared by the objects of a
+    /// kind (see [`Context::mappings`]).
+    pub(super) mapping: Option<Arc<Mapping>>,
     /// The mapping as known before applying (discovery, or the input's CRD).
-    pub(super) known: Mapping,
+    pub(super) known: Arc<Mapping>,
     pub(super) namespace: Option<String>,
     pub(super) name: String,
 }
@@ -137,6 +142,8 @@ struct Context<'a> {
     predicted: Predicted,
     /// `-n`, else the caller's default, else the kubeconfig context's.
     effective_namespace: String,
+    /// The mappings found so far, by kind: one copy per kind, not one per object.
+    mappings: HashMap<GroupVersionKind, (Option<Arc<Mapping>>, Arc<Mapping>)>,
 }
 
 /// Step 1: mapping, namespaces, labels, duplicates. Per-object failures become reports;
@@ -152,17 +159,18 @@ async fn prepare(
         .clone()
         .or_else(|| options.default_namespace.clone())
         .unwrap_or_else(|| cluster.default_namespace().to_owned());
-    let context = Context { cluster, options, predicted: predicted_mappings(&loaded), effective_namespace };
+    let predicted = predicted_mappings(&loaded);
+    let mut context = Context { cluster, options, predicted, effective_namespace, mappings: HashMap::new() };
     if let Some(namespace) = &options.namespace {
         report.namespaces_visited.insert(namespace.clone());
     }
     let mut items = Vec::with_capacity(loaded.len());
+    let mut duplicates = DuplicateFinder::default();
     for (index, loaded) in loaded.into_iter().enumerate() {
-        items.push(prepare_one(&context, index, loaded, &mut report.namespaces_visited).await?);
+        items.push(prepare_one(&mut context, index, loaded, &mut report.namespaces_visited, &mut duplicates).await?);
     }
 
-    let prepared = items.iter().filter_map(|item| item.as_ref().ok());
-    let duplicates = manifest::find_duplicates_in(prepared.map(|p| (&p.source, &p.object)));
+    let duplicates = duplicates.finish();
     if !duplicates.is_empty() {
         return Err(Fatal::Duplicates(duplicates.iter().map(ToString::to_string).collect()));
     }
@@ -172,10 +180,11 @@ async fn prepare(
 /// One object of step 1. Its namespace counts as visited (for legacy prune) as soon as it is
 /// known, even when the object fails later.
 async fn prepare_one(
-    context: &Context<'_>,
+    context: &mut Context<'_>,
     index: usize,
     loaded: LoadedObject,
     namespaces_visited: &mut BTreeSet<String>,
+    duplicates: &mut DuplicateFinder,
 ) -> Result<Result<Prepared, ObjectReport>, Fatal> {
     let LoadedObject { source, mut object } = loaded;
     let text =
@@ -220,23 +229,36 @@ async fn prepare_one(
     {
         return Ok(Err(fail(ErrorCategory::Manifest, ManifestError::from(error).to_string(), &raw_name)));
     }
+    duplicates.add(&source, &object);
+    let object = Packed::new(&object);
     Ok(Ok(Prepared { index, source, object, gvk, mapping, known, namespace, name: raw_name }))
 }
 
 /// The kind's mapping from discovery, or (`None`, predicted) for a kind a CRD of the input
 /// defines; `Ok(None)` when neither knows it. Only a cluster failure is fatal.
 async fn mapping_for(
-    context: &Context<'_>,
+    context: &mut Context<'_>,
     gvk: &GroupVersionKind,
-) -> Result<Option<(Option<Mapping>, Mapping)>, Fatal> {
-    match context.cluster.mapping(gvk).await {
-        Ok(mapping) => Ok(Some((Some(mapping.clone()), mapping))),
+) -> Result<Option<(Option<Arc<Mapping>>, Arc<Mapping>)>, Fatal> {
+    if let Some(found) = context.mappings.get(gvk) {
+        return Ok(Some(found.clone()));
+    }
+    let found = match context.cluster.mapping(gvk).await {
+        Ok(mapping) => {
+            let mapping = Arc::new(mapping);
+            (Some(mapping.clone()), mapping)
+        }
         Err(Error::NoMatch { .. }) => {
             let key = (gvk.group.clone(), gvk.version.clone(), gvk.kind.clone());
-            Ok(context.predicted.get(&key).map(|mapping| (None, mapping.clone())))
+            match context.predicted.get(&key) {
+                Some(mapping) => (None, Arc::new(mapping.clone())),
+                None => return Ok(None),
+            }
         }
-        Err(other) => Err(Fatal::Cluster(other)),
-    }
+        Err(other) => return Err(Fatal::Cluster(other)),
+    };
+    context.mappings.insert(gvk.clone(), found.clone());
+    Ok(Some(found))
 }
 
 /// kubectl's namespace rules: a namespaced object without one gets the effective namespace,

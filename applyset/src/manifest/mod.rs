@@ -522,18 +522,36 @@ pub fn find_duplicates<'a>(objects: impl IntoIterator<Item = &'a LoadedObject>) 
 
 /// [`find_duplicates`] over `(source, object)` pairs held elsewhere (no copy of the objects).
 pub fn find_duplicates_in<'a>(objects: impl IntoIterator<Item = (&'a Source, &'a Value)>) -> Vec<Duplicate> {
-    let mut seen: HashMap<ObjectKey, &Source> = HashMap::new();
-    let mut duplicates = Vec::new();
+    let mut finder = DuplicateFinder::default();
     for (source, object) in objects {
-        let Some(key) = ObjectKey::of(object) else { continue };
-        match seen.get(&key) {
-            Some(first) => duplicates.push(Duplicate { key, first: (*first).clone(), second: source.clone() }),
+        finder.add(source, object);
+    }
+    finder.finish()
+}
+
+/// [`find_duplicates_in`] one object at a time, for objects that are not all kept (the plan
+/// packs each once it is prepared).
+#[derive(Debug, Default)]
+pub struct DuplicateFinder {
+    seen: HashMap<ObjectKey, Source>,
+    found: Vec<Duplicate>,
+}
+
+impl DuplicateFinder {
+    pub fn add(&mut self, source: &Source, object: &Value) {
+        let Some(key) = ObjectKey::of(object) else { return };
+        match self.seen.get(&key) {
+            Some(first) => self.found.push(Duplicate { key, first: first.clone(), second: source.clone() }),
             None => {
-                seen.insert(key, source);
+                self.seen.insert(key, source.clone());
             }
         }
     }
-    duplicates
+
+    /// Every object that appeared again after its first occurrence, in the order added.
+    pub fn finish(self) -> Vec<Duplicate> {
+        self.found
+    }
 }
 
 #[cfg(test)]

@@ -48,6 +48,7 @@ pub(super) async fn apply_one(
         cluster,
         options,
         item,
+        object: item.object.unpack(),
         mapping: item.mapping.as_ref().expect("resolved before apply"),
         source: source_text(&item.source),
         params: options.write_params(),
@@ -82,6 +83,8 @@ struct One<'a> {
     cluster: &'a Cluster,
     options: &'a ApplyOptions,
     item: &'a Prepared,
+    /// The manifest, unpacked for this apply.
+    object: Value,
     mapping: &'a Mapping,
     /// The source path, as kubectl's messages quote it.
     source: String,
@@ -100,7 +103,7 @@ enum Created {
 impl One<'_> {
     async fn run(&mut self, live: Live) -> Outcome {
         let codec = self.options.last_applied.as_ref().map(|codec| codec.0.as_ref());
-        let (_, modified) = object::modified_configuration_with(&self.item.object, codec);
+        let (_, modified) = object::modified_configuration_with(&self.object, codec);
         if let Some(error) = self.annotations_too_large(&modified) {
             return match self.options.server_side_fallback.clone() {
                 Some(manager) => {
@@ -127,7 +130,7 @@ impl One<'_> {
             },
             Err(error) => return (Err(error), None),
         };
-        if let Some(error) = ownership_conflict(self.options, self.item, &current) {
+        if let Some(error) = ownership_conflict(self.options, self.item, &self.object, &current) {
             // Not visited: the object is not this set's, so it is never recorded or pruned by it.
             return (Err(error), None);
         }
@@ -258,9 +261,11 @@ impl One<'_> {
     /// The patch for the current state, with the caller's filter applied (kept in the details).
     async fn compute(&mut self, modified: &Value, current: &Value) -> Result<ComputedPatch, ObjectError> {
         let (mut computed, mut original, discarded) =
-            compute(self.cluster, self.item, modified, current, self.options, &mut self.warnings).await.map_err(
-                |error| error.rewrap(&format!("applying patch:\n\nto:\n{}\nfor:", self.info_text()), &self.source),
-            )?;
+            compute(self.cluster, self.item, &self.object, modified, current, self.options, &mut self.warnings)
+                .await
+                .map_err(|error| {
+                error.rewrap(&format!("applying patch:\n\nto:\n{}\nfor:", self.info_text()), &self.source)
+            })?;
         if discarded && !self.details.last_applied_discarded {
             self.details.last_applied_discarded = true;
             self.warnings.push(format!(
@@ -276,7 +281,7 @@ impl One<'_> {
             original = owned;
         }
         if let Some(policy) = &self.options.field_policy {
-            let verdict = policy.0.inspect(&self.item.object, &original, modified, current, &computed.engine);
+            let verdict = policy.0.inspect(&self.object, &original, modified, current, &computed.engine);
             self.warnings.extend(verdict.warnings);
             if let Some(original) = verdict.original {
                 computed.patch = self
@@ -286,7 +291,7 @@ impl One<'_> {
             self.details.fields = verdict.findings;
         }
         if let Some(filter) = &self.options.patch_filter {
-            (filter.0)(&self.item.object, current, &mut computed.patch);
+            (filter.0)(&self.object, current, &mut computed.patch);
         }
         self.details.patch = Some(computed.patch.clone());
         self.details.patch_type = Some(computed.engine.patch_type());
@@ -440,11 +445,11 @@ fn missing_annotation_warning(plural: &str, name: &str) -> String {
 }
 
 /// [`Ownership::RefuseOtherSets`]: the error for a live object another ApplySet claims.
-fn ownership_conflict(options: &ApplyOptions, item: &Prepared, current: &Value) -> Option<ObjectError> {
+fn ownership_conflict(options: &ApplyOptions, item: &Prepared, object: &Value, current: &Value) -> Option<ObjectError> {
     let own = options.applyset_label.as_deref().filter(|_| options.ownership == Ownership::RefuseOtherSets)?;
     let labels = current.as_object()?.get("metadata")?.as_object()?.get("labels")?.as_object()?;
     let other = labels.get(PART_OF_LABEL)?.as_str().filter(|other| !other.is_empty() && *other != own)?;
-    let allowed = object::annotation(&item.object, TAKE_OWNERSHIP_ANNOTATION) == Some("true");
+    let allowed = object::annotation(object, TAKE_OWNERSHIP_ANNOTATION) == Some("true");
     if allowed {
         return None;
     }
@@ -465,6 +470,7 @@ fn ownership_conflict(options: &ApplyOptions, item: &Prepared, current: &Value) 
 async fn compute(
     cluster: &Cluster,
     item: &Prepared,
+    object: &Value,
     modified: &Value,
     current: &Value,
     options: &ApplyOptions,
@@ -495,7 +501,7 @@ async fn compute(
     };
     let unusable_last_applied = original.as_object().is_none();
     let original = match &options.last_applied {
-        Some(codec) if !unusable_last_applied => codec.0.decode(original, &item.object),
+        Some(codec) if !unusable_last_applied => codec.0.decode(original, object),
         _ => original,
     };
     let computed =

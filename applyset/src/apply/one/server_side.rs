@@ -29,12 +29,12 @@ impl One<'_> {
             Ok(current) => current,
             Err(error) => return (Err(error), None),
         };
-        let body = self.item.object.clone();
+        let body = self.object.clone();
         let mut params = self.params.clone();
         params.field_manager = manager.to_owned();
         let mut drop_annotation = false;
         if let Some(current) = &current {
-            if let Some(error) = ownership_conflict(self.options, self.item, current) {
+            if let Some(error) = ownership_conflict(self.options, self.item, &self.object, current) {
                 return (Err(error), None);
             }
             let changed = differing(&body, current);

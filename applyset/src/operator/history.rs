@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use applyset_merge::Value;
+use applyset_merge::{Packed, Value};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
@@ -91,37 +91,73 @@ impl HistoryIndex {
         revisions: Vec<(String, Vec<LoadedObject>)>,
         current: &[LoadedObject],
     ) -> HistoryIndex {
-        let current: HashMap<ObjectKey, &Value> =
-            current.iter().filter_map(|o| Some((ObjectKey::of(&o.object)?, &o.object))).collect();
-        let mut objects: HashMap<ObjectKey, Vec<Version>> = HashMap::new();
+        let mut builder = IndexBuilder::new(current);
         for (revision, loaded) in revisions.into_iter().rev() {
             for object in loaded {
-                let Some(key) = ObjectKey::of(&object.object) else { continue };
-                // Only objects git still has can have stale fields (the others are pruned).
-                if !current.contains_key(&key) {
-                    continue;
-                }
-                let versions = objects.entry(key).or_default();
-                let same_as_last = versions.last().is_some_and(|v| v.manifest == object.object);
-                if !same_as_last {
-                    versions.push(Version { revision: revision.clone(), manifest: object.object });
-                } else if let Some(last) = versions.last_mut() {
-                    last.revision = revision.clone();
-                }
+                builder.add(&revision, object);
             }
         }
-        // Only what the current manifest lacks can be stale: the rest is not kept.
-        objects.retain(|key, versions| {
-            let Some(now) = current.get(key) else { return false };
-            versions.retain_mut(|version| match fields::absent_from(&version.manifest, now) {
-                Some(rest) => {
-                    version.manifest = rest;
-                    true
-                }
-                None => false,
-            });
-            !versions.is_empty()
-        });
+        builder.finish(built_for)
+    }
+}
+
+/// A [`HistoryIndex`] built one object at a time, the earlier revisions oldest first: an
+/// earlier revision is never held whole (ten revisions of 20,000 objects would be hundreds of
+/// megabytes as trees). Per object it keeps the last version seen, packed, and what each
+/// version had that the current manifest lacks.
+struct IndexBuilder<'a> {
+    current: HashMap<ObjectKey, &'a Value>,
+    versions: HashMap<ObjectKey, Vec<Seen>>,
+}
+
+/// One version of an object in the earlier revisions.
+struct Seen {
+    /// The newest revision that applied it unchanged.
+    revision: String,
+    manifest: Packed,
+    /// What it had that the current manifest lacks (`None`: nothing).
+    absent_now: Option<Value>,
+}
+
+impl<'a> IndexBuilder<'a> {
+    fn new(current: &'a [LoadedObject]) -> Self {
+        let current = current.iter().filter_map(|o| Some((ObjectKey::of(&o.object)?, &o.object))).collect();
+        IndexBuilder { current, versions: HashMap::new() }
+    }
+
+    /// An object of `revision`, which is not older than any revision added before.
+    fn add(&mut self, revision: &str, object: LoadedObject) {
+        let Some(key) = ObjectKey::of(&object.object) else { return };
+        // Only objects git still has can have stale fields (the others are pruned).
+        let Some(now) = self.current.get(&key) else { return };
+        let manifest = Packed::new(&object.object);
+        let versions = self.versions.entry(key).or_default();
+        // Equal bytes are equal values; unequal bytes may still be (0.0 and -0.0).
+        let same_as_last =
+            versions.last().is_some_and(|v| v.manifest == manifest || v.manifest.unpack() == object.object);
+        match versions.last_mut() {
+            Some(last) if same_as_last => last.revision = revision.to_owned(),
+            _ => versions.push(Seen {
+                revision: revision.to_owned(),
+                manifest,
+                absent_now: fields::absent_from(&object.object, now),
+            }),
+        }
+    }
+
+    /// Only what the current manifest lacks can be stale: the rest is not kept.
+    fn finish(self, built_for: (Vec<AppliedRevision>, String)) -> HistoryIndex {
+        let objects = self
+            .versions
+            .into_iter()
+            .filter_map(|(key, seen)| {
+                let versions: Vec<Version> = seen
+                    .into_iter()
+                    .filter_map(|s| Some(Version { revision: s.revision, manifest: s.absent_now? }))
+                    .collect();
+                (!versions.is_empty()).then_some((key, versions))
+            })
+            .collect();
         HistoryIndex { built_for, objects }
     }
 }
@@ -160,18 +196,20 @@ impl HistoryCache {
             return (found.clone(), Vec::new());
         }
         let cache_key = CacheKey::new(applyset.namespace_or_default(), applyset.name());
-        let mut revisions = Vec::new();
+        let mut builder = IndexBuilder::new(current);
         let mut warnings = Vec::new();
-        for applied in &built_for.0 {
-            match read(&reader, &cache_key, applyset, applied).await {
-                Ok(objects) => revisions.push((applied.revision.clone(), objects)),
-                Err(why) => warnings.push(format!(
+        // Oldest first, each read and added a file at a time.
+        for applied in built_for.0.iter().rev() {
+            if let Err(why) = read(&reader, &cache_key, applyset, applied, &mut builder).await {
+                warnings.push(format!(
                     "earlier revision {} cannot be read, so fields only it applied are not checked for staleness: {why}",
                     applied.revision
-                )),
+                ));
             }
         }
-        let index = Arc::new(HistoryIndex::build(built_for, revisions, current));
+        // Newest first, as the status lists the revisions.
+        warnings.reverse();
+        let index = Arc::new(builder.finish(built_for));
         // A failed read is tried again next run rather than cached.
         if warnings.is_empty() {
             self.indexes.lock().unwrap_or_else(|p| p.into_inner()).insert(key, index.clone());
@@ -196,24 +234,32 @@ enum ReadError {
     Load(#[from] crate::manifest::LoadError),
 }
 
-/// One earlier revision's objects, loaded as the controller loads manifests.
+/// One earlier revision's objects, loaded as the controller loads manifests, into the index
+/// being built. Its files are all loaded before any object is added: a revision that cannot be
+/// read adds nothing.
 async fn read(
     reader: &RevisionReader<'_>,
     cache_key: &CacheKey,
     applyset: &ApplySet,
     applied: &AppliedRevision,
-) -> Result<Vec<LoadedObject>, ReadError> {
+    builder: &mut IndexBuilder<'_>,
+) -> Result<(), ReadError> {
     let RevisionReader { git, credentials, timeout } = reader;
     let (_, commit) = crate::source::parse_revision(&applied.revision).ok_or(ReadError::NotACommit)?;
     let spec = crate::source::SourceSpec { path: applied.path.clone(), ..applyset.spec.source.clone() };
     let files: Vec<(PathBuf, Vec<u8>)> =
         git.read_revision(cache_key, &spec, commit, credentials.clone(), *timeout).await?;
-    let mut objects = Vec::new();
-    for (path, bytes) in files.into_iter().filter(|(path, bytes)| !sops_encrypted(path, bytes)) {
-        let loaded = crate::manifest::load_bytes(&path, &bytes)?;
-        objects.extend(loaded);
+    let files: Vec<_> = files.into_iter().filter(|(path, bytes)| !sops_encrypted(path, bytes)).collect();
+    // Loaded once to know every file loads (kept as nothing), then again a file at a time.
+    for (path, bytes) in &files {
+        crate::manifest::load_bytes(path, bytes)?;
     }
-    Ok(objects)
+    for (path, bytes) in &files {
+        for object in crate::manifest::load_bytes(path, bytes)? {
+            builder.add(&applied.revision, object);
+        }
+    }
+    Ok(())
 }
 
 /// Whether a file is SOPS-encrypted (or unreadable as such): its earlier version, ciphertext
@@ -268,6 +314,24 @@ mod tests {
         assert_eq!(crate::source::parse_revision(&format!("main@sha1:{SHA}")), Some((Some("main"), SHA)));
         assert_eq!(crate::source::parse_revision(&format!("sha1:{SHA}")), Some((None, SHA)));
         assert_eq!(crate::source::parse_revision("main@sha1:abc"), None);
+    }
+
+    #[test]
+    fn a_version_applied_again_counts_from_its_newest_revision_only_when_consecutive() {
+        let a = || config_map(r#""k":"1","gone":"x""#);
+        let b = || config_map(r#""k":"2","gone":"y""#);
+        // Newest first: a (v4), a (v3), b (v2), a (v1).
+        let revisions = ["v4", "v3", "v2", "v1"].into_iter().zip([a(), a(), b(), a()]);
+        let revisions = revisions.map(|(r, o)| (r.to_owned(), vec![o])).collect();
+        let current = [config_map(r#""k":"5""#)];
+        let index = HistoryIndex::build(Default::default(), revisions, &current);
+        let versions: Vec<(&str, String)> = index
+            .versions_for(&current[0].object)
+            .iter()
+            .map(|v| (v.revision.as_str(), v.manifest.to_json_string()))
+            .collect();
+        let gone = |v: &str| format!(r#"{{"data":{{"gone":"{v}"}}}}"#);
+        assert_eq!(versions, [("v1", gone("x")), ("v2", gone("y")), ("v4", gone("x"))]);
     }
 
     #[test]

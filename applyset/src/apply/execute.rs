@@ -271,9 +271,13 @@ async fn list_stage<'a>(
                 if let Some(cache) = cache {
                     cache.cache.seen(&item);
                 }
-                if let Some(name) = meta_str(&item, "name").map(str::to_owned) {
-                    found.insert(name, LiveText::new(item.to_json_string().into(), None));
-                }
+                let Some(name) = meta_str(&item, "name") else { return };
+                // The watch cache's text of the same version, shared, else a copy of its own.
+                let shared = cache
+                    .zip(meta_str(&item, "resourceVersion"))
+                    .and_then(|(cache, version)| cache.cache.at_version(&mapping, namespace.as_deref(), name, version));
+                let text = shared.unwrap_or_else(|| LiveText::new(item.to_json_string().into(), None));
+                found.insert(name.to_owned(), text);
             });
             let listed = listed.await.ok().map(|()| found);
             (key, listed)

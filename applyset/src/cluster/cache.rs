@@ -60,6 +60,19 @@ pub trait ObjectCache: Send + Sync {
     /// part-of label, as prune's LIST would return them; `None` when the view is incomplete.
     fn members(&self, resource: &ApiResource, namespace: Option<&str>, set_id: &str) -> Option<Vec<Listed>>;
 
+    /// The object `name` as the cache holds it, when that is `resource_version` (which a LIST
+    /// just returned): a run reading fresh shares the cache's text instead of keeping a copy.
+    fn at_version(
+        &self,
+        mapping: &Mapping,
+        namespace: Option<&str>,
+        name: &str,
+        resource_version: &str,
+    ) -> Option<LiveText> {
+        let _ = (mapping, namespace, name, resource_version);
+        None
+    }
+
     /// The caller wrote this object (the apiserver's answer to a create or patch).
     fn wrote(&self, object: &Value);
 
@@ -101,6 +114,17 @@ impl ObjectCache for WritesOnly {
 
     fn members(&self, _: &ApiResource, _: Option<&str>, _: &str) -> Option<Vec<Listed>> {
         None
+    }
+
+    /// The version was just read from the apiserver: the cache's text of it is as fresh.
+    fn at_version(
+        &self,
+        mapping: &Mapping,
+        namespace: Option<&str>,
+        name: &str,
+        resource_version: &str,
+    ) -> Option<LiveText> {
+        self.0.at_version(mapping, namespace, name, resource_version)
     }
 
     fn wrote(&self, object: &Value) {

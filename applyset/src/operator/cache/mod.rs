@@ -163,6 +163,23 @@ impl ObjectCache for ManagedCache {
         }
     }
 
+    fn at_version(
+        &self,
+        mapping: &Mapping,
+        namespace: Option<&str>,
+        name: &str,
+        resource_version: &str,
+    ) -> Option<LiveText> {
+        let namespace = namespace.filter(|_| mapping.namespaced);
+        let store = self.kind(&mapping.resource, mapping.namespaced);
+        let key = (namespace.map(str::to_owned), name.to_owned());
+        let entry = store.read().unwrap_or_else(|p| p.into_inner()).get(&key)??;
+        (entry.resource_version == resource_version).then(|| {
+            let type_meta = (mapping.resource.api_version.clone(), mapping.resource.kind.clone());
+            LiveText::new(entry.json.clone(), Some(type_meta))
+        })
+    }
+
     fn members(&self, resource: &ApiResource, namespace: Option<&str>, set_id: &str) -> Option<Vec<Listed>> {
         let store = self.kind(resource, namespace.is_some());
         store.read().unwrap_or_else(|p| p.into_inner()).members(set_id, namespace)
@@ -186,6 +203,9 @@ impl ObjectCache for ManagedCache {
 struct OwnWrites {
     writes: HashMap<(String, String), Instant>,
     deletes: HashMap<String, Instant>,
+    /// When the expired entries were last dropped: at most once a second, since dropping walks
+    /// every entry (20,000 writes each walking all the others would be quadratic).
+    expired_at: Option<Instant>,
 }
 
 impl OwnWrites {
@@ -207,6 +227,10 @@ impl OwnWrites {
     }
 
     fn expire(&mut self) {
+        if self.expired_at.is_some_and(|at| at.elapsed() < Duration::from_secs(1)) {
+            return;
+        }
+        self.expired_at = Some(Instant::now());
         self.writes.retain(|_, at| at.elapsed() < OWN_WRITES_KEPT);
         self.deletes.retain(|_, at| at.elapsed() < OWN_WRITES_KEPT);
     }

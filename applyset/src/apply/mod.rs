@@ -36,7 +36,7 @@ pub use options::{
 };
 pub use plan::{Member, Plan, plan};
 pub(crate) use plan::{Predicted, default_namespace, predicted_mappings, stage_of};
-pub use report::{ApplyReport, Details, ObjectReport, Visited};
+pub use report::{ApplyReport, Details, Identity, ObjectReport, Visited};
 
 use crate::cluster::Cluster;
 use crate::manifest::LoadedObject;

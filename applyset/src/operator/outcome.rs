@@ -7,7 +7,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use super::api::{ApplySetStatus, DriftedField, DriftedObject, InventoryObject};
 use super::drift;
 use super::status::{self, DRIFTED, reason};
-use crate::apply::{ApplyReport, ObjectReport, Verb};
+use crate::apply::{ApplyReport, Identity, ObjectReport, Verb};
 use crate::applyset::GroupKind;
 use crate::fields::Reason;
 
@@ -168,16 +168,11 @@ fn left_behind_fields(object: &ObjectReport) -> (Vec<DriftedField>, Vec<DriftedF
 /// `Kind[.group]`, name and namespace of a reported object: from the object itself when the
 /// report holds it, else from kubectl's display name (`deployment.apps/web`).
 fn identity(report: &ObjectReport) -> (String, String, Option<String>) {
-    let object = report.details.as_ref().and_then(|d| d.result.as_ref().or(d.live.as_ref()));
-    if let Some(object) = object {
-        let text = |field: &str| {
-            object.as_object().and_then(|o| o.get(field)).and_then(applyset_merge::Value::as_str).unwrap_or("")
-        };
-        let group = text("apiVersion").rsplit_once('/').map_or("", |(group, _)| group);
-        let kind = GroupKind::new(group, text("kind")).to_string();
-        let name = crate::apply::object::meta_str(object, "name").unwrap_or("").to_owned();
-        let namespace = crate::apply::object::meta_str(object, "namespace").map(str::to_owned);
-        return (kind, name, namespace);
+    let details = report.details.as_ref();
+    let object = details.and_then(|d| d.result.as_ref().or(d.live.as_ref())).map(Identity::of);
+    if let Some(Identity { api_version, kind, name, namespace }) = object.or_else(|| details?.identity.clone()) {
+        let group = api_version.rsplit_once('/').map_or("", |(group, _)| group);
+        return (GroupKind::new(group, &kind).to_string(), name, namespace);
     }
     let (kind, name) = split_display(&report.name);
     (kind, name, None)

@@ -12,7 +12,33 @@ use applyset::commands;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// `mi_option_purge_delay` in mimalloc v3's `mimalloc.h` (the version libmimalloc-sys builds).
+const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+
+/// mimalloc v3's own default purge delay (ms), by which the index above is recognised.
+const MI_DEFAULT_PURGE_DELAY: std::os::raw::c_long = 1000;
+
+/// Freed memory goes back to the system at once instead of a second later (ten for arenas):
+/// a run of 20,000 objects frees its manifests, then its reports, in bursts, and with the
+/// delay each burst's pages are still held when the next allocates (measured: peak RSS 185
+/// → 163 MiB, no slower). `MIMALLOC_PURGE_DELAY` set by the user wins.
+#[allow(unsafe_code)]
+fn purge_freed_memory_at_once() {
+    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_some() {
+        return;
+    }
+    // SAFETY: mi_option_get/mi_option_set read and write one entry of mimalloc's option table;
+    // they are thread-safe, take plain integers and check the index's range. The default read
+    // back confirms the index names the purge delay before anything is written.
+    unsafe {
+        if libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY) == MI_DEFAULT_PURGE_DELAY {
+            libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0);
+        }
+    }
+}
+
 fn main() -> ExitCode {
+    purge_freed_memory_at_once();
     // A shell asking for completions (see `applyset completion`): answered, then exit.
     clap_complete::CompleteEnv::with_factory(<Cli as clap::CommandFactory>::command)
         .var(commands::fleet::COMPLETE_VAR)
@@ -61,5 +87,20 @@ fn run(cli: Cli) -> ExitCode {
             eprintln!("error: {err}");
             ExitCode::from(err.exit_code())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[allow(unsafe_code)]
+    fn freed_memory_is_purged_at_once_unless_the_user_says() {
+        purge_freed_memory_at_once();
+        // SAFETY: as in purge_freed_memory_at_once: a read of mimalloc's option table.
+        let delay = unsafe { libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY) };
+        let expected = std::env::var("MIMALLOC_PURGE_DELAY").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
+        assert_eq!(delay, expected);
     }
 }

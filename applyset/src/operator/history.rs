@@ -106,14 +106,16 @@ impl HistoryIndex {
 /// megabytes as trees). Per object it keeps the last version seen, packed, and what each
 /// version had that the current manifest lacks.
 struct IndexBuilder<'a> {
-    current: HashMap<ObjectKey, &'a Value>,
-    versions: HashMap<ObjectKey, Vec<Seen>>,
+    /// Each current object, and its versions seen so far.
+    objects: HashMap<ObjectKey, (&'a Value, Vec<Seen>)>,
+    /// The revision being added (one copy for all its objects).
+    revision: Arc<str>,
 }
 
 /// One version of an object in the earlier revisions.
 struct Seen {
     /// The newest revision that applied it unchanged.
-    revision: String,
+    revision: Arc<str>,
     manifest: Packed,
     /// What it had that the current manifest lacks (`None`: nothing).
     absent_now: Option<Value>,
@@ -121,24 +123,27 @@ struct Seen {
 
 impl<'a> IndexBuilder<'a> {
     fn new(current: &'a [LoadedObject]) -> Self {
-        let current = current.iter().filter_map(|o| Some((ObjectKey::of(&o.object)?, &o.object))).collect();
-        IndexBuilder { current, versions: HashMap::new() }
+        let objects =
+            current.iter().filter_map(|o| Some((ObjectKey::of(&o.object)?, (&o.object, Vec::new())))).collect();
+        IndexBuilder { objects, revision: Arc::from("") }
     }
 
     /// An object of `revision`, which is not older than any revision added before.
     fn add(&mut self, revision: &str, object: LoadedObject) {
+        if *self.revision != *revision {
+            self.revision = Arc::from(revision);
+        }
         let Some(key) = ObjectKey::of(&object.object) else { return };
         // Only objects git still has can have stale fields (the others are pruned).
-        let Some(now) = self.current.get(&key) else { return };
+        let Some((now, versions)) = self.objects.get_mut(&key) else { return };
         let manifest = Packed::new(&object.object);
-        let versions = self.versions.entry(key).or_default();
         // Equal bytes are equal values; unequal bytes may still be (0.0 and -0.0).
         let same_as_last =
             versions.last().is_some_and(|v| v.manifest == manifest || v.manifest.unpack() == object.object);
         match versions.last_mut() {
-            Some(last) if same_as_last => last.revision = revision.to_owned(),
+            Some(last) if same_as_last => last.revision = self.revision.clone(),
             _ => versions.push(Seen {
-                revision: revision.to_owned(),
+                revision: self.revision.clone(),
                 manifest,
                 absent_now: fields::absent_from(&object.object, now),
             }),
@@ -148,12 +153,12 @@ impl<'a> IndexBuilder<'a> {
     /// Only what the current manifest lacks can be stale: the rest is not kept.
     fn finish(self, built_for: (Vec<AppliedRevision>, String)) -> HistoryIndex {
         let objects = self
-            .versions
+            .objects
             .into_iter()
-            .filter_map(|(key, seen)| {
+            .filter_map(|(key, (_, seen))| {
                 let versions: Vec<Version> = seen
                     .into_iter()
-                    .filter_map(|s| Some(Version { revision: s.revision, manifest: s.absent_now? }))
+                    .filter_map(|s| Some(Version { revision: s.revision.to_string(), manifest: s.absent_now? }))
                     .collect();
                 (!versions.is_empty()).then_some((key, versions))
             })

@@ -22,7 +22,7 @@ const SERVICE_LINE: &[u8] = b"# service=git-upload-pack";
 pub(crate) fn parse(body: &[u8]) -> Option<Advertisement> {
     let mut lines = PktLines { rest: body };
     // The service announcement, then a flush.
-    if lines.next()?.map(trim_newline) != Some(SERVICE_LINE) || lines.next()? != None {
+    if lines.next()?.map(trim_newline) != Some(SERVICE_LINE) || lines.next()?.is_some() {
         return None;
     }
     let mut ad = Advertisement::default();

@@ -286,6 +286,11 @@ mod tests {
         }
     }
 
+    /// An object's versions in the index: (revision, what it had that the current one lacks).
+    fn versions<'a>(index: &'a HistoryIndex, object: &Value) -> Vec<(&'a str, String)> {
+        index.versions_for(object).iter().map(|v| (v.revision.as_str(), v.manifest.to_json_string())).collect()
+    }
+
     fn config_map(data: &str) -> LoadedObject {
         loaded(&format!(r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"a"}},"data":{{{data}}}}}"#))
     }
@@ -330,11 +335,7 @@ mod tests {
         let revisions = revisions.map(|(r, o)| (r.to_owned(), vec![o])).collect();
         let current = [config_map(r#""k":"5""#)];
         let index = HistoryIndex::build(Default::default(), revisions, &current);
-        let versions: Vec<(&str, String)> = index
-            .versions_for(&current[0].object)
-            .iter()
-            .map(|v| (v.revision.as_str(), v.manifest.to_json_string()))
-            .collect();
+        let versions = versions(&index, &current[0].object);
         let gone = |v: &str| format!(r#"{{"data":{{"gone":"{v}"}}}}"#);
         assert_eq!(versions, [("v1", gone("x")), ("v2", gone("y")), ("v4", gone("x"))]);
     }
@@ -349,11 +350,7 @@ mod tests {
         ];
         let current = [config_map(r#""k":"4""#), unchanged.clone()];
         let index = HistoryIndex::build(Default::default(), revisions, &current);
-        let versions: Vec<(&str, String)> = index
-            .versions_for(&current[0].object)
-            .iter()
-            .map(|v| (v.revision.as_str(), v.manifest.to_json_string()))
-            .collect();
+        let versions = versions(&index, &current[0].object);
         // v3 only changed a value git still sets: nothing of it can be stale.
         assert_eq!(
             versions,

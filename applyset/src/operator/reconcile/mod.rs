@@ -109,14 +109,9 @@ async fn sync(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Action, Reconcil
     let started = Instant::now();
     let key = applyset.key();
     let generation = applyset.metadata.generation;
-    // The status as on the server (what a status write is a patch from).
-    let on_server = applyset.status.clone().unwrap_or_default();
-    let mut status = on_server.clone();
-    if let Some(requested) = applyset.reconcile_requested_at() {
-        status.last_handled_reconcile_at = Some(requested.to_owned());
-    }
 
     if applyset.spec.suspend {
+        let (on_server, mut status) = statuses(&applyset);
         status::mark_suspended(&mut status, generation, &now());
         write_status(ctx, &applyset, &on_server, &mut status).await?;
         ctx.metrics.reconcile_finished("suspended", started.elapsed());
@@ -125,6 +120,7 @@ async fn sync(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Action, Reconcil
     let intervals = match Intervals::of(&applyset, ctx.settings.min_interval) {
         Ok(intervals) => intervals,
         Err(error) => {
+            let (on_server, status) = statuses(&applyset);
             let failure = StepError::of(Stage::InvalidSpec, error);
             let finish = Finish { ctx, applyset: &applyset, written: &on_server, started };
             return finish.failed(status, failure, None).await;
@@ -138,8 +134,41 @@ async fn sync(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Action, Reconcil
         return Ok(Action::requeue(ctx.schedule.remaining(&key)));
     }
 
-    // Runs of one namespace cannot keep another's waiting: each takes a fair turn.
-    let _slot = ctx.schedule.slot(&applyset.namespace_or_default()).await;
+    // Runs of one namespace cannot keep another's waiting: each takes a fair turn. Every due
+    // ApplySet waits here (a thousand at once when they fall due together), so what a run
+    // holds is made after its turn comes, and its (large) future is allocated then.
+    let slot = ctx.schedule.slot(&applyset.namespace_or_default()).await;
+    Box::pin(run_in_slot(applyset, ctx, slot, Turn { started, intervals, drift_check })).await
+}
+
+/// What [`sync`] decided before its run's turn came.
+struct Turn {
+    started: Instant,
+    intervals: Intervals,
+    drift_check: bool,
+}
+
+/// The status as on the server (what a status write is a patch from), and the one a run
+/// builds from it (the reconcile request it handles recorded).
+fn statuses(applyset: &ApplySet) -> (ApplySetStatus, ApplySetStatus) {
+    let on_server = applyset.status.clone().unwrap_or_default();
+    let mut status = on_server.clone();
+    if let Some(requested) = applyset.reconcile_requested_at() {
+        status.last_handled_reconcile_at = Some(requested.to_owned());
+    }
+    (on_server, status)
+}
+
+/// The run of a due ApplySet, once its turn (`_slot`) came.
+async fn run_in_slot(
+    applyset: Arc<ApplySet>,
+    ctx: &Context,
+    _slot: super::fair::Slot,
+    turn: Turn,
+) -> Result<Action, ReconcileError> {
+    let Turn { started, intervals, drift_check } = turn;
+    let (key, generation) = (applyset.key(), applyset.metadata.generation);
+    let (on_server, mut status) = statuses(&applyset);
     let _running = ctx.schedule.start(&key);
     // The run works on the whole record of members, wherever it is kept.
     let previous = read_record(ctx, &applyset, on_server.clone()).await?;

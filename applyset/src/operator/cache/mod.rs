@@ -28,7 +28,7 @@ use kube::core::{ApiResource, DynamicResourceScope};
 use kube::runtime::watcher;
 use tokio::sync::mpsc;
 
-use self::store::{Change, KindStore, Watched};
+use self::store::{Change, Entry, KindStore, Watched};
 use super::lock;
 use super::metrics::Metrics;
 use crate::applyset::{Listed, PART_OF_LABEL};
@@ -146,18 +146,28 @@ impl Drop for ManagedCache {
     }
 }
 
-impl ObjectCache for ManagedCache {
-    fn live(&self, mapping: &Mapping, namespace: Option<&str>, name: &str, set_id: &str) -> Option<Cached> {
+impl ManagedCache {
+    /// The entry of `name` when the kind's view is complete: `Some(None)` when no labelled object
+    /// has the name.
+    fn entry(&self, mapping: &Mapping, namespace: Option<&str>, name: &str) -> Option<Option<Arc<Entry>>> {
         let namespace = namespace.filter(|_| mapping.namespaced);
         let store = self.kind(&mapping.resource, mapping.namespaced);
         let key = (namespace.map(str::to_owned), name.to_owned());
-        let entry = store.read().unwrap_or_else(|p| p.into_inner()).get(&key)?;
-        match entry {
+        store.read().unwrap_or_else(|p| p.into_inner()).get(&key)
+    }
+}
+
+/// An entry's text, with the type its kind's watch leaves out.
+fn live_text(mapping: &Mapping, entry: &Entry) -> LiveText {
+    let type_meta = (mapping.resource.api_version.clone(), mapping.resource.kind.clone());
+    LiveText::new(entry.json.clone(), Some(type_meta))
+}
+
+impl ObjectCache for ManagedCache {
+    fn live(&self, mapping: &Mapping, namespace: Option<&str>, name: &str, set_id: &str) -> Option<Cached> {
+        match self.entry(mapping, namespace, name)? {
             None => Some(Cached::Unlabelled),
-            Some(entry) if entry.set_id == set_id => {
-                let type_meta = (mapping.resource.api_version.clone(), mapping.resource.kind.clone());
-                Some(Cached::Found(LiveText::new(entry.json.clone(), Some(type_meta))))
-            }
+            Some(entry) if entry.set_id == set_id => Some(Cached::Found(live_text(mapping, &entry))),
             // Another set's: read from the apiserver, with the run's identity.
             Some(_) => None,
         }
@@ -170,14 +180,8 @@ impl ObjectCache for ManagedCache {
         name: &str,
         resource_version: &str,
     ) -> Option<LiveText> {
-        let namespace = namespace.filter(|_| mapping.namespaced);
-        let store = self.kind(&mapping.resource, mapping.namespaced);
-        let key = (namespace.map(str::to_owned), name.to_owned());
-        let entry = store.read().unwrap_or_else(|p| p.into_inner()).get(&key)??;
-        (entry.resource_version == resource_version).then(|| {
-            let type_meta = (mapping.resource.api_version.clone(), mapping.resource.kind.clone());
-            LiveText::new(entry.json.clone(), Some(type_meta))
-        })
+        let entry = self.entry(mapping, namespace, name)??;
+        (entry.resource_version == resource_version).then(|| live_text(mapping, &entry))
     }
 
     fn members(&self, resource: &ApiResource, namespace: Option<&str>, set_id: &str) -> Option<Vec<Listed>> {

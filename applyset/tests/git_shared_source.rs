@@ -86,6 +86,65 @@ async fn ten_followers_of_one_repository_list_it_once_per_interval() {
     assert_eq!(src.stats().connects, 2, "the commit was in the shared repository");
 }
 
+/// The sync of `team/app-<i>` after `before` was applied (a run at the repository's tip).
+async fn resync(src: &GitSource, url: &str, i: usize, before: &Artifact) -> Artifact {
+    let options = SyncOptions {
+        previous: Some(before.revision.as_str()),
+        applied_inputs: before.inputs.as_deref(),
+        listed_since: Some(SystemTime::now()),
+    };
+    follow(src, url, &format!("app-{i}"), &format!("apps/app-{i}"), options).await
+}
+
+/// A monorepo's commit is written to disk once, whatever the number of ApplySets at it: each
+/// reads its path in the one checkout of the commit, keeps it while another moves on, and the
+/// checkout goes once nobody reads it.
+#[tokio::test]
+async fn one_checkout_per_commit_serves_every_follower() {
+    let (f, _server, url) = monorepo("shared-checkout", 10);
+    let src = GitSource::new(git::temp_dir("cache-shared-checkout"));
+    let now = || SyncOptions { listed_since: Some(SystemTime::now()), ..SyncOptions::default() };
+    let mut applied = Vec::new();
+    for i in 0..10 {
+        applied.push(follow(&src, &url, &format!("app-{i}"), &format!("apps/app-{i}"), now()).await);
+    }
+    let first = applied[0].checkout.clone();
+    assert!(applied.iter().all(|a| a.checkout == first), "one checkout for the commit");
+    assert_eq!(src.stats().checkouts, 1, "written once for ten followers");
+
+    // app-3 changes: its follower writes the new commit's checkout; app-1, whose inputs are
+    // the same, takes that one too; the others, not synced yet, still read the first.
+    f.write("apps/app-3/cm.yaml", "name: app-3\nversion: 2\n");
+    let second = f.commit("app-3 v2");
+    let resync = |i: usize| resync(&src, &url, i, &applied[i]);
+    let changed = resync(3).await;
+    assert_eq!((changed.commit.as_str(), changed.inputs_unchanged), (second.as_str(), false));
+    assert_ne!(changed.checkout, first);
+    assert_eq!(std::fs::read_to_string(changed.dir.join("cm.yaml")).unwrap(), "name: app-3\nversion: 2\n");
+    let unchanged = resync(1).await;
+    assert_eq!((unchanged.commit.as_str(), unchanged.inputs_unchanged), (second.as_str(), true));
+    assert_eq!(unchanged.checkout, changed.checkout, "the commit's checkout, not a copy");
+    assert_eq!(src.stats().checkouts, 2);
+    let reading = &applied[5];
+    assert_eq!(std::fs::read_to_string(reading.dir.join("cm.yaml")).unwrap(), "name: app-5\nversion: 1\n");
+    assert_eq!(std::fs::read_to_string(first.join("apps/app-3/cm.yaml")).unwrap(), "name: app-3\nversion: 1\n");
+
+    // Once every follower is at the new commit, nobody reads the first checkout: it is gone.
+    for i in (0..10).filter(|i| ![1, 3].contains(i)) {
+        assert_eq!(resync(i).await.checkout, changed.checkout);
+    }
+    assert!(!first.exists(), "the checkout nobody reads is removed");
+    assert_eq!(src.stats().checkouts, 2);
+
+    // Deleting the ApplySets: the last one takes the checkout with it.
+    for i in 0..9 {
+        src.purge(&CacheKey::new("team", format!("app-{i}"))).await.unwrap();
+        assert!(changed.checkout.exists(), "app-9 still reads it");
+    }
+    src.purge(&CacheKey::new("team", "app-9")).await.unwrap();
+    assert!(!changed.checkout.exists());
+}
+
 #[tokio::test]
 async fn other_credentials_never_share_a_listing_or_a_repository() {
     let (_f, _server, url) = monorepo("shared-creds", 2);

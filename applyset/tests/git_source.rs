@@ -218,9 +218,10 @@ async fn fetches_only_when_the_ref_moves() {
     assert!(!a4.fetched);
     assert_eq!(src.stats().fetches, 2);
 
-    // Purge removes the cache.
+    // Purge removes the cache, and the checkout nobody else reads.
     src.purge(&k).await.unwrap();
     assert!(!src.cache_dir(&k).exists());
+    assert!(!a4.checkout.exists());
 }
 
 /// Over smart HTTP a listing that finds nothing new is one request: the redirect check's

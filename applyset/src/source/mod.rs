@@ -1,6 +1,6 @@
 //! The git source: resolves `spec.source` of an ApplySet to a commit, keeps one
 //! repository per shared source (URL, ref and credentials' content) and one checkout per
-//! ApplySet, and hands the reconciler a directory of manifests.
+//! commit of it, and hands the reconciler a directory of manifests.
 //!
 //! This is the only module that touches `git2`.
 //!
@@ -29,10 +29,11 @@
 //!    ([`Artifact::change`]). [`GitSource::stats`] counts connections and
 //!    fetches.
 //! 5. Materialise the commit's tree straight from the object database into
-//!    `<cache_root>/<key>/checkouts/<sha>` (the ApplySet's own) (written to a temporary name and
-//!    renamed, so a directory that exists is complete); older checkouts of
-//!    the key are removed. The checkout is reused while the commit does not
-//!    change.
+//!    `<cache_root>/checkouts/<repository id>/<sha>` (written to a temporary name and
+//!    renamed, so a directory that exists is complete), unless it is there already: every
+//!    ApplySet of the repository at that commit reads the same one. The ApplySet claims it
+//!    until its next sync, and checkouts nobody claims are removed ([`claims`]). A new commit
+//!    that leaves the ApplySet's inputs unchanged keeps the checkout it has.
 //! 6. Resolve `path` inside the checkout: `..`, absolute paths, symlinked
 //!    components and symlinks under it that lead outside the checkout are
 //!    [`ErrorCategory::PathEscapes`].
@@ -49,6 +50,7 @@
 
 mod advertisement;
 mod checkout;
+mod claims;
 mod credentials;
 mod error;
 mod git;
@@ -252,6 +254,8 @@ pub struct GitSource {
     listings: Arc<git::Listings>,
     /// The ApplySets that synced each shared source.
     followers: Mutex<HashMap<String, std::collections::BTreeSet<CacheKey>>>,
+    /// The checkout each ApplySet reads.
+    claims: Arc<claims::Claims>,
 }
 
 impl std::fmt::Debug for GitSource {
@@ -277,6 +281,7 @@ impl GitSource {
             locks: Mutex::default(),
             listings: Arc::default(),
             followers: Mutex::default(),
+            claims: Arc::default(),
         }
     }
 
@@ -326,6 +331,11 @@ impl GitSource {
     /// ([`Artifact::repository_id`]), whatever ref each follows.
     pub fn repository_dir(&self, repository_id: &str) -> PathBuf {
         self.cache_root.join("sources").join(repository_id)
+    }
+
+    /// The checkouts of the repository named by `repository_id`, one per commit in use.
+    pub fn checkouts_dir(&self, repository_id: &str) -> PathBuf {
+        self.cache_root.join("checkouts").join(repository_id)
     }
 
     /// The ApplySets (other than `key`) that synced the same source as `key` last did.
@@ -392,11 +402,20 @@ impl GitSource {
         self.counters.syncs.fetch_add(1, Ordering::Relaxed);
         let mut job = git::Job::prepare(self.cache_dir(key), spec, auth, self.limits, timeout, options.previous)?;
         job.repo_dir = self.repository_dir(&job.repository_id);
+        job.checkouts_dir = self.checkouts_dir(&job.repository_id);
         job.listed_since = options.listed_since;
         job.applied_inputs = options.applied_inputs.map(str::to_owned);
-        let listings = self.listings.clone();
-        let result =
-            self.run_locked(key, job, timeout, move |job, cancel, counters| job.run(cancel, counters, &listings)).await;
+        let (listings, claims, claimant) = (self.listings.clone(), self.claims.clone(), key.clone());
+        let result = self
+            .run_locked(key, job, timeout, move |job, cancel, counters| {
+                let checkouts = job.checkouts_dir.clone();
+                let artifact = job.run(cancel, counters, &listings)?;
+                // Under the repository's lock: nobody writes or claims its checkouts meanwhile.
+                claims.claim(&claimant, &artifact.checkout);
+                claims.sweep(&checkouts);
+                Ok(artifact)
+            })
+            .await;
         if let Ok(artifact) = &result {
             self.follows(key, &artifact.source_id);
         }
@@ -477,11 +496,31 @@ impl GitSource {
         }
     }
 
+    /// A checkout its last reader released, under its repository's lock (another ApplySet
+    /// may have claimed it again meanwhile).
+    async fn remove_unclaimed(&self, checkout: PathBuf) {
+        let Some(repository_id) = checkout.parent().and_then(Path::file_name).and_then(|n| n.to_str()) else {
+            return;
+        };
+        let lock = self.lock_for(format!("repository/{repository_id}"));
+        let _guard = lock.lock().await;
+        let claims = self.claims.clone();
+        let removed = tokio::task::spawn_blocking(move || {
+            if !claims.is_claimed(&checkout) {
+                let _ = std::fs::remove_dir_all(&checkout);
+            }
+        });
+        let _ = removed.await;
+    }
+
     /// Remove the cache of `key` (when its ApplySet is deleted). Waits for a
     /// running sync of the key to finish.
     pub async fn purge(&self, key: &CacheKey) -> Result<(), SourceError> {
         let lock = self.set_lock(key);
         let _guard = lock.lock().await;
+        if let Some(checkout) = self.claims.release(key) {
+            self.remove_unclaimed(checkout).await;
+        }
         let dir = self.cache_dir(key);
         let result = tokio::task::spawn_blocking(move || match std::fs::remove_dir_all(&dir) {
             Ok(()) => Ok(()),

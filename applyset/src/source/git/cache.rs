@@ -1,6 +1,6 @@
-//! The cache of one ApplySet on disk: `repo`, a bare repository of what was fetched (with
-//! `source-id` naming the URL it was made for), and `checkouts/<sha>`, the tree of the commit
-//! in use.
+//! The cache on disk: a bare repository of what was fetched for a URL and credentials (with
+//! `source-id` naming the URL it was made for), and its checkouts, `<sha>`, the trees of the
+//! commits in use (see [`crate::source`]).
 
 use std::collections::{HashSet, VecDeque};
 use std::fs;
@@ -48,8 +48,8 @@ impl Job {
         Ok(repo)
     }
 
-    /// Write the commit's tree to `checkouts/<sha>` (reused if present) and
-    /// remove other checkouts of this key.
+    /// Write the commit's tree to `<checkouts>/<sha>` (reused if present). Older checkouts are
+    /// the caller's to remove (another ApplySet may read them).
     pub(super) fn materialise(
         &self,
         repo: &Repository,
@@ -58,14 +58,13 @@ impl Job {
         counters: &Counters,
     ) -> Result<PathBuf, SourceError> {
         let hex = commit.to_string();
-        let checkouts = self.dir.join("checkouts");
-        fs::create_dir_all(&checkouts).map_err(|e| self.io("create checkouts directory", e))?;
+        let checkouts = &self.checkouts_dir;
+        fs::create_dir_all(checkouts).map_err(|e| self.io("create checkouts directory", e))?;
         let final_dir = checkouts.join(&hex);
         if !final_dir.is_dir() {
-            self.write_checkout(repo, commit, &checkouts, st)?;
+            self.write_checkout(repo, commit, checkouts, st)?;
             counters.checkouts.fetch_add(1, Ordering::Relaxed);
         }
-        remove_other_checkouts(&checkouts, &hex);
         Ok(final_dir)
     }
 
@@ -106,17 +105,6 @@ impl Job {
             let _ = fs::remove_dir_all(&tmp);
             self.io("rename checkout", e)
         })
-    }
-}
-
-fn remove_other_checkouts(checkouts: &Path, keep: &str) {
-    let Ok(entries) = fs::read_dir(checkouts) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        if entry.file_name().to_str() != Some(keep) {
-            let _ = fs::remove_dir_all(entry.path());
-        }
     }
 }
 

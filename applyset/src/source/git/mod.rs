@@ -41,7 +41,8 @@ use callbacks::CallbackState;
 /// A validated sync request, ready to run on a blocking thread.
 pub(crate) struct Job {
     pub(crate) ctx: ErrorContext,
-    /// The ApplySet's own directory: its checkouts.
+    /// The ApplySet's own directory (its checkouts lived there before they were shared: removed
+    /// when found).
     dir: PathBuf,
     /// What names the source (see [`Job::prepare`]): the URL, the ref and the credentials'
     /// content; the listing of the remote is shared by it.
@@ -51,6 +52,8 @@ pub(crate) struct Job {
     pub(crate) repository_id: String,
     /// The shared repository (named by [`Job::repository_id`]), set by the caller.
     pub(crate) repo_dir: PathBuf,
+    /// Its checkouts, one directory per commit, set by the caller.
+    pub(crate) checkouts_dir: PathBuf,
     /// A listing of the remote made at or after this time is reused instead of connecting.
     pub(crate) listed_since: Option<std::time::SystemTime>,
     /// The inputs digest of the revision applied before: a new commit with the same one
@@ -151,6 +154,7 @@ impl Job {
             source_id,
             repository_id,
             repo_dir: dir.join("repo"),
+            checkouts_dir: dir.join("checkouts"),
             listed_since: None,
             applied_inputs: None,
             dir,
@@ -195,10 +199,12 @@ impl Job {
         let change = self.revision_change(&repo, commit, revision_name.as_deref());
         let hex = commit.to_string();
         let inputs = inputs::digest(&repo, commit, &self.path);
-        let (checkout_dir, inputs_unchanged) = match self.unchanged_checkout(commit, inputs.as_deref()) {
-            Some(previous) => (previous, true),
+        let same_inputs = self.same_inputs(commit, inputs.as_deref());
+        let (checkout_dir, inputs_unchanged) = match self.existing_checkout(commit, same_inputs) {
+            Some(existing) => existing,
             None => (self.materialise(&repo, commit, &st, counters)?, false),
         };
+        self.remove_own_checkouts();
         let dir = checkout::resolve_dir(&checkout_dir, &self.path).map_err(|e| self.path_error(e, &hex))?;
         let revision = match revision_name {
             Some(name) => format!("{name}@sha1:{hex}"),
@@ -219,13 +225,33 @@ impl Job {
         })
     }
 
-    /// The checkout of the revision applied before, when `commit` is another commit with the
-    /// same inputs and that checkout is still there: it holds the same files for this path.
-    fn unchanged_checkout(&self, commit: Oid, inputs: Option<&str>) -> Option<PathBuf> {
-        let previous = self.previous.as_ref().filter(|p| p.oid != commit)?;
-        (inputs.is_some() && inputs == self.applied_inputs.as_deref()).then_some(())?;
-        let dir = self.dir.join("checkouts").join(previous.oid.to_string());
-        dir.is_dir().then_some(dir)
+    /// Whether `commit` is another commit than the one applied before, with the same inputs.
+    fn same_inputs(&self, commit: Oid, inputs: Option<&str>) -> bool {
+        self.previous.as_ref().is_some_and(|p| p.oid != commit)
+            && inputs.is_some()
+            && inputs == self.applied_inputs.as_deref()
+    }
+
+    /// A checkout already on disk that serves `commit`, and whether the inputs are unchanged:
+    /// the commit's own (another ApplySet of the repository wrote it), else, when the inputs
+    /// are the same, the one of the revision applied before (it holds the same files for
+    /// this path).
+    fn existing_checkout(&self, commit: Oid, same_inputs: bool) -> Option<(PathBuf, bool)> {
+        let own = self.checkouts_dir.join(commit.to_string());
+        if own.is_dir() {
+            return Some((own, same_inputs));
+        }
+        let previous = self.previous.as_ref().filter(|_| same_inputs)?;
+        let dir = self.checkouts_dir.join(previous.oid.to_string());
+        dir.is_dir().then_some((dir, true))
+    }
+
+    /// Checkouts kept in the ApplySet's own directory by an earlier version of the cache.
+    fn remove_own_checkouts(&self) {
+        let own = self.dir.join("checkouts");
+        if own != self.checkouts_dir && own.is_dir() {
+            let _ = std::fs::remove_dir_all(own);
+        }
     }
 
     /// The commit of the source's last listing, when it was made at or after

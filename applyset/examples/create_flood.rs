@@ -3,14 +3,20 @@
 //! with `--concurrency` plain POSTs in flight, no client-side rate limit) and prints one JSON
 //! line: `{"objects": N, "seconds": S, "per_second": R, "failed": F}` (Namespaces not counted).
 //!
+//! With `--as-applied ID` every object is sent as `applyset apply` (and `kubectl apply
+//! --applyset`) creates it: labelled `applyset.kubernetes.io/part-of: ID`, with its
+//! last-applied annotation (a copy of the object, which about doubles a small one), by the
+//! controller's field manager. Without it, the manifests are sent as they are.
+//!
 //! ```text
-//! cargo run --release -p applyset --example create_flood -- --kubeconfig FILE [--concurrency 32] DIR...
+//! cargo run --release -p applyset --example create_flood -- --kubeconfig FILE [--concurrency 32] [--as-applied ID] DIR...
 //! ```
 
 use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
+use applyset::apply::object::{PART_OF_LABEL, add_label, create_body, modified_configuration};
 use applyset::cluster::{Cluster, ConnectOptions, WriteParams};
 use applyset_merge::Value;
 use clap::Parser;
@@ -24,6 +30,9 @@ struct Args {
     /// Creates in flight.
     #[arg(long, default_value_t = 32)]
     concurrency: usize,
+    /// Send each object as the apply creates it, in the ApplySet with this id.
+    #[arg(long, value_name = "ID")]
+    as_applied: Option<String>,
     /// Directories of manifests (read recursively).
     #[arg(required = true)]
     dirs: Vec<PathBuf>,
@@ -38,13 +47,21 @@ fn namespace_of(object: &Value) -> Option<String> {
     metadata.get("namespace").and_then(Value::as_str).map(str::to_owned)
 }
 
-async fn create(cluster: &Cluster, object: &Value) -> Result<()> {
+/// The body `applyset apply` POSTs for `object`, a member of the ApplySet `id`.
+fn as_applied(object: &Value, id: &str) -> Result<Value> {
+    let mut object = object.clone();
+    add_label(&mut object, PART_OF_LABEL, id)?;
+    let (_, modified) = modified_configuration(&object);
+    Ok(create_body(&modified))
+}
+
+async fn create(cluster: &Cluster, object: &Value, field_manager: &str) -> Result<()> {
     let (group, version) = text(object, "apiVersion").split_once('/').unwrap_or(("", text(object, "apiVersion")));
     let gvk = GroupVersionKind::gvk(group, version, text(object, "kind"));
     let mapping = cluster.mapping(&gvk).await?;
     let namespace = namespace_of(object).filter(|_| mapping.namespaced);
     let params = WriteParams {
-        field_manager: "create-flood".into(),
+        field_manager: field_manager.into(),
         field_validation: "Strict".into(),
         server_dry_run: false,
         force: false,
@@ -62,11 +79,18 @@ async fn main() -> Result<()> {
     let options = ConnectOptions { kubeconfig: args.kubeconfig, qps: 0.0, burst: 1, ..ConnectOptions::default() };
     let cluster = Cluster::connect(&options).await?;
     for namespace in &namespaces {
-        create(&cluster, namespace).await.context("creating a Namespace")?;
+        create(&cluster, namespace, "create-flood").await.context("creating a Namespace")?;
     }
+    let (objects, field_manager) = match &args.as_applied {
+        Some(id) => {
+            let applied = objects.iter().map(|object| as_applied(object, id)).collect::<Result<Vec<_>>>()?;
+            (applied, applyset::operator::controller::FIELD_MANAGER)
+        }
+        None => (objects, "create-flood"),
+    };
     let started = Instant::now();
     let failed = futures::stream::iter(&objects)
-        .map(|object| create(&cluster, object))
+        .map(|object| create(&cluster, object, field_manager))
         .buffer_unordered(args.concurrency.max(1))
         .filter(|result| std::future::ready(result.is_err()))
         .count()

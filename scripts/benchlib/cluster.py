@@ -170,6 +170,41 @@ class ApiProxy:
         stop_processes([self.process], timeout=10)
 
 
+class WatchedLines:
+    """One `kubectl get RESOURCE -n NAMESPACE --watch -o jsonpath=NAME=TEMPLATE`, kept running:
+    lines() is the latest TEMPLATE line of each object. One watch costs the apiserver an event
+    per change, where polling costs a kubectl process and a whole LIST every second (on a
+    2-core machine, CPU taken from what is measured). A watch that ends is started again.
+    close() stops it."""
+
+    def __init__(self, kube, resource, namespace, template):
+        self.command = [kube.binary, "--kubeconfig", kube.kubeconfig, "get", resource, "-n", namespace, "--watch",
+                        "-o", "jsonpath={.metadata.name}=" + template + '{"\\n"}']
+        self.latest = {}
+        self.lock = threading.Lock()
+        self.closed = False
+        self.process = None
+        threading.Thread(target=self._follow, daemon=True).start()
+
+    def _follow(self):
+        while not self.closed:
+            self.process = subprocess.Popen(self.command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            for line in self.process.stdout:
+                name, _, rest = line.rstrip("\n").partition("=")
+                with self.lock:
+                    self.latest[name] = rest
+            self.process.wait()
+
+    def lines(self):
+        with self.lock:
+            return list(self.latest.values())
+
+    def close(self):
+        self.closed = True
+        if self.process is not None:
+            stop_processes([self.process], timeout=10)
+
+
 def release_scratch(keep, scratch, what):
     """The end of a benchmark run: with keep, say that the control plane and scratch (what it
     holds) are kept; otherwise remove scratch and stop the control plane this run brought up."""

@@ -36,10 +36,11 @@ def flood_binary(build):
 APPLYSET_ID = "applyset-" + "f" * 43 + "-v1"
 
 
-def create_throughput(kube, args, scratch, concurrency):
+def create_throughput(kube, args, scratch, concurrency, name="flood"):
     """{"objects", "seconds", "per_second", "failed"} of one flood of args.applysets ×
-    args.objects (sent as args.physical_bodies says), then its Namespaces deleted."""
-    work = Path(scratch) / "flood"
+    args.objects (sent as args.physical_bodies says), then its Namespaces deleted; name: its
+    directory in scratch."""
+    work = Path(scratch) / f"flood-{name}"
     work.mkdir()
     generate_applysets(work, args.applysets, args.objects, PREFIX, revision=1)
     binary = flood_binary(not args.no_build)

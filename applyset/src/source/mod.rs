@@ -32,7 +32,7 @@
 //!    `<cache_root>/checkouts/<repository id>/<sha>` (written to a temporary name and
 //!    renamed, so a directory that exists is complete), unless it is there already: every
 //!    ApplySet of the repository at that commit reads the same one. The ApplySet claims it
-//!    until its next sync, and checkouts nobody claims are removed ([`claims`]). A new commit
+//!    until its next sync, and checkouts nobody claims are removed (see `claims.rs`). A new commit
 //!    that leaves the ApplySet's inputs unchanged keeps the checkout it has.
 //! 6. Resolve `path` inside the checkout: `..`, absolute paths, symlinked
 //!    components and symlinks under it that lead outside the checkout are

@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -187,22 +188,30 @@ class WatchedLines:
         threading.Thread(target=self._follow, daemon=True).start()
 
     def _follow(self):
-        while not self.closed:
-            self.process = subprocess.Popen(self.command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-            for line in self.process.stdout:
+        while True:
+            # Started under the lock, so that close() never misses a kubectl started as it closes.
+            with self.lock:
+                if self.closed:
+                    return
+                process = self.process = subprocess.Popen(self.command, stdout=subprocess.PIPE,
+                                                          stderr=subprocess.DEVNULL, text=True)
+            for line in process.stdout:
                 name, _, rest = line.rstrip("\n").partition("=")
                 with self.lock:
                     self.latest[name] = rest
-            self.process.wait()
+            process.wait()
+            time.sleep(1)   # a watch that fails at once is not started again in a tight loop
 
     def lines(self):
         with self.lock:
             return list(self.latest.values())
 
     def close(self):
-        self.closed = True
-        if self.process is not None:
-            stop_processes([self.process], timeout=10)
+        with self.lock:
+            self.closed = True
+            process = self.process
+        if process is not None:
+            stop_processes([process], timeout=10)
 
 
 def release_scratch(keep, scratch, what):

@@ -15,6 +15,7 @@
 //! [`triggers`], which starts the owning ApplySet's drift check at once; changes of status
 //! start the runs of the ApplySets waiting for their objects' health.
 
+pub mod packed;
 pub mod store;
 pub mod triggers;
 
@@ -157,17 +158,18 @@ impl ManagedCache {
     }
 }
 
-/// An entry's text, with the type its kind's watch leaves out.
-fn live_text(mapping: &Mapping, entry: &Entry) -> LiveText {
+/// An entry's text, with the type its kind's watch leaves out; `None` when it cannot be read
+/// back (the run asks the apiserver).
+fn live_text(mapping: &Mapping, entry: &Entry) -> Option<LiveText> {
     let type_meta = (mapping.resource.api_version.clone(), mapping.resource.kind.clone());
-    LiveText::new(entry.json.clone(), Some(type_meta))
+    Some(LiveText::new(entry.text()?, Some(type_meta)))
 }
 
 impl ObjectCache for ManagedCache {
     fn live(&self, mapping: &Mapping, namespace: Option<&str>, name: &str, set_id: &str) -> Option<Cached> {
         match self.entry(mapping, namespace, name)? {
             None => Some(Cached::Unlabelled),
-            Some(entry) if entry.set_id == set_id => Some(Cached::Found(live_text(mapping, &entry))),
+            Some(entry) if entry.set_id == set_id => live_text(mapping, &entry).map(Cached::Found),
             // Another set's: read from the apiserver, with the run's identity.
             Some(_) => None,
         }
@@ -181,7 +183,7 @@ impl ObjectCache for ManagedCache {
         resource_version: &str,
     ) -> Option<LiveText> {
         let entry = self.entry(mapping, namespace, name)??;
-        (entry.resource_version == resource_version).then(|| live_text(mapping, &entry))
+        (entry.resource_version == resource_version).then(|| live_text(mapping, &entry)).flatten()
     }
 
     fn members(&self, resource: &ApiResource, namespace: Option<&str>, set_id: &str) -> Option<Vec<Listed>> {

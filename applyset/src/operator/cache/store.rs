@@ -9,6 +9,7 @@ use applyset_merge::Value;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::runtime::watcher::Event;
 
+use super::packed::{self, Dictionary, Packed};
 use crate::applyset::{LAST_APPLIED_ANNOTATION as LAST_APPLIED, Listed, PART_OF_LABEL, PruneMark};
 
 /// `(namespace, name)`; the namespace is `None` for a cluster-scoped object.
@@ -16,7 +17,7 @@ pub type Key = (Option<String>, String);
 
 /// One watched object: what prune needs, the set it belongs to, and the whole object as
 /// compact JSON (parsed again only when a run reads it: text takes a third of the memory of
-/// the parsed tree, and a no-op interval reads each object once).
+/// the parsed tree, and a no-op interval reads each object once), deflated once stored.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Entry {
     pub listed: Listed,
@@ -26,7 +27,14 @@ pub struct Entry {
     /// A digest of the object without what others change on their own (status, resourceVersion,
     /// managedFields): a new value is a change somebody made to what the set applies.
     pub content: u64,
-    pub json: Arc<str>,
+    pub body: Body,
+}
+
+/// An object's JSON: as the watch read it, until its kind's store deflates it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Body {
+    Text(Arc<str>),
+    Packed(Packed),
 }
 
 impl Entry {
@@ -59,7 +67,7 @@ impl Entry {
                 .unwrap_or_default()
                 .to_owned(),
             content: content_digest(object),
-            json: object.to_json_string().into(),
+            body: Body::Text(object.to_json_string().into()),
         }
     }
 
@@ -67,9 +75,24 @@ impl Entry {
         (self.listed.namespace.clone(), self.listed.name.clone())
     }
 
+    /// The object's JSON, inflated when stored deflated; `None` when it cannot be read back
+    /// (the run then reads the object from the apiserver).
+    pub fn text(&self) -> Option<Arc<str>> {
+        match &self.body {
+            Body::Text(text) => Some(text.clone()),
+            Body::Packed(packed) => match packed.unpack() {
+                Ok(text) => Some(text.into()),
+                Err(error) => {
+                    tracing::warn!(%error, name = %self.listed.name, "a cached object cannot be read back: reading it from the apiserver");
+                    None
+                }
+            },
+        }
+    }
+
     /// The object, parsed again.
     pub fn object(&self) -> Option<Value> {
-        Value::from_json_str(&self.json).ok()
+        Value::from_json_str(&self.text()?).ok()
     }
 }
 
@@ -98,7 +121,7 @@ fn content_digest(object: &Value) -> u64 {
 #[derive(Debug, Clone)]
 pub struct Watched {
     pub meta: ObjectMeta,
-    pub entry: Arc<Entry>,
+    pub entry: Entry,
 }
 
 impl<'de> serde::Deserialize<'de> for Watched {
@@ -112,7 +135,7 @@ impl<'de> serde::Deserialize<'de> for Watched {
             resource_version: Some(entry.resource_version.clone()),
             ..ObjectMeta::default()
         };
-        Ok(Watched { meta, entry: Arc::new(entry) })
+        Ok(Watched { meta, entry })
     }
 }
 
@@ -141,6 +164,8 @@ pub struct KindStore {
     relisting: Option<HashMap<Key, Arc<Entry>>>,
     /// The one namespace watched, when not all are: nothing elsewhere is answered.
     scope: Option<String>,
+    /// What this kind's objects are deflated against: the first one stored.
+    dictionary: Option<Arc<Dictionary>>,
 }
 
 impl KindStore {
@@ -184,8 +209,11 @@ impl KindStore {
                 Vec::new()
             }
             Event::InitApply(watched) => {
-                if let Some(listing) = &mut self.relisting {
-                    listing.insert(watched.entry.key(), watched.entry);
+                if self.relisting.is_some() {
+                    let entry = self.pack(watched.entry);
+                    if let Some(listing) = &mut self.relisting {
+                        listing.insert(entry.key(), entry);
+                    }
                 }
                 Vec::new()
             }
@@ -210,9 +238,24 @@ impl KindStore {
                 self.listed_once = true;
                 changes
             }
-            Event::Apply(watched) => self.upsert(watched.entry),
+            Event::Apply(watched) => {
+                let entry = self.pack(watched.entry);
+                self.upsert(entry)
+            }
             Event::Delete(watched) => self.remove(&watched.entry),
         }
+    }
+
+    /// The entry as stored: its text deflated against the kind's dictionary (kept as it is if
+    /// zlib refuses).
+    fn pack(&mut self, mut entry: Entry) -> Arc<Entry> {
+        if let Body::Text(text) = &entry.body {
+            let dictionary = self.dictionary.get_or_insert_with(|| Dictionary::of(text));
+            if let Some(packed) = packed::pack(text, dictionary) {
+                entry.body = Body::Packed(packed);
+            }
+        }
+        Arc::new(entry)
     }
 
     fn upsert(&mut self, entry: Arc<Entry>) -> Vec<Change> {

@@ -67,6 +67,21 @@ fn answers_only_once_listed_and_the_first_list_shows_every_version_it_found() {
 }
 
 #[test]
+fn objects_are_kept_deflated_and_read_back_as_the_watch_sent_them() {
+    let mut store = KindStore::default();
+    let sent = [object("web", "1", SET, 2, 0), object("api", "4", SET, 5, 1)];
+    listed(&mut store, sent.to_vec());
+    store.apply(Event::Apply(object("db", "7", OTHER, 1, 1)));
+    for watched in sent.iter().chain([&object("db", "7", OTHER, 1, 1)]) {
+        let Body::Text(text) = &watched.entry.body else { panic!("a watch event's object is text") };
+        let stored = store.get(&watched.entry.key()).flatten().expect("stored");
+        assert!(matches!(stored.body, Body::Packed(_)), "{:?}", stored.body);
+        assert_eq!(stored.text().as_deref(), Some(&**text), "byte for byte");
+        assert_eq!(stored.content, watched.entry.content);
+    }
+}
+
+#[test]
 fn status_updates_are_told_apart_from_spec_edits() {
     let mut store = KindStore::default();
     listed(&mut store, vec![object("web", "1", SET, 2, 0)]);

@@ -70,7 +70,23 @@ pub(super) fn now() -> Time {
 }
 
 /// The controller's entry point: finalizer handling, then `sync` or `cleanup`.
+///
+/// An ApplySet that carries the finalizer and is not being deleted goes straight to `sync`,
+/// as kube's finalizer helper would send it. The helper's future holds room for the patches
+/// it may send (about 6 KiB), and every due ApplySet's task holds its future while it waits
+/// for its turn: a thousand due at once would hold 6 MB for nothing.
 pub async fn reconcile(applyset: Arc<ApplySet>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
+    let finalizers = applyset.metadata.finalizers.as_deref().unwrap_or_default();
+    let settled = applyset.metadata.deletion_timestamp.is_none() && finalizers.iter().any(|f| f == FINALIZER);
+    if settled {
+        return sync(applyset, &ctx).await;
+    }
+    Box::pin(with_finalizer(applyset, ctx)).await
+}
+
+/// The finalizer added (before a first run) or, once the ApplySet is being deleted, the
+/// cleanup and then the finalizer removed, by kube's helper.
+async fn with_finalizer(applyset: Arc<ApplySet>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
     let api: Api<ApplySet> = Api::namespaced(ctx.client.clone(), &applyset.namespace_or_default());
     let key = applyset.key();
     finalizer::finalizer(&api, FINALIZER, applyset, |event| async {
@@ -113,7 +129,7 @@ async fn sync(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Action, Reconcil
     if applyset.spec.suspend {
         let (on_server, mut status) = statuses(&applyset);
         status::mark_suspended(&mut status, generation, &now());
-        write_status(ctx, &applyset, &on_server, &mut status).await?;
+        Box::pin(write_status(ctx, &applyset, &on_server, &mut status)).await?;
         ctx.metrics.reconcile_finished("suspended", started.elapsed());
         return Ok(Action::await_change());
     }
@@ -123,7 +139,7 @@ async fn sync(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Action, Reconcil
             let (on_server, status) = statuses(&applyset);
             let failure = StepError::of(Stage::InvalidSpec, error);
             let finish = Finish { ctx, applyset: &applyset, written: &on_server, started };
-            return finish.failed(status, failure, None).await;
+            return Box::pin(finish.failed(status, failure, None)).await;
         }
     };
     // A status write or a repeated watch event must not start a new run before it is due; a
@@ -136,7 +152,8 @@ async fn sync(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Action, Reconcil
 
     // Runs of one namespace cannot keep another's waiting: each takes a fair turn. Every due
     // ApplySet waits here (a thousand at once when they fall due together), so what a run
-    // holds is made after its turn comes, and its (large) future is allocated then.
+    // holds is made after its turn comes, and its (large) future is allocated then; the rare
+    // writes above are boxed too, or their futures would size every waiting one.
     let slot = ctx.schedule.slot(&applyset.namespace_or_default()).await;
     Box::pin(run_in_slot(applyset, ctx, slot, Turn { started, intervals, drift_check })).await
 }

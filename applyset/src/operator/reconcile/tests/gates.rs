@@ -138,3 +138,34 @@ async fn reconcile_health_timeout_passed_is_health_check_failed() {
     assert!(f.event("HealthCheckFailed").contains("deployment.apps/web"), "{:?}", f.events());
     assert_eq!(f.metric("applyset_reconcile_total{result=\"health_check_failed\"}"), 1.0);
 }
+
+#[tokio::test]
+async fn a_due_applyset_waiting_for_its_turn_holds_little() {
+    let f = Fixture::new();
+    let applyset = f.applyset("app", json!({}));
+    // Every due ApplySet's task holds this future while it waits for its turn (a thousand at
+    // once when they fall due together); the run's own state is allocated once the turn comes.
+    let waiting = crate::operator::reconcile::reconcile(applyset, f.ctx.clone());
+    let size = std::mem::size_of_val(&waiting);
+    assert!(size <= 2048, "a waiting reconcile holds {size} bytes");
+}
+
+#[tokio::test]
+async fn a_new_applyset_gets_the_finalizer_before_its_first_run() {
+    let f = Fixture::new();
+    f.repo.write("a.yaml", &configmap("a", "1")).commit("one");
+    f.applyset("app", json!({}));
+    let mut stored = f.fake.object(&super::fixture::applyset_path("app")).expect("stored");
+    stored["metadata"].as_object_mut().expect("metadata").remove("finalizers");
+    f.fake.put(stored);
+
+    f.reconcile("app").await.expect("the finalizer added");
+    let finalizers = f.current("app").metadata.finalizers.clone().unwrap_or_default();
+    assert_eq!(finalizers, [crate::operator::api::FINALIZER]);
+    assert!(!f.fetched_anything(), "the run waits for the finalizer's watch event");
+    assert!(f.configmap("a").is_none());
+
+    f.reconcile("app").await.expect("the run");
+    assert_eq!(f.ready("app").0, "True");
+    assert!(f.configmap("a").is_some());
+}

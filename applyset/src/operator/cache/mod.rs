@@ -8,8 +8,9 @@
 //! apiserver as before. Prune deletes what it took from here with the resourceVersion it saw as
 //! a precondition, so an object changed since is never deleted on a stale view.
 //!
-//! Whole objects are kept, as compact JSON: apply needs the live object, so keeping metadata
-//! only would cost a GET per object per interval, the requests this cache exists to save.
+//! Whole objects are kept, as compact JSON deflated against their kind's first object
+//! (`packed.rs`): apply needs the live object, so keeping metadata only would cost a GET per
+//! object per interval, the requests this cache exists to save.
 //!
 //! Changes that the controller did not make (`kubectl edit`, `scale`, `delete`) are sent to
 //! [`triggers`], which starts the owning ApplySet's drift check at once; changes of status

@@ -209,11 +209,9 @@ impl KindStore {
                 Vec::new()
             }
             Event::InitApply(watched) => {
-                if self.relisting.is_some() {
-                    let entry = self.pack(watched.entry);
-                    if let Some(listing) = &mut self.relisting {
-                        listing.insert(entry.key(), entry);
-                    }
+                if let Some(listing) = &mut self.relisting {
+                    let entry = pack(&mut self.dictionary, watched.entry);
+                    listing.insert(entry.key(), entry);
                 }
                 Vec::new()
             }
@@ -239,23 +237,11 @@ impl KindStore {
                 changes
             }
             Event::Apply(watched) => {
-                let entry = self.pack(watched.entry);
+                let entry = pack(&mut self.dictionary, watched.entry);
                 self.upsert(entry)
             }
             Event::Delete(watched) => self.remove(&watched.entry),
         }
-    }
-
-    /// The entry as stored: its text deflated against the kind's dictionary (kept as it is if
-    /// zlib refuses).
-    fn pack(&mut self, mut entry: Entry) -> Arc<Entry> {
-        if let Body::Text(text) = &entry.body {
-            let dictionary = self.dictionary.get_or_insert_with(|| Dictionary::of(text));
-            if let Some(packed) = packed::pack(text, dictionary) {
-                entry.body = Body::Packed(packed);
-            }
-        }
-        Arc::new(entry)
     }
 
     fn upsert(&mut self, entry: Arc<Entry>) -> Vec<Change> {
@@ -313,6 +299,18 @@ impl KindStore {
             .collect();
         Some(listed)
     }
+}
+
+/// The entry as a store keeps it: its text deflated against the kind's `dictionary` (the first
+/// text stored, taken here), or kept as it is if zlib refuses.
+fn pack(dictionary: &mut Option<Arc<Dictionary>>, mut entry: Entry) -> Arc<Entry> {
+    if let Body::Text(text) = &entry.body {
+        let dictionary = dictionary.get_or_insert_with(|| Dictionary::of(text));
+        if let Some(packed) = packed::pack(text, dictionary) {
+            entry.body = Body::Packed(packed);
+        }
+    }
+    Arc::new(entry)
 }
 
 fn changed(set_id: &str, entry: &Entry) -> Change {

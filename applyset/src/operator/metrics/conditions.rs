@@ -28,9 +28,9 @@ const STATUSES: [&str; 3] = ["True", "False", "Unknown"];
 const NAME: &str = "applyset_condition";
 const HELP: &str = "The status of each ApplySet's Ready, Healthy and Drifted conditions: 1 for the current status (True, False or Unknown), 0 for the others; removed with the ApplySet.";
 
-/// Per exported type (in [`TYPES`]' order), the index in [`STATUSES`] of its current status;
-/// `None` when the ApplySet has no such condition.
-type Statuses = [Option<u8>; 3];
+/// Per exported type (in [`TYPES`]' order), its current status (one of [`STATUSES`]); `None`
+/// when the ApplySet has no such condition.
+type Statuses = [Option<&'static str>; 3];
 
 /// `applyset_condition{namespace, name, type, status}`: 1 for a condition's current status,
 /// 0 for the two others.
@@ -65,9 +65,7 @@ impl ConditionGauge {
     pub(super) fn set(&self, namespace: &str, name: &str, conditions: &[Condition]) {
         let statuses: Statuses = TYPES.map(|type_| {
             let condition = conditions.iter().find(|c| c.type_ == type_)?;
-            let unknown = STATUSES.len() - 1;
-            let index = STATUSES.iter().position(|s| *s == condition.status).unwrap_or(unknown);
-            u8::try_from(index).ok()
+            Some(STATUSES.into_iter().find(|s| *s == condition.status).unwrap_or("Unknown"))
         });
         let mut by_applyset = lock(&self.shared.by_applyset);
         if statuses.iter().all(Option::is_none) {
@@ -95,13 +93,13 @@ impl Collector for Scraped {
         for ((namespace, name), statuses) in by_applyset.iter() {
             for (type_, current) in TYPES.iter().zip(statuses) {
                 let Some(current) = current else { continue };
-                for (index, status) in STATUSES.iter().enumerate() {
+                for status in STATUSES {
                     // Label pairs sorted by name, as the text format and the registry expect.
                     let labels =
                         [("name", name.as_str()), ("namespace", namespace), ("status", status), ("type", type_)];
                     let mut metric = Metric::from_label(labels.iter().map(|(k, v)| pair(k, v)).collect());
                     let mut gauge = Gauge::default();
-                    gauge.set_value(f64::from(u8::from(usize::from(*current) == index)));
+                    gauge.set_value(f64::from(u8::from(status == *current)));
                     metric.set_gauge(gauge);
                     metrics.push(metric);
                 }

@@ -16,6 +16,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from benchlib.cluster import control_plane_cpu_seconds, counts_delta, cpu_used_since
 from benchlib.common import REPO, say
 from benchlib.manifests import generate_applysets
 
@@ -37,18 +38,25 @@ APPLYSET_ID = "applyset-" + "f" * 43 + "-v1"
 
 
 def create_throughput(kube, args, scratch, concurrency, name="flood"):
-    """{"objects", "seconds", "per_second", "failed"} of one flood of args.applysets ×
-    args.objects (sent as args.physical_bodies says), then its Namespaces deleted; name: its
-    directory in scratch."""
+    """{"objects", "seconds", "per_second", "failed", "cpu_seconds", "control_plane_cpu",
+    "requests"} of
+    one flood of args.applysets × args.objects (sent as args.physical_bodies says), then its
+    Namespaces deleted; name: its directory in scratch. cpu_seconds is the client's own CPU
+    time over its creates; control_plane_cpu the control plane servers' (by name) over the
+    whole client (its start and the Namespaces included: a second or two of a nearly idle
+    control plane); requests the apiserver's requests meanwhile (counts_delta())."""
     work = Path(scratch) / f"flood-{name}"
     work.mkdir()
     generate_applysets(work, args.applysets, args.objects, PREFIX, revision=1)
     binary = flood_binary(not args.no_build)
     try:
         bodies = ["--as-applied", APPLYSET_ID] if args.physical_bodies == "applied" else []
+        control_plane_before, requests_before = control_plane_cpu_seconds(), kube.request_counts()
         out = subprocess.run([str(binary), "--kubeconfig", kube.kubeconfig, "--concurrency", str(concurrency),
                               *bodies, str(work)], capture_output=True, text=True, check=True).stdout
         figures = json.loads(out.strip().splitlines()[-1])
+        figures["control_plane_cpu"] = cpu_used_since(control_plane_before)
+        figures["requests"] = counts_delta(requests_before, kube.request_counts())
     finally:
         names = [f"{PREFIX}-{i:03d}" for i in range(args.applysets)]
         kube("delete", "namespace", *names, "--ignore-not-found", "--wait=false", check=False)

@@ -27,6 +27,31 @@ def state_dir():
     return Path(os.environ.get("APPLYSET_CP_STATE", REPO / "tests/control-plane/state"))
 
 
+def control_plane_cpu_seconds():
+    """CPU time each of the control plane's servers (etcd, kube-apiserver,
+    kube-controller-manager, kube-scheduler, kwok: the pids under <state>/pids) has used, in
+    seconds, by name; one not running is left out."""
+    from .common import cpu_seconds
+    used = {}
+    for pid_file in sorted((state_dir() / "pids").glob("*.pid")):
+        try:
+            used[pid_file.stem] = cpu_seconds(int(pid_file.read_text().strip()))
+        except (OSError, ValueError):
+            pass
+    return used
+
+
+def cpu_used_since(before):
+    """control_plane_cpu_seconds() now minus `before` (an earlier one), by name."""
+    return {name: seconds - before.get(name, 0.0) for name, seconds in control_plane_cpu_seconds().items()}
+
+
+def cpu_breakdown(used):
+    """"12.3 s: kube-apiserver 8.1, etcd 2.0, …" of cpu_used_since()'s figures."""
+    parts = ", ".join(f"{name} {seconds:.1f}" for name, seconds in sorted(used.items(), key=lambda kv: -kv[1]))
+    return f"{sum(used.values()):.1f} s: {parts}"
+
+
 def control_plane_up(program):
     """`scripts/control-plane up` (APPLYSET_CP_STATE / APPLYSET_CP_APISERVER_PORT pass through);
     returns the KUBECONFIG it prints. Remembers whether it was up before (`status` exits 0, or
@@ -108,6 +133,15 @@ class Kubectl:
 def counts_delta(before, after):
     """What grew from one request_counts() to a later one (the keys that grew, by how much)."""
     return Counter({key: after[key] - before.get(key, 0) for key in after if after[key] - before.get(key, 0) > 0})
+
+
+def requests_summary(delta, least):
+    """"POST configmaps 6000, PUT deployments/status 2400, …" of a counts_delta() of the default
+    key, the requests of at least `least` (by every client of the apiserver), most first."""
+    rows = Counter()
+    for (verb, resource, _scope, subresource), value in delta.items():
+        rows[f"{verb} {resource}{'/' + subresource if subresource else ''}"] += value
+    return ", ".join(f"{row} {value:.0f}" for row, value in rows.most_common() if value >= least)
 
 
 class ApiProxy:

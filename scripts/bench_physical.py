@@ -39,9 +39,8 @@ APPLYSET_ID = "applyset-" + "f" * 43 + "-v1"
 
 def create_throughput(kube, args, scratch, concurrency, name="flood"):
     """{"objects", "seconds", "per_second", "failed", "cpu_seconds", "control_plane_cpu",
-    "requests"} of
-    one flood of args.applysets × args.objects (sent as args.physical_bodies says), then its
-    Namespaces deleted; name: its directory in scratch. cpu_seconds is the client's own CPU
+    "requests"} of one flood of args.applysets × args.objects (sent as args.physical_bodies
+    says), then its Namespaces deleted; name: its directory in scratch. cpu_seconds is the client's own CPU
     time over its creates; control_plane_cpu the control plane servers' (by name) over the
     whole client (its start and the Namespaces included: a second or two of a nearly idle
     control plane); requests the apiserver's requests meanwhile (counts_delta())."""

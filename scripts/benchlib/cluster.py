@@ -13,7 +13,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from .common import REPO, stop_processes
+from .common import REPO, cpu_seconds, stop_processes
 
 CONTROL_PLANE = REPO / "scripts" / "control-plane"
 
@@ -31,7 +31,6 @@ def control_plane_cpu_seconds():
     """CPU time each of the control plane's servers (etcd, kube-apiserver,
     kube-controller-manager, kube-scheduler, kwok: the pids under <state>/pids) has used, in
     seconds, by name; one not running is left out."""
-    from .common import cpu_seconds
     used = {}
     for pid_file in sorted((state_dir() / "pids").glob("*.pid")):
         try:

@@ -311,6 +311,7 @@ fn settings(args: &ControllerArgs) -> anyhow::Result<Settings> {
         record_limit: super::inventory::RECORD_LIMIT,
         allow_remote_exec: args.scope.allow_remote_exec,
         remote_rate: (args.cluster.qps, args.cluster.burst),
+        progress_report_after: super::context::PROGRESS_REPORT_AFTER,
         secret_hash_key: (
             args.leader.leader_election_namespace.clone().unwrap_or_else(|| "default".into()),
             args.scope.secret_hash_key.clone(),

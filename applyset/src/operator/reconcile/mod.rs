@@ -191,12 +191,12 @@ async fn run_in_slot(
     let previous = read_record(ctx, &applyset, on_server.clone()).await?;
     status.inventory.clone_from(&previous.inventory);
     let mut written = on_server.clone();
-    if previous.observed_generation != generation || status::condition(&previous, READY).is_none() {
-        let message = format!("Reconciling generation {}", generation.unwrap_or(0));
-        status::mark_progressing(&mut status, &message, generation, &now());
-        write_status(ctx, &applyset, &on_server, &mut status).await?;
-        written = status.clone();
-        status.inventory.clone_from(&previous.inventory);
+    // A new generation's run says `Reconciling` once it has gone on for a while (at once when
+    // the setting is zero): a short run writes its status once, at its end.
+    let mut progress = (previous.observed_generation != generation || status::condition(&previous, READY).is_none())
+        .then(|| Progress::new(generation));
+    if let Some(report) = progress.as_mut().filter(|_| ctx.settings.progress_report_after.is_zero()) {
+        written = report.write(ctx, &applyset, &on_server, &previous).await?;
     }
 
     // One span per run: every log line of the run (and of each object it applies) carries the
@@ -204,12 +204,71 @@ async fn run_in_slot(
     let span = tracing::info_span!("reconcile", applyset = %key, revision = tracing::field::Empty);
     let mut reconciliation =
         Reconciliation::new(&applyset, ctx, &previous, status, intervals).checking_drift(drift_check);
-    let outcome = tracing::Instrument::instrument(reconciliation.run(), span).await;
-    let status = reconciliation.into_status();
+    let outcome = {
+        let mut run = std::pin::pin!(tracing::Instrument::instrument(reconciliation.run(), span));
+        match progress.as_mut().filter(|report| !report.written) {
+            None => run.await,
+            Some(report) => match tokio::time::timeout(ctx.settings.progress_report_after, &mut run).await {
+                Ok(outcome) => outcome,
+                Err(_) => {
+                    // The run goes on whether or not its progress could be said.
+                    match report.write(ctx, &applyset, &on_server, &previous).await {
+                        Ok(status) => written = status,
+                        Err(error) => tracing::warn!(applyset = %key, %error, "the run's progress was not written"),
+                    }
+                    run.await
+                }
+            },
+        }
+    };
+    let mut status = reconciliation.into_status();
+    if let Some(report) = progress.filter(|report| report.written) {
+        // The run's status goes on from what the server holds: its conditions say Reconciling.
+        report.mark(&mut status);
+    }
     let finish = Finish { ctx, applyset: &applyset, written: &written, started };
     match outcome {
         Ok(done) => finish.succeeded(status, done, intervals).await,
         Err(failure) => finish.failed(status, failure, Some(intervals)).await,
+    }
+}
+
+/// The `Reconciling` status of a new generation's run, written when the run starts or once it
+/// has gone on for [`super::context::PROGRESS_REPORT_AFTER`].
+struct Progress {
+    message: String,
+    generation: Option<i64>,
+    at: Time,
+    written: bool,
+}
+
+impl Progress {
+    fn new(generation: Option<i64>) -> Self {
+        let message = format!("Reconciling generation {}", generation.unwrap_or(0));
+        Progress { message, generation, at: now(), written: false }
+    }
+
+    /// Sets the conditions of a run in progress on `status`.
+    fn mark(&self, status: &mut ApplySetStatus) {
+        status::mark_progressing(status, &self.message, self.generation, &self.at);
+    }
+
+    /// Writes the status in progress (the run's starting status: `previous` is its record of
+    /// members); returns it as written (what the run's own write is a patch from).
+    async fn write(
+        &mut self,
+        ctx: &Context,
+        applyset: &ApplySet,
+        on_server: &ApplySetStatus,
+        previous: &ApplySetStatus,
+    ) -> Result<ApplySetStatus, ReconcileError> {
+        self.at = now();
+        let (_, mut status) = statuses(applyset);
+        status.inventory.clone_from(&previous.inventory);
+        self.mark(&mut status);
+        write_status(ctx, applyset, on_server, &mut status).await?;
+        self.written = true;
+        Ok(status)
     }
 }
 

@@ -43,6 +43,7 @@ pub fn settings() -> Settings {
         record_limit: crate::operator::inventory::RECORD_LIMIT,
         allow_remote_exec: false,
         remote_rate: (50.0, 100),
+        progress_report_after: Duration::ZERO,
     }
 }
 

@@ -1,10 +1,13 @@
 //! The order of a run and what it writes: steps before writes, objects before `Ready`, no
 //! write when nothing changed, and the runs that stop before fetching (suspended, invalid).
 
+use std::time::Duration;
+
 use http::Method;
 use serde_json::json;
 
 use super::fixture::{Fixture, NS, applyset_path, configmap, settings};
+use crate::operator::context::Settings;
 use crate::operator::status::STALLED;
 
 /// Position of the first request matching `test` in `requests`.
@@ -66,6 +69,40 @@ async fn reconcile_fresh_applyset_discovers_and_fetches_before_writing_objects_a
     assert!(a["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"].is_string(), "{a}");
     assert!(f.event("Applied").contains("created: configmap/a, configmap/b"), "{:?}", f.events());
     assert_eq!(f.metric("applyset_reconcile_total{result=\"success\"}"), 1.0);
+}
+
+/// The status writes of a fresh ApplySet's run whose progress is said after `after`, with
+/// its ConfigMap's create answered after `create_takes`: their Ready condition, in order.
+async fn ready_written(after: Duration, create_takes: Duration) -> Vec<String> {
+    let f = Fixture::with_settings(Settings { progress_report_after: after, ..settings() });
+    f.repo.write("a.yaml", &configmap("a", "1")).commit("one");
+    f.applyset("app", json!({}));
+    f.fake.delay(Method::POST, &format!("/api/v1/namespaces/{NS}/configmaps"), create_takes);
+    f.reconcile("app").await.expect("the run");
+    let status_path = format!("{}/status", applyset_path("app"));
+    let writes = f.fake.writes().into_iter().filter(|r| r.path == status_path);
+    writes
+        .map(|w| {
+            let conditions = w.body.expect("a body")["status"]["conditions"].clone();
+            let ready = conditions.as_array().into_iter().flatten().find(|c| c["type"] == "Ready").cloned();
+            ready
+                .map(|c| format!("{}/{}", c["status"].as_str().unwrap_or(""), c["reason"].as_str().unwrap_or("")))
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn reconcile_short_run_of_a_new_generation_writes_its_status_once() {
+    let written = ready_written(Duration::from_secs(3600), Duration::ZERO).await;
+    assert_eq!(written, ["True/Succeeded"]);
+}
+
+#[tokio::test]
+async fn reconcile_run_still_going_after_the_setting_says_reconciling_then_ready() {
+    // The create takes ten times the setting: the progress is said while the run waits for it.
+    let written = ready_written(Duration::from_millis(50), Duration::from_millis(500)).await;
+    assert_eq!(written, ["Unknown/Progressing", "True/Succeeded"]);
 }
 
 #[tokio::test]

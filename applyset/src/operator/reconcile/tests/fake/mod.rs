@@ -63,6 +63,8 @@ struct State {
     store: Store,
     requests: Vec<Recorded>,
     failures: Vec<Failure>,
+    /// (method, path): answered only after this long.
+    delays: Vec<(Method, String, std::time::Duration)>,
 }
 
 #[derive(Clone, Default)]
@@ -99,6 +101,11 @@ impl FakeApiServer {
             }));
         }
         self.state().failures.push(Failure { method, path: path.to_owned(), refusal });
+    }
+
+    /// From now on, `method path` (no query) is answered only after `delay` (a slow apiserver).
+    pub fn delay(&self, method: Method, path: &str, delay: std::time::Duration) {
+        self.state().delays.push((method, path.to_owned(), delay));
     }
 
     /// Every request so far, in arrival order.
@@ -398,6 +405,11 @@ impl tower_service::Service<http::Request<Body>> for FakeApiServer {
         let fake = self.clone();
         Box::pin(async move {
             let (parts, body) = request.into_parts();
+            let delay =
+                fake.state().delays.iter().find(|(m, p, _)| *m == parts.method && *p == parts.uri.path()).map(|d| d.2);
+            if let Some(delay) = delay {
+                tokio::time::sleep(delay).await;
+            }
             let body = body.collect_bytes().await.map(|b| b.to_vec()).unwrap_or_default();
             let (status, answer) = fake.handle(&parts, &body);
             let response = http::Response::builder()

@@ -38,8 +38,8 @@ pub enum Body {
 }
 
 impl Entry {
-    /// Reads one object as the apiserver sent it.
-    pub fn of(object: &Value) -> Entry {
+    /// Reads one object as the apiserver sent it: parsed, and its JSON text as sent.
+    pub fn of(object: &Value, json: Arc<str>) -> Entry {
         let metadata = object.as_object().and_then(|o| o.get("metadata")).and_then(Value::as_object);
         let text = |key: &str| metadata.and_then(|m| m.get(key)).and_then(Value::as_str).map(str::to_owned);
         let map = |key: &str| metadata.and_then(|m| m.get(key)).and_then(Value::as_object);
@@ -67,7 +67,7 @@ impl Entry {
                 .unwrap_or_default()
                 .to_owned(),
             content: content_digest(object),
-            body: Body::Text(object.to_json_string().into()),
+            body: Body::Text(json),
         }
     }
 
@@ -98,22 +98,71 @@ impl Entry {
 
 /// The digest of what a set applies and others may change: everything but the status and the
 /// metadata the apiserver keeps for itself (and `apiVersion` and `kind`, which a LIST's items
-/// leave out and a watch event's object has).
+/// leave out and a watch event's object has). Hashed as it is walked: no copy of the object.
 fn content_digest(object: &Value) -> u64 {
-    let mut content = object.clone();
-    if let Some(root) = content.as_object_mut() {
-        for volatile in ["status", "apiVersion", "kind"] {
-            root.remove(volatile);
-        }
-        if let Some(metadata) = root.get_mut("metadata").and_then(Value::as_object_mut) {
-            for volatile in ["resourceVersion", "managedFields", "generation"] {
-                metadata.remove(volatile);
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    let volatile = |level: &[&str], key: &str| level.contains(&key);
+    match object {
+        Value::Object(root) => {
+            hasher.write_u8(b'{');
+            for (key, value) in root.iter().filter(|(key, _)| !volatile(&["status", "apiVersion", "kind"], key)) {
+                key.hash(&mut hasher);
+                match value {
+                    Value::Object(metadata) if key == "metadata" => {
+                        hasher.write_u8(b'{');
+                        let kept = metadata
+                            .iter()
+                            .filter(|(key, _)| !volatile(&["resourceVersion", "managedFields", "generation"], key));
+                        for (key, value) in kept {
+                            key.hash(&mut hasher);
+                            hash_value(value, &mut hasher);
+                        }
+                        hasher.write_u8(b'}');
+                    }
+                    other => hash_value(other, &mut hasher),
+                }
             }
+            hasher.write_u8(b'}');
+        }
+        other => hash_value(other, &mut hasher),
+    }
+    hasher.finish()
+}
+
+/// Feeds a whole value to `hasher`, each kind of value tagged and each container closed, so
+/// that different values feed different bytes.
+fn hash_value(value: &Value, hasher: &mut impl Hasher) {
+    match value {
+        Value::Null => hasher.write_u8(b'n'),
+        Value::Bool(b) => hasher.write_u8(if *b { b't' } else { b'f' }),
+        Value::Int(i) => {
+            hasher.write_u8(b'i');
+            hasher.write_i64(*i);
+        }
+        Value::Float(f) => {
+            hasher.write_u8(b'd');
+            hasher.write_u64(f.to_bits());
+        }
+        Value::String(text) => {
+            hasher.write_u8(b's');
+            text.hash(hasher);
+        }
+        Value::Array(items) => {
+            hasher.write_u8(b'[');
+            for item in items {
+                applyset_merge::value::deeper(|| hash_value(item, hasher));
+            }
+            hasher.write_u8(b']');
+        }
+        Value::Object(map) => {
+            hasher.write_u8(b'{');
+            for (key, item) in map.iter() {
+                key.hash(hasher);
+                applyset_merge::value::deeper(|| hash_value(item, hasher));
+            }
+            hasher.write_u8(b'}');
         }
     }
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    content.to_json_string().hash(&mut hasher);
-    hasher.finish()
 }
 
 /// What one watched object is to kube's watcher: its metadata (the resourceVersion the watch
@@ -126,8 +175,11 @@ pub struct Watched {
 
 impl<'de> serde::Deserialize<'de> for Watched {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let object = Value::deserialize(deserializer)?;
-        let entry = Entry::of(&object);
+        // The object's text as sent is kept (it is what a run parses again), and parsed once
+        // for what the entry needs: no copy written out again.
+        let raw = Box::<serde_json::value::RawValue>::deserialize(deserializer)?;
+        let object: Value = serde_json::from_str(raw.get()).map_err(serde::de::Error::custom)?;
+        let entry = Entry::of(&object, Arc::from(Box::<str>::from(raw)));
         let meta = ObjectMeta {
             name: Some(entry.listed.name.clone()),
             namespace: entry.listed.namespace.clone(),

@@ -181,3 +181,42 @@ fn a_store_watching_one_namespace_answers_for_it_only() {
     assert_eq!(store.members(SET, Some("other")), None);
     assert_eq!(names(store.members(SET, Some("shop"))), Some(vec!["web".into()]));
 }
+
+#[test]
+fn the_text_kept_is_the_objects_json_as_sent_not_written_again() {
+    // The apiserver's key order (not sorted) and its spacing: kept as they came.
+    let sent = r#"{"metadata":{"name":"web","namespace":"shop","uid":"u","resourceVersion":"3","labels":{"applyset.kubernetes.io/part-of":"applyset-a-v1"}}, "kind":"ConfigMap","apiVersion":"v1","data":{"b":"2","a":"1"}}"#;
+    let watched: Watched = serde_json::from_str(sent).expect("a watched object");
+    let Body::Text(text) = &watched.entry.body else { panic!("a watch event's object is text") };
+    assert_eq!(&**text, sent);
+    assert_eq!((watched.entry.listed.name.as_str(), watched.entry.set_id.as_str()), ("web", SET));
+}
+
+#[test]
+fn the_content_digest_leaves_out_what_the_apiserver_and_other_controllers_change() {
+    let digest = |object: serde_json::Value| serde_json::from_value::<Watched>(object).expect("watched").entry.content;
+    let base = || object("web", "1", SET, 2, 0);
+    let mut as_listed = serde_json::to_value(base().entry.object().expect("parses")).expect("serializes");
+    let root = as_listed.as_object_mut().expect("an object");
+    root.remove("apiVersion");
+    root.remove("kind");
+    root["metadata"]["resourceVersion"] = "9".into();
+    root["metadata"]["generation"] = 4.into();
+    root["metadata"]["managedFields"] = json!([]);
+    root["status"] = json!({ "readyReplicas": 2 });
+    assert_eq!(digest(as_listed.clone()), base().entry.content, "a LIST's item, a later status and version");
+    for (path, value) in [("spec", json!({ "replicas": 3 })), ("metadata", json!({ "name": "web" }))] {
+        let mut edited = as_listed.clone();
+        edited[path] = value;
+        assert_ne!(digest(edited), base().entry.content, "{path} changed");
+    }
+    // Values that write alike in other shapes feed different bytes.
+    let spec = |spec: serde_json::Value| {
+        let mut edited = as_listed.clone();
+        edited["spec"] = spec;
+        digest(edited)
+    };
+    assert_ne!(spec(json!({ "a": ["b"] })), spec(json!({ "a": "b" })));
+    assert_ne!(spec(json!({ "a": 1 })), spec(json!({ "a": 1.0 })));
+    assert_ne!(spec(json!({ "a": [1, 2] })), spec(json!({ "a": [[1], 2] })));
+}

@@ -1,6 +1,7 @@
 //! One kind's objects as its watch delivered them, and what each event changed. Pure: the
 //! watch loop feeds it events, the run reads it; it answers only while its view is complete.
 
+use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeSet, HashMap};
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
@@ -100,29 +101,16 @@ impl Entry {
 /// metadata the apiserver keeps for itself (and `apiVersion` and `kind`, which a LIST's items
 /// leave out and a watch event's object has). Hashed as it is walked: no copy of the object.
 fn content_digest(object: &Value) -> u64 {
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    let volatile = |level: &[&str], key: &str| level.contains(&key);
+    let mut hasher = DefaultHasher::new();
     match object {
         Value::Object(root) => {
-            hasher.write_u8(b'{');
-            for (key, value) in root.iter().filter(|(key, _)| !volatile(&["status", "apiVersion", "kind"], key)) {
-                key.hash(&mut hasher);
-                match value {
-                    Value::Object(metadata) if key == "metadata" => {
-                        hasher.write_u8(b'{');
-                        let kept = metadata
-                            .iter()
-                            .filter(|(key, _)| !volatile(&["resourceVersion", "managedFields", "generation"], key));
-                        for (key, value) in kept {
-                            key.hash(&mut hasher);
-                            hash_value(value, &mut hasher);
-                        }
-                        hasher.write_u8(b'}');
-                    }
-                    other => hash_value(other, &mut hasher),
+            hash_map_without(root, &["status", "apiVersion", "kind"], &mut hasher, |key, value, h| match value {
+                Value::Object(metadata) if key == "metadata" => {
+                    let volatile = ["resourceVersion", "managedFields", "generation"];
+                    hash_map_without(metadata, &volatile, h, |_, item, h| hash_value(item, h));
                 }
-            }
-            hasher.write_u8(b'}');
+                other => hash_value(other, h),
+            })
         }
         other => hash_value(other, &mut hasher),
     }
@@ -131,7 +119,7 @@ fn content_digest(object: &Value) -> u64 {
 
 /// Feeds a whole value to `hasher`, each kind of value tagged and each container closed, so
 /// that different values feed different bytes.
-fn hash_value(value: &Value, hasher: &mut impl Hasher) {
+fn hash_value(value: &Value, hasher: &mut DefaultHasher) {
     match value {
         Value::Null => hasher.write_u8(b'n'),
         Value::Bool(b) => hasher.write_u8(if *b { b't' } else { b'f' }),
@@ -155,14 +143,24 @@ fn hash_value(value: &Value, hasher: &mut impl Hasher) {
             hasher.write_u8(b']');
         }
         Value::Object(map) => {
-            hasher.write_u8(b'{');
-            for (key, item) in map.iter() {
-                key.hash(hasher);
-                applyset_merge::value::deeper(|| hash_value(item, hasher));
-            }
-            hasher.write_u8(b'}');
+            hash_map_without(map, &[], hasher, |_, item, h| applyset_merge::value::deeper(|| hash_value(item, h)));
         }
     }
+}
+
+/// Feeds an object to `hasher`, its keys but those `left_out`, each value by `each`.
+fn hash_map_without(
+    map: &applyset_merge::Map,
+    left_out: &[&str],
+    hasher: &mut DefaultHasher,
+    mut each: impl FnMut(&str, &Value, &mut DefaultHasher),
+) {
+    hasher.write_u8(b'{');
+    for (key, value) in map.iter().filter(|(key, _)| !left_out.contains(&key.as_str())) {
+        key.hash(hasher);
+        each(key, value, hasher);
+    }
+    hasher.write_u8(b'}');
 }
 
 /// What one watched object is to kube's watcher: its metadata (the resourceVersion the watch

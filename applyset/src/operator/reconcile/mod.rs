@@ -206,7 +206,7 @@ async fn run_in_slot(
         Reconciliation::new(&applyset, ctx, &previous, status, intervals).checking_drift(drift_check);
     let outcome = {
         let mut run = std::pin::pin!(tracing::Instrument::instrument(reconciliation.run(), span));
-        match progress.as_mut().filter(|report| !report.written) {
+        match progress.as_mut().filter(|report| report.at.is_none()) {
             None => run.await,
             Some(report) => match tokio::time::timeout(ctx.settings.progress_report_after, &mut run).await {
                 Ok(outcome) => outcome,
@@ -222,9 +222,11 @@ async fn run_in_slot(
         }
     };
     let mut status = reconciliation.into_status();
-    if let Some(report) = progress.filter(|report| report.written) {
+    if let Some(report) = &progress
+        && let Some(at) = &report.at
+    {
         // The run's status goes on from what the server holds: its conditions say Reconciling.
-        report.mark(&mut status);
+        report.mark(&mut status, at);
     }
     let finish = Finish { ctx, applyset: &applyset, written: &written, started };
     match outcome {
@@ -238,19 +240,19 @@ async fn run_in_slot(
 struct Progress {
     message: String,
     generation: Option<i64>,
-    at: Time,
-    written: bool,
+    /// When it was written, once it was.
+    at: Option<Time>,
 }
 
 impl Progress {
     fn new(generation: Option<i64>) -> Self {
         let message = format!("Reconciling generation {}", generation.unwrap_or(0));
-        Progress { message, generation, at: now(), written: false }
+        Progress { message, generation, at: None }
     }
 
-    /// Sets the conditions of a run in progress on `status`.
-    fn mark(&self, status: &mut ApplySetStatus) {
-        status::mark_progressing(status, &self.message, self.generation, &self.at);
+    /// Sets the conditions of a run in progress since `at` on `status`.
+    fn mark(&self, status: &mut ApplySetStatus, at: &Time) {
+        status::mark_progressing(status, &self.message, self.generation, at);
     }
 
     /// Writes the status in progress (the run's starting status: `previous` is its record of
@@ -262,12 +264,12 @@ impl Progress {
         on_server: &ApplySetStatus,
         previous: &ApplySetStatus,
     ) -> Result<ApplySetStatus, ReconcileError> {
-        self.at = now();
+        let at = now();
         let (_, mut status) = statuses(applyset);
         status.inventory.clone_from(&previous.inventory);
-        self.mark(&mut status);
+        self.mark(&mut status, &at);
         write_status(ctx, applyset, on_server, &mut status).await?;
-        self.written = true;
+        self.at = Some(at);
         Ok(status)
     }
 }

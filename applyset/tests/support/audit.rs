@@ -34,6 +34,14 @@ pub struct Impersonated {
     pub groups: Vec<String>,
 }
 
+impl AuditedRequest {
+    /// Whether the control plane made it itself (kube-controller-manager's controllers updating
+    /// a Deployment's status, the scheduler, kwok): not a request of the controller under test.
+    pub fn by_cluster_components(&self) -> bool {
+        self.user.starts_with("system:") || self.user == "kwok-controller"
+    }
+}
+
 impl AuditLog {
     /// From now on, on the control plane of `kubeconfig` (its state directory holds the log).
     pub fn from_now(kubeconfig: &Path) -> Result<AuditLog> {

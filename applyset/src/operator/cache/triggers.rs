@@ -80,10 +80,14 @@ impl Triggers {
 
     /// The ApplySets that own what changed, the controller's own writes left out; a change of
     /// status only concerns the ApplySets that wait for their objects' health (healthy ones too:
-    /// `Ready` follows an object that fails later).
+    /// `Ready` follows an object that fails later). The cache sees every labelled object its
+    /// watches reach: changes of sets no ApplySet here checks (another controller's or shard's,
+    /// a suspended one's) are neither acted on nor counted.
     fn owners_of(&mut self, burst: Vec<Change>) -> Vec<Arc<ApplySet>> {
+        let applysets = self.applysets.state();
+        let checked = checked_by_id(&applysets, &mut self.ids);
         let (mut changed, mut status_changed) = (BTreeSet::new(), BTreeSet::new());
-        for change in burst.into_iter().filter(|c| !c.set_id.is_empty()) {
+        for change in burst.into_iter().filter(|c| checked.contains_key(&c.set_id)) {
             if change.status_only {
                 status_changed.insert(change.set_id);
                 continue;
@@ -98,18 +102,14 @@ impl Triggers {
                 changed.insert(change.set_id);
             }
         }
-        if changed.is_empty() && status_changed.is_empty() {
-            return Vec::new();
-        }
-        let applysets = self.applysets.state();
-        let mut found = owners(&changed, &applysets, &mut self.ids);
+        let mut found: Vec<Arc<ApplySet>> = changed.iter().map(|id| checked[id].clone()).collect();
         for applyset in &found {
             tracing::info!(applyset = %applyset.key(), "managed objects changed: checking for drift now");
         }
-        let waiting: Vec<_> = owners(&status_changed, &applysets, &mut self.ids)
-            .into_iter()
-            .filter(|a| crate::operator::waiting::waits(a) && !found.iter().any(|o| o.key() == a.key()))
-            .collect();
+        let waiting = status_changed
+            .difference(&changed)
+            .map(|id| checked[id].clone())
+            .filter(|a| crate::operator::waiting::waits(a));
         found.extend(waiting);
         found
     }
@@ -121,18 +121,13 @@ fn id_of<'i>(ids: &'i mut HashMap<String, String>, applyset: &ApplySet) -> &'i s
         .or_insert_with(|| applyset_id(&applyset.name(), &applyset.namespace_or_default(), KIND, GROUP))
 }
 
-/// The ApplySets with one of `set_ids`, except suspended ones (a suspended ApplySet changes
-/// nothing, drift included).
-pub fn owners(
-    set_ids: &BTreeSet<String>,
-    applysets: &[Arc<ApplySet>],
-    ids: &mut HashMap<String, String>,
-) -> Vec<Arc<ApplySet>> {
+/// The ApplySets whose drift a change starts a check of, by ID: every one but the suspended (a
+/// suspended ApplySet changes nothing, drift included).
+fn checked_by_id(applysets: &[Arc<ApplySet>], ids: &mut HashMap<String, String>) -> HashMap<String, Arc<ApplySet>> {
     applysets
         .iter()
         .filter(|applyset| !applyset.spec.suspend)
-        .filter(|applyset| set_ids.contains(id_of(ids, applyset)))
-        .cloned()
+        .map(|applyset| (id_of(ids, applyset).to_owned(), applyset.clone()))
         .collect()
 }
 
@@ -153,15 +148,17 @@ mod tests {
     }
 
     #[test]
-    fn a_change_asks_for_the_check_of_the_set_that_owns_it_only() {
+    fn changes_are_checked_for_the_sets_here_that_are_not_suspended() {
         let sets = [applyset("team-a", "web", false), applyset("team-b", "web", false), applyset("team-a", "db", true)];
         let web_a = applyset_id("web", "team-a", KIND, GROUP);
-        let db_a = applyset_id("db", "team-a", KIND, GROUP);
+        let web_b = applyset_id("web", "team-b", KIND, GROUP);
         let mut ids = HashMap::new();
-        let found = owners(&[web_a.clone()].into(), &sets, &mut ids);
-        assert_eq!(found.iter().map(|a| a.key()).collect::<Vec<_>>(), ["team-a/web"]);
-        assert!(owners(&[db_a].into(), &sets, &mut ids).is_empty(), "a suspended set is not checked");
-        assert!(owners(&["applyset-other-v1".to_owned()].into(), &sets, &mut ids).is_empty());
-        assert_eq!(ids.len(), 2, "IDs are computed once per set");
+        let checked = checked_by_id(&sets, &mut ids);
+        let mut keys: Vec<_> = checked.iter().map(|(id, a)| (id.clone(), a.key())).collect();
+        keys.sort();
+        let mut expected = vec![(web_a, "team-a/web".to_owned()), (web_b, "team-b/web".to_owned())];
+        expected.sort();
+        assert_eq!(keys, expected, "a suspended set is not checked, nor a set of another controller");
+        assert_eq!(ids.len(), 2, "the IDs of the checked sets are kept for the next burst");
     }
 }

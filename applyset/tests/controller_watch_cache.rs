@@ -142,7 +142,8 @@ async fn out_of_band_changes_are_corrected_at_once_and_own_writes_start_nothing(
     ensure!(metric(&controller, OTHERS_CHANGES)? >= 3.0, "each change started a check:\n{}", controller.log());
 
     // A new revision, applied on request: its writes' watch events are the controller's own and
-    // start no further run.
+    // start no further run, nor does the rollout it starts (kube-controller-manager writes the
+    // Deployment's revision annotation, then its status).
     let settled = async || -> Result<(f64, f64)> {
         tokio::time::sleep(Duration::from_secs(3)).await;
         Ok((metric(&controller, SUCCESSES)?, metric(&controller, OTHERS_CHANGES)?))
@@ -150,11 +151,13 @@ async fn out_of_band_changes_are_corrected_at_once_and_own_writes_start_nothing(
     let (runs, others) = settled().await?;
     let own = metric(&controller, OWN_CHANGES)?;
     repo.write("settings.yaml", config_map("settings", &ns.name, "two"));
-    repo.write("deploy.yaml", deployment("web", &ns.name, "registry.example/app:1", 3, &[]));
+    repo.write("deploy.yaml", deployment("web", &ns.name, "registry.example/app:2", 3, &[]));
     let second = repo.commit("second");
     request_reconcile(&ns, "app").await?;
     wait_for_applyset(&ns, "app", &controller, "the second commit applied", T, ready_at(revision(&second))).await?;
     assert_eq!((value()?, replicas()?), ("two".to_owned(), "3".to_owned()));
+    let rollout = || ns.jsonpath("deployment/web", "{.metadata.annotations.deployment\\.kubernetes\\.io/revision}");
+    timed("the rollout's revision annotation", || Ok(rollout()? == "2")).await?;
     let (runs_after, others_after) = settled().await?;
     assert_eq!(runs_after, runs + 1.0, "one run for the request, none for its own writes:\n{}", controller.log());
     assert_eq!(others_after, others, "the controller's writes are not taken for someone else's");

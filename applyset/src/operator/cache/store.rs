@@ -97,17 +97,43 @@ impl Entry {
     }
 }
 
-/// The digest of what a set applies and others may change: everything but the status and the
-/// metadata the apiserver keeps for itself (and `apiVersion` and `kind`, which a LIST's items
-/// leave out and a watch event's object has). Hashed as it is walked: no copy of the object.
+/// Annotations the cluster's own controllers write on objects a set applies, by themselves:
+/// kube-controller-manager's Deployment revision (at each rollout, just after the apply that
+/// started it), and the volume binder's and scheduler's marks on a PersistentVolumeClaim. A
+/// change to them alone is like a change of status: those managers' fields are never drift,
+/// stale or foreign, so checking at once would be a whole run for nothing (one written by hand
+/// is still found by the next interval's run).
+const CLUSTER_ANNOTATIONS: [&str; 6] = [
+    "deployment.kubernetes.io/revision",
+    "pv.kubernetes.io/bind-completed",
+    "pv.kubernetes.io/bound-by-controller",
+    "volume.kubernetes.io/storage-provisioner",
+    "volume.beta.kubernetes.io/storage-provisioner",
+    "volume.kubernetes.io/selected-node",
+];
+
+/// The digest of what a set applies and others may change: everything but the status, the
+/// metadata the apiserver keeps for itself and the cluster's own annotations (and `apiVersion`
+/// and `kind`, which a LIST's items leave out and a watch event's object has). Hashed as it is
+/// walked: no copy of the object.
 fn content_digest(object: &Value) -> u64 {
     let mut hasher = DefaultHasher::new();
     match object {
         Value::Object(root) => {
             hash_map_without(root, &["status", "apiVersion", "kind"], &mut hasher, |key, value, h| match value {
                 Value::Object(metadata) if key == "metadata" => {
-                    let volatile = ["resourceVersion", "managedFields", "generation"];
-                    hash_map_without(metadata, &volatile, h, |_, item, h| hash_value(item, h));
+                    let mut volatile = vec!["resourceVersion", "managedFields", "generation"];
+                    // Annotations holding only the cluster's own count as none at all.
+                    let annotations = metadata.get("annotations").and_then(Value::as_object);
+                    if annotations.is_some_and(|a| a.keys().all(|k| CLUSTER_ANNOTATIONS.contains(&k.as_str()))) {
+                        volatile.push("annotations");
+                    }
+                    hash_map_without(metadata, &volatile, h, |key, item, h| match item {
+                        Value::Object(annotations) if key == "annotations" => {
+                            hash_map_without(annotations, &CLUSTER_ANNOTATIONS, h, |_, text, h| hash_value(text, h));
+                        }
+                        other => hash_value(other, h),
+                    });
                 }
                 other => hash_value(other, h),
             })

@@ -220,3 +220,31 @@ fn the_content_digest_leaves_out_what_the_apiserver_and_other_controllers_change
     assert_ne!(spec(json!({ "a": 1 })), spec(json!({ "a": 1.0 })));
     assert_ne!(spec(json!({ "a": [1, 2] })), spec(json!({ "a": [[1], 2] })));
 }
+
+#[test]
+fn a_rollouts_revision_annotation_alone_is_no_change_to_what_the_set_applies() {
+    let with_annotations = |version: &str, annotations: serde_json::Value| {
+        let mut value = serde_json::to_value(object("web", version, SET, 2, 0).entry.object().expect("parses"))
+            .expect("serializes");
+        value["metadata"]["annotations"] = annotations;
+        serde_json::from_value::<Watched>(value).expect("watched")
+    };
+    let applied = json!({ LAST_APPLIED: "{}" });
+    let mut store = KindStore::default();
+    listed(&mut store, vec![with_annotations("1", applied.clone())]);
+    // kube-controller-manager marks the rollout the apply started.
+    let revision = json!({ LAST_APPLIED: "{}", "deployment.kubernetes.io/revision": "1" });
+    let changes = store.apply(Event::Apply(with_annotations("2", revision)));
+    assert!(changes.len() == 1 && changes[0].status_only, "{changes:?}");
+    let edited = json!({ LAST_APPLIED: "{}", "deployment.kubernetes.io/revision": "1", "team": "a" });
+    let changes = store.apply(Event::Apply(with_annotations("3", edited)));
+    assert!(changes.len() == 1 && !changes[0].status_only, "any other annotation is a change: {changes:?}");
+
+    // Without other annotations, the cluster's alone count as none.
+    let mut store = KindStore::default();
+    listed(&mut store, vec![object("web", "1", SET, 2, 0)]);
+    let changes = store.apply(Event::Apply(with_annotations("2", json!({ "deployment.kubernetes.io/revision": "1" }))));
+    assert!(changes.len() == 1 && changes[0].status_only, "{changes:?}");
+    let changes = store.apply(Event::Apply(with_annotations("3", json!({}))));
+    assert!(changes.len() == 1 && changes[0].status_only, "{changes:?}");
+}

@@ -121,26 +121,30 @@ fn content_digest(object: &Value) -> u64 {
     match object {
         Value::Object(root) => {
             hash_map_without(root, &["status", "apiVersion", "kind"], &mut hasher, |key, value, h| match value {
-                Value::Object(metadata) if key == "metadata" => {
-                    let mut volatile = vec!["resourceVersion", "managedFields", "generation"];
-                    // Annotations holding only the cluster's own count as none at all.
-                    let annotations = metadata.get("annotations").and_then(Value::as_object);
-                    if annotations.is_some_and(|a| a.keys().all(|k| CLUSTER_ANNOTATIONS.contains(&k.as_str()))) {
-                        volatile.push("annotations");
-                    }
-                    hash_map_without(metadata, &volatile, h, |key, item, h| match item {
-                        Value::Object(annotations) if key == "annotations" => {
-                            hash_map_without(annotations, &CLUSTER_ANNOTATIONS, h, |_, text, h| hash_value(text, h));
-                        }
-                        other => hash_value(other, h),
-                    });
-                }
+                Value::Object(metadata) if key == "metadata" => hash_metadata(metadata, h),
                 other => hash_value(other, h),
             })
         }
         other => hash_value(other, &mut hasher),
     }
     hasher.finish()
+}
+
+/// Feeds `metadata` to `hasher` without the apiserver's own fields and the cluster's own
+/// annotations; annotations holding only those count as none at all.
+fn hash_metadata(metadata: &applyset_merge::Map, hasher: &mut DefaultHasher) {
+    const VOLATILE: &[&str] = &["resourceVersion", "managedFields", "generation"];
+    const VOLATILE_AND_ANNOTATIONS: &[&str] = &["resourceVersion", "managedFields", "generation", "annotations"];
+    let annotations = metadata.get("annotations").and_then(Value::as_object);
+    let only_cluster_annotations =
+        annotations.is_some_and(|a| a.keys().all(|key| CLUSTER_ANNOTATIONS.contains(&key.as_str())));
+    let left_out = if only_cluster_annotations { VOLATILE_AND_ANNOTATIONS } else { VOLATILE };
+    hash_map_without(metadata, left_out, hasher, |key, value, h| match value {
+        Value::Object(annotations) if key == "annotations" => {
+            hash_map_without(annotations, &CLUSTER_ANNOTATIONS, h, |_, text, h| hash_value(text, h));
+        }
+        other => hash_value(other, h),
+    });
 }
 
 /// Feeds a whole value to `hasher`, each kind of value tagged and each container closed, so

@@ -4,7 +4,7 @@
 //! and the controller's own writes (whose answers may arrive after their watch events) are
 //! recognised and start nothing.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -40,10 +40,11 @@ pub async fn drift_checks(
         while let Ok(change) = changes.try_recv() {
             burst.push(change);
         }
-        let (now, later) = triggers.hold_during_runs(burst);
+        let checked = triggers.checked();
+        let (now, later) = triggers.hold_during_runs(&checked, burst);
         tracing::debug!(judged = now.len(), held = later.len(), "managed object changes");
         held = later;
-        for applyset in triggers.owners_of(now) {
+        for applyset in triggers.owners_of(&checked, now) {
             triggers.ctx.schedule.check_drift_now(&applyset);
         }
     }
@@ -58,23 +59,30 @@ struct Triggers {
 }
 
 impl Triggers {
+    /// The ApplySets a change may start a check of, by ID (see [`checked_by_id`]), as the burst
+    /// finds them.
+    fn checked(&mut self) -> HashMap<String, Arc<ApplySet>> {
+        checked_by_id(&self.applysets.state(), &mut self.ids)
+    }
+
     /// Splits off the changes not known as the controller's own whose ApplySet is running:
     /// the answer to that run's write may still be on its way (a loaded apiserver can send the
     /// watch event first), so they are looked at again once the run has ended.
-    fn hold_during_runs(&mut self, burst: Vec<Change>) -> (Vec<Change>, Vec<Change>) {
-        let ctx = self.ctx.clone();
-        let running: HashMap<String, String> = self
-            .applysets
-            .state()
+    fn hold_during_runs(
+        &self,
+        checked: &HashMap<String, Arc<ApplySet>>,
+        burst: Vec<Change>,
+    ) -> (Vec<Change>, Vec<Change>) {
+        let running: HashSet<&str> = checked
             .iter()
-            .filter(|applyset| ctx.schedule.is_running(&applyset.key()))
-            .map(|applyset| (id_of(&mut self.ids, applyset).to_owned(), applyset.key()))
+            .filter(|(_, applyset)| self.ctx.schedule.is_running(&applyset.key()))
+            .map(|(id, _)| id.as_str())
             .collect();
         if running.is_empty() {
             return (burst, Vec::new());
         }
         burst.into_iter().partition(|change| {
-            change.status_only || !running.contains_key(&change.set_id) || self.cache.is_own(change)
+            change.status_only || !running.contains(change.set_id.as_str()) || self.cache.is_own(change)
         })
     }
 
@@ -83,9 +91,7 @@ impl Triggers {
     /// `Ready` follows an object that fails later). The cache sees every labelled object its
     /// watches reach: changes of sets no ApplySet here checks (another controller's or shard's,
     /// a suspended one's) are neither acted on nor counted.
-    fn owners_of(&mut self, burst: Vec<Change>) -> Vec<Arc<ApplySet>> {
-        let applysets = self.applysets.state();
-        let checked = checked_by_id(&applysets, &mut self.ids);
+    fn owners_of(&self, checked: &HashMap<String, Arc<ApplySet>>, burst: Vec<Change>) -> Vec<Arc<ApplySet>> {
         let (mut changed, mut status_changed) = (BTreeSet::new(), BTreeSet::new());
         for change in burst.into_iter().filter(|c| checked.contains_key(&c.set_id)) {
             if change.status_only {

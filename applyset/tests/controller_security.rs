@@ -114,8 +114,12 @@ async fn prune_deletes_only_what_the_applyset_applied() -> Result<()> {
     create_applyset(&ns, "app", serde_json::json!({ "source": { "url": repo.url() }, "interval": "2s" })).await?;
     let ready = wait_for_applyset(&ns, "app", &controller, "Ready", T, ready_at(revision(&first))).await?;
     let id = id_of(&ready);
-    let members =
-        ready.status.as_ref().and_then(|s| s.inventory.as_ref()).and_then(|i| i.members.clone()).unwrap_or_default();
+    let members = ready
+        .status
+        .as_ref()
+        .and_then(|s| s.inventory.as_ref())
+        .and_then(applyset::operator::members::codec::members_in_status)
+        .unwrap_or_default();
     assert_eq!(members.len(), 5, "{members:?}");
 
     // Someone who may only patch ConfigMaps labels one of theirs as a member.

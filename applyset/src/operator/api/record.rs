@@ -41,7 +41,8 @@ pub struct ApplySetRecordSpec {
     pub data: String,
 }
 
-/// `status.inventory.record`: where a member record too large for the status is kept.
+/// `status.inventory.record`: the record of members, compressed: in the status itself while
+/// small (`inline`), otherwise in `ApplySetRecord` parts (`parts`).
 #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MemberRecordRef {
@@ -49,6 +50,12 @@ pub struct MemberRecordRef {
     pub digest: String,
     /// How many members it records.
     pub count: u64,
-    /// The `ApplySetRecord` objects holding it, in order (in the ApplySet's namespace).
+    /// The `ApplySetRecord` objects holding it, in order (in the ApplySet's namespace); empty
+    /// when the record is `inline`.
     pub parts: Vec<String>,
+    /// The record itself (its gzip-compressed JSON, in base64) while that is at most 16 KiB:
+    /// one string costs the apiserver far less at each status write (decoding, validating,
+    /// tracking managed fields) than a list of a few hundred members.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inline: Option<String>,
 }

@@ -91,11 +91,13 @@ pub struct InventoryStatus {
     /// Every object this ApplySet applied and has not pruned yet, with the UID it applied:
     /// prune deletes only these. An object that merely carries the ApplySet's `part-of` label
     /// (anyone who may patch it can add one) is reported in `pruneSkipped`, never deleted.
-    /// Kept here while small (a few KiB); a larger record is kept in `ApplySetRecord` objects
-    /// named by `record`, so that the status stays small whatever the set's size.
+    /// Written as this plain list by versions before `record.inline`; read as it is, and
+    /// written again as `record` (`applyset tree` lists the members).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub members: Option<Vec<InventoryMember>>,
-    /// Where the record of members is kept when it is too large for the status.
+    /// The record of members, compressed: in the status while small (`inline`), otherwise in
+    /// `ApplySetRecord` objects (`parts`), so that the status stays small whatever the set's
+    /// size.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub record: Option<super::MemberRecordRef>,
 }

@@ -1,15 +1,15 @@
-//! The member record as stored (pure): compact JSON, kept in the status while small, otherwise
-//! gzip-compressed, cut into parts and named by its SHA-256.
+//! The member record as stored (pure): compact JSON, gzip-compressed and in base64, kept in the
+//! status while small, otherwise cut into parts; either way named by its SHA-256.
 
 use std::io::{Read, Write};
 
 use base64::Engine;
 
-use crate::operator::api::{ApplySetRecordSpec, InventoryMember, MemberRecordRef};
+use crate::operator::api::{ApplySetRecordSpec, InventoryMember, InventoryStatus, MemberRecordRef};
 
-/// The largest record (compact JSON) kept in the status itself, about 160 members: larger
-/// ones go to `ApplySetRecord` parts, so that the status stays small (a few dozen KiB at most)
-/// whatever the set's size.
+/// The largest record (compressed, in base64) kept in the status itself, about 450 members
+/// (what a UID's randomness leaves to compress): larger ones go to `ApplySetRecord` parts, so that the status stays small
+/// (a few dozen KiB at most) whatever the set's size.
 pub const INLINE_LIMIT: usize = 16 * 1024;
 
 /// Compressed bytes per part: 683 KiB once in base64, well within etcd's request limit.
@@ -34,7 +34,7 @@ pub enum CorruptRecord {
         expected_parts: usize,
         expected_digest: String,
     },
-    #[error("part {name} is not base64")]
+    #[error("{name} is not base64")]
     Base64 { name: String, source: base64::DecodeError },
     #[error("the record does not inflate")]
     Inflate(#[source] std::io::Error),
@@ -94,6 +94,45 @@ pub fn reference(applyset: &str, encoded: &Encoded) -> MemberRecordRef {
         digest: encoded.digest.clone(),
         count: encoded.count,
         parts: (0..encoded.parts.len()).map(|i| part_name(applyset, &encoded.digest, i)).collect(),
+        inline: None,
+    }
+}
+
+/// The record kept in the status itself, when `encoded` is small enough (one part of at most
+/// [`INLINE_LIMIT`] bytes).
+pub fn inline_reference(encoded: &Encoded) -> Option<MemberRecordRef> {
+    match encoded.parts.as_slice() {
+        [data] if data.len() <= INLINE_LIMIT => Some(MemberRecordRef {
+            digest: encoded.digest.clone(),
+            count: encoded.count,
+            parts: Vec::new(),
+            inline: Some(data.clone()),
+        }),
+        _ => None,
+    }
+}
+
+/// The members of a record kept in the status (`inline`), checked against its digest; `None`
+/// when it is kept in parts.
+pub fn decode_inline(reference: &MemberRecordRef) -> Option<Result<Vec<InventoryMember>, CorruptRecord>> {
+    let data = reference.inline.as_ref()?;
+    let engine = base64::engine::general_purpose::STANDARD;
+    let compressed = match engine.decode(data) {
+        Ok(bytes) => bytes,
+        Err(source) => {
+            return Some(Err(CorruptRecord::Base64 { name: "status.inventory.record.inline".into(), source }));
+        }
+    };
+    Some(inflate(&compressed, &reference.digest))
+}
+
+/// The members the status itself holds: the list of an earlier version's status, or the
+/// record kept `inline` (`None` when the record is in parts, or unusable).
+pub fn members_in_status(inventory: &InventoryStatus) -> Option<Vec<InventoryMember>> {
+    match (&inventory.members, &inventory.record) {
+        (Some(members), _) => Some(members.clone()),
+        (None, Some(reference)) => decode_inline(reference)?.ok(),
+        (None, None) => None,
     }
 }
 
@@ -116,18 +155,25 @@ pub fn decode(
                 expected_digest: reference.digest.clone(),
             });
         }
-        let bytes = engine.decode(&part.data).map_err(|source| CorruptRecord::Base64 { name: name.clone(), source })?;
+        let bytes = engine
+            .decode(&part.data)
+            .map_err(|source| CorruptRecord::Base64 { name: format!("part {name}"), source })?;
         compressed.extend_from_slice(&bytes);
     }
+    inflate(&compressed, &reference.digest)
+}
+
+/// The members from a compressed record, checked against `digest`.
+fn inflate(compressed: &[u8], digest: &str) -> Result<Vec<InventoryMember>, CorruptRecord> {
     let mut json = Vec::new();
-    let mut inflating = flate2::read::GzDecoder::new(compressed.as_slice()).take(RECORD_LIMIT as u64 + 1);
+    let mut inflating = flate2::read::GzDecoder::new(compressed).take(RECORD_LIMIT as u64 + 1);
     inflating.read_to_end(&mut json).map_err(CorruptRecord::Inflate)?;
     if json.len() > RECORD_LIMIT {
         return Err(CorruptRecord::TooLarge);
     }
     let found = digest_of(&json);
-    if found != reference.digest {
-        return Err(CorruptRecord::Digest { expected: reference.digest.clone(), found });
+    if found != digest {
+        return Err(CorruptRecord::Digest { expected: digest.to_owned(), found });
     }
     serde_json::from_slice(&json).map_err(CorruptRecord::Json)
 }
@@ -222,7 +268,7 @@ mod status_size {
 
     /// The status of an ApplySet of `count` objects at its largest: every list at its limit,
     /// every message at its longest, the record in parts.
-    fn largest_status(count: usize) -> ApplySetStatus {
+    fn largest_status(count: usize, inline: bool) -> ApplySetStatus {
         let long = |i: usize| format!("{i} {}", "m".repeat(MAX_MESSAGE));
         let objects: Vec<InventoryObject> = (0..count)
             .map(|i| InventoryObject {
@@ -244,7 +290,15 @@ mod status_size {
             .collect();
         let record = json(&members);
         let encoded = encode(&record, digest_of(&record), count as u64);
-        inventory.record = Some(reference("web", &encoded));
+        inventory.record = Some(match inline {
+            // The largest record the status keeps itself, whatever the count.
+            true => MemberRecordRef {
+                parts: Vec::new(),
+                inline: Some("A".repeat(INLINE_LIMIT)),
+                ..reference("web", &encoded)
+            },
+            false => reference("web", &encoded),
+        });
         let skipped = InventoryObject {
             kind: "ConfigMap".into(),
             namespace: Some("tenant-a".into()),
@@ -277,8 +331,8 @@ mod status_size {
 
     #[test]
     fn the_status_stays_under_64_kib_at_3000_and_50000_objects() {
-        for count in [3_000, 50_000] {
-            let bytes = serde_json::to_vec(&largest_status(count)).unwrap().len();
+        for (count, inline) in [(3_000, false), (50_000, false), (3_000, true)] {
+            let bytes = serde_json::to_vec(&largest_status(count, inline)).unwrap().len();
             assert!(bytes <= 64 * 1024, "{count} objects: {bytes} bytes");
             eprintln!("{count} objects: a status of at most {bytes} bytes");
         }

@@ -1,13 +1,16 @@
-//! Where each ApplySet's record of its members is kept: in the status while it is small, in
-//! `ApplySetRecord` parts once it is not (see [`crate::operator::api::ApplySetRecord`]).
+//! Where each ApplySet's record of its members is kept: compressed, in the status while it is
+//! small (`status.inventory.record.inline`), in `ApplySetRecord` parts once it is not (see
+//! [`crate::operator::api::ApplySetRecord`]).
 //!
-//! The run works on the whole record in `status.inventory.members`, as before: the record is
-//! read into it ([`MemberRecords::read_into`]) when a run begins, and moved out of it into parts
-//! ([`MemberRecords::store_from`]) just before each status write. Parts are named by the
-//! record's digest and written before the status that names them, so a status always names a
-//! complete record; those of an earlier record are deleted once the status no longer names
-//! them. The last record read or written is remembered (by digest), so a run that changes
-//! nothing reads and writes nothing.
+//! The run works on the whole record in `status.inventory.members`: the record is read into it
+//! ([`MemberRecords::read_into`]) when a run begins, and moved out of it ([`MemberRecords::store_from`])
+//! just before each status write. Parts are named by the record's digest and written before
+//! the status that names them, so a status always names a complete record; those of an earlier
+//! record are deleted once the status no longer names them. The last record read or written is
+//! remembered (by digest), so a run that changes nothing reads and writes nothing.
+//!
+//! A status written by an earlier version holds the record as a plain list in
+//! `status.inventory.members`: it is read as it is, and written compressed at the next write.
 
 pub mod codec;
 
@@ -81,8 +84,8 @@ impl MemberRecords {
         self.known.lock().unwrap_or_else(|p| p.into_inner()).remove(key);
     }
 
-    /// Reads the record that `status.inventory.record` names into `status.inventory.members`
-    /// (nothing to do when the status holds the record itself).
+    /// Reads the record that `status.inventory.record` holds or names into
+    /// `status.inventory.members` (nothing to do when the status holds the plain list).
     pub async fn read_into(
         &self,
         client: &kube::Client,
@@ -98,7 +101,11 @@ impl MemberRecords {
         let members = match self.remembered(&key, &reference.digest) {
             Some(members) => members,
             None => {
-                let members = Arc::new(read_parts(client, applyset, &reference).await?);
+                let members = match codec::decode_inline(&reference) {
+                    Some(decoded) => decoded.map_err(RecordError::Corrupt)?,
+                    None => read_parts(client, applyset, &reference).await?,
+                };
+                let members = Arc::new(members);
                 self.remember(&key, reference.digest.clone(), members.clone());
                 members
             }
@@ -107,9 +114,10 @@ impl MemberRecords {
         Ok(())
     }
 
-    /// Before a status write: a record too large for the status moves to parts (written unless
-    /// `written`, the status on the server, names the same record already). Returns the parts
-    /// the write leaves unnamed, to delete once it succeeded.
+    /// Before a status write: the record is compressed, kept in the status while small and
+    /// moved to parts otherwise (written unless `written`, the status on the server, names the
+    /// same record already). Returns the parts the write leaves unnamed, to delete once it
+    /// succeeded.
     pub async fn store_from(
         &self,
         client: &kube::Client,
@@ -127,19 +135,18 @@ impl MemberRecords {
             return Ok(stale_parts(before, kept));
         };
         let json = codec::json(&members);
-        if json.len() <= codec::INLINE_LIMIT {
-            inventory.members = Some(members);
-            inventory.record = None;
-            return Ok(stale_parts(before, None));
-        }
         let digest = codec::digest_of(&json);
-        let name = applyset.name();
         let reference = match before.filter(|r| r.digest == digest) {
             Some(same) => same.clone(),
             None => {
                 let encoded = codec::encode(&json, digest, members.len() as u64);
-                write_parts(client, applyset, &encoded).await?;
-                codec::reference(&name, &encoded)
+                match codec::inline_reference(&encoded) {
+                    Some(inline) => inline,
+                    None => {
+                        write_parts(client, applyset, &encoded).await?;
+                        codec::reference(&applyset.name(), &encoded)
+                    }
+                }
             }
         };
         self.remember(&applyset.key(), reference.digest.clone(), Arc::new(members));

@@ -102,7 +102,12 @@ async fn reconcile_object_refused_with_422_is_apply_failed_naming_it_and_prunes_
     assert!(deletes(&f).is_empty(), "{:?}", deletes(&f));
     assert!(f.configmap("c").is_some());
     // c stays recorded, so that a later run can still prune it.
-    let members = f.status("app").inventory.and_then(|i| i.members).expect("members");
+    let members = f
+        .status("app")
+        .inventory
+        .as_ref()
+        .and_then(crate::operator::members::codec::members_in_status)
+        .expect("members");
     assert!(members.iter().any(|m| m.name == "c"), "{members:?}");
     assert!(f.event("ApplyFailed").contains("b"));
     assert_eq!(f.metric("applyset_reconcile_total{result=\"apply_failed\"}"), 1.0);

@@ -58,7 +58,8 @@ async fn reconcile_fresh_applyset_discovers_and_fetches_before_writing_objects_a
     let (ready, reason, _) = f.ready("app");
     assert_eq!((ready.as_str(), reason.as_str()), ("True", "Succeeded"));
     // Recorded with the uids the server gave.
-    let members = status.inventory.and_then(|i| i.members).expect("members");
+    let members =
+        status.inventory.as_ref().and_then(crate::operator::members::codec::members_in_status).expect("members");
     let uid_of = |name: &str| f.configmap(name).expect(name)["metadata"]["uid"].as_str().map(str::to_owned);
     let recorded: Vec<(String, Option<String>)> =
         members.iter().map(|m| (m.name.clone(), Some(m.uid.clone()))).collect();

@@ -52,8 +52,14 @@ async fn reconcile_prune_deletes_only_recorded_members_that_left_git() {
     let status = f.status("app");
     let skipped: Vec<(&str, &str)> = status.prune_skipped.iter().map(|s| (s.name.as_str(), s.state.as_str())).collect();
     assert_eq!(skipped, [("stranger", "NotInInventory")]);
-    let members: Vec<String> =
-        status.inventory.and_then(|i| i.members).unwrap_or_default().into_iter().map(|m| m.name).collect();
+    let members: Vec<String> = status
+        .inventory
+        .as_ref()
+        .and_then(crate::operator::members::codec::members_in_status)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|m| m.name)
+        .collect();
     assert_eq!(members, ["a", "b"]);
     assert!(f.event("Pruned").contains("configmap/c"), "{:?}", f.events());
     assert!(f.event("PruneSkipped").contains("stranger"), "{:?}", f.events());
@@ -102,7 +108,12 @@ async fn reconcile_prune_guard_holds_a_mass_deletion() {
     assert!(deletes(&f).is_empty(), "{:?}", deletes(&f));
     assert!(f.configmap("b").is_some() && f.configmap("c").is_some());
     // Both stay recorded, for the approved run to prune.
-    let members = f.status("app").inventory.and_then(|i| i.members).unwrap_or_default();
+    let members = f
+        .status("app")
+        .inventory
+        .as_ref()
+        .and_then(crate::operator::members::codec::members_in_status)
+        .unwrap_or_default();
     assert_eq!(members.len(), 3, "{members:?}");
     assert_eq!(f.metric("applyset_reconcile_total{result=\"prune_guarded\"}"), 1.0);
 

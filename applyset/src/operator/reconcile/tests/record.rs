@@ -147,12 +147,25 @@ async fn reconcile_a_part_edited_by_hand_loses_the_record_not_objects() {
     assert!(f.fake.object(&configmap_path("cm-00000")).is_some());
 }
 
-#[tokio::test]
-async fn reconcile_an_inline_record_edited_by_hand_loses_the_record_not_objects() {
+/// ConfigMaps a and b applied by ApplySet `app`, its record in the status.
+async fn applied_a_and_b() -> Fixture {
     let f = Fixture::new();
     f.repo.write("a.yaml", &configmap("a", "1")).write("b.yaml", &configmap("b", "1")).commit("two");
     f.applyset("app", json!({}));
     f.reconcile("app").await.expect("the first run");
+    f
+}
+
+/// The names the status of `app` records itself.
+fn recorded_names(f: &Fixture) -> Vec<String> {
+    let inventory = f.status("app").inventory.expect("an inventory");
+    let members = crate::operator::members::codec::members_in_status(&inventory).expect("a readable record");
+    members.into_iter().map(|m| m.name).collect()
+}
+
+#[tokio::test]
+async fn reconcile_an_inline_record_edited_by_hand_loses_the_record_not_objects() {
+    let f = applied_a_and_b().await;
     let mut applyset = f.fake.object(&applyset_path("app")).expect("app");
     applyset["status"]["inventory"]["record"]["inline"] = "H4sIAAAAAAAAA4uOBQApu0wNAgAAAA==".into(); // gzip of "[]"
     f.fake.put(applyset);
@@ -163,20 +176,12 @@ async fn reconcile_an_inline_record_edited_by_hand_loses_the_record_not_objects(
     let lost = f.event("MemberRecordLost");
     assert!(lost.contains("SHA-256") && lost.contains("no longer pruned"), "{lost}");
     assert!(f.configmap("b").is_some(), "not pruned: the record that named it is lost");
-    let names: Vec<String> = crate::operator::members::codec::members_in_status(&f.status("app").inventory.unwrap())
-        .expect("a new record")
-        .into_iter()
-        .map(|m| m.name)
-        .collect();
-    assert_eq!(names, ["a"]);
+    assert_eq!(recorded_names(&f), ["a"]);
 }
 
 #[tokio::test]
 async fn reconcile_a_status_of_an_earlier_version_is_read_and_written_compressed() {
-    let f = Fixture::new();
-    f.repo.write("a.yaml", &configmap("a", "1")).write("b.yaml", &configmap("b", "1")).commit("two");
-    f.applyset("app", json!({}));
-    f.reconcile("app").await.expect("the first run");
+    let f = applied_a_and_b().await;
     // The status as an earlier version wrote it: the record as a plain list of members.
     let inventory = f.status("app").inventory.expect("an inventory");
     let members = crate::operator::members::codec::members_in_status(&inventory).expect("members");
@@ -193,10 +198,5 @@ async fn reconcile_a_status_of_an_earlier_version_is_read_and_written_compressed
     let inventory = f.status("app").inventory.expect("an inventory");
     assert_eq!(inventory.members, None, "the list is gone");
     assert!(inventory.record.as_ref().is_some_and(|r| r.inline.is_some()), "{inventory:?}");
-    let names: Vec<String> = crate::operator::members::codec::members_in_status(&inventory)
-        .expect("readable")
-        .into_iter()
-        .map(|m| m.name)
-        .collect();
-    assert_eq!(names, ["a"]);
+    assert_eq!(recorded_names(&f), ["a"]);
 }

@@ -75,17 +75,50 @@ pub(super) fn now() -> Time {
 /// as kube's finalizer helper would send it. The helper's future holds room for the patches
 /// it may send (about 6 KiB), and every due ApplySet's task holds its future while it waits
 /// for its turn: a thousand due at once would hold 6 MB for nothing.
+///
+/// A new ApplySet gets the finalizer and then its first run in the same reconcile: kube's
+/// helper ends the reconcile once the finalizer is added, and the run waited for that patch's
+/// watch event and the controller's debounce (half a second) — at the head of every first
+/// apply.
 pub async fn reconcile(applyset: Arc<ApplySet>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
-    let finalizers = applyset.metadata.finalizers.as_deref().unwrap_or_default();
-    let settled = applyset.metadata.deletion_timestamp.is_none() && finalizers.iter().any(|f| f == FINALIZER);
-    if settled {
-        return sync(applyset, &ctx).await;
+    if applyset.metadata.deletion_timestamp.is_none() {
+        let finalizers = applyset.metadata.finalizers.as_deref().unwrap_or_default();
+        if finalizers.iter().any(|f| f == FINALIZER) {
+            return sync(applyset, &ctx).await;
+        }
+        let applyset = Box::pin(add_finalizer(&applyset, &ctx)).await?;
+        return sync(Arc::new(applyset), &ctx).await;
     }
     Box::pin(with_finalizer(applyset, ctx)).await
 }
 
-/// The finalizer added (before a first run) or, once the ApplySet is being deleted, the
-/// cleanup and then the finalizer removed, by kube's helper.
+/// Adds the finalizer as kube's helper does (a JSON patch whose `test` refuses it when the
+/// finalizers changed meanwhile: the reconcile fails and is retried) and returns the ApplySet
+/// the apiserver answered with.
+async fn add_finalizer(applyset: &ApplySet, ctx: &Context) -> Result<ApplySet, ReconcileError> {
+    let key = applyset.key();
+    let Some(name) = applyset.metadata.name.as_deref() else {
+        return Err(ReconcileError::FinalizerUnusable { key, what: "the object has no name" });
+    };
+    let operations = match applyset.metadata.finalizers.as_deref().unwrap_or_default() {
+        [] => serde_json::json!([
+            { "op": "test", "path": "/metadata/finalizers", "value": null },
+            { "op": "add", "path": "/metadata/finalizers", "value": [FINALIZER] },
+        ]),
+        others => serde_json::json!([
+            { "op": "test", "path": "/metadata/finalizers", "value": others },
+            { "op": "add", "path": "/metadata/finalizers/-", "value": FINALIZER },
+        ]),
+    };
+    let patch: json_patch::Patch = serde_json::from_value(operations).expect("a JSON patch of fixed shape");
+    let api: Api<ApplySet> = Api::namespaced(ctx.client.clone(), &applyset.namespace_or_default());
+    api.patch(name, &PatchParams::default(), &Patch::Json::<()>(patch))
+        .await
+        .map_err(|source| ReconcileError::Finalizer { key, source })
+}
+
+/// Once the ApplySet is being deleted: the cleanup and then the finalizer removed, by kube's
+/// helper (nothing to do when it carries none).
 async fn with_finalizer(applyset: Arc<ApplySet>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
     let api: Api<ApplySet> = Api::namespaced(ctx.client.clone(), &applyset.namespace_or_default());
     let key = applyset.key();

@@ -159,13 +159,30 @@ async fn a_new_applyset_gets_the_finalizer_before_its_first_run() {
     stored["metadata"].as_object_mut().expect("metadata").remove("finalizers");
     f.fake.put(stored);
 
-    f.reconcile("app").await.expect("the finalizer added");
+    f.reconcile("app").await.expect("the finalizer added, then the run");
     let finalizers = f.current("app").metadata.finalizers.clone().unwrap_or_default();
     assert_eq!(finalizers, [crate::operator::api::FINALIZER]);
-    assert!(!f.fetched_anything(), "the run waits for the finalizer's watch event");
-    assert!(f.configmap("a").is_none());
-
-    f.reconcile("app").await.expect("the run");
+    // In the same reconcile (not after the patch's watch event), and the finalizer first: a
+    // delete from then on finds it, whatever the run has created.
     assert_eq!(f.ready("app").0, "True");
+    assert!(f.configmap("a").is_some());
+    let writes: Vec<String> = f.fake.writes().iter().map(|r| format!("{} {}", r.method, r.path)).collect();
+    let finalizer = writes.iter().position(|w| w.starts_with("PATCH") && w.ends_with("/applysets/app"));
+    let first_object = writes.iter().position(|w| w.contains("/configmaps"));
+    assert!(matches!((finalizer, first_object), (Some(f), Some(o)) if f < o), "{writes:?}");
+}
+
+#[tokio::test]
+async fn a_new_applyset_keeps_the_finalizers_of_others() {
+    let f = Fixture::new();
+    f.repo.write("a.yaml", &configmap("a", "1")).commit("one");
+    f.applyset("app", json!({}));
+    let mut stored = f.fake.object(&super::fixture::applyset_path("app")).expect("stored");
+    stored["metadata"]["finalizers"] = json!(["example.com/keep"]);
+    f.fake.put(stored);
+
+    f.reconcile("app").await.expect("the finalizer added, then the run");
+    let finalizers = f.current("app").metadata.finalizers.clone().unwrap_or_default();
+    assert_eq!(finalizers, ["example.com/keep", crate::operator::api::FINALIZER]);
     assert!(f.configmap("a").is_some());
 }

@@ -190,7 +190,7 @@ async fn the_anchors_marks_keep_objects_and_an_invalid_annotation_does_not_freez
 }
 
 /// Hand edits of the ApplySet's own KEP-3659 annotations cannot hide members from prune: the
-/// controller lists what `status.inventory.members` records too, says so, and writes the
+/// controller lists what its record of members holds too, says so, and writes the
 /// annotations again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_edited_parent_annotation_hides_no_member_from_prune() -> Result<()> {

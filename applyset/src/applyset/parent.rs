@@ -154,7 +154,7 @@ impl Parent {
     }
 
     /// Adds the kinds and namespaces of members the caller recorded itself (the controller's
-    /// `status.inventory.members`, by `Kind[.group]` and namespace) to those the parent's
+    /// record of members, by `Kind[.group]` and namespace) to those the parent's
     /// annotations record, so that a hand edit of the annotations cannot hide a member from
     /// prune; the next superset write puts them back. Returns what the annotations lacked, as
     /// `Kind[.group]` and `namespace NAME` (a kind the cluster no longer serves is left out).

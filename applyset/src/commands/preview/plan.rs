@@ -79,7 +79,7 @@ pub(super) async fn run(args: PlanArgs) -> Result<Outcome, PreviewError> {
     let index = cluster.api_index().await?;
     let labels = applyset.metadata.labels.clone().unwrap_or_default();
     let annotations = applyset.metadata.annotations.clone().unwrap_or_default();
-    let (parent, _) = parent_for(&applyset, &index, &labels, &annotations)?;
+    let (parent, _) = parent_for(&applyset, recorded.as_deref().unwrap_or_default(), &index, &labels, &annotations)?;
     let set_id = parent.id().to_owned();
 
     // As the controller: hashed under spec.secrets: Hashed, and always under spec.decryption.

@@ -36,11 +36,12 @@ pub(super) async fn cleanup(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Ac
         let index = ctx.api_index(&cluster, true).await.map_err(|e| failed(StepError::of(Stage::Delete, e)))?;
         let labels = applyset.metadata.labels.clone().unwrap_or_default();
         let annotations = applyset.metadata.annotations.clone().unwrap_or_default();
-        let (parent, _) = parent_for(&applyset, &index, &labels, &annotations).map_err(failed)?;
-        let writes = ParentWrites::Owned { client: ctx.client.clone(), labels, annotations };
-        let run = Run::new(&cluster, parent, writes, DryRun::None);
         let recorded = super::read_record(ctx, &applyset, applyset.status.clone().unwrap_or_default()).await?;
         let members = recorded.inventory.and_then(|i| i.members);
+        let (parent, _) = parent_for(&applyset, members.as_deref().unwrap_or_default(), &index, &labels, &annotations)
+            .map_err(failed)?;
+        let writes = ParentWrites::Owned { client: ctx.client.clone(), labels, annotations };
+        let run = Run::new(&cluster, parent, writes, DryRun::None);
         let scope = prune::Scope {
             members: members.as_deref().unwrap_or_default(),
             had_record: members.is_some(),

@@ -15,7 +15,7 @@ use crate::applyset::{ApiIndex, Parent, ParentWrites, Run};
 use crate::cluster::Cluster;
 use crate::cluster::cache::CacheRef;
 use crate::manifest::LoadedObject;
-use crate::operator::api::{ApplySet, SecretsMode};
+use crate::operator::api::{ApplySet, InventoryMember, SecretsMode};
 use crate::operator::drift::IgnoreRules;
 use crate::operator::history::HistoryIndex;
 use crate::operator::leftover::LeftoverPolicy;
@@ -52,19 +52,20 @@ impl Reconciliation<'_> {
         let index = ctx.api_index(cluster, false).await.map_err(|e| StepError::of(Stage::Apply, e))?;
         let labels = applyset.metadata.labels.clone().unwrap_or_default();
         let annotations = applyset.metadata.annotations.clone().unwrap_or_default();
-        let (mut parent, mut restored) = parent_for(applyset, &index, &labels, &annotations)?;
+        let members = self.previous.inventory.as_ref().and_then(|i| i.members.as_deref()).unwrap_or_default();
+        let (mut parent, mut restored) = parent_for(applyset, members, &index, &labels, &annotations)?;
         if !parent.warnings.is_empty() {
             // A kind recorded on the parent may be newer than the cached discovery (a CRD the
             // last run created): look again before treating it as gone.
             let index = ctx.api_index(cluster, true).await.map_err(|e| StepError::of(Stage::Apply, e))?;
-            (parent, restored) = parent_for(applyset, &index, &labels, &annotations)?;
+            (parent, restored) = parent_for(applyset, members, &index, &labels, &annotations)?;
             for warning in parent.warnings.drain(..) {
                 tracing::warn!(applyset = %applyset.key(), "{warning}");
             }
         }
         if !restored.is_empty() {
             let note = format!(
-                "the ApplySet's {} / {} annotations lacked what status.inventory.members records ({}); its members there are still considered for prune and the annotations are written again",
+                "the ApplySet's {} / {} annotations lacked what its record of members holds ({}); its members there are still considered for prune and the annotations are written again",
                 crate::applyset::GROUP_KINDS_ANNOTATION,
                 crate::applyset::ADDITIONAL_NAMESPACES_ANNOTATION,
                 restored.join(", ")
@@ -246,10 +247,11 @@ fn type_of(object: &applyset_merge::Value) -> Option<(String, String)> {
 }
 
 /// The ApplySet as the KEP-3659 parent: the kinds and namespaces its annotations record, plus
-/// those of the members its status records (an edited annotation cannot hide a member from
-/// prune). Returns what the annotations lacked.
+/// those of `members`, its record of members as read (inline or from its parts): an edited
+/// annotation cannot hide a member from prune. Returns what the annotations lacked.
 pub(crate) fn parent_for(
     applyset: &ApplySet,
+    members: &[InventoryMember],
     index: &ApiIndex,
     labels: &BTreeMap<String, String>,
     annotations: &BTreeMap<String, String>,
@@ -263,8 +265,6 @@ pub(crate) fn parent_for(
         annotations,
     )
     .map_err(|e| StepError::of(Stage::Apply, e))?;
-    let members = applyset.status.as_ref().and_then(|s| s.inventory.as_ref()).and_then(|i| i.members.as_deref());
-    let restored =
-        parent.include_recorded(members.unwrap_or_default().iter().map(|m| (m.kind.as_str(), m.namespace.as_deref())));
+    let restored = parent.include_recorded(members.iter().map(|m| (m.kind.as_str(), m.namespace.as_deref())));
     Ok((parent, restored))
 }

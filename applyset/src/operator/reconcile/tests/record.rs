@@ -200,3 +200,21 @@ async fn reconcile_a_status_of_an_earlier_version_is_read_and_written_compressed
     assert!(inventory.record.as_ref().is_some_and(|r| r.inline.is_some()), "{inventory:?}");
     assert_eq!(recorded_names(&f), ["a"]);
 }
+
+#[tokio::test]
+async fn reconcile_an_edited_parent_annotation_hides_no_member_a_record_in_parts_holds() {
+    let f = Fixture::new();
+    applied_800(&f).await;
+    let mut applyset = f.fake.object(&applyset_path("app")).expect("app");
+    applyset["metadata"]["annotations"]["applyset.kubernetes.io/contains-group-kinds"] = "Secret".into();
+    f.fake.put(applyset);
+    f.ctx.records.forget(&f.current("app").key());
+
+    write_config_maps(&f, 600);
+    f.repo.commit("600");
+    f.run_requested("app").await.expect("the run");
+    assert!(f.event("ParentAnnotationsRestored").contains("ConfigMap"), "{:?}", f.events());
+    assert!(
+        f.configmap("cm-00599").is_some() && f.configmap("cm-00600").is_none() && f.configmap("cm-00799").is_none()
+    );
+}

@@ -150,14 +150,25 @@ async fn a_due_applyset_waiting_for_its_turn_holds_little() {
     assert!(size <= 2048, "a waiting reconcile holds {size} bytes");
 }
 
-#[tokio::test]
-async fn a_new_applyset_gets_the_finalizer_before_its_first_run() {
+/// ApplySet `app` (applying ConfigMap a) as created by a user: with `finalizers` (none when
+/// `None`), not the controller's.
+fn new_applyset_with_finalizers(finalizers: Option<serde_json::Value>) -> Fixture {
     let f = Fixture::new();
     f.repo.write("a.yaml", &configmap("a", "1")).commit("one");
     f.applyset("app", json!({}));
     let mut stored = f.fake.object(&super::fixture::applyset_path("app")).expect("stored");
-    stored["metadata"].as_object_mut().expect("metadata").remove("finalizers");
+    let metadata = stored["metadata"].as_object_mut().expect("metadata");
+    match finalizers {
+        Some(finalizers) => metadata.insert("finalizers".into(), finalizers),
+        None => metadata.remove("finalizers"),
+    };
     f.fake.put(stored);
+    f
+}
+
+#[tokio::test]
+async fn a_new_applyset_gets_the_finalizer_before_its_first_run() {
+    let f = new_applyset_with_finalizers(None);
 
     f.reconcile("app").await.expect("the finalizer added, then the run");
     let finalizers = f.current("app").metadata.finalizers.clone().unwrap_or_default();
@@ -174,12 +185,7 @@ async fn a_new_applyset_gets_the_finalizer_before_its_first_run() {
 
 #[tokio::test]
 async fn a_new_applyset_keeps_the_finalizers_of_others() {
-    let f = Fixture::new();
-    f.repo.write("a.yaml", &configmap("a", "1")).commit("one");
-    f.applyset("app", json!({}));
-    let mut stored = f.fake.object(&super::fixture::applyset_path("app")).expect("stored");
-    stored["metadata"]["finalizers"] = json!(["example.com/keep"]);
-    f.fake.put(stored);
+    let f = new_applyset_with_finalizers(Some(json!(["example.com/keep"])));
 
     f.reconcile("app").await.expect("the finalizer added, then the run");
     let finalizers = f.current("app").metadata.finalizers.clone().unwrap_or_default();

@@ -8,8 +8,8 @@ use base64::Engine;
 use crate::operator::api::{ApplySetRecordSpec, InventoryMember, InventoryStatus, MemberRecordRef};
 
 /// The largest record (compressed, in base64) kept in the status itself, about 450 members
-/// (what a UID's randomness leaves to compress): larger ones go to `ApplySetRecord` parts, so that the status stays small
-/// (a few dozen KiB at most) whatever the set's size.
+/// (what a UID's randomness leaves to compress): larger ones go to `ApplySetRecord` parts, so
+/// that the status stays small (a few dozen KiB at most) whatever the set's size.
 pub const INLINE_LIMIT: usize = 16 * 1024;
 
 /// Compressed bytes per part: 683 KiB once in base64, well within etcd's request limit.

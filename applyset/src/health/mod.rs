@@ -32,7 +32,7 @@ pub enum Status {
 
 impl Status {
     /// kstatus's spelling.
-    pub fn as_str(self) -> &'static str {
+    pub const fn as_str(self) -> &'static str {
         match self {
             Status::Current => "Current",
             Status::InProgress => "InProgress",

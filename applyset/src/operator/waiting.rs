@@ -14,9 +14,9 @@ use std::time::{Duration, Instant};
 
 use kube::core::GroupVersionKind;
 
-use super::api::{ApplySet, HealthCheckReference, InventoryObject};
+use super::api::{ApplySet, HealthCheckReference, InventoryObject, InventoryStatus};
 use super::lock;
-use super::status::{Stage, StepError};
+use super::status::{self, Stage, StepError};
 use crate::apply::Visited;
 use crate::applyset::GroupKind;
 use crate::cluster::cache::{Cached, ObjectCache};
@@ -210,16 +210,32 @@ pub async fn health(
     Ok((verdict, judged))
 }
 
-/// Records each judged object's health on its inventory entry.
-pub fn record(objects: &mut [InventoryObject], judged: &[Judged]) {
+/// Records each judged object's health on its inventory entry; an object not (yet) healthy that
+/// the inventory does not list (it lists only what is worth a look, [`status::worth_listing`])
+/// is added while there is room.
+pub fn record(inventory: &mut InventoryStatus, judged: &[Judged]) {
     for j in judged {
         let kind = GroupKind::of(&j.target.mapping.resource).to_string();
-        if let Some(entry) =
-            objects.iter_mut().find(|o| o.kind == kind && o.name == j.target.name && o.namespace == j.target.namespace)
-        {
-            entry.health = Some(j.health.status.as_str().to_owned());
-            entry.health_message =
-                (j.health.status != Status::Current).then(|| super::status::truncate(&j.health.message, 300));
+        let health = Some(j.health.status.as_str().to_owned());
+        let health_message = (j.health.status != Status::Current).then(|| status::truncate(&j.health.message, 300));
+        let room = inventory.objects.len() < status::INVENTORY_LIMIT;
+        let listed = inventory
+            .objects
+            .iter_mut()
+            .find(|o| o.kind == kind && o.name == j.target.name && o.namespace == j.target.namespace);
+        if let Some(entry) = listed {
+            (entry.health, entry.health_message) = (health, health_message);
+        } else if j.health.status != Status::Current && room {
+            inventory.objects.push(InventoryObject {
+                kind,
+                namespace: j.target.namespace.clone(),
+                name: j.target.name.clone(),
+                state: status::STATE_APPLIED.into(),
+                health,
+                health_message,
+                ..InventoryObject::default()
+            });
+            inventory.omitted = inventory.omitted.saturating_sub(1);
         }
     }
 }

@@ -117,28 +117,43 @@ fn a_workloads_pods_are_found_by_its_match_labels() {
 
 #[test]
 fn health_is_recorded_on_the_inventory_entries() {
-    let mut objects = vec![
-        InventoryObject {
-            kind: "Deployment.apps".into(),
-            namespace: Some("shop".into()),
-            name: "web".into(),
-            state: "Applied".into(),
-            ..InventoryObject::default()
-        },
-        InventoryObject {
-            kind: "Deployment.apps".into(),
-            namespace: Some("shop".into()),
-            name: "api".into(),
-            state: "Applied".into(),
-            ..InventoryObject::default()
-        },
-    ];
-    record(&mut objects, &[judged("web", Status::Current, "ok"), judged("api", Status::InProgress, "rolling out")]);
-    assert_eq!((objects[0].health.as_deref(), objects[0].health_message.as_deref()), (Some("Current"), None));
-    assert_eq!(
-        (objects[1].health.as_deref(), objects[1].health_message.as_deref()),
-        (Some("InProgress"), Some("rolling out"))
+    let deployment = |name: &str, state: &str| InventoryObject {
+        kind: "Deployment.apps".into(),
+        namespace: Some("shop".into()),
+        name: name.into(),
+        state: state.into(),
+        ..InventoryObject::default()
+    };
+    // As the apply left it: the drifted one listed, the three applied ones only counted.
+    let mut inventory = crate::operator::status::inventory(
+        vec![
+            deployment("web", "Drifted"),
+            deployment("api", "Applied"),
+            deployment("db", "Applied"),
+            deployment("ui", "Applied"),
+        ],
+        crate::operator::status::INVENTORY_LIMIT,
     );
+    assert_eq!((inventory.objects.len(), inventory.omitted), (1, 3));
+    record(
+        &mut inventory,
+        &[
+            judged("web", Status::Current, "ok"),
+            judged("api", Status::InProgress, "rolling out"),
+            judged("db", Status::Current, "ok"),
+        ],
+    );
+    let health: Vec<_> = inventory
+        .objects
+        .iter()
+        .map(|o| (o.name.as_str(), o.state.as_str(), o.health.as_deref(), o.health_message.as_deref()))
+        .collect();
+    // Healthy and only applied (db, ui): counted, not listed.
+    assert_eq!(
+        health,
+        [("web", "Drifted", Some("Current"), None), ("api", "Applied", Some("InProgress"), Some("rolling out"))]
+    );
+    assert_eq!((inventory.count, inventory.omitted), (4, 2));
 }
 
 #[test]

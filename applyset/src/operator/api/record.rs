@@ -53,7 +53,7 @@ pub struct MemberRecordRef {
     /// The `ApplySetRecord` objects holding it, in order (in the ApplySet's namespace); empty
     /// when the record is `inline`.
     pub parts: Vec<String>,
-    /// The record itself (its gzip-compressed JSON, in base64) while that is at most 16 KiB:
+    /// The record itself (its gzip-compressed JSON, in base64) while that is at most 12 KiB:
     /// one string costs the apiserver far less at each status write (decoding, validating,
     /// tracking managed fields) than a list of a few hundred members.
     #[serde(default, skip_serializing_if = "Option::is_none")]

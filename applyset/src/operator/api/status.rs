@@ -82,10 +82,12 @@ pub struct InventoryStatus {
     pub group_kinds: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub namespaces: Vec<String>,
-    /// The first objects (failed and drifted first), at most a fixed number.
+    /// The objects worth a look (failed, then drifted, then applied server-side or not yet
+    /// healthy), at most a fixed number. An object simply applied is counted in `states`, not
+    /// listed (`applyset tree` lists every member).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub objects: Vec<InventoryObject>,
-    /// Objects left out of `objects`.
+    /// Objects left out of `objects` (those simply applied included).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub omitted: u64,
     /// Every object this ApplySet applied and has not pruned yet, with the UID it applied:

@@ -7,10 +7,11 @@ use base64::Engine;
 
 use crate::operator::api::{ApplySetRecordSpec, InventoryMember, InventoryStatus, MemberRecordRef};
 
-/// The largest record (compressed, in base64) kept in the status itself, about 450 members
+/// The largest record (compressed, in base64) kept in the status itself, about 340 members
 /// (what a UID's randomness leaves to compress): larger ones go to `ApplySetRecord` parts, so
-/// that the status stays small (a few dozen KiB at most) whatever the set's size.
-pub const INLINE_LIMIT: usize = 16 * 1024;
+/// that the status stays under 64 KiB whatever the set's size (with 50 failed objects listed
+/// with their longest messages beside it: `status_size` below).
+pub const INLINE_LIMIT: usize = 12 * 1024;
 
 /// Compressed bytes per part: 683 KiB once in base64, well within etcd's request limit.
 pub const PART_BYTES: usize = 512 * 1024;
@@ -275,11 +276,14 @@ mod status_size {
                 kind: "ConfigMap".into(),
                 namespace: Some("tenant-a".into()),
                 name: format!("config-{i:06}"),
-                state: status::STATE_APPLIED.into(),
+                // Failed, with the longest message: each is listed (an object only applied is not).
+                state: status::STATE_FAILED.into(),
+                message: Some("m".repeat(status::MAX_OBJECT_MESSAGE)),
                 ..InventoryObject::default()
             })
             .collect();
         let mut inventory = status::inventory(objects, INVENTORY_LIMIT);
+        assert_eq!(inventory.objects.len(), INVENTORY_LIMIT.min(count));
         let members: Vec<InventoryMember> = (0..count)
             .map(|i| InventoryMember {
                 kind: "ConfigMap".into(),

@@ -32,7 +32,7 @@ impl Reconciliation<'_> {
         let (verdict, judged) =
             waiting::health(applyset, since, &*self.cache.clone(), cluster, set_id, &report.visited, timeout).await?;
         if let Some(inventory) = &mut self.status.inventory {
-            waiting::record(&mut inventory.objects, &judged);
+            waiting::record(inventory, &judged);
         }
         done.health = Some(verdict);
         Ok(())

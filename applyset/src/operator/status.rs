@@ -483,14 +483,19 @@ mod tests {
         assert_eq!(merge_patch(&healed, &healed), serde_json::json!({}));
     }
 
+    fn applied_server_side(name: &str) -> InventoryObject {
+        InventoryObject {
+            method: Some(crate::operator::outcome::METHOD_SERVER_SIDE.into()),
+            ..object("ConfigMap", name, STATE_APPLIED)
+        }
+    }
+
     #[test]
     fn inventory_lists_failures_first_and_counts_everything() {
-        let server_side =
-            InventoryObject { method: Some("ServerSide".into()), ..object("ConfigMap", "big", STATE_APPLIED) };
         let summary = inventory(
             vec![
                 object("ConfigMap", "b", STATE_APPLIED),
-                server_side,
+                applied_server_side("big"),
                 object("Deployment.apps", "web", STATE_DRIFTED),
                 object("ConfigMap", "a", STATE_APPLIED),
                 object("Service", "web", STATE_FAILED),
@@ -512,14 +517,12 @@ mod tests {
             InventoryObject { health: Some(HEALTH_CURRENT.into()), ..object("Deployment.apps", "api", STATE_APPLIED) };
         let rolling =
             InventoryObject { health: Some("InProgress".into()), ..object("Deployment.apps", "web", STATE_APPLIED) };
-        let server_side =
-            InventoryObject { method: Some("ServerSide".into()), ..object("ConfigMap", "big", STATE_APPLIED) };
         let summary = inventory(
             vec![
                 object("ConfigMap", "a", STATE_APPLIED),
                 healthy,
                 rolling,
-                server_side,
+                applied_server_side("big"),
                 object("Service", "web", STATE_FAILED),
             ],
             INVENTORY_LIMIT,

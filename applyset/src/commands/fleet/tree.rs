@@ -9,7 +9,7 @@ use super::{FleetError, Target, block_on};
 use crate::cli::TreeArgs;
 use crate::operator::api::{ApplySet, ApplySetStatus, InventoryObject};
 use crate::operator::members::MemberRecords;
-use crate::operator::status::{READY, STATE_APPLIED, condition};
+use crate::operator::status::{HEALTH_CURRENT, HEALTHY, READY, STATE_APPLIED, condition};
 
 pub fn tree(args: TreeArgs) -> ExitCode {
     block_on(|| async move {
@@ -60,6 +60,8 @@ pub(crate) fn entries(status: &ApplySetStatus) -> Vec<Entry> {
     let listed_not_applied = inventory.objects.iter().filter(|o| o.state != STATE_APPLIED).count() as u64;
     let not_applied: u64 = inventory.states.iter().filter(|(s, _)| *s != STATE_APPLIED).map(|(_, n)| n).sum();
     let unlisted_state = if listed_not_applied >= not_applied { STATE_APPLIED } else { "-" };
+    // Healthy=True: every object waited for is Current, and the status lists none of those.
+    let unlisted_health = condition(status, HEALTHY).filter(|c| c.status == "True").map(|_| HEALTH_CURRENT.to_owned());
     let of_listed = |o: &InventoryObject| Entry {
         kind: o.kind.clone(),
         namespace: o.namespace.clone(),
@@ -80,7 +82,7 @@ pub(crate) fn entries(status: &ApplySetStatus) -> Vec<Entry> {
                     name: m.name.clone(),
                     state: unlisted_state.to_owned(),
                     message: None,
-                    health: None,
+                    health: unlisted_health.clone(),
                     health_message: None,
                 },
             })
@@ -212,6 +214,33 @@ ApplySet team-a/web   main@sha1:ab   Ready=False   4 object(s)
             ]
         );
         assert_eq!(listed[3].health_message.as_deref(), Some("1 of 2 updated"));
+    }
+
+    #[test]
+    fn unlisted_members_are_current_once_the_set_is_healthy() {
+        let applyset: ApplySet = serde_yaml_ng::from_str(
+            r#"
+apiVersion: applyset.dev/v1alpha1
+kind: ApplySet
+metadata: {name: web, namespace: a}
+spec: {source: {url: "https://git.example/r.git"}, interval: 1m, wait: true}
+status:
+  conditions:
+  - {type: Healthy, status: "True", reason: Healthy, message: "2 object(s) healthy", lastTransitionTime: "2026-11-28T10:00:00Z"}
+  inventory:
+    count: 2
+    states: {Applied: 2}
+    omitted: 2
+    members:
+    - {kind: ConfigMap, namespace: a, name: x, uid: u1}
+    - {kind: ConfigMap, namespace: a, name: y, uid: u2}
+"#,
+        )
+        .expect("an ApplySet");
+        let status = applyset.status.clone().expect("a status");
+        let text = render(&applyset, &status);
+        assert!(text.contains("        ├── x   Applied   Current\n"), "{text}");
+        assert!(text.contains("        └── y   Applied   Current\n"), "{text}");
     }
 
     #[test]

@@ -216,15 +216,20 @@ ApplySet team-a/web   main@sha1:ab   Ready=False   4 object(s)
         assert_eq!(listed[3].health_message.as_deref(), Some("1 of 2 updated"));
     }
 
+    /// The tree of an ApplySet `a/web` whose status is `status` (YAML, indented by two).
+    fn tree_of(status: &str) -> String {
+        let yaml = format!(
+            "apiVersion: applyset.dev/v1alpha1\nkind: ApplySet\nmetadata: {{name: web, namespace: a}}\n\
+             spec: {{source: {{url: \"https://git.example/r.git\"}}, interval: 1m}}\nstatus:{status}"
+        );
+        let applyset: ApplySet = serde_yaml_ng::from_str(&yaml).expect("an ApplySet");
+        render(&applyset, applyset.status.as_ref().expect("a status"))
+    }
+
     #[test]
     fn unlisted_members_are_current_once_the_set_is_healthy() {
-        let applyset: ApplySet = serde_yaml_ng::from_str(
+        let text = tree_of(
             r#"
-apiVersion: applyset.dev/v1alpha1
-kind: ApplySet
-metadata: {name: web, namespace: a}
-spec: {source: {url: "https://git.example/r.git"}, interval: 1m, wait: true}
-status:
   conditions:
   - {type: Healthy, status: "True", reason: Healthy, message: "2 object(s) healthy", lastTransitionTime: "2026-11-28T10:00:00Z"}
   inventory:
@@ -235,23 +240,15 @@ status:
     - {kind: ConfigMap, namespace: a, name: x, uid: u1}
     - {kind: ConfigMap, namespace: a, name: y, uid: u2}
 "#,
-        )
-        .expect("an ApplySet");
-        let status = applyset.status.clone().expect("a status");
-        let text = render(&applyset, &status);
+        );
         assert!(text.contains("        ├── x   Applied   Current\n"), "{text}");
         assert!(text.contains("        └── y   Applied   Current\n"), "{text}");
     }
 
     #[test]
     fn unlisted_members_are_unknown_when_the_status_does_not_list_every_failure() {
-        let applyset: ApplySet = serde_yaml_ng::from_str(
+        let text = tree_of(
             r#"
-apiVersion: applyset.dev/v1alpha1
-kind: ApplySet
-metadata: {name: web, namespace: a}
-spec: {source: {url: "https://git.example/r.git"}, interval: 1m}
-status:
   inventory:
     count: 2
     states: {Failed: 2}
@@ -261,10 +258,7 @@ status:
     - {kind: ConfigMap, namespace: a, name: x, uid: u1}
     - {kind: ConfigMap, namespace: a, name: y, uid: u2}
 "#,
-        )
-        .expect("an ApplySet");
-        let status = applyset.status.clone().expect("a status");
-        let text = render(&applyset, &status);
+        );
         assert!(text.contains("        ├── x   Failed\n"), "{text}");
         assert!(text.contains("        └── y   -\n"), "{text}");
     }

@@ -330,8 +330,8 @@ pub fn worth_listing(object: &InventoryObject) -> bool {
 }
 
 /// The inventory summary: counts, kinds, namespaces, and the objects worth listing
-/// ([`worth_listing`]: failed, then drifted, then applied server-side; by kind, namespace and
-/// name within each), `limit` at most.
+/// ([`worth_listing`]: failed, then drifted, then applied server-side, then not yet healthy; by
+/// kind, namespace and name within each), `limit` at most.
 pub fn inventory(mut objects: Vec<InventoryObject>, limit: usize) -> InventoryStatus {
     // Applied server-side before applied: the exception is worth seeing.
     let rank = |object: &InventoryObject| match object.state.as_str() {

@@ -45,6 +45,25 @@ def cpu_used_since(before):
     return {name: seconds - before.get(name, 0.0) for name, seconds in control_plane_cpu_seconds().items()}
 
 
+def wait_until_quiet(cores=0.1, period=3.0, limit=300.0):
+    """Waits until the control plane has used less than `cores` of CPU over two `period`s in a
+    row (idle it uses ~0.05), at most `limit` seconds; returns the seconds waited.
+
+    What a phase leaves behind outlives it: after a flood's Namespaces are gone,
+    kube-controller-manager still works through their deletions at its own 20 requests a
+    second (1,800 `DELETE endpoints` over 90 s after 1,800 Services), inside whatever phase
+    comes next. Measured phases start from the same quiet control plane, or the one that
+    follows a cleanup pays for it."""
+    started = time.monotonic()
+    quiet_in_a_row = 0
+    while quiet_in_a_row < 2 and time.monotonic() - started < limit:
+        before = sum(control_plane_cpu_seconds().values())
+        time.sleep(period)
+        used = sum(control_plane_cpu_seconds().values()) - before
+        quiet_in_a_row = quiet_in_a_row + 1 if used < cores * period else 0
+    return time.monotonic() - started
+
+
 def cpu_breakdown(used):
     """"12.3 s: kube-apiserver 8.1, etcd 2.0, …" of cpu_used_since()'s figures."""
     parts = ", ".join(f"{name} {seconds:.1f}" for name, seconds in sorted(used.items(), key=lambda kv: -kv[1]))

@@ -46,7 +46,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from benchlib.cluster import ApiProxy, Kubectl, control_plane_up, release_scratch, counts_delta, kubectl_binary
+from benchlib.cluster import (ApiProxy, Kubectl, control_plane_up, release_scratch, counts_delta, kubectl_binary,
+                              wait_until_quiet)
 from benchlib.common import seconds_text, build_release, exit_on_signals, load, release_binary, say
 from benchlib.git import GitHttpServer, git_commit, git_init
 from benchlib.manifests import small_app
@@ -279,6 +280,8 @@ class Monorepo:
             if args.only and side_class.key != args.only:
                 continue
             side = side_class(self)
+            # The side before it cleaned up: a quiet control plane first, or this side pays for that.
+            say(f"control plane quiet after {wait_until_quiet():.0f} s ({load()})")
             try:
                 self.measure(side)
             finally:

@@ -18,7 +18,8 @@ APPLYSET_CP_APISERVER_PORT select which):
     app (prune: true, wait: false), the same interval, concurrency and client QPS/burst.
 
 Between the two, the custom resources and the apps' namespaces are deleted (and waited for) and
-the controllers stopped. Per side it measures: the time until all are Ready at the commit (from
+the controllers stopped, and each side starts on a quiet control plane (a cleanup's deletions
+outlive its namespaces: otherwise the second side pays for the first's). Per side it measures: the time until all are Ready at the commit (from
 the `kubectl create` of the custom resources, the git fetch included), the controllers' peak
 RSS (VmHWM; for Flux each process and their sum), and the apiserver's requests during one no-op
 interval (interval × 1.1 from when all are Ready), by verb on the applied resources and in
@@ -37,7 +38,8 @@ from collections import Counter
 from pathlib import Path
 
 from benchlib.audit import AuditWindow
-from benchlib.cluster import Kubectl, control_plane_down, control_plane_up, counts_delta, kubectl_binary
+from benchlib.cluster import (Kubectl, control_plane_down, control_plane_up, counts_delta, kubectl_binary,
+                              wait_until_quiet)
 from benchlib.common import build_release, exit_on_signals, load, release_binary, say
 from benchlib.git import GitHttpServer, git_commit, git_init
 from benchlib.manifests import generate_applysets, podinfo
@@ -252,6 +254,8 @@ class Bench:
                 if args.only and side_class.key != args.only:
                     continue
                 side = side_class(self, shape, url, sha)
+                # The side before it cleaned up: a quiet control plane first, or this side pays for that.
+                say(f"control plane quiet after {wait_until_quiet():.0f} s ({load()})")
                 try:
                     measure(side)
                 finally:

@@ -47,7 +47,7 @@ from collections import Counter
 from pathlib import Path
 
 from benchlib.cluster import (ApiProxy, Kubectl, control_plane_up, release_scratch, counts_delta, kubectl_binary,
-                              wait_until_quiet)
+                              quiet_before)
 from benchlib.common import seconds_text, build_release, exit_on_signals, load, release_binary, say
 from benchlib.git import GitHttpServer, git_commit, git_init
 from benchlib.manifests import small_app
@@ -281,7 +281,7 @@ class Monorepo:
                 continue
             side = side_class(self)
             # The side before it cleaned up: a quiet control plane first, or this side pays for that.
-            say(f"control plane quiet after {wait_until_quiet():.0f} s ({load()})")
+            quiet_before(side_class.title)
             try:
                 self.measure(side)
             finally:

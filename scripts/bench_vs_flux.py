@@ -39,7 +39,7 @@ from pathlib import Path
 
 from benchlib.audit import AuditWindow
 from benchlib.cluster import (Kubectl, control_plane_down, control_plane_up, counts_delta, kubectl_binary,
-                              wait_until_quiet)
+                              quiet_before)
 from benchlib.common import build_release, exit_on_signals, load, release_binary, say
 from benchlib.git import GitHttpServer, git_commit, git_init
 from benchlib.manifests import generate_applysets, podinfo
@@ -255,7 +255,7 @@ class Bench:
                     continue
                 side = side_class(self, shape, url, sha)
                 # The side before it cleaned up: a quiet control plane first, or this side pays for that.
-                say(f"control plane quiet after {wait_until_quiet():.0f} s ({load()})")
+                quiet_before(side_class.title)
                 try:
                     measure(side)
                 finally:

@@ -13,7 +13,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from .common import REPO, cpu_seconds, stop_processes
+from .common import REPO, cpu_seconds, load, say, stop_processes
 
 CONTROL_PLANE = REPO / "scripts" / "control-plane"
 
@@ -62,6 +62,12 @@ def wait_until_quiet(cores=0.1, period=3.0, limit=300.0):
         used = sum(control_plane_cpu_seconds().values()) - before
         quiet_in_a_row = quiet_in_a_row + 1 if used < cores * period else 0
     return time.monotonic() - started
+
+
+def quiet_before(phase):
+    """wait_until_quiet(), then says how long it took before `phase` (a measured one)."""
+    waited = wait_until_quiet()
+    say(f"control plane quiet before {phase} after {waited:.0f} s ({load()})")
 
 
 def cpu_breakdown(used):

@@ -16,7 +16,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from benchlib.cluster import control_plane_cpu_seconds, counts_delta, cpu_used_since
+from benchlib.cluster import control_plane_cpu_seconds, counts_delta, cpu_used_since, go_runtime_text
 from benchlib.common import REPO, say
 from benchlib.manifests import generate_applysets
 
@@ -39,7 +39,7 @@ APPLYSET_ID = "applyset-" + "f" * 43 + "-v1"
 
 def create_throughput(kube, args, scratch, concurrency, name="flood"):
     """{"objects", "seconds", "per_second", "failed", "cpu_seconds", "control_plane_cpu",
-    "requests"} of one flood of args.applysets × args.objects (sent as args.physical_bodies
+    "requests", "runtime"} of one flood of args.applysets × args.objects (sent as args.physical_bodies
     says), then its Namespaces deleted; name: its directory in scratch. cpu_seconds is the client's own CPU
     time over its creates; control_plane_cpu the control plane servers' (by name) over the
     whole client (its start and the Namespaces included: a second or two of a nearly idle
@@ -51,11 +51,13 @@ def create_throughput(kube, args, scratch, concurrency, name="flood"):
     try:
         bodies = ["--as-applied", APPLYSET_ID] if args.physical_bodies == "applied" else []
         control_plane_before, requests_before = control_plane_cpu_seconds(), kube.request_counts()
+        runtime_before = kube.go_runtime()
         out = subprocess.run([str(binary), "--kubeconfig", kube.kubeconfig, "--concurrency", str(concurrency),
                               *bodies, str(work)], capture_output=True, text=True, check=True).stdout
         figures = json.loads(out.strip().splitlines()[-1])
         figures["control_plane_cpu"] = cpu_used_since(control_plane_before)
         figures["requests"] = counts_delta(requests_before, kube.request_counts())
+        figures["runtime"] = go_runtime_text(runtime_before, kube.go_runtime(), figures["objects"])
     finally:
         names = [f"{PREFIX}-{i:03d}" for i in range(args.applysets)]
         kube("delete", "namespace", *names, "--ignore-not-found", "--wait=false", check=False)

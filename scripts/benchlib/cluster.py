@@ -70,6 +70,15 @@ def quiet_before(phase):
     say(f"control plane quiet before {phase} after {waited:.0f} s ({load()})")
 
 
+def go_runtime_text(before, after, objects):
+    """"N KiB allocated an object, G GC cycles" between two Kubectl.go_runtime() readings."""
+    if not before or not after:
+        return "kube-apiserver's Go runtime unknown"
+    allocated = (after["allocated"] - before["allocated"]) / objects / 1024
+    return (f"kube-apiserver allocated {allocated:.0f} KiB an object, {after['gc_cycles'] - before['gc_cycles']:.0f} "
+            f"GC cycles")
+
+
 def cpu_breakdown(used):
     """"12.3 s: kube-apiserver 8.1, etcd 2.0, …" of cpu_used_since()'s figures."""
     parts = ", ".join(f"{name} {seconds:.1f}" for name, seconds in sorted(used.items(), key=lambda kv: -kv[1]))
@@ -141,6 +150,18 @@ class Kubectl:
         if check and out.returncode:
             sys.exit(f"{program}: kubectl {' '.join(args[:3])} … failed:\n{out.stderr[-3000:]}")
         return out.stdout
+
+    def go_runtime(self):
+        """kube-apiserver's Go runtime so far: bytes allocated, GC pause seconds and GC cycles
+        (go_memstats_alloc_bytes_total, go_gc_duration_seconds_sum/_count)."""
+        wanted = {"go_memstats_alloc_bytes_total": "allocated", "go_gc_duration_seconds_sum": "gc_pause",
+                  "go_gc_duration_seconds_count": "gc_cycles"}
+        figures = {}
+        for line in self("get", "--raw", "/metrics").splitlines():
+            name, _, value = line.partition(" ")
+            if name in wanted:
+                figures[wanted[name]] = float(value)
+        return figures
 
     def request_counts(self, key=REQUEST_KEY):
         """apiserver_request_total from the apiserver's /metrics, summed by the labels named in key

@@ -72,7 +72,7 @@ def quiet_before(phase):
 
 def go_runtime_text(before, after, objects):
     """"N KiB allocated an object, G GC cycles" between two Kubectl.go_runtime() readings."""
-    if not before or not after:
+    if any(key not in reading for reading in (before, after) for key in ("allocated", "gc_cycles")):
         return "kube-apiserver's Go runtime unknown"
     allocated = (after["allocated"] - before["allocated"]) / objects / 1024
     return (f"kube-apiserver allocated {allocated:.0f} KiB an object, {after['gc_cycles'] - before['gc_cycles']:.0f} "

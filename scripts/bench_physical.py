@@ -50,14 +50,16 @@ def create_throughput(kube, args, scratch, concurrency, name="flood"):
     binary = flood_binary(not args.no_build)
     try:
         bodies = ["--as-applied", APPLYSET_ID] if args.physical_bodies == "applied" else []
-        control_plane_before, requests_before = control_plane_cpu_seconds(), kube.request_counts()
-        runtime_before = kube.go_runtime()
+        text = kube.metrics()
+        requests_before, runtime_before = kube.request_counts(text=text), kube.go_runtime(text)
+        control_plane_before = control_plane_cpu_seconds()
         out = subprocess.run([str(binary), "--kubeconfig", kube.kubeconfig, "--concurrency", str(concurrency),
                               *bodies, str(work)], capture_output=True, text=True, check=True).stdout
         figures = json.loads(out.strip().splitlines()[-1])
         figures["control_plane_cpu"] = cpu_used_since(control_plane_before)
-        figures["requests"] = counts_delta(requests_before, kube.request_counts())
-        figures["runtime"] = go_runtime_text(runtime_before, kube.go_runtime(), figures["objects"])
+        text = kube.metrics()
+        figures["requests"] = counts_delta(requests_before, kube.request_counts(text=text))
+        figures["runtime"] = go_runtime_text(runtime_before, kube.go_runtime(text), figures["objects"])
     finally:
         names = [f"{PREFIX}-{i:03d}" for i in range(args.applysets)]
         kube("delete", "namespace", *names, "--ignore-not-found", "--wait=false", check=False)

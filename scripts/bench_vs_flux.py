@@ -19,11 +19,11 @@ APPLYSET_CP_APISERVER_PORT select which):
 
 Between the two, the custom resources and the apps' namespaces are deleted (and waited for) and
 the controllers stopped, and each side starts on a quiet control plane (a cleanup's deletions
-outlive its namespaces: otherwise the second side pays for the first's). Per side it measures: the time until all are Ready at the commit (from
-the `kubectl create` of the custom resources, the git fetch included), the controllers' peak
-RSS (VmHWM; for Flux each process and their sum), and the apiserver's requests during one no-op
-interval (interval × 1.1 from when all are Ready), by verb on the applied resources and in
-total, from apiserver_request_total. It prints the ratios applyset/Flux and the targets:
+outlive its namespaces: otherwise the second side pays for the first's). Per side it measures:
+the time until all are Ready at the commit (from the `kubectl create` of the custom resources,
+the git fetch included), the controllers' peak RSS (VmHWM; for Flux each process and their
+sum), and the apiserver's requests during one no-op interval (interval × 1.1 from when all are
+Ready), by verb on the applied resources and in total, from apiserver_request_total. It prints the ratios applyset/Flux and the targets:
 all Ready ≥ 10× faster than Flux, ≤ ¼ of its peak memory, no request on managed objects in
 the no-op interval (watches, which informers, kube-controller-manager's included, re-open at
 random, and the Deployment controller's status writes apart).

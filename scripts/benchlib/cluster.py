@@ -151,23 +151,26 @@ class Kubectl:
             sys.exit(f"{program}: kubectl {' '.join(args[:3])} … failed:\n{out.stderr[-3000:]}")
         return out.stdout
 
-    def go_runtime(self):
-        """kube-apiserver's Go runtime so far: bytes allocated, GC pause seconds and GC cycles
-        (go_memstats_alloc_bytes_total, go_gc_duration_seconds_sum/_count)."""
-        wanted = {"go_memstats_alloc_bytes_total": "allocated", "go_gc_duration_seconds_sum": "gc_pause",
-                  "go_gc_duration_seconds_count": "gc_cycles"}
+    def metrics(self):
+        """The apiserver's /metrics text (read once for request_counts() and go_runtime() alike)."""
+        return self("get", "--raw", "/metrics")
+
+    def go_runtime(self, text=None):
+        """kube-apiserver's Go runtime so far, from `text` (metrics(); read when None): bytes
+        allocated and GC cycles (go_memstats_alloc_bytes_total, go_gc_duration_seconds_count)."""
+        wanted = {"go_memstats_alloc_bytes_total": "allocated", "go_gc_duration_seconds_count": "gc_cycles"}
         figures = {}
-        for line in self("get", "--raw", "/metrics").splitlines():
+        for line in (self.metrics() if text is None else text).splitlines():
             name, _, value = line.partition(" ")
             if name in wanted:
                 figures[wanted[name]] = float(value)
         return figures
 
-    def request_counts(self, key=REQUEST_KEY):
-        """apiserver_request_total from the apiserver's /metrics, summed by the labels named in key
-        (a missing label counts as "")."""
+    def request_counts(self, key=REQUEST_KEY, text=None):
+        """apiserver_request_total from the apiserver's /metrics (`text`, or read when None), summed
+        by the labels named in key (a missing label counts as "")."""
         counts = Counter()
-        for line in self("get", "--raw", "/metrics").splitlines():
+        for line in (self.metrics() if text is None else text).splitlines():
             if not line.startswith("apiserver_request_total{"):
                 continue
             labels = dict(LABEL.findall(line[: line.rindex("}")]))

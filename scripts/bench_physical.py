@@ -50,6 +50,7 @@ def create_throughput(kube, args, scratch, concurrency, name="flood"):
     binary = flood_binary(not args.no_build)
     try:
         bodies = ["--as-applied", APPLYSET_ID] if args.physical_bodies == "applied" else []
+        kube.save_allocation_profile(args.allocation_profiles, f"flood-{name}-before")
         text = kube.metrics()
         requests_before, runtime_before = kube.request_counts(text=text), kube.go_runtime(text)
         control_plane_before = control_plane_cpu_seconds()
@@ -58,6 +59,7 @@ def create_throughput(kube, args, scratch, concurrency, name="flood"):
         figures = json.loads(out.strip().splitlines()[-1])
         figures["control_plane_cpu"] = cpu_used_since(control_plane_before)
         text = kube.metrics()
+        kube.save_allocation_profile(args.allocation_profiles, f"flood-{name}-after")
         figures["requests"] = counts_delta(requests_before, kube.request_counts(text=text))
         figures["runtime"] = go_runtime_text(runtime_before, kube.go_runtime(text), figures["objects"])
     finally:

@@ -155,6 +155,23 @@ class Kubectl:
         """The apiserver's /metrics text (read once for request_counts() and go_runtime() alike)."""
         return self("get", "--raw", "/metrics")
 
+    def save_allocation_profile(self, directory, name):
+        """kube-apiserver's /debug/pprof/allocs (every allocation sampled since it started, as
+        `go tool pprof` reads it) saved as directory/name.pb.gz; nothing when directory is None.
+        gc=1: a garbage collection first, or the profile is as of the last one (on a quiet
+        apiserver, minutes old). Needs a control plane up with APPLYSET_CP_PROFILING=true:
+        without it, says so and goes on."""
+        if directory is None:
+            return
+        out = subprocess.run([self.binary, "--kubeconfig", self.kubeconfig, "get", "--raw",
+                              "/debug/pprof/allocs?gc=1"], capture_output=True)
+        if out.returncode:
+            say(f"no allocation profile {name} (is the control plane up with APPLYSET_CP_PROFILING=true?): "
+                f"{out.stderr.decode(errors='replace').strip()[-300:]}")
+            return
+        Path(directory).mkdir(parents=True, exist_ok=True)
+        (Path(directory) / f"{name}.pb.gz").write_bytes(out.stdout)
+
     def go_runtime(self, text=None):
         """kube-apiserver's Go runtime so far, from `text` (metrics(); read when None): bytes
         allocated and GC cycles (go_memstats_alloc_bytes_total, go_gc_duration_seconds_count)."""

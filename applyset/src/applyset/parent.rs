@@ -191,21 +191,25 @@ impl Parent {
         }
     }
 
-    /// Server-side applies `body` unless the parent's current labels and annotations already
-    /// hold every value in it; returns whether it wrote.
+    /// Server-side applies `body` unless the parent's current labels, annotations and
+    /// finalizers already hold every value in it; returns whether it wrote.
     pub async fn apply_if_changed(
         &mut self,
         client: &Client,
         body: serde_json::Value,
         labels: &BTreeMap<String, String>,
         annotations: &BTreeMap<String, String>,
+        finalizers: &[String],
     ) -> Result<bool, Error> {
         let holds = |field: &str, current: &BTreeMap<String, String>| {
             body["metadata"][field]
                 .as_object()
                 .is_none_or(|wanted| wanted.iter().all(|(k, v)| v.as_str() == current.get(k).map(String::as_str)))
         };
-        if holds("labels", labels) && holds("annotations", annotations) {
+        let holds_finalizers = body["metadata"]["finalizers"]
+            .as_array()
+            .is_none_or(|wanted| wanted.iter().all(|f| finalizers.iter().any(|held| f.as_str() == Some(held))));
+        if holds("labels", labels) && holds("annotations", annotations) && holds_finalizers {
             return Ok(false);
         }
         self.server_side_apply(client, body, DryRun::None).await?;

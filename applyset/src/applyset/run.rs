@@ -21,9 +21,18 @@ pub enum ParentWrites {
     /// `kubectl-applyset` with the run's dry-run mode (the CLI).
     Kubectl,
     /// The caller's own object (the controller's ApplySet), written with `client` (the
-    /// controller's identity, not the apply identity) and only when `labels`/`annotations` (as
-    /// last seen) lack a value of the new metadata.
-    Owned { client: kube::Client, labels: BTreeMap<String, String>, annotations: BTreeMap<String, String> },
+    /// controller's identity, not the apply identity) and only when `labels`/`annotations`/
+    /// `finalizers` (as last seen) lack a value of the new metadata.
+    Owned {
+        client: kube::Client,
+        labels: BTreeMap<String, String>,
+        annotations: BTreeMap<String, String>,
+        finalizers: Vec<String>,
+        /// The caller's finalizer, carried by every write: the first write of a new object adds
+        /// it (one write, not two), and a later server-side apply that left it out would take it
+        /// away again (its field manager owns it).
+        finalizer: Option<&'static str>,
+    },
 }
 
 /// One run over one parent.
@@ -110,12 +119,20 @@ impl<'c> Run<'c> {
 
     /// Writes the caller's own parent when its metadata lacks a value of `body`, and keeps the
     /// annotations as last seen in step for the next comparison.
-    async fn write_owned(&mut self, body: serde_json::Value) -> Result<(), Error> {
-        let ParentWrites::Owned { client, labels, annotations } = &mut self.writes else { return Ok(()) };
+    async fn write_owned(&mut self, mut body: serde_json::Value) -> Result<(), Error> {
+        let ParentWrites::Owned { client, labels, annotations, finalizers, finalizer } = &mut self.writes else {
+            return Ok(());
+        };
+        if let Some(finalizer) = finalizer {
+            body["metadata"]["finalizers"] = serde_json::json!([finalizer]);
+        }
         self.parent
-            .apply_if_changed(client, body.clone(), labels, annotations)
+            .apply_if_changed(client, body.clone(), labels, annotations, finalizers)
             .await
             .map_err(|e| e.context("updating the ApplySet parent metadata: "))?;
+        if let Some(finalizer) = finalizer.filter(|f| !finalizers.iter().any(|held| held == f)) {
+            finalizers.push(finalizer.to_owned());
+        }
         // Both maps, so that the next comparison (finish after begin) sees what was written: a
         // fresh parent's id label looked missing again and the same body was sent twice.
         for (field, seen) in [("annotations", &mut *annotations), ("labels", &mut *labels)] {

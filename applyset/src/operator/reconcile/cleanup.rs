@@ -10,7 +10,7 @@ use super::steps::prune::describe_skipped;
 use super::{REDACT_PARTS, ReconcileError, redact_owner};
 use crate::apply::DryRun;
 use crate::applyset::{ParentWrites, Run};
-use crate::operator::api::{ApplySet, DeletionPolicy};
+use crate::operator::api::{ApplySet, DeletionPolicy, FINALIZER};
 use crate::operator::context::Context;
 use crate::operator::prune;
 use crate::operator::status::{Stage, StepError, reason};
@@ -40,7 +40,9 @@ pub(super) async fn cleanup(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Ac
         let members = recorded.inventory.and_then(|i| i.members);
         let (parent, _) = parent_for(&applyset, members.as_deref().unwrap_or_default(), &index, &labels, &annotations)
             .map_err(failed)?;
-        let writes = ParentWrites::Owned { client: ctx.client.clone(), labels, annotations };
+        let finalizers = applyset.metadata.finalizers.clone().unwrap_or_default();
+        let writes =
+            ParentWrites::Owned { client: ctx.client.clone(), labels, annotations, finalizers, finalizer: Some(FINALIZER) };
         let run = Run::new(&cluster, parent, writes, DryRun::None);
         let scope = prune::Scope {
             members: members.as_deref().unwrap_or_default(),

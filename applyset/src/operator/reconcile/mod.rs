@@ -76,14 +76,17 @@ pub(super) fn now() -> Time {
 /// it may send (about 6 KiB), and every due ApplySet's task holds its future while it waits
 /// for its turn: a thousand due at once would hold 6 MB for nothing.
 ///
-/// A new ApplySet gets the finalizer and then its first run in the same reconcile: kube's
-/// helper ends the reconcile once the finalizer is added, and the run waited for that patch's
-/// watch event and the controller's debounce (half a second) — at the head of every first
-/// apply.
+/// A new ApplySet (no status yet) gets the finalizer with its first parent write: the run's
+/// KEP-3659 write, which comes before any object is applied, carries it (one write of the
+/// ApplySet fewer for each new one; kube's helper would also end the reconcile there and make
+/// the run wait for the patch's watch event). A deletion before that write finds nothing of
+/// the ApplySet's applied. A run that ends before it (a fetch that failed, Report mode) writes
+/// its status, and the reconcile of that write's watch event adds the finalizer on its own,
+/// as it does for any ApplySet with a status and without it, before its run.
 pub async fn reconcile(applyset: Arc<ApplySet>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
     if applyset.metadata.deletion_timestamp.is_none() {
         let finalizers = applyset.metadata.finalizers.as_deref().unwrap_or_default();
-        if finalizers.iter().any(|f| f == FINALIZER) {
+        if finalizers.iter().any(|f| f == FINALIZER) || applyset.status.is_none() {
             return sync(applyset, &ctx).await;
         }
         let applyset = Box::pin(add_finalizer(&applyset, &ctx)).await?;

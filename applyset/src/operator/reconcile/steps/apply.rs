@@ -15,7 +15,7 @@ use crate::applyset::{ApiIndex, Parent, ParentWrites, Run};
 use crate::cluster::Cluster;
 use crate::cluster::cache::CacheRef;
 use crate::manifest::LoadedObject;
-use crate::operator::api::{ApplySet, InventoryMember, SecretsMode};
+use crate::operator::api::{ApplySet, FINALIZER, InventoryMember, SecretsMode};
 use crate::operator::drift::IgnoreRules;
 use crate::operator::history::HistoryIndex;
 use crate::operator::leftover::LeftoverPolicy;
@@ -73,7 +73,9 @@ impl Reconciliation<'_> {
             tracing::warn!(applyset = %applyset.key(), "{note}");
             ctx.event(applyset, true, "ParentAnnotationsRestored", "Prune", note).await;
         }
-        let writes = ParentWrites::Owned { client: ctx.client.clone(), labels, annotations };
+        let finalizers = applyset.metadata.finalizers.clone().unwrap_or_default();
+        let writes =
+            ParentWrites::Owned { client: ctx.client.clone(), labels, annotations, finalizers, finalizer: Some(FINALIZER) };
         Ok(Run::new(cluster, parent, writes, DryRun::None).with_cache(self.object_cache()))
     }
 

@@ -166,21 +166,56 @@ fn new_applyset_with_finalizers(finalizers: Option<serde_json::Value>) -> Fixtur
     f
 }
 
+/// The writes of the ApplySet `app` itself (not its status), in order.
+fn applyset_writes(f: &Fixture) -> Vec<super::fake::Recorded> {
+    f.fake.writes().into_iter().filter(|r| r.path.ends_with("/applysets/app")).collect()
+}
+
 #[tokio::test]
-async fn a_new_applyset_gets_the_finalizer_before_its_first_run() {
+async fn a_new_applyset_gets_the_finalizer_with_its_first_parent_write() {
     let f = new_applyset_with_finalizers(None);
 
-    f.reconcile("app").await.expect("the finalizer added, then the run");
+    f.reconcile("app").await.expect("the run");
     let finalizers = f.current("app").metadata.finalizers.clone().unwrap_or_default();
     assert_eq!(finalizers, [crate::operator::api::FINALIZER]);
-    // In the same reconcile (not after the patch's watch event), and the finalizer first: a
-    // delete from then on finds it, whatever the run has created.
     assert_eq!(f.ready("app").0, "True");
     assert!(f.configmap("a").is_some());
+    // One write of the ApplySet, not two: the KEP-3659 parent write (a server-side apply)
+    // carries the finalizer, and comes before the first object: a delete from then on finds
+    // it, whatever the run has created.
+    let own = applyset_writes(&f);
+    assert_eq!(own.len(), 1, "{own:?}");
+    assert!(own[0].content_type.as_deref().is_some_and(|t| t.starts_with("application/apply-patch")));
+    assert_eq!(own[0].body.as_ref().map(|b| &b["metadata"]["finalizers"]), Some(&json!([crate::operator::api::FINALIZER])));
     let writes: Vec<String> = f.fake.writes().iter().map(|r| format!("{} {}", r.method, r.path)).collect();
-    let finalizer = writes.iter().position(|w| w.starts_with("PATCH") && w.ends_with("/applysets/app"));
+    let parent = writes.iter().position(|w| w.starts_with("PATCH") && w.ends_with("/applysets/app"));
     let first_object = writes.iter().position(|w| w.contains("/configmaps"));
-    assert!(matches!((finalizer, first_object), (Some(f), Some(o)) if f < o), "{writes:?}");
+    assert!(matches!((parent, first_object), (Some(p), Some(o)) if p < o), "{writes:?}");
+
+    // The next run writes nothing of the ApplySet's metadata: it holds the finalizer already.
+    f.run_requested("app").await.expect("a second run");
+    assert_eq!(applyset_writes(&f).len(), 1);
+    assert_eq!(f.current("app").metadata.finalizers.clone().unwrap_or_default(), [crate::operator::api::FINALIZER]);
+}
+
+#[tokio::test]
+async fn a_new_applyset_whose_first_run_fails_before_applying_gets_the_finalizer_at_its_next_reconcile() {
+    let f = new_applyset_with_finalizers(None);
+    let missing = f.root().join("no-such-repository");
+    let mut stored = f.fake.object(&super::fixture::applyset_path("app")).expect("stored");
+    stored["spec"]["source"]["url"] = format!("file://{}", missing.display()).into();
+    f.fake.put(stored);
+
+    f.reconcile("app").await.expect("the failed run is in the status");
+    assert_eq!(f.ready("app").0, "False");
+    assert!(f.current("app").metadata.finalizers.is_none(), "no parent write, no finalizer yet");
+    // The status write's watch event brings the reconcile that adds it (and nothing else: the
+    // run is not due again yet).
+    f.reconcile("app").await.expect("the finalizer added");
+    assert_eq!(f.current("app").metadata.finalizers.clone().unwrap_or_default(), [crate::operator::api::FINALIZER]);
+    let own = applyset_writes(&f);
+    assert_eq!(own.len(), 1, "{own:?}");
+    assert!(own[0].content_type.as_deref().is_some_and(|t| t.starts_with("application/json-patch")));
 }
 
 #[tokio::test]

@@ -283,9 +283,21 @@ impl FakeApiServer {
                 })?;
                 engine(&current, &patch, |c, p| applyset_merge::strategic_merge_patch(c, p, schema.as_ref()))?
             }
-            // Server-side apply, for what the controller sends that way, is the merge of its body.
-            "application/merge-patch+json" | "application/apply-patch+yaml" => {
-                engine(&current, &patch, applyset_merge::json_merge::merge_patch)?
+            "application/merge-patch+json" => engine(&current, &patch, applyset_merge::json_merge::merge_patch)?,
+            // Server-side apply, for what the controller sends that way, is the merge of its body,
+            // but `metadata.finalizers` is a set whose other entries other managers own: kept.
+            "application/apply-patch+yaml" => {
+                let mut merged = engine(&current, &patch, applyset_merge::json_merge::merge_patch)?;
+                if let Some(held) = current["metadata"]["finalizers"].as_array() {
+                    let mut finalizers = held.clone();
+                    for added in patch["metadata"]["finalizers"].as_array().into_iter().flatten() {
+                        if !finalizers.contains(added) {
+                            finalizers.push(added.clone());
+                        }
+                    }
+                    merged["metadata"]["finalizers"] = Value::Array(finalizers);
+                }
+                merged
             }
             "application/json-patch+json" => store::json_patch(current, &patch)?,
             other => return Err(Refusal::new(415, "UnsupportedMediaType", format!("the fake cannot apply {other}"))),

@@ -158,13 +158,18 @@ class Kubectl:
     def save_allocation_profile(self, directory, name):
         """kube-apiserver's /debug/pprof/allocs (every allocation sampled since it started, as
         `go tool pprof` reads it) saved as directory/name.pb.gz; nothing when directory is None.
-        gc=1: a garbage collection first, or the profile is as of the last one (on a quiet
-        apiserver, minutes old). Needs a control plane up with APPLYSET_CP_PROFILING=true:
-        without it, says so and goes on."""
+        Read twice, each after a garbage collection (gc=1): Go's profile leaves out what was
+        allocated since the collection before the last one, so two collections in a row
+        publish everything allocated before the first (a quiet apiserver's last natural one
+        may be minutes old, during the cleanup before). Needs a control plane up with
+        APPLYSET_CP_PROFILING=true: without it, says so and goes on."""
         if directory is None:
             return
-        out = subprocess.run([self.binary, "--kubeconfig", self.kubeconfig, "get", "--raw",
-                              "/debug/pprof/allocs?gc=1"], capture_output=True)
+        for _ in range(2):
+            out = subprocess.run([self.binary, "--kubeconfig", self.kubeconfig, "get", "--raw",
+                                  "/debug/pprof/allocs?gc=1"], capture_output=True)
+            if out.returncode:
+                break
         if out.returncode:
             say(f"no allocation profile {name} (is the control plane up with APPLYSET_CP_PROFILING=true?): "
                 f"{out.stderr.decode(errors='replace').strip()[-300:]}")

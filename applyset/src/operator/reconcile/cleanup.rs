@@ -5,12 +5,12 @@ use std::sync::Arc;
 
 use kube::runtime::controller::Action;
 
-use super::steps::apply::parent_for;
+use super::steps::apply::{owned_writes, parent_for};
 use super::steps::prune::describe_skipped;
 use super::{REDACT_PARTS, ReconcileError, redact_owner};
 use crate::apply::DryRun;
-use crate::applyset::{ParentWrites, Run};
-use crate::operator::api::{ApplySet, DeletionPolicy, FINALIZER};
+use crate::applyset::Run;
+use crate::operator::api::{ApplySet, DeletionPolicy};
 use crate::operator::context::Context;
 use crate::operator::prune;
 use crate::operator::status::{Stage, StepError, reason};
@@ -40,9 +40,7 @@ pub(super) async fn cleanup(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Ac
         let members = recorded.inventory.and_then(|i| i.members);
         let (parent, _) = parent_for(&applyset, members.as_deref().unwrap_or_default(), &index, &labels, &annotations)
             .map_err(failed)?;
-        let finalizers = applyset.metadata.finalizers.clone().unwrap_or_default();
-        let writes =
-            ParentWrites::Owned { client: ctx.client.clone(), labels, annotations, finalizers, finalizer: Some(FINALIZER) };
+        let writes = owned_writes(ctx, &applyset, labels, annotations);
         let run = Run::new(&cluster, parent, writes, DryRun::None);
         let scope = prune::Scope {
             members: members.as_deref().unwrap_or_default(),

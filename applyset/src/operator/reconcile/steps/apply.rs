@@ -73,9 +73,7 @@ impl Reconciliation<'_> {
             tracing::warn!(applyset = %applyset.key(), "{note}");
             ctx.event(applyset, true, "ParentAnnotationsRestored", "Prune", note).await;
         }
-        let finalizers = applyset.metadata.finalizers.clone().unwrap_or_default();
-        let writes =
-            ParentWrites::Owned { client: ctx.client.clone(), labels, annotations, finalizers, finalizer: Some(FINALIZER) };
+        let writes = owned_writes(ctx, applyset, labels, annotations);
         Ok(Run::new(cluster, parent, writes, DryRun::None).with_cache(self.object_cache()))
     }
 
@@ -251,6 +249,18 @@ fn type_of(object: &applyset_merge::Value) -> Option<(String, String)> {
 /// The ApplySet as the KEP-3659 parent: the kinds and namespaces its annotations record, plus
 /// those of `members`, its record of members as read (inline or from its parts): an edited
 /// annotation cannot hide a member from prune. Returns what the annotations lacked.
+/// How the controller writes its ApplySet as the KEP-3659 parent: with its own identity, the
+/// metadata as last seen, and its finalizer in every write.
+pub(in crate::operator::reconcile) fn owned_writes(
+    ctx: &crate::operator::context::Context,
+    applyset: &ApplySet,
+    labels: BTreeMap<String, String>,
+    annotations: BTreeMap<String, String>,
+) -> ParentWrites {
+    let finalizers = applyset.metadata.finalizers.clone().unwrap_or_default();
+    ParentWrites::Owned { client: ctx.client.clone(), labels, annotations, finalizers, finalizer: Some(FINALIZER) }
+}
+
 pub(crate) fn parent_for(
     applyset: &ApplySet,
     members: &[InventoryMember],

@@ -186,7 +186,10 @@ async fn a_new_applyset_gets_the_finalizer_with_its_first_parent_write() {
     let own = applyset_writes(&f);
     assert_eq!(own.len(), 1, "{own:?}");
     assert!(own[0].content_type.as_deref().is_some_and(|t| t.starts_with("application/apply-patch")));
-    assert_eq!(own[0].body.as_ref().map(|b| &b["metadata"]["finalizers"]), Some(&json!([crate::operator::api::FINALIZER])));
+    assert_eq!(
+        own[0].body.as_ref().map(|b| &b["metadata"]["finalizers"]),
+        Some(&json!([crate::operator::api::FINALIZER]))
+    );
     let writes: Vec<String> = f.fake.writes().iter().map(|r| format!("{} {}", r.method, r.path)).collect();
     let parent = writes.iter().position(|w| w.starts_with("PATCH") && w.ends_with("/applysets/app"));
     let first_object = writes.iter().position(|w| w.contains("/configmaps"));

@@ -1,7 +1,8 @@
 //! Prune safety beyond kubectl, end to end (real controller, real git, the local control
 //! plane): the empty-source guard, `spec.pruneGuard` and its approval, the per-object opt-out,
 //! `spec.prunePropagation`, and the delete order (custom resources, then their CRD, then
-//! Namespaces) with a finalizer holding one object.
+//! Namespaces) with a finalizer holding one object; and the ApplySet's own finalizer, which
+//! makes deleting it delete its objects, on every ApplySet that has run.
 
 mod git;
 mod operator;
@@ -11,8 +12,8 @@ use std::time::Duration;
 
 use anyhow::Result;
 use operator::{
-    ControllerFixture, condition, config_map, create_applyset, events_for, events_with, failed_with, patch_spec,
-    ready_at, revision, start_controller, wait_for_applyset,
+    ControllerFixture, condition, config_map, create_applyset, events_for, events_with, failed_with, get_applyset,
+    is_ready, patch_spec, ready_at, revision, start_controller, wait_for_applyset,
 };
 use support::TestNamespace;
 
@@ -254,5 +255,59 @@ async fn deletion_goes_contents_then_definitions_then_namespaces() -> Result<()>
         ns.kubectl_ok(&["get", "namespace", &extra, "--ignore-not-found", "-o", "jsonpath={.status.phase}"], None)?;
     assert!(namespace.is_empty() || terminating == "Terminating", "the Namespace went last: {namespace} {terminating}");
     drop(controller);
+    Ok(())
+}
+
+const FINALIZER: &str = "applyset.dev/finalizer";
+
+/// A new ApplySet gets the controller's finalizer in its first parent write (a server-side
+/// apply the real apiserver merges into the finalizers others set); one whose first run fails
+/// before that write gets it right after, by a patch of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_applyset_that_ran_carries_the_finalizer_and_others_keep_theirs() -> Result<()> {
+    let ControllerFixture { ns, repo } = ControllerFixture::new("finalizer").await?;
+    repo.write("a.yaml", config_map("a", &ns.name, "1"));
+    repo.commit("one object");
+    let controller = start_controller(&ns)?;
+    let held = format!(
+        "apiVersion: applyset.dev/v1alpha1\nkind: ApplySet\nmetadata:\n  name: held\n  finalizers: [example.com/keep]\nspec:\n  source: {{url: '{}'}}\n  interval: 1h\n",
+        repo.url()
+    );
+    ns.kubectl_ok(&["create", "-f", "-"], Some(&held))?;
+    let missing = format!("file://{}/no-such-repository", repo.bare.parent().unwrap().display());
+    create_applyset(&ns, "broken", serde_json::json!({ "source": { "url": missing }, "interval": "1h" })).await?;
+
+    let ready = wait_for_applyset(&ns, "held", &controller, "held Ready", T, is_ready).await?;
+    let finalizers = ready.metadata.finalizers.clone().unwrap_or_default();
+    assert_eq!(finalizers, ["example.com/keep", FINALIZER], "the server-side apply kept the other finalizer");
+    // The controller wrote the ApplySet's metadata once, as the KEP-3659 parent (Apply); the
+    // only other writers are kubectl's create and the status.
+    let managed = get_applyset(&ns, "held").await?.metadata.managed_fields.unwrap_or_default();
+    let mut metadata_writers: Vec<_> = managed
+        .iter()
+        .filter(|m| m.subresource.is_none())
+        .map(|m| (m.manager.clone().unwrap_or_default(), m.operation.clone().unwrap_or_default()))
+        .collect();
+    metadata_writers.sort();
+    assert_eq!(
+        metadata_writers,
+        [("kubectl-applyset".to_owned(), "Apply".to_owned()), ("kubectl-create".to_owned(), "Update".to_owned())],
+        "{managed:?}"
+    );
+
+    wait_for_applyset(&ns, "broken", &controller, "broken FetchFailed, with the finalizer", T, |a| {
+        failed_with("FetchFailed")(a)
+            && a.metadata.finalizers.as_deref().is_some_and(|f| f.iter().any(|f| f == FINALIZER))
+    })
+    .await?;
+
+    ns.kubectl_ok(
+        &["patch", "applyset", "held", "--type=json", "-p", r#"[{"op":"remove","path":"/metadata/finalizers/0"}]"#],
+        None,
+    )?;
+    ns.kubectl_ok(&["delete", "applyset", "held", "broken", "--timeout=60s"], None)?;
+    let left =
+        ns.kubectl_ok(&["get", "applysets,configmaps", "-l", "applyset.kubernetes.io/part-of", "-o", "name"], None)?;
+    assert_eq!(left.trim(), "", "both ApplySets and the object are gone");
     Ok(())
 }

@@ -246,9 +246,6 @@ fn type_of(object: &applyset_merge::Value) -> Option<(String, String)> {
     Some((text("apiVersion")?, text("kind")?))
 }
 
-/// The ApplySet as the KEP-3659 parent: the kinds and namespaces its annotations record, plus
-/// those of `members`, its record of members as read (inline or from its parts): an edited
-/// annotation cannot hide a member from prune. Returns what the annotations lacked.
 /// How the controller writes its ApplySet as the KEP-3659 parent: with its own identity, the
 /// metadata as last seen, and its finalizer in every write.
 pub(in crate::operator::reconcile) fn owned_writes(
@@ -261,6 +258,9 @@ pub(in crate::operator::reconcile) fn owned_writes(
     ParentWrites::Owned { client: ctx.client.clone(), labels, annotations, finalizers, finalizer: Some(FINALIZER) }
 }
 
+/// The ApplySet as the KEP-3659 parent: the kinds and namespaces its annotations record, plus
+/// those of `members`, its record of members as read (inline or from its parts): an edited
+/// annotation cannot hide a member from prune. Returns what the annotations lacked.
 pub(crate) fn parent_for(
     applyset: &ApplySet,
     members: &[InventoryMember],

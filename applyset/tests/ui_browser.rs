@@ -158,8 +158,14 @@ async fn the_pages_follow_the_cluster_and_the_actions_work() -> Result<()> {
     // The keyboard reaches the skip link first.
     ensure!(page.tab(1).await? == "Skip to content", "the first Tab stop");
 
-    // Suspend, then resume, as the caller.
-    page.click("form[action$='/suspend'] button").await?;
+    // Suspend, then resume, as the caller. A page that comes while the button is pressed does
+    // not take the click away.
+    let received = "Number(document.getElementById('content').dataset.received || '0')";
+    let before = page.eval(received).await?;
+    let at = page.press("form[action$='/suspend'] button").await?;
+    ns.kubectl_ok(&["annotate", "applyset", "alpha", "example.com/poked=while-pressed"], None)?;
+    page.wait_for("a page while pressed", LIVE, &format!("{received} > {before}")).await?;
+    page.release(at).await?;
     page.wait_for_text(&["suspended.", "Resume"], LIVE).await?;
     ensure!(get_applyset(&ns, "alpha").await?.spec.suspend, "spec.suspend is true");
     page.click("form[action$='/resume'] button").await?;

@@ -178,6 +178,13 @@ impl Browser {
     /// Clicks the first element `selector` matches (a real mouse click at its centre, so focus
     /// and form submission happen as for a person).
     pub async fn click(&mut self, selector: &str) -> Result<()> {
+        let at = self.press(selector).await?;
+        self.release(at).await
+    }
+
+    /// Presses the mouse button at the centre of the first element `selector` matches, and
+    /// returns where ([`Browser::release`] lets it go there: a click).
+    pub async fn press(&mut self, selector: &str) -> Result<(f64, f64)> {
         let found = self
             .eval(&format!(
                 "(() => {{ const e = document.querySelector({}); if (!e) return null; e.scrollIntoView({{block: 'center'}}); \
@@ -186,13 +193,21 @@ impl Browser {
             ))
             .await?;
         let (Some(x), Some(y)) = (found[0].as_f64(), found[1].as_f64()) else { bail!("nothing matches {selector}") };
-        for kind in ["mousePressed", "mouseReleased"] {
-            self.send(
-                "Input.dispatchMouseEvent",
-                json!({ "type": kind, "x": x, "y": y, "button": "left", "clickCount": 1 }),
-            )
-            .await?;
-        }
+        self.mouse("mousePressed", (x, y)).await?;
+        Ok((x, y))
+    }
+
+    /// Lets the mouse button go at `at`.
+    pub async fn release(&mut self, at: (f64, f64)) -> Result<()> {
+        self.mouse("mouseReleased", at).await
+    }
+
+    async fn mouse(&mut self, kind: &str, (x, y): (f64, f64)) -> Result<()> {
+        self.send(
+            "Input.dispatchMouseEvent",
+            json!({ "type": kind, "x": x, "y": y, "button": "left", "clickCount": 1 }),
+        )
+        .await?;
         Ok(())
     }
 

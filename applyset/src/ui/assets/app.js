@@ -34,17 +34,42 @@
   const source = new EventSource(url);
   source.addEventListener("open", () => state("live", true));
   source.addEventListener("error", () => state("reconnecting…", false));
-  source.addEventListener("page", (event) => {
-    // Keep the keyboard where it was: a replaced button would drop the focus.
-    const focused = document.activeElement && document.activeElement.closest("form[action]");
-    const focusedAction = focused && focused.getAttribute("action");
-    main.innerHTML = event.data;
-    applyFilter();
-    if (focusedAction) {
-      const again = main.querySelector(`form[action="${CSS.escape(focusedAction)}"] button`);
-      if (again) again.focus();
+  // A page replaced between a button's press and its release loses the click (they land on
+  // different elements): a page that comes while a pointer is down waits for its release.
+  let pressed = false;
+  let waiting = null;
+  main.addEventListener("pointerdown", () => (pressed = true));
+  document.addEventListener("pointerup", () => {
+    pressed = false;
+    if (waiting === null) return;
+    // After the click this release makes (dispatched in the same task).
+    setTimeout(() => {
+      const content = waiting;
+      waiting = null;
+      if (content !== null) show(content);
+    }, 0);
+  });
+  function show(content) {
+    const next = document.createElement("template");
+    next.innerHTML = content;
+    // The same content is left as it is (and the selection, and the focus, with it).
+    if (next.innerHTML !== main.innerHTML) {
+      // Keep the keyboard where it was: a replaced button would drop the focus.
+      const focused = document.activeElement && document.activeElement.closest("form[action]");
+      const focusedAction = focused && focused.getAttribute("action");
+      main.replaceChildren(next.content);
+      applyFilter();
+      if (focusedAction) {
+        const again = main.querySelector(`form[action="${CSS.escape(focusedAction)}"] button`);
+        if (again) again.focus();
+      }
     }
     main.dataset.updated = String(Number(main.dataset.updated || "0") + 1);
+  }
+  source.addEventListener("page", (event) => {
+    main.dataset.received = String(Number(main.dataset.received || "0") + 1);
+    if (pressed) waiting = event.data;
+    else show(event.data);
     state("live", true);
   });
   source.addEventListener("problem", (event) => state("cannot refresh: " + event.data, false));

@@ -39,7 +39,7 @@
   let pressed = false;
   let waiting = null;
   main.addEventListener("pointerdown", () => (pressed = true));
-  document.addEventListener("pointerup", () => {
+  function released() {
     pressed = false;
     if (waiting === null) return;
     // After the click this release makes (dispatched in the same task).
@@ -48,7 +48,10 @@
       waiting = null;
       if (content !== null) show(content);
     }, 0);
-  });
+  }
+  document.addEventListener("pointerup", released);
+  // A press the browser takes over (a touch that scrolls) ends without pointerup.
+  document.addEventListener("pointercancel", released);
   function show(content) {
     const next = document.createElement("template");
     next.innerHTML = content;

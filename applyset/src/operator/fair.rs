@@ -1,5 +1,5 @@
-//! Runs shared fairly between namespaces (tenants): at most `--concurrent-reconciles` runs go
-//! at once, and a slot that frees goes to the waiting run whose namespace has the fewest runs
+//! Runs shared fairly between namespaces (tenants): a gate lets at most so many runs go at
+//! once (the schedule has two: runs under way, and runs sending), and a slot that frees goes to the waiting run whose namespace has the fewest runs
 //! going, then whose namespace had its last turn longest ago (namespaces take turns), then
 //! first come, first served. So 500 ApplySets of one tenant falling due
 //! together do not queue another tenant's run behind them: it takes the next free slot.

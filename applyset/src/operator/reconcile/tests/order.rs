@@ -211,3 +211,50 @@ async fn reconcile_bad_drift_ignore_rule_is_invalid_spec_and_applies_nothing() {
     let object_writes: Vec<_> = f.fake.writes().into_iter().filter(|r| r.path.contains("/configmaps")).collect();
     assert!(object_writes.is_empty(), "{object_writes:?}");
 }
+
+/// One run sends at a time (`concurrent_reconciles: 1`), and the next one does everything
+/// before sending (fetch, load, build, discovery) meanwhile and waits, ready, for the slot: the
+/// apiserver is not left idle while a run that finished sending hands over to one that has
+/// not started.
+#[tokio::test]
+async fn the_next_run_prepares_while_another_sends_and_sends_after_it() {
+    let f = Fixture::with_settings(Settings { concurrent_reconciles: 1, ..settings() });
+    f.repo.write("one/a.yaml", &configmap("a", "1")).write("two/b.yaml", &configmap("b", "2")).commit("two apps");
+    f.applyset("first", json!({ "source": { "path": "one" } }));
+    f.applyset("second", json!({ "source": { "path": "two" } }));
+    let configmaps = format!("/api/v1/namespaces/{NS}/configmaps");
+    f.fake.delay(Method::POST, &configmaps, Duration::from_millis(500));
+
+    let sent = |name: &str| f.fake.requests().iter().any(|r| r.path == applyset_path(name));
+    let second = async {
+        // Once the first run sends (its parent's write comes first).
+        while !sent("first") {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        f.reconcile("second").await
+    };
+    let ready_while_first_sends = async {
+        while !sent("second") {
+            if f.ctx.schedule.sending_load() == (1, 1) {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        false
+    };
+    let (one, two, ready_while_first_sends) = tokio::join!(f.reconcile("first"), second, ready_while_first_sends);
+    one.expect("the first run");
+    two.expect("the second run");
+
+    assert!(ready_while_first_sends, "the second run was ready to send while the first sent");
+    assert_eq!(f.fake.most_at_once(Method::POST, &configmaps), 1, "one run sent at a time");
+    let requests = f.fake.requests();
+    let created = |name: &str| {
+        let is_it = |r: &super::fake::Recorded| r.body.as_ref().is_some_and(|b| b["metadata"]["name"] == name);
+        first(&requests, |r| r.method == Method::POST && r.path == configmaps && is_it(r))
+    };
+    assert!(created("a") < created("b"), "{requests:?}");
+    for name in ["first", "second"] {
+        assert_eq!(f.ready(name).0, "True", "{name}: {:?}", f.ready(name));
+    }
+}

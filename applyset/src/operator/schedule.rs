@@ -34,8 +34,8 @@ pub struct Schedule {
     /// ApplySets whose run is in progress (their writes' answers may still be on the way).
     running: Mutex<HashSet<String>>,
     /// Runs under way (preparing or sending), shared fairly between namespaces: twice as
-    /// many as send at once, so that the next runs fetch, build and write their parent while
-    /// others send, and a run that finishes sending hands over to one that is ready to send.
+    /// many as send at once, so that the next runs fetch, load and build while others send,
+    /// and a run that finishes sending hands over to one that is ready to send.
     turns: Arc<FairGate>,
     /// Runs sending their objects (apply, record, prune) at once, shared fairly too.
     sending: Arc<FairGate>,

@@ -56,8 +56,7 @@ pub struct ScopeArgs {
     /// one shard and `!sharding.applyset.dev/key` for the unlabelled rest.
     #[arg(long, env = "APPLYSET_SHARD_SELECTOR", value_name = "SELECTOR")]
     pub shard_selector: Option<String>,
-    /// ApplySets sending their objects at once, shared fairly between namespaces; as many more
-    /// fetch and build meanwhile, ready to send when a slot frees.
+    /// ApplySets reconciled at once, shared fairly between namespaces.
     #[arg(long, env = "APPLYSET_CONCURRENT_RECONCILES", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub concurrent_reconciles: u16,
     /// Objects applied at once within one ApplySet.

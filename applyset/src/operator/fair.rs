@@ -1,9 +1,8 @@
-//! Runs shared fairly between namespaces (tenants): a gate lets at most so many runs go at
-//! once (the schedule has two: runs under way, and runs sending), and a slot that frees goes
-//! to the waiting run whose namespace has the fewest runs going, then whose namespace had its
-//! last turn longest ago (namespaces take turns), then first come, first served. So 500
-//! ApplySets of one tenant falling due together do not queue another tenant's run behind
-//! them: it takes the next free slot.
+//! Runs shared fairly between namespaces (tenants): at most `--concurrent-reconciles` runs go
+//! at once, and a slot that frees goes to the waiting run whose namespace has the fewest runs
+//! going, then whose namespace had its last turn longest ago (namespaces take turns), then
+//! first come, first served. So 500 ApplySets of one tenant falling due
+//! together do not queue another tenant's run behind them: it takes the next free slot.
 //!
 //! kube-runtime hands every due ApplySet to a reconcile at once (its own limit is off); the
 //! runs wait here, which costs a small future each.

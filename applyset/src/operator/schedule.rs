@@ -33,12 +33,8 @@ pub struct Schedule {
     queue: OnceLock<mpsc::UnboundedSender<ObjectRef<ApplySet>>>,
     /// ApplySets whose run is in progress (their writes' answers may still be on the way).
     running: Mutex<HashSet<String>>,
-    /// Runs under way (preparing or sending), shared fairly between namespaces: twice as
-    /// many as send at once, so that the next runs fetch, load and build while others send,
-    /// and a run that finishes sending hands over to one that is ready to send.
-    turns: Arc<FairGate>,
-    /// Runs sending their objects (apply, record, prune) at once, shared fairly too.
-    sending: Arc<FairGate>,
+    /// How many runs go at once, shared fairly between namespaces.
+    gate: Arc<FairGate>,
 }
 
 impl Default for Schedule {
@@ -68,7 +64,7 @@ struct LastRun {
 }
 
 impl Schedule {
-    /// A schedule letting `slots` runs send at once (and as many more prepare).
+    /// A schedule letting `slots` runs go at once.
     pub fn with_slots(slots: usize) -> Schedule {
         Schedule {
             runs: Mutex::default(),
@@ -77,24 +73,13 @@ impl Schedule {
             drift: Mutex::default(),
             queue: OnceLock::new(),
             running: Mutex::default(),
-            turns: FairGate::new(slots.max(1) * 2),
-            sending: FairGate::new(slots),
+            gate: FairGate::new(slots),
         }
     }
 
-    /// Waits for a turn for a run of an ApplySet of `namespace` (see [`FairGate`]).
+    /// Waits for a slot for a run of an ApplySet of `namespace` (see [`FairGate`]).
     pub async fn slot(&self, namespace: &str) -> Slot {
-        self.turns.enter(namespace).await
-    }
-
-    /// Waits, within a turn, until the run may send its objects (see [`Schedule::with_slots`]).
-    pub async fn sending_slot(&self, namespace: &str) -> Slot {
-        self.sending.enter(namespace).await
-    }
-
-    /// Runs sending and runs ready to send, waiting for a sending slot.
-    pub fn sending_load(&self) -> (usize, usize) {
-        self.sending.load()
+        self.gate.enter(namespace).await
     }
 
     /// Connects the schedule to the controller's queue; returns the stream of run-now requests

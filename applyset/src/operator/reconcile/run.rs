@@ -68,7 +68,7 @@ impl<'a> Reconciliation<'a> {
     }
 
     /// dependencies → fetch → cluster → variables → (inputs unchanged: done) → load → size check → history → apply →
-    /// record → prune → health; apply, record and prune in one of the slots of runs sending at once.
+    /// record → prune → health.
     pub(in crate::operator) async fn run(&mut self) -> Result<Done, StepError> {
         self.dependencies().await?;
         let fetched = self.fetch().await?;
@@ -90,8 +90,6 @@ impl<'a> Reconciliation<'a> {
         let mut run = self.begin_run(&cluster).await?;
         let revision = fetched.artifact.revision.clone();
         let input = ApplyInput { loaded, ignore, history: history.index, mode, revision };
-        // Everything above sends next to nothing: it was done while other runs sent theirs.
-        let sending = self.ctx.schedule.sending_slot(&self.applyset.namespace_or_default()).await;
         let report = self.apply(&cluster, &mut run, input).await?;
         let mut done = self.record(&report, mode, &fetched.artifact).await?;
         done.warnings = history.warnings;
@@ -100,7 +98,6 @@ impl<'a> Reconciliation<'a> {
         if mode.prunes(self.applyset) {
             self.prune(&cluster, &mut run, &report, &mut done).await?;
         }
-        drop(sending);
         self.health(&cluster, run.parent().id(), &report, &mut done).await?;
         Ok(done)
     }

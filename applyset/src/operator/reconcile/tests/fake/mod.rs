@@ -9,7 +9,6 @@
 mod api;
 mod store;
 
-use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
@@ -66,8 +65,6 @@ struct State {
     failures: Vec<Failure>,
     /// (method, path): answered only after this long.
     delays: Vec<(Method, String, std::time::Duration)>,
-    /// Of those, the requests being delayed now and the most there ever were at once.
-    delayed: HashMap<(Method, String), (usize, usize)>,
 }
 
 #[derive(Clone, Default)]
@@ -109,11 +106,6 @@ impl FakeApiServer {
     /// From now on, `method path` (no query) is answered only after `delay` (a slow apiserver).
     pub fn delay(&self, method: Method, path: &str, delay: std::time::Duration) {
         self.state().delays.push((method, path.to_owned(), delay));
-    }
-
-    /// The most requests to a delayed `method path` that were waiting for their answer at once.
-    pub fn most_at_once(&self, method: Method, path: &str) -> usize {
-        self.state().delayed.get(&(method, path.to_owned())).map_or(0, |&(_, most)| most)
     }
 
     /// Every request so far, in arrival order.
@@ -428,15 +420,7 @@ impl tower_service::Service<http::Request<Body>> for FakeApiServer {
             let delay =
                 fake.state().delays.iter().find(|(m, p, _)| *m == parts.method && *p == parts.uri.path()).map(|d| d.2);
             if let Some(delay) = delay {
-                let key = (parts.method.clone(), parts.uri.path().to_owned());
-                {
-                    let mut state = fake.state();
-                    let (now, most) = state.delayed.entry(key.clone()).or_default();
-                    *now += 1;
-                    *most = (*most).max(*now);
-                }
                 tokio::time::sleep(delay).await;
-                fake.state().delayed.entry(key).or_default().0 -= 1;
             }
             let body = body.collect_bytes().await.map(|b| b.to_vec()).unwrap_or_default();
             let (status, answer) = fake.handle(&parts, &body);

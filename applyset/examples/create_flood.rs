@@ -22,7 +22,7 @@ use applyset::apply::object::{PART_OF_LABEL, add_label, create_body, modified_co
 use applyset::cluster::{Cluster, ConnectOptions, WriteParams};
 use applyset_merge::Value;
 use clap::Parser;
-use futures::StreamExt;
+use futures::{StreamExt, TryStreamExt};
 use kube::core::GroupVersionKind;
 
 #[derive(Parser)]
@@ -106,12 +106,12 @@ async fn main() -> Result<()> {
     let concurrency = args.concurrency.max(1);
     let (started, cpu_before) = (Instant::now(), cpu_seconds());
     // The Namespaces before what goes in them, all of them before the rest.
-    let created: Vec<_> = futures::stream::iter(&namespaces)
+    futures::stream::iter(&namespaces)
         .map(|namespace| create(&cluster, namespace, "create-flood"))
         .buffer_unordered(concurrency)
-        .collect()
-        .await;
-    created.into_iter().collect::<Result<Vec<_>>>().context("creating a Namespace")?;
+        .try_collect::<Vec<()>>()
+        .await
+        .context("creating a Namespace")?;
     let failed = futures::stream::iter(&objects)
         .map(|object| create(&cluster, object, field_manager))
         .buffer_unordered(concurrency)

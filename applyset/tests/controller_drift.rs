@@ -363,7 +363,9 @@ async fn deleted_objects_are_recreated_or_reported() -> Result<()> {
 
     ns.kubectl_ok(&["delete", "configmap", "correct-a", "report-a", "--wait=true"], None)?;
 
-    let correct = reconcile_now(&ns, "correct", &controller).await?;
+    // The deletion's watch event starts the run that re-creates it (no request needed).
+    let corrected = |a: &ApplySet| condition(a, "Drifted").is_some_and(|c| c.1 == "DriftCorrected");
+    let correct = wait_for_applyset(&ns, "correct", &controller, "correct-a re-created", T, corrected).await?;
     let new_uid = ns.jsonpath("configmap/correct-a", "{.metadata.uid}")?;
     assert_ne!(new_uid, old_uid, "re-created");
     assert_eq!(ns.jsonpath("configmap/correct-a", "{.data.value}")?, "one");

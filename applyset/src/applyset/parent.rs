@@ -64,6 +64,8 @@ pub struct Parent {
     pub(super) skip_unknown_kinds: bool,
     /// The tool it is managed as.
     pub(super) tooling: Tooling,
+    /// The resourceVersion the parent's last write in this run was answered with.
+    written_version: Option<String>,
 }
 
 /// `fieldValidation` for the parent's server-side apply.
@@ -125,6 +127,7 @@ impl Parent {
             // The controller's parents skip kinds the cluster no longer serves.
             skip_unknown_kinds: tooling == Tooling::Controller,
             tooling,
+            written_version: None,
         }
     }
 
@@ -449,6 +452,16 @@ impl Parent {
             params.force = true;
             result = api.patch(&self.name, &params, &Patch::Apply(&body)).await;
         }
-        result.map(|_| ()).map_err(|error| Error::request("failed to update ApplySet", error))
+        let written = result.map_err(|error| Error::request("failed to update ApplySet", error))?;
+        if !params.dry_run {
+            self.written_version = written.metadata.resource_version;
+        }
+        Ok(())
+    }
+
+    /// The resourceVersion the parent's last write of this run produced (none before one, or
+    /// for dry runs): the controller waits for its own writes to be in its view of the parent.
+    pub fn written_version(&self) -> Option<&str> {
+        self.written_version.as_deref()
     }
 }

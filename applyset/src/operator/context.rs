@@ -113,6 +113,8 @@ pub struct Context {
     applysets: OnceLock<Store<ApplySet>>,
     /// The clusters of ApplySets with `spec.kubeConfig`.
     remotes: RemoteClusters,
+    /// The version of each ApplySet the controller's own last write produced.
+    pub written: super::written::WrittenVersions,
 }
 
 /// Who applies: the controller itself (`None`) or an impersonated user. One cluster (and one
@@ -157,6 +159,7 @@ impl Context {
             records: Default::default(),
             applysets: OnceLock::new(),
             remotes,
+            written: Default::default(),
         }
     }
 

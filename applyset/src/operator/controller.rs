@@ -192,8 +192,11 @@ async fn serve(args: ControllerArgs) -> anyhow::Result<()> {
         .applied_objects();
     let controller = Controller::for_stream(trigger, store).with_config(
         // Every due ApplySet is handed to a reconcile at once (0: no limit here); the schedule's
-        // fair gate lets --concurrent-reconciles of them run, fairly between namespaces.
-        ControllerConfig::default().concurrency(0).debounce(Duration::from_millis(500)),
+        // fair gate lets --concurrent-reconciles of them run, fairly between namespaces. No
+        // debounce: a new ApplySet, a push or a `reconcile` request runs at once; the events
+        // of the controller's own writes find nothing due (`Schedule::is_due`), and a copy
+        // older than those writes waits for the store (`WrittenVersions`).
+        ControllerConfig::default().concurrency(0),
     );
     tokio::spawn(ready_once_synced(controller.store(), health.clone()));
     let requested =

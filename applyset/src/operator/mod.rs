@@ -27,6 +27,7 @@ pub mod secret_key;
 pub mod status;
 pub mod waiting;
 pub mod webhook;
+pub mod written;
 
 /// Locks `mutex`, going on with the data if a panicking thread poisoned it: what the
 /// controller keeps under its locks (counts, caches, schedules) is updated in single steps

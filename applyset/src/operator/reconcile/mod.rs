@@ -84,6 +84,11 @@ pub(super) fn now() -> Time {
 /// its status, and the reconcile of that write's watch event adds the finalizer on its own,
 /// as it does for any ApplySet with a status and without it, before its run.
 pub async fn reconcile(applyset: Arc<ApplySet>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
+    // A copy older than the controller's own last write (its watch event not in yet): the
+    // event brings a reconcile of the newer copy; this one only makes sure of a retry.
+    if ctx.written.is_behind(&applyset.key(), applyset.metadata.resource_version.as_deref()) {
+        return Ok(Action::requeue(STORE_CATCH_UP));
+    }
     if applyset.metadata.deletion_timestamp.is_none() {
         let finalizers = applyset.metadata.finalizers.as_deref().unwrap_or_default();
         if finalizers.iter().any(|f| f == FINALIZER) || applyset.status.is_none() {
@@ -94,6 +99,10 @@ pub async fn reconcile(applyset: Arc<ApplySet>, ctx: Arc<Context>) -> Result<Act
     }
     Box::pin(with_finalizer(applyset, ctx)).await
 }
+
+/// When a reconcile handed a copy older than the controller's own last write tries again (the
+/// watch event of the write usually comes first and reconciles at once).
+const STORE_CATCH_UP: Duration = Duration::from_millis(100);
 
 /// Adds the finalizer as kube's helper does (a JSON patch whose `test` refuses it when the
 /// finalizers changed meanwhile: the reconcile fails and is retried) and returns the ApplySet
@@ -115,9 +124,12 @@ async fn add_finalizer(applyset: &ApplySet, ctx: &Context) -> Result<ApplySet, R
     };
     let patch: json_patch::Patch = serde_json::from_value(operations).expect("a JSON patch of fixed shape");
     let api: Api<ApplySet> = Api::namespaced(ctx.client.clone(), &applyset.namespace_or_default());
-    api.patch(name, &PatchParams::default(), &Patch::Json::<()>(patch))
+    let written = api
+        .patch(name, &PatchParams::default(), &Patch::Json::<()>(patch))
         .await
-        .map_err(|source| ReconcileError::Finalizer { key, source })
+        .map_err(|source| ReconcileError::Finalizer { key: key.clone(), source })?;
+    ctx.written.note(&key, written.metadata.resource_version.as_deref());
+    Ok(written)
 }
 
 /// Once the ApplySet is being deleted: the cleanup and then the finalizer removed, by kube's
@@ -364,9 +376,11 @@ pub(super) async fn write_status(
     if !status::same_ignoring_time(written, next) {
         let api: Api<ApplySet> = Api::namespaced(ctx.client.clone(), &applyset.namespace_or_default());
         let patch = serde_json::json!({ "status": status::merge_patch(written, next) });
-        api.patch_status(&applyset.name(), &PatchParams::default(), &Patch::Merge(&patch))
+        let written = api
+            .patch_status(&applyset.name(), &PatchParams::default(), &Patch::Merge(&patch))
             .await
             .map_err(|source| ReconcileError::Status { key: applyset.key(), source })?;
+        ctx.written.note(&applyset.key(), written.metadata.resource_version.as_deref());
         ctx.records.delete_parts(&ctx.client, applyset, &stale).await;
     }
     // `applyset_condition` says what the status says: every run's outcome (publish.rs), a

@@ -94,7 +94,9 @@ impl Reconciliation<'_> {
         if !input.mode.report_only {
             // Every kind is recorded before anything is applied, so a failed run can still be
             // pruned later (KEP-3659's superset update).
-            run.begin(&plan).await.map_err(|e| StepError::of(Stage::Apply, e))?;
+            let begun = run.begin(&plan).await;
+            self.ctx.written.note(&self.applyset.key(), run.parent().written_version());
+            begun.map_err(|e| StepError::of(Stage::Apply, e))?;
         }
         let timeout = self.intervals.timeout;
         tokio::time::timeout(timeout, apply::execute(cluster, plan, &options)).await.map_err(|_| {

@@ -79,7 +79,9 @@ impl Reconciliation<'_> {
                 ),
             ));
         }
-        run.finish().await.map_err(|e| StepError::of(Stage::Apply, e))
+        let finished = run.finish().await;
+        self.ctx.written.note(&self.applyset.key(), run.parent().written_version());
+        finished.map_err(|e| StepError::of(Stage::Apply, e))
     }
 }
 

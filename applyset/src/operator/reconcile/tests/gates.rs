@@ -3,11 +3,13 @@
 //! what it applied before it is Ready.
 
 use http::Method;
+use kube::runtime::controller::Action;
 use kube::runtime::{reflector, watcher};
 use serde_json::json;
 
 use super::fixture::{Fixture, NS, configmap};
 use crate::operator::api::ApplySet;
+use crate::operator::reconcile::reconcile;
 use crate::operator::status::{HEALTHY, STALLED};
 
 /// Connects the context to a view of these ApplySets (as stored now), complete.
@@ -229,4 +231,28 @@ async fn a_new_applyset_keeps_the_finalizers_of_others() {
     let finalizers = f.current("app").metadata.finalizers.clone().unwrap_or_default();
     assert_eq!(finalizers, ["example.com/keep", crate::operator::api::FINALIZER]);
     assert!(f.configmap("a").is_some());
+}
+
+#[tokio::test]
+async fn a_reconcile_handed_a_copy_older_than_the_controllers_own_writes_waits_for_the_store() {
+    let f = new_applyset_with_finalizers(None);
+    let before_the_run = f.current("app");
+    f.reconcile("app").await.expect("the run");
+    assert_eq!(f.ready("app").0, "True");
+    let requests = f.fake.requests().len();
+
+    // The store still holds the copy from before the run's writes (their watch events are on
+    // their way) while a run is asked for: nothing is read or written from that copy.
+    f.ctx.schedule.run_now(&before_the_run);
+    let action = reconcile(before_the_run, f.ctx.clone()).await.expect("a retry, not an error");
+    assert_eq!(action, Action::requeue(std::time::Duration::from_millis(100)));
+    assert_eq!(f.fake.requests().len(), requests, "no request from an old copy");
+
+    // The newer copy, once the store has it, runs: the request was kept for it.
+    let runs = || f.metric("applyset_reconcile_total{result=\"success\"}");
+    let before = runs();
+    f.reconcile("app").await.expect("the asked-for run");
+    assert_eq!(runs(), before + 1.0, "the request ran on the newer copy");
+    f.reconcile("app").await.expect("nothing due");
+    assert_eq!(runs(), before + 1.0, "and was taken by that run");
 }

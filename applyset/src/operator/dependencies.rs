@@ -119,6 +119,21 @@ pub fn dependants(key: &str, all: &[Arc<ApplySet>]) -> Vec<Arc<ApplySet>> {
     all.iter().filter(|a| dependency_keys(a).iter().any(|d| d == key)).cloned().collect()
 }
 
+/// The dependants of `key` that stopped at their dependencies (`DependencyNotReady`: one not
+/// found, or not Ready yet) or have no outcome yet (a first run going on while `key` was
+/// created). A run of `key` that did not end Ready still changes what they would find: it
+/// exists now, or it closed a cycle.
+pub fn waiting_dependants(key: &str, all: &[Arc<ApplySet>]) -> Vec<Arc<ApplySet>> {
+    let waiting = |a: &ApplySet| {
+        let conditions = a.status.as_ref().map(|s| s.conditions.as_slice()).unwrap_or_default();
+        match conditions.iter().find(|c| c.type_ == READY) {
+            Some(ready) => ready.reason == super::status::reason::DEPENDENCY_NOT_READY,
+            None => true,
+        }
+    };
+    dependants(key, all).into_iter().filter(|a| waiting(a)).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -222,5 +237,26 @@ mod tests {
         assert_eq!(waiting.stage, Stage::DependencyNotReady, "only the members of the cycle stall");
         let names: Vec<String> = dependants("apps/a", &all).iter().map(|a| a.key()).collect();
         assert_eq!(names, ["apps/c", "apps/d"]);
+    }
+
+    #[test]
+    fn dependants_stopped_at_their_dependencies_or_without_an_outcome_are_woken() {
+        let with_reason = |name: &str, reason: &str| {
+            let mut a = (*applyset(name, &["db"], Some("False"))).clone();
+            a.status.as_mut().expect("a status").conditions[0].reason = reason.into();
+            Arc::new(a)
+        };
+        let all = vec![
+            with_reason("waiting", "DependencyNotReady"),
+            with_reason("failing", "FetchFailed"),
+            applyset("new", &["db"], None),
+            applyset("ready", &["db"], Some("True")),
+            with_reason("elsewhere", "DependencyNotReady"),
+        ];
+        let mut elsewhere = (*all[4]).clone();
+        elsewhere.spec.depends_on.clear();
+        let all = [&all[..4], &[Arc::new(elsewhere)]].concat();
+        let names: Vec<String> = waiting_dependants("apps/db", &all).iter().map(|a| a.key()).collect();
+        assert_eq!(names, ["apps/waiting", "apps/new"]);
     }
 }

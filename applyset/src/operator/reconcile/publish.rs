@@ -126,6 +126,11 @@ impl Finish<'_> {
         let causes = failure.causes().join(": ");
         tracing::warn!(applyset = %key, reason = failure.stage.reason(), module, message = %failure.message, causes, "reconcile failed");
         ctx.metrics.reconcile_finished(failure.stage.metric_label(), started.elapsed());
+        // Those that stopped at this one as their dependency look again: it exists now, and it
+        // may have closed a cycle they are part of.
+        for dependant in dependencies::waiting_dependants(&key, &ctx.applysets().await) {
+            ctx.schedule.run_now(&dependant);
+        }
         let failures = ctx.schedule.failed(&key);
         let Some(intervals) = intervals.filter(|_| !failure.stage.awaits_spec_change()) else {
             return Ok(Action::await_change());

@@ -246,16 +246,15 @@ mod tests {
             a.status.as_mut().expect("a status").conditions[0].reason = reason.into();
             Arc::new(a)
         };
-        let all = vec![
+        let mut elsewhere = (*with_reason("elsewhere", "DependencyNotReady")).clone();
+        elsewhere.spec.depends_on.clear();
+        let all = [
             with_reason("waiting", "DependencyNotReady"),
             with_reason("failing", "FetchFailed"),
             applyset("new", &["db"], None),
             applyset("ready", &["db"], Some("True")),
-            with_reason("elsewhere", "DependencyNotReady"),
+            Arc::new(elsewhere),
         ];
-        let mut elsewhere = (*all[4]).clone();
-        elsewhere.spec.depends_on.clear();
-        let all = [&all[..4], &[Arc::new(elsewhere)]].concat();
         let names: Vec<String> = waiting_dependants("apps/db", &all).iter().map(|a| a.key()).collect();
         assert_eq!(names, ["apps/waiting", "apps/new"]);
     }

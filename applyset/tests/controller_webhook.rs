@@ -48,8 +48,10 @@ fn github_push(port: u16, path: &str, token: &[u8], git_ref: &str) -> Result<(u1
 /// An ApplySet `app` (interval 1 h, `spec.webhook` with the token `s3cret`) applying one
 /// ConfigMap, Ready at its first commit, and a controller serving the receiver on `port`.
 struct Hooked {
-    fixture: ControllerFixture,
+    // Fields drop in this order: the controller goes before the namespace releases the
+    // ApplySets' finalizers, or it would put them back at once and keep the namespace.
     controller: ControllerProcess,
+    fixture: ControllerFixture,
     port: u16,
     /// `/hook/<namespace>/app`.
     hook: String,
@@ -68,7 +70,7 @@ impl Hooked {
         create_hooked_applyset(&fixture, config_map_name, git_ref).await?;
         wait_for_applyset(&fixture.ns, "app", &controller, "the first commit applied", T, is_ready).await?;
         let hook = format!("/hook/{}/app", fixture.ns.name);
-        Ok(Hooked { fixture, controller, port, hook })
+        Ok(Hooked { controller, fixture, port, hook })
     }
 }
 

@@ -269,6 +269,7 @@ impl Context {
         self.schedule.forget(key);
         self.waits.forget(key);
         self.remotes.release(key);
+        self.written.forget(key);
     }
 
     /// Publishes an Event on the ApplySet; a failure to record is logged, never fatal.

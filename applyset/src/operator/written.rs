@@ -60,6 +60,11 @@ impl WrittenVersions {
         newest.remove(key);
         false
     }
+
+    /// The ApplySet is gone.
+    pub fn forget(&self, key: &str) {
+        lock(&self.newest).remove(key);
+    }
 }
 
 #[cfg(test)]
@@ -96,6 +101,9 @@ mod tests {
         assert!(!written.is_behind("ns/other", Some("5")), "by ApplySet");
         assert!(!written.is_behind("ns/app", Some("12")), "the write itself");
         assert!(!written.is_behind("ns/app", Some("5")), "caught up once: the note is dropped");
+        written.note("ns/gone", Some("30"));
+        written.forget("ns/gone");
+        assert!(!written.is_behind("ns/gone", Some("5")), "forgotten with its ApplySet");
     }
 
     #[test]

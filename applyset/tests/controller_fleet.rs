@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Result, ensure};
 use applyset::operator::api::ApplySet;
-use futures::TryStreamExt;
+use futures::StreamExt;
 use git::{GitHttpServer, HttpAuth};
 use kube::Api;
 use kube::api::{Patch, PatchParams};
@@ -124,14 +124,18 @@ async fn another_tenant_is_not_queued_behind_a_crowd() -> Result<()> {
     let watching = {
         let ready_order = ready_order.clone();
         let api: Api<ApplySet> = Api::all(crowd.client.clone());
-        let events = watcher(api, watcher::Config::default().labels(&format!("shard={shard}"))).applied_objects();
-        tokio::spawn(events.try_for_each(move |applyset| {
-            let name = applyset.metadata.name.clone().unwrap_or_default();
-            let mut order = ready_order.lock().unwrap();
-            if operator::is_ready(&applyset) && !order.contains(&name) {
-                order.push(name);
+        let config = watcher::Config::default().labels(&format!("shard={shard}"));
+        // A watch error is retried (after a backoff) rather than ending the record.
+        let events = watcher(api, config).default_backoff().applied_objects();
+        tokio::spawn(events.for_each(move |event| {
+            if let Ok(applyset) = event {
+                let name = applyset.metadata.name.clone().unwrap_or_default();
+                let mut order = ready_order.lock().unwrap();
+                if operator::is_ready(&applyset) && !order.contains(&name) {
+                    order.push(name);
+                }
             }
-            std::future::ready(Ok(()))
+            std::future::ready(())
         }))
     };
 

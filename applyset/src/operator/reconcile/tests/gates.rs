@@ -69,6 +69,30 @@ async fn reconcile_dependant_waits_for_its_dependency_and_is_woken_when_it_is_re
     assert!(f.configmap("b").is_some());
 }
 
+#[tokio::test]
+async fn a_dependency_whose_run_fails_wakes_the_dependants_that_wait_for_it() {
+    let f = Fixture::new();
+    f.repo.write("app/b.yaml", &configmap("b", "2")).commit("one set");
+    f.applyset("base", json!({ "source": { "path": "missing" } }));
+    f.applyset("app", json!({ "source": { "path": "app" }, "dependsOn": [{ "name": "base" }] }));
+    let mut writer = view_of(&f, &["base", "app"]);
+    let mut queue = f.ctx.connect(writer.as_reader()).expect("the run-now queue");
+
+    f.reconcile("app").await.expect("the dependant's run");
+    assert_eq!(f.ready("app").1, "DependencyNotReady");
+    writer.apply_watcher_event(&watcher::Event::Apply((*f.current("app")).clone()));
+    assert!(queue.try_recv().is_err(), "nothing waits for the dependant");
+
+    // The dependency's run fails (its path is not in the repository): what the dependant
+    // would find changed (the dependency has a failure to name now), so it looks again at
+    // once, not at its retry interval.
+    f.reconcile("base").await.expect("the dependency's run, failed");
+    assert_eq!(f.ready("base").0, "False");
+    let woken = queue.try_recv().expect("a run-now request");
+    assert_eq!((woken.name.as_str(), woken.namespace.as_deref()), ("app", Some(NS)));
+    assert!(queue.try_recv().is_err(), "one request");
+}
+
 const DEPLOYMENT: &str = "apiVersion: apps/v1
 kind: Deployment
 metadata:

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from benchlib.cluster import control_plane_cpu_seconds, counts_delta, cpu_used_since, go_runtime_text
-from benchlib.common import REPO, say
+from benchlib.common import REPO, machine_cpu, machine_cpu_text, say
 from benchlib.manifests import generate_applysets
 
 PREFIX = "bench-flood"
@@ -42,11 +42,11 @@ APPLYSET_ID = "applyset-" + "f" * 43 + "-v1"
 
 def create_throughput(kube, args, scratch, concurrency, name="flood"):
     """{"objects", "seconds", "per_second", "failed", "cpu_seconds", "control_plane_cpu",
-    "requests", "runtime"} of one flood of args.applysets × args.objects (sent as args.physical_bodies
+    "requests", "runtime", "machine"} of one flood of args.applysets × args.objects (sent as args.physical_bodies
     says), then its Namespaces deleted; name: its directory in scratch. cpu_seconds is the client's own CPU
     time over its creates; control_plane_cpu the control plane servers' (by name) over the
     whole client (its start and the Namespaces included: a second or two of a nearly idle
-    control plane); requests the apiserver's requests meanwhile (counts_delta())."""
+    control plane); machine the machine's cores over the same (machine_cpu_text()); requests the apiserver's requests meanwhile (counts_delta())."""
     work = Path(scratch) / f"flood-{name}"
     work.mkdir()
     generate_applysets(work, args.applysets, args.objects, PREFIX, revision=1)
@@ -56,13 +56,17 @@ def create_throughput(kube, args, scratch, concurrency, name="flood"):
         kube.save_allocation_profile(args.allocation_profiles, f"flood-{name}-before")
         text = kube.metrics()
         requests_before, runtime_before = kube.request_counts(text=text), kube.go_runtime(text)
-        control_plane_before = control_plane_cpu_seconds()
+        profiling = kube.start_cpu_profile(args.cpu_profiles, f"flood-{name}", args.cpu_profile_seconds)
+        control_plane_before, machine_before, started = control_plane_cpu_seconds(), machine_cpu(), time.monotonic()
         out = subprocess.run([str(binary), "--kubeconfig", kube.kubeconfig, "--concurrency", str(concurrency),
                               *bodies, str(work)], capture_output=True, text=True, check=True).stdout
         figures = json.loads(out.strip().splitlines()[-1])
         figures["control_plane_cpu"] = cpu_used_since(control_plane_before)
+        figures["machine"] = machine_cpu_text(machine_before, machine_cpu(), time.monotonic() - started)
         text = kube.metrics()
         kube.save_allocation_profile(args.allocation_profiles, f"flood-{name}-after")
+        if profiling:
+            profiling.join()
         figures["requests"] = counts_delta(requests_before, kube.request_counts(text=text))
         figures["runtime"] = go_runtime_text(runtime_before, kube.go_runtime(text), figures["objects"])
     finally:

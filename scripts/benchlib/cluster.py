@@ -127,6 +127,8 @@ def kubectl_binary(program, strict=False):
 
 # apiserver_request_total's labels, in the order request_counts() keys its counts by default.
 REQUEST_KEY = ("verb", "resource", "scope", "subresource")
+# What start_cpu_profile() counts as the objects a phase created (what a first apply and a flood create).
+PROFILED_CREATES = {"configmaps", "services", "deployments", "namespaces"}
 LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 
 
@@ -176,6 +178,34 @@ class Kubectl:
             return
         Path(directory).mkdir(parents=True, exist_ok=True)
         (Path(directory) / f"{name}.pb.gz").write_bytes(out.stdout)
+
+    def start_cpu_profile(self, directory, name, seconds):
+        """Starts kube-apiserver's CPU profile of the next `seconds` (/debug/pprof/profile) in a
+        thread, saved as directory/name.cpu.pb.gz beside name.cpu.json: the objects the apiserver
+        created meanwhile (POSTs of configmaps, services, deployments, namespaces), for a cost an
+        object. Returns the thread (join it before the phase's cleanup), or None when directory is
+        None. Needs a control plane up with APPLYSET_CP_PROFILING=true: without it, says so."""
+        if directory is None:
+            return None
+        Path(directory).mkdir(parents=True, exist_ok=True)
+
+        def profile():
+            before = self.request_counts()
+            out = subprocess.run([self.binary, "--kubeconfig", self.kubeconfig, "get", "--raw",
+                                  f"/debug/pprof/profile?seconds={seconds}"], capture_output=True)
+            created = counts_delta(before, self.request_counts())
+            if out.returncode:
+                say(f"no CPU profile {name} (is the control plane up with APPLYSET_CP_PROFILING=true?): "
+                    f"{out.stderr.decode(errors='replace').strip()[-300:]}")
+                return
+            (Path(directory) / f"{name}.cpu.pb.gz").write_bytes(out.stdout)
+            objects = int(sum(n for (verb, resource, _, sub), n in created.items()
+                              if verb == "POST" and not sub and resource in PROFILED_CREATES))
+            (Path(directory) / f"{name}.cpu.json").write_text(json.dumps({"seconds": seconds, "objects": objects}))
+
+        thread = threading.Thread(target=profile, name=f"cpu-profile-{name}", daemon=True)
+        thread.start()
+        return thread
 
     def go_runtime(self, text=None):
         """kube-apiserver's Go runtime so far, from `text` (metrics(); read when None): bytes

@@ -42,11 +42,13 @@ APPLYSET_ID = "applyset-" + "f" * 43 + "-v1"
 
 def create_throughput(kube, args, scratch, concurrency, name="flood"):
     """{"objects", "seconds", "per_second", "failed", "cpu_seconds", "control_plane_cpu",
-    "requests", "runtime", "machine"} of one flood of args.applysets × args.objects (sent as args.physical_bodies
-    says), then its Namespaces deleted; name: its directory in scratch. cpu_seconds is the client's own CPU
-    time over its creates; control_plane_cpu the control plane servers' (by name) over the
-    whole client (its start and the Namespaces included: a second or two of a nearly idle
-    control plane); machine the machine's cores over the same (machine_cpu_text()); requests the apiserver's requests meanwhile (counts_delta())."""
+    "requests", "runtime", "machine"} of one flood of args.applysets × args.objects (sent as
+    args.physical_bodies says), then its Namespaces deleted; name: its directory in scratch.
+    cpu_seconds is the client's own CPU time over its creates; control_plane_cpu the control
+    plane servers' (by name) over the whole client (its start and the Namespaces included: a
+    second or two of a nearly idle control plane); machine how the machine's cores went over the
+    same (machine_cpu_text()); requests the apiserver's requests meanwhile (counts_delta()).
+    With args.cpu_profiles, kube-apiserver's CPU profile of its first args.cpu_profile_seconds."""
     work = Path(scratch) / f"flood-{name}"
     work.mkdir()
     generate_applysets(work, args.applysets, args.objects, PREFIX, revision=1)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from benchlib.cluster import control_plane_cpu_seconds, counts_delta, cpu_used_since, go_runtime_text
 from benchlib.common import REPO, machine_cpu, machine_cpu_text, say
-from benchlib.manifests import generate_applysets
+from benchlib.manifests import GENERATED_RESOURCES, generate_applysets
 
 PREFIX = "bench-flood"
 
@@ -58,7 +58,8 @@ def create_throughput(kube, args, scratch, concurrency, name="flood"):
         kube.save_allocation_profile(args.allocation_profiles, f"flood-{name}-before")
         text = kube.metrics()
         requests_before, runtime_before = kube.request_counts(text=text), kube.go_runtime(text)
-        profiling = kube.start_cpu_profile(args.cpu_profiles, f"flood-{name}", args.cpu_profile_seconds)
+        profiling = kube.start_cpu_profile(args.cpu_profiles, f"flood-{name}", args.cpu_profile_seconds,
+                                           GENERATED_RESOURCES)
         control_plane_before, machine_before, started = control_plane_cpu_seconds(), machine_cpu(), time.monotonic()
         out = subprocess.run([str(binary), "--kubeconfig", kube.kubeconfig, "--concurrency", str(concurrency),
                               *bodies, str(work)], capture_output=True, text=True, check=True).stdout

@@ -42,7 +42,7 @@ from benchlib.cluster import (Kubectl, control_plane_down, control_plane_up, cou
                               quiet_before)
 from benchlib.common import build_release, exit_on_signals, load, release_binary, say
 from benchlib.git import GitHttpServer, git_commit, git_init
-from benchlib.manifests import generate_applysets, podinfo
+from benchlib.manifests import GENERATED_RESOURCES, generate_applysets, podinfo
 from benchlib.sides import (FLUX_CONTROLLERS, FLUX_RELEASE, ApplysetSide, FluxSide, flux_binaries, install_crds,
                             peak, rss_detail)
 
@@ -82,7 +82,7 @@ def shapes(args):
                              f"Service, Ingress) in one namespace"))
         else:
             n, m = args.applysets or 100, args.objects or 100
-            out.append(Shape("100x100", n, m, {"configmaps", "services", "deployments", "namespaces"},
+            out.append(Shape("100x100", n, m, GENERATED_RESOURCES,
                              [f"vsflux-{i:03d}" for i in range(n)], [],
                              f"{n} apps × {m} objects (a Namespace, ConfigMaps, headless Services, "
                              f"5 Deployments at 0 replicas)"))

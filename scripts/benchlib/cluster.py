@@ -127,8 +127,6 @@ def kubectl_binary(program, strict=False):
 
 # apiserver_request_total's labels, in the order request_counts() keys its counts by default.
 REQUEST_KEY = ("verb", "resource", "scope", "subresource")
-# What start_cpu_profile() counts as the objects a phase created (what a first apply and a flood create).
-PROFILED_CREATES = {"configmaps", "services", "deployments", "namespaces"}
 LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 
 
@@ -179,11 +177,10 @@ class Kubectl:
         Path(directory).mkdir(parents=True, exist_ok=True)
         (Path(directory) / f"{name}.pb.gz").write_bytes(out.stdout)
 
-    def start_cpu_profile(self, directory, name, seconds):
+    def start_cpu_profile(self, directory, name, seconds, resources):
         """Starts kube-apiserver's CPU profile of the next `seconds` (/debug/pprof/profile) in a
         thread, saved as directory/name.cpu.pb.gz beside name.cpu.json: the objects the apiserver
-        created meanwhile (POSTs of configmaps, services, deployments, namespaces), for a cost an
-        object. Returns the thread (join it before the phase's cleanup), or None when directory is
+        created meanwhile (POSTs of `resources`, by every client), for a cost an object. Returns the thread (join it before the phase's cleanup), or None when directory is
         None. Needs a control plane up with APPLYSET_CP_PROFILING=true: without it, says so."""
         if directory is None:
             return None
@@ -200,7 +197,7 @@ class Kubectl:
                 return
             (Path(directory) / f"{name}.cpu.pb.gz").write_bytes(out.stdout)
             objects = int(sum(n for (verb, resource, _, sub), n in created.items()
-                              if verb == "POST" and not sub and resource in PROFILED_CREATES))
+                              if verb == "POST" and not sub and resource in resources))
             (Path(directory) / f"{name}.cpu.json").write_text(json.dumps({"seconds": seconds, "objects": objects}))
 
         thread = threading.Thread(target=profile, name=f"cpu-profile-{name}", daemon=True)

@@ -38,6 +38,11 @@ def deployment(name, namespace, replicas, image, container=""):
 
 # ------------------------------------------------------------------------------ generators
 
+# The resources generate_applysets() writes objects of (as apiserver_request_total and the audit
+# log name them): what a first apply and a flood of its apps create.
+GENERATED_RESOURCES = frozenset({"configmaps", "services", "deployments", "namespaces"})
+
+
 def generate_applysets(work, applysets, objects, prefix="bench", revision=1, replicas=1):
     """bench-controller's apps: a directory app-NNN per ApplySet, its all.yaml holding its
     Namespace, 5 Deployments, 20% headless Services, the rest ConfigMaps.

@@ -185,9 +185,10 @@ class Kubectl:
         if directory is None:
             return None
         Path(directory).mkdir(parents=True, exist_ok=True)
+        # Read before the thread starts, so that a phase's first creates are counted however fast it goes.
+        before = self.request_counts()
 
         def profile():
-            before = self.request_counts()
             out = subprocess.run([self.binary, "--kubeconfig", self.kubeconfig, "get", "--raw",
                                   f"/debug/pprof/profile?seconds={seconds}"], capture_output=True)
             created = counts_delta(before, self.request_counts())

@@ -1,6 +1,7 @@
 //! Speed of the patch computations on realistic inputs, with the real v1.33 metadata:
 //! a typical Deployment (unchanged, and with an image change), a ~500 KB ConfigMap, and a
-//! container with 16,000 `env` entries (the keyed-list worst case; upstream Go is quadratic).
+//! container with 16,000 `env` entries (the keyed-list worst case; upstream Go is quadratic);
+//! and what freeing such documents costs.
 //!
 //! Run: `cargo bench -p applyset-merge --bench patch`
 
@@ -112,6 +113,16 @@ fn benches(c: &mut Criterion) {
             apply_strategic_merge_patch(current, patch, deploy.as_ref()).unwrap().to_json_string()
         })
     });
+    group.finish();
+
+    // Freeing a document: a watched object's tree is built and dropped for every event.
+    let mut group = c.benchmark_group("drop");
+    group.bench_function("deployment as the apiserver returns it", |b| {
+        b.iter_batched(|| live.clone(), drop, BatchSize::SmallInput)
+    });
+    group.bench_function("configmap ~500KB", |b| b.iter_batched(|| big.clone(), drop, BatchSize::LargeInput));
+    group.sample_size(20);
+    group.bench_function("16k env entries", |b| b.iter_batched(|| env_old.clone(), drop, BatchSize::LargeInput));
     group.finish();
 }
 

@@ -227,32 +227,41 @@ impl PartialEq for Value {
 }
 
 /// Dropping a document never recurses: children that are themselves containers are moved to a
-/// heap worklist and emptied one by one, so a document nested [`MAX_DEPTH`] levels deep drops
-/// on any thread's stack. Values without nested containers return at once.
+/// heap worklist (a `null` left in their place) and emptied one by one, so a document nested
+/// [`MAX_DEPTH`] levels deep drops on any thread's stack. Scalars are freed where they are, and
+/// a container without nested containers is freed at once (its own drop recurses one level).
 impl Drop for Value {
     fn drop(&mut self) {
-        let has_nested = match &*self {
-            Value::Array(items) => items.iter().any(Value::is_container),
-            Value::Object(map) => map.values().any(Value::is_container),
-            _ => false,
-        };
-        if !has_nested {
+        if !has_nested(self) {
             return;
         }
         let mut pending: Vec<Value> = Vec::new();
-        take_children(self, &mut pending);
+        take_nested(self, &mut pending);
         while let Some(mut value) = pending.pop() {
-            take_children(&mut value, &mut pending);
-            // `value` is now flat: its own drop returns at once.
+            if has_nested(&value) {
+                take_nested(&mut value, &mut pending);
+            }
+            // `value` holds no containers now: its own drop returns at once.
         }
     }
 }
 
-/// Moves a container's children to `pending`, leaving it empty.
-fn take_children(value: &mut Value, pending: &mut Vec<Value>) {
+/// Whether a container holds containers.
+fn has_nested(value: &Value) -> bool {
     match value {
-        Value::Array(items) => pending.append(items),
-        Value::Object(map) => pending.extend(std::mem::take(map).into_values()),
-        _ => {}
+        Value::Array(items) => items.iter().any(Value::is_container),
+        Value::Object(map) => map.values().any(Value::is_container),
+        _ => false,
     }
+}
+
+/// Moves a container's children that are containers themselves to `pending`, leaving `null`
+/// in their place (the map keeps its shape: nothing is rebuilt).
+fn take_nested(value: &mut Value, pending: &mut Vec<Value>) {
+    let children: Box<dyn Iterator<Item = &mut Value>> = match value {
+        Value::Array(items) => Box::new(items.iter_mut()),
+        Value::Object(map) => Box::new(map.values_mut()),
+        _ => return,
+    };
+    pending.extend(children.filter(|child| child.is_container()).map(|child| std::mem::replace(child, Value::Null)));
 }

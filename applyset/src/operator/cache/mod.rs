@@ -17,6 +17,7 @@
 //! start the runs of the ApplySets waiting for their objects' health.
 
 pub mod packed;
+mod scan;
 pub mod store;
 pub mod triggers;
 

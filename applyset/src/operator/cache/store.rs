@@ -1,9 +1,7 @@
 //! One kind's objects as its watch delivered them, and what each event changed. Pure: the
 //! watch loop feeds it events, the run reads it; it answers only while its view is complete.
 
-use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeSet, HashMap};
-use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 use applyset_merge::Value;
@@ -11,7 +9,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::runtime::watcher::Event;
 
 use super::packed::{self, Dictionary, Packed};
-use crate::applyset::{LAST_APPLIED_ANNOTATION as LAST_APPLIED, Listed, PART_OF_LABEL, PruneMark};
+use crate::applyset::Listed;
 
 /// `(namespace, name)`; the namespace is `None` for a cluster-scoped object.
 pub type Key = (Option<String>, String);
@@ -39,39 +37,6 @@ pub enum Body {
 }
 
 impl Entry {
-    /// Reads one object as the apiserver sent it: parsed, and its JSON text as sent.
-    pub fn of(object: &Value, json: Arc<str>) -> Entry {
-        let metadata = object.as_object().and_then(|o| o.get("metadata")).and_then(Value::as_object);
-        let text = |key: &str| metadata.and_then(|m| m.get(key)).and_then(Value::as_str).map(str::to_owned);
-        let map = |key: &str| metadata.and_then(|m| m.get(key)).and_then(Value::as_object);
-        let annotation = |key: &str| map("annotations").and_then(|a| a.get(key)).and_then(Value::as_str);
-        let finalizers = metadata
-            .and_then(|m| m.get("finalizers"))
-            .and_then(Value::as_array)
-            .map(|items| items.iter().filter_map(Value::as_str).map(str::to_owned).collect())
-            .unwrap_or_default();
-        Entry {
-            listed: Listed {
-                name: text("name").unwrap_or_default(),
-                namespace: text("namespace").filter(|ns| !ns.is_empty()),
-                uid: text("uid").unwrap_or_default(),
-                has_last_applied: annotation(LAST_APPLIED).is_some(),
-                deleting: text("deletionTimestamp").is_some(),
-                finalizers,
-                prune_mark: PruneMark::find(annotation),
-                cached_version: text("resourceVersion"),
-            },
-            resource_version: text("resourceVersion").unwrap_or_default(),
-            set_id: map("labels")
-                .and_then(|l| l.get(PART_OF_LABEL))
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned(),
-            content: content_digest(object),
-            body: Body::Text(json),
-        }
-    }
-
     pub fn key(&self) -> Key {
         (self.listed.namespace.clone(), self.listed.name.clone())
     }
@@ -97,102 +62,6 @@ impl Entry {
     }
 }
 
-/// Annotations the cluster's own controllers write on objects a set applies, by themselves:
-/// kube-controller-manager's Deployment revision (at each rollout, just after the apply that
-/// started it), and the volume binder's and scheduler's marks on a PersistentVolumeClaim. A
-/// change to them alone is like a change of status: those managers' fields are never drift,
-/// stale or foreign, so checking at once would be a whole run for nothing (one written by hand
-/// is still found by the next interval's run).
-const CLUSTER_ANNOTATIONS: [&str; 6] = [
-    "deployment.kubernetes.io/revision",
-    "pv.kubernetes.io/bind-completed",
-    "pv.kubernetes.io/bound-by-controller",
-    "volume.kubernetes.io/storage-provisioner",
-    "volume.beta.kubernetes.io/storage-provisioner",
-    "volume.kubernetes.io/selected-node",
-];
-
-/// The digest of what a set applies and others may change: everything but the status, the
-/// metadata the apiserver keeps for itself and the cluster's own annotations (and `apiVersion`
-/// and `kind`, which a LIST's items leave out and a watch event's object has). Hashed as it is
-/// walked: no copy of the object.
-fn content_digest(object: &Value) -> u64 {
-    let mut hasher = DefaultHasher::new();
-    match object {
-        Value::Object(root) => {
-            hash_map_without(root, &["status", "apiVersion", "kind"], &mut hasher, |key, value, h| match value {
-                Value::Object(metadata) if key == "metadata" => hash_metadata(metadata, h),
-                other => hash_value(other, h),
-            })
-        }
-        other => hash_value(other, &mut hasher),
-    }
-    hasher.finish()
-}
-
-/// Feeds `metadata` to `hasher` without the apiserver's own fields and the cluster's own
-/// annotations; annotations holding only those count as none at all.
-fn hash_metadata(metadata: &applyset_merge::Map, hasher: &mut DefaultHasher) {
-    const VOLATILE: &[&str] = &["resourceVersion", "managedFields", "generation"];
-    const VOLATILE_AND_ANNOTATIONS: &[&str] = &["resourceVersion", "managedFields", "generation", "annotations"];
-    let annotations = metadata.get("annotations").and_then(Value::as_object);
-    let only_cluster_annotations =
-        annotations.is_some_and(|a| a.keys().all(|key| CLUSTER_ANNOTATIONS.contains(&key.as_str())));
-    let left_out = if only_cluster_annotations { VOLATILE_AND_ANNOTATIONS } else { VOLATILE };
-    hash_map_without(metadata, left_out, hasher, |key, value, h| match value {
-        Value::Object(annotations) if key == "annotations" => {
-            hash_map_without(annotations, &CLUSTER_ANNOTATIONS, h, |_, text, h| hash_value(text, h));
-        }
-        other => hash_value(other, h),
-    });
-}
-
-/// Feeds a whole value to `hasher`, each kind of value tagged and each container closed, so
-/// that different values feed different bytes.
-fn hash_value(value: &Value, hasher: &mut DefaultHasher) {
-    match value {
-        Value::Null => hasher.write_u8(b'n'),
-        Value::Bool(b) => hasher.write_u8(if *b { b't' } else { b'f' }),
-        Value::Int(i) => {
-            hasher.write_u8(b'i');
-            hasher.write_i64(*i);
-        }
-        Value::Float(f) => {
-            hasher.write_u8(b'd');
-            hasher.write_u64(f.to_bits());
-        }
-        Value::String(text) => {
-            hasher.write_u8(b's');
-            text.hash(hasher);
-        }
-        Value::Array(items) => {
-            hasher.write_u8(b'[');
-            for item in items {
-                applyset_merge::value::deeper(|| hash_value(item, hasher));
-            }
-            hasher.write_u8(b']');
-        }
-        Value::Object(map) => {
-            hash_map_without(map, &[], hasher, |_, item, h| applyset_merge::value::deeper(|| hash_value(item, h)));
-        }
-    }
-}
-
-/// Feeds an object to `hasher`, its keys but those `left_out`, each value by `each`.
-fn hash_map_without(
-    map: &applyset_merge::Map,
-    left_out: &[&str],
-    hasher: &mut DefaultHasher,
-    mut each: impl FnMut(&str, &Value, &mut DefaultHasher),
-) {
-    hasher.write_u8(b'{');
-    for (key, value) in map.iter().filter(|(key, _)| !left_out.contains(&key.as_str())) {
-        key.hash(hasher);
-        each(key, value, hasher);
-    }
-    hasher.write_u8(b'}');
-}
-
 /// What one watched object is to kube's watcher: its metadata (the resourceVersion the watch
 /// resumes from) and our entry.
 #[derive(Debug, Clone)]
@@ -203,11 +72,10 @@ pub struct Watched {
 
 impl<'de> serde::Deserialize<'de> for Watched {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        // The object's text as sent is kept (it is what a run parses again), and parsed once
-        // for what the entry needs: no copy written out again.
+        // The object's text as sent is kept (it is what a run parses again), and read once for
+        // what the entry needs: no tree built, no copy written out again.
         let raw = Box::<serde_json::value::RawValue>::deserialize(deserializer)?;
-        let object: Value = serde_json::from_str(raw.get()).map_err(serde::de::Error::custom)?;
-        let entry = Entry::of(&object, Arc::from(Box::<str>::from(raw)));
+        let entry = Entry::from_json(Arc::from(Box::<str>::from(raw))).map_err(serde::de::Error::custom)?;
         let meta = ObjectMeta {
             name: Some(entry.listed.name.clone()),
             namespace: entry.listed.namespace.clone(),

@@ -258,10 +258,10 @@ fn has_nested(value: &Value) -> bool {
 /// Moves a container's children that are containers themselves to `pending`, leaving `null`
 /// in their place (the map keeps its shape: nothing is rebuilt).
 fn take_nested(value: &mut Value, pending: &mut Vec<Value>) {
-    let children: Box<dyn Iterator<Item = &mut Value>> = match value {
-        Value::Array(items) => Box::new(items.iter_mut()),
-        Value::Object(map) => Box::new(map.values_mut()),
-        _ => return,
-    };
-    pending.extend(children.filter(|child| child.is_container()).map(|child| std::mem::replace(child, Value::Null)));
+    let take = |child: &mut Value| child.is_container().then(|| std::mem::replace(child, Value::Null));
+    match value {
+        Value::Array(items) => pending.extend(items.iter_mut().filter_map(take)),
+        Value::Object(map) => pending.extend(map.values_mut().filter_map(take)),
+        _ => {}
+    }
 }

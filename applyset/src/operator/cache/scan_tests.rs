@@ -106,3 +106,25 @@ fn what_is_not_an_object_is_an_error_and_odd_metadata_is_read_as_far_as_it_goes(
     let odd = read(r#"{"metadata":{"finalizers":[1,"f"]}}"#);
     assert_eq!(odd.listed.finalizers, ["f"], "the strings of a list holding others");
 }
+
+#[test]
+fn a_deeply_nested_object_is_read_on_a_small_stack() {
+    // Tokio's worker threads have 2 MiB stacks; the values under the levels read are skipped
+    // as text, however deep. (A tree parse refused such an object past its depth limit, and
+    // with it the whole LIST of its kind.)
+    std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(|| {
+            let depth = 100_000;
+            let text = format!(
+                r#"{{"metadata":{{"name":"deep","uid":"u"}},"spec":{}{}}}"#,
+                "[".repeat(depth),
+                "]".repeat(depth)
+            );
+            let read = Entry::from_json(Arc::from(text.as_str()));
+            assert_eq!(read.map(|entry| entry.listed.name).map_err(|e| e.to_string()), Ok("deep".to_owned()));
+        })
+        .expect("a thread")
+        .join()
+        .expect("no overflow");
+}

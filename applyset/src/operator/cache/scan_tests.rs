@@ -35,6 +35,14 @@ fn reads_every_field_the_entry_keeps_from_the_text_as_sent() {
     assert_eq!(entry.listed.finalizers, ["a/b", "c"]);
     assert_eq!(entry.listed.prune_mark, Some(PruneMark::ArgoCd));
     assert!(matches!(&entry.body, Body::Text(body) if **body == *text), "the body is the text as sent");
+    // Indented the same (what a proxy or a hand-written list may send): the same fields.
+    let indented = serde_json::to_string_pretty(&serde_json::from_str::<serde_json::Value>(&text).expect("JSON"))
+        .expect("indented");
+    let again = read(&indented);
+    assert_eq!(
+        (&again.listed, &again.set_id, &again.resource_version),
+        (&entry.listed, &entry.set_id, &entry.resource_version)
+    );
 
     let plain = read(&deployment("", "", ""));
     assert!(!plain.listed.has_last_applied && !plain.listed.deleting && plain.listed.finalizers.is_empty());

@@ -212,31 +212,34 @@ impl Entry {
 fn content_digest(root: &Level) -> u64 {
     let mut hasher = DefaultHasher::new();
     hash_fields(root.fields.iter().filter(|(key, _)| !NOT_CONTENT.contains(&key.as_str())), &mut hasher);
-    match &root.inner {
-        Some(Some(metadata)) => {
-            hash_fields(
-                metadata.fields.iter().filter(|(key, _)| !VOLATILE_METADATA.contains(&key.as_str())),
-                &mut hasher,
-            );
-            match &metadata.inner {
-                Some(Some(annotations)) => {
-                    let mut applied = annotations
-                        .fields
-                        .iter()
-                        .filter(|(key, _)| !CLUSTER_ANNOTATIONS.contains(&key.as_str()))
-                        .peekable();
-                    if applied.peek().is_some() {
-                        hash_fields(applied, &mut hasher);
-                    }
-                }
-                Some(None) => hasher.write_u8(NOT_AN_OBJECT),
-                None => {}
+    if let Some(metadata) = inner_or_mark(&root.inner, &mut hasher) {
+        let kept = metadata.fields.iter().filter(|(key, _)| !VOLATILE_METADATA.contains(&key.as_str()));
+        hash_fields(kept, &mut hasher);
+        if let Some(annotations) = inner_or_mark(&metadata.inner, &mut hasher) {
+            let mut applied =
+                annotations.fields.iter().filter(|(key, _)| !CLUSTER_ANNOTATIONS.contains(&key.as_str())).peekable();
+            if applied.peek().is_some() {
+                hash_fields(applied, &mut hasher);
             }
         }
-        Some(None) => hasher.write_u8(NOT_AN_OBJECT),
-        None => {}
     }
     hasher.finish()
+}
+
+/// The level under one, when there is an object; when the value there is none, `hasher` is
+/// fed the mark saying so.
+fn inner_or_mark<'l, 'a>(
+    inner: &'l Option<Option<Box<Level<'a>>>>,
+    hasher: &mut DefaultHasher,
+) -> Option<&'l Level<'a>> {
+    match inner {
+        Some(Some(level)) => Some(level),
+        Some(None) => {
+            hasher.write_u8(NOT_AN_OBJECT);
+            None
+        }
+        None => None,
+    }
 }
 
 /// Feeds one level's keys and values' text to `hasher`, in key order, as one part.

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, bail};
+use applyset::operator::api::ApplySet;
 use k8s_openapi::api::coordination::v1::Lease;
 
 use super::{NEVER, T, status_of, with_limits};
@@ -300,6 +301,43 @@ async fn metrics_count_outcomes_with_bounded_labels() -> Result<()> {
     Ok(())
 }
 
+/// The versions of one ApplySet written since a watch began.
+struct Writes {
+    watching: tokio::task::JoinHandle<()>,
+    seen: std::sync::Arc<std::sync::Mutex<Vec<serde_json::Value>>>,
+}
+
+impl Writes {
+    /// Stops watching; every version seen, oldest first (version, managedFields, status).
+    fn stop(self) -> Vec<serde_json::Value> {
+        self.watching.abort();
+        std::mem::take(&mut *self.seen.lock().expect("not poisoned"))
+    }
+}
+
+/// Watches ApplySet `name` from `resource_version` on.
+async fn record_writes(ns: &TestNamespace, name: &str, resource_version: String) -> Result<Writes> {
+    use futures::{StreamExt as _, TryStreamExt as _};
+    let api: kube::Api<ApplySet> = kube::Api::namespaced(ns.client.clone(), &ns.name);
+    let params = kube::api::WatchParams::default().fields(&format!("metadata.name={name}"));
+    let mut events = api.watch(&params, &resource_version).await?.boxed();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    let watching = tokio::spawn(async move {
+        while let Ok(Some(event)) = events.try_next().await {
+            if let kube::api::WatchEvent::Modified(applyset) = event {
+                let entry = serde_json::json!({
+                    "resourceVersion": applyset.metadata.resource_version,
+                    "managedFields": applyset.metadata.managed_fields,
+                    "status": applyset.status,
+                });
+                sink.lock().expect("not poisoned").push(entry);
+            }
+        }
+    });
+    Ok(Writes { watching, seen })
+}
+
 /// The resourceVersion of each object, in the order given.
 fn resource_versions(ns: &TestNamespace, resources: &[&str]) -> Result<Vec<String>> {
     resources.iter().map(|r| ns.jsonpath(r, "{.metadata.resourceVersion}")).collect()
@@ -328,17 +366,23 @@ async fn interval_runs_without_changes_write_nothing() -> Result<()> {
     let generation_before = ns.jsonpath("deployment/web", "{.metadata.generation}")?;
     let events_before = operator::events_for(&ns, "app").await?.len();
     let runs_before = successes(&controller.metrics()?);
+    // Every version written in the window, so that a failure shows the writes in between (a
+    // status changed and changed back leaves `after` equal to `before` but for its version).
+    let writes = record_writes(&ns, "app", before.metadata.resource_version.clone().unwrap_or_default()).await?;
     support::eventually("3 more interval runs", Duration::from_secs(30), || async {
         Ok((successes(&controller.metrics()?) >= runs_before + 3.0).then_some(()))
     })
     .await?;
 
     let after = get_applyset(&ns, "app").await?;
+    let written = writes.stop();
     if after.metadata.resource_version != before.metadata.resource_version {
         bail!(
-            "the ApplySet was written by no-op runs:\nbefore: {}\nafter: {}",
+            "the ApplySet was written by no-op runs:\nbefore: {}\nwritten in between: {}\nafter: {}\ncontroller log:\n{}",
             serde_json::to_string_pretty(&before)?,
-            serde_json::to_string_pretty(&after)?
+            serde_json::to_string_pretty(&written)?,
+            serde_json::to_string_pretty(&after)?,
+            operator::tail(&controller.log(), 60)
         );
     }
     assert_eq!(resource_versions(&ns, &objects)?, objects_before, "managed objects were written by no-op runs");

@@ -27,27 +27,37 @@ def state_dir():
     return Path(os.environ.get("APPLYSET_CP_STATE", REPO / "tests/control-plane/state"))
 
 
-def control_plane_cpu_seconds():
-    """CPU time each of the control plane's servers (etcd, kube-apiserver,
-    kube-controller-manager, kube-scheduler, kwok: the pids under <state>/pids) has used, in
-    seconds, by name; one not running is left out."""
-    used = {}
+def control_plane_pids():
+    """The pid of each of the control plane's servers (etcd, kube-apiserver,
+    kube-controller-manager, kube-scheduler, kwok: the files under <state>/pids), by name."""
+    pids = {}
     for pid_file in sorted((state_dir() / "pids").glob("*.pid")):
         try:
-            used[pid_file.stem] = cpu_seconds(int(pid_file.read_text().strip()))
+            pids[pid_file.stem] = int(pid_file.read_text().strip())
+        except (OSError, ValueError):
+            pass
+    return pids
+
+
+def control_plane_cpu_seconds():
+    """CPU time each of the control plane's servers has used, in seconds, by name; one not
+    running is left out."""
+    used = {}
+    for name, pid in control_plane_pids().items():
+        try:
+            used[name] = cpu_seconds(pid)
         except (OSError, ValueError):
             pass
     return used
 
 
 def control_plane_threads():
-    """Every thread id of the control plane's servers (the pids under <state>/pids)."""
+    """Every thread id of the control plane's servers."""
     threads = []
-    for pid_file in sorted((state_dir() / "pids").glob("*.pid")):
+    for pid in control_plane_pids().values():
         try:
-            pid = int(pid_file.read_text().strip())
             threads += [int(task.name) for task in Path(f"/proc/{pid}/task").iterdir()]
-        except (OSError, ValueError):
+        except OSError:
             pass
     return threads
 

@@ -14,7 +14,7 @@ APPLYSET_CP_APISERVER_PORT select which). Two repositories on a git smart-HTTP s
 
 A push is a commit changing the lone app's ConfigMap value, pushed to the server, then what the
 git host's webhook does: a GitHub push event, HMAC-signed, POSTed to the controller's
-/hook/bench-lone/lone. Measured: the time from the push to the ConfigMap's new value in the
+the receiver path of bench-lone/lone. Measured: the time from the push to the ConfigMap's new value in the
 cluster and to the lone ApplySet's status.lastAppliedRevision being the commit (both read every
 50 ms through `kubectl proxy`). --rounds pushes per phase:
 

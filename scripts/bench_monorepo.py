@@ -19,7 +19,7 @@ Per side it measures:
     less than 2 s apart are one fetch), listed with their times;
   * a commit changing one app (a ConfigMap's value in app-007) pushed to the server, then what a
     git host's webhook does: applyset: a GitHub push event, HMAC-signed, POSTed to the
-    controller's /hook/<namespace>/app-007 (the receiver sets the ApplySet's
+    controller's receiver path of app-007 (its status.webhookPath; the receiver sets the ApplySet's
     applyset.dev/reconcile-requested-at); Flux: the GitRepository's
     reconcile.fluxcd.io/requestedAt annotation (what `flux reconcile source git` does). The
     time from the push to that ConfigMap's new value in the cluster and to app-007's
@@ -91,7 +91,7 @@ class Applyset(ApplysetSide):
 
     def trigger(self, app):
         answer = self.hook(app, TOKEN)
-        return f"webhook POST /hook/{self.namespace}/{app} (GitHub push event, signed): {answer}"
+        return f"webhook POST for {self.namespace}/{app} (GitHub push event, signed): {answer}"
 
     def runs(self):
         """applyset_reconcile_total by result."""

@@ -35,8 +35,8 @@ pub const FINALIZER: &str = "applyset.dev/finalizer";
 pub const SUBSTITUTE_OPT_OUT: &str = "kustomize.toolkit.fluxcd.io/substitute";
 
 /// The do-not-prune marks the controller honours: its own, and those of the tools teams
-/// migrate from (Helm's keep policy, Flux's and Argo CD's prune opt-outs), so that a manifest
-/// carrying one keeps its meaning here.
+/// migrate from (Helm's keep policy, Flux's and Argo CD's prune opt-outs, kpt's detach), so
+/// that a manifest carrying one keeps its meaning here.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PruneMark {
     /// `applyset.dev/prune: disabled`.
@@ -47,10 +47,13 @@ pub enum PruneMark {
     Flux,
     /// `argocd.argoproj.io/sync-options` holding `Prune=false`.
     ArgoCd,
+    /// `client.lifecycle.config.k8s.io/deletion: detach` (kpt, cli-utils).
+    Kpt,
 }
 
 impl PruneMark {
-    pub const ALL: [PruneMark; 4] = [PruneMark::Applyset, PruneMark::Helm, PruneMark::Flux, PruneMark::ArgoCd];
+    pub const ALL: [PruneMark; 5] =
+        [PruneMark::Applyset, PruneMark::Helm, PruneMark::Flux, PruneMark::ArgoCd, PruneMark::Kpt];
 
     /// The annotation key.
     pub fn key(self) -> &'static str {
@@ -59,6 +62,7 @@ impl PruneMark {
             PruneMark::Helm => "helm.sh/resource-policy",
             PruneMark::Flux => "kustomize.toolkit.fluxcd.io/prune",
             PruneMark::ArgoCd => "argocd.argoproj.io/sync-options",
+            PruneMark::Kpt => "client.lifecycle.config.k8s.io/deletion",
         }
     }
 
@@ -69,6 +73,7 @@ impl PruneMark {
             PruneMark::Helm => "helm.sh/resource-policy: keep",
             PruneMark::Flux => "kustomize.toolkit.fluxcd.io/prune: disabled",
             PruneMark::ArgoCd => "argocd.argoproj.io/sync-options: Prune=false",
+            PruneMark::Kpt => "client.lifecycle.config.k8s.io/deletion: detach",
         }
     }
 
@@ -78,6 +83,7 @@ impl PruneMark {
         match self {
             PruneMark::Applyset | PruneMark::Flux => value == "disabled",
             PruneMark::Helm => value == "keep",
+            PruneMark::Kpt => value == "detach",
             PruneMark::ArgoCd => value.split(',').any(|option| option.trim() == "Prune=false"),
         }
     }

@@ -52,16 +52,34 @@ async fn twenty_applysets_on_one_repository_list_it_about_once_per_interval() ->
 
     // Five intervals with every ApplySet running on its own interval: each listing of the
     // remote that finds nothing new is one info/refs request (the redirect check's answer).
+    // The metrics say the same as the server: the network histogram counts listings, and
+    // every other source step is a shared one.
+    let counts = |metrics: &str| {
+        let network = sample(metrics, "applyset_git_fetch_duration_seconds_count").unwrap_or(0.0);
+        let step = |outcome: &str| sample(metrics, &format!(r#"applyset_source_steps_total{{outcome="{outcome}"}}"#));
+        (network, step("listed").unwrap_or(0.0) + step("fetched").unwrap_or(0.0), step("shared").unwrap_or(0.0))
+    };
+    let metrics_before = counts(&controller.metrics()?);
     let before = server.ref_listings.load(Ordering::SeqCst);
     let watched = INTERVAL * 5;
     tokio::time::sleep(watched).await;
     let requests = server.ref_listings.load(Ordering::SeqCst) - before;
+    let metrics_after = counts(&controller.metrics()?);
     let listings_per_interval = requests as f64 / 5.0;
+    let (network, connected, shared) =
+        (metrics_after.0 - metrics_before.0, metrics_after.1 - metrics_before.1, metrics_after.2 - metrics_before.2);
     println!(
-        "{APPS} ApplySets, {watched:?}: {requests} info/refs requests, {listings_per_interval:.1} listings per interval"
+        "{APPS} ApplySets, {watched:?}: {requests} info/refs requests, {listings_per_interval:.1} listings per interval; \
+         metrics: {network} network operations, {connected} listed or fetched, {shared} shared steps"
     );
     // One per interval, with room for jitter (the runs of one interval straddle two listings).
     ensure!(listings_per_interval <= 3.0, "{requests} info/refs requests in {watched:?}:\n{}", controller.log());
+    // The histogram counts what the server saw (a scrape may fall between a listing and its
+    // observation: one either way), not one "fetch" per ApplySet.
+    ensure!((network - requests as f64).abs() <= 1.0, "{network} observed against {requests} info/refs requests");
+    ensure!(network <= 3.0 * 5.0, "{network} network operations observed in {watched:?}");
+    ensure!((network - connected).abs() <= 1.0, "{network} observed, {connected} listed or fetched steps");
+    ensure!(shared >= (APPS * 5) as f64 * 0.5, "{shared} shared steps in {watched:?}: the runs did not share");
 
     // A commit touching one path: every ApplySet takes the new revision (the one that lists
     // the remote first wakes the others), and the 19 whose path did not change record it

@@ -122,7 +122,7 @@ fn annotated_config_map(name: &str, namespace: &str, annotations: &[(&str, &str)
     config_map(name, namespace, "1").replace("metadata:\n", &format!("metadata:\n  annotations:\n{lines}"))
 }
 
-/// Helm's, Flux's and Argo CD's do-not-prune marks keep their objects (orphaned, with the mark
+/// Helm's, Flux's, Argo CD's and kpt's do-not-prune marks keep their objects (orphaned, with the mark
 /// in status), an unmarked object is pruned, and a third object whose last-applied annotation
 /// someone made invalid JSON neither fails the run nor holds the prune back (treated as absent,
 /// written anew, a Warning Event names it).
@@ -133,13 +133,14 @@ async fn the_anchors_marks_keep_objects_and_an_invalid_annotation_does_not_freez
         ("helm", ("helm.sh/resource-policy", "keep")),
         ("flux", ("kustomize.toolkit.fluxcd.io/prune", "disabled")),
         ("argo", ("argocd.argoproj.io/sync-options", "ServerSideApply=true,Prune=false")),
+        ("kpt", ("client.lifecycle.config.k8s.io/deletion", "detach")),
     ];
     for (name, mark) in marked {
         repo.write(&format!("{name}.yaml"), annotated_config_map(name, &ns.name, &[mark]));
     }
     repo.write("gone.yaml", config_map("gone", &ns.name, "1"));
     repo.write("victim.yaml", config_map("victim", &ns.name, "1"));
-    let first = repo.commit("five");
+    let first = repo.commit("six");
     let controller = start_controller(&ns)?;
     create_applyset(&ns, "app", serde_json::json!({ "source": { "url": repo.url() }, "interval": "1h" })).await?;
     wait_for_applyset(&ns, "app", &controller, "Ready", T, operator::ready_at(operator::revision(&first))).await?;
@@ -148,7 +149,7 @@ async fn the_anchors_marks_keep_objects_and_an_invalid_annotation_does_not_freez
         repo.remove(&format!("{name}.yaml"));
     }
     repo.remove("gone.yaml");
-    let second = repo.commit("four leave");
+    let second = repo.commit("five leave");
     // Someone with patch on one object writes garbage into its annotation, and the push of the
     // new commit asks for a run at once (the interval is an hour): the run that applies the new
     // commit finds the garbage (a drift check alone applies the commit it knows).

@@ -1,7 +1,9 @@
 //! The webhook receiver against a real controller and apiserver: a signed push makes the
 //! controller fetch at once (the interval is an hour), and everything else is refused or
 //! ignored with a bare status — bad or missing signatures, unknown ApplySets, oversized bodies,
-//! other events and other branches, a flood of forged requests.
+//! other events and other branches, a flood of forged requests. A hooked ApplySet's path is
+//! its `status.webhookPath` (a digest of the token, name and namespace); a refused signature
+//! is answered exactly as a path that names nothing.
 
 mod git;
 mod operator;
@@ -12,7 +14,7 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use applyset::operator::webhook::signature;
+use applyset::operator::webhook::{hook_path, signature};
 use operator::{
     ControllerFixture, ControllerOptions, ControllerProcess, config_map, create_applyset, is_ready, wait_for_applyset,
 };
@@ -53,7 +55,7 @@ struct Hooked {
     controller: ControllerProcess,
     fixture: ControllerFixture,
     port: u16,
-    /// `/hook/<namespace>/app`.
+    /// `status.webhookPath` of `app`.
     hook: String,
 }
 
@@ -69,7 +71,8 @@ impl Hooked {
             .start()?;
         create_hooked_applyset(&fixture, config_map_name, git_ref).await?;
         wait_for_applyset(&fixture.ns, "app", &controller, "the first commit applied", T, is_ready).await?;
-        let hook = format!("/hook/{}/app", fixture.ns.name);
+        let hook = published_path(&fixture.ns).await?;
+        assert_eq!(hook, hook_path(b"s3cret", &fixture.ns.name, "app"));
         Ok(Hooked { controller, fixture, port, hook })
     }
 }
@@ -96,6 +99,13 @@ async fn create_hooked_applyset(
     create_applyset(ns, "app", spec).await
 }
 
+/// `status.webhookPath` of `app`.
+async fn published_path(ns: &support::TestNamespace) -> Result<String> {
+    let applyset = operator::get_applyset(ns, "app").await?;
+    let path = applyset.status.and_then(|s| s.webhook_path);
+    path.ok_or_else(|| anyhow::anyhow!("app has no status.webhookPath"))
+}
+
 /// Waits until `app` applied `commit` of the default branch.
 async fn wait_applied(ns: &support::TestNamespace, controller: &ControllerProcess, commit: &str) -> Result<()> {
     wait_for_applyset(ns, "app", controller, "the pushed commit applied", T, |s| {
@@ -112,10 +122,21 @@ async fn a_signed_push_is_applied_at_once_and_everything_else_is_refused() -> Re
     let (ns, repo, controller, port, hook) =
         (&hooked.fixture.ns, &hooked.fixture.repo, &hooked.controller, hooked.port, hooked.hook.as_str());
 
-    // Refused or ignored, with no more than a status; nothing is fetched.
-    assert_eq!(github_push(port, hook, b"wrong", "refs/heads/main")?.0, 401);
-    assert_eq!(post(port, hook, &[("X-GitHub-Event", "push")], b"{}")?.0, 401, "unsigned");
-    assert_eq!(github_push(port, &format!("/hook/{}/nope", ns.name), b"s3cret", "refs/heads/main")?.0, 404);
+    // Refused or ignored, with no more than a status; nothing is fetched. A bad signature on
+    // the hooked path is answered as a path that names nothing: the old `/hook/<ns>/<name>`,
+    // the digest of an ApplySet that does not exist, or of this one under another token.
+    let not_found = (404, "not found\n".to_owned());
+    assert_eq!(github_push(port, hook, b"wrong", "refs/heads/main")?, not_found);
+    assert_eq!(post(port, hook, &[("X-GitHub-Event", "push")], b"{}")?, not_found, "unsigned");
+    let elsewhere = [
+        format!("/hook/{}/app", ns.name),
+        hook_path(b"s3cret", &ns.name, "nope"),
+        hook_path(b"other", &ns.name, "app"),
+    ];
+    for path in &elsewhere {
+        assert_eq!(github_push(port, path, b"s3cret", "refs/heads/main")?, not_found, "{path}");
+        assert_eq!(github_push(port, path, b"wrong", "refs/heads/main")?, not_found, "{path}");
+    }
     assert_eq!(operator::http_get(port, hook)?.0, 405);
     let huge = vec![b' '; 2 << 20];
     assert_eq!(post(port, hook, &[("X-GitHub-Event", "push")], &huge)?.0, 413);
@@ -125,7 +146,7 @@ async fn a_signed_push_is_applied_at_once_and_everything_else_is_refused() -> Re
     assert_eq!(post(port, hook, &[("X-GitHub-Event", "ping"), ("X-Hub-Signature-256", &signed)], ping)?.0, 200);
     // A flood of forged requests: each refused, the controller unharmed.
     for _ in 0..300 {
-        assert_eq!(github_push(port, hook, b"forged", "refs/heads/main")?.0, 401);
+        assert_eq!(github_push(port, hook, b"forged", "refs/heads/main")?.0, 404);
     }
     assert_eq!(operator::http_get(controller.health_port, "/readyz")?.0, 200);
 
@@ -151,7 +172,7 @@ async fn a_signed_push_is_applied_at_once_and_everything_else_is_refused() -> Re
 
     let metrics = controller.metrics()?;
     for (outcome, at_least) in
-        [("accepted", 3), ("unauthorized", 302), ("ignored", 2), ("not_found", 1), ("too_large", 1)]
+        [("accepted", 3), ("unauthorized", 302), ("ignored", 2), ("not_found", 6), ("too_large", 1)]
     {
         let line = format!("applyset_webhook_requests_total{{outcome=\"{outcome}\"}}");
         let count: f64 =
@@ -204,9 +225,9 @@ async fn a_flood_is_refused_with_bounded_memory_and_a_burst_of_pushes_is_one_run
     let took = started.elapsed();
     assert_eq!(statuses.len(), 10_000);
     assert!(
-        statuses.iter().all(|s| *s == 401 || *s == 413),
+        statuses.iter().all(|s| *s == 404 || *s == 413),
         "{:?}",
-        statuses.iter().find(|s| **s != 401 && **s != 413)
+        statuses.iter().find(|s| **s != 404 && **s != 413)
     );
     let metrics = controller.metrics()?;
     let after = rss(&metrics);
@@ -243,7 +264,15 @@ async fn an_empty_token_refuses_every_request() -> Result<()> {
         .start()?;
     create_hooked_applyset(&fixture, "empty", serde_json::Value::Null).await?;
     wait_for_applyset(ns, "app", &controller, "the first commit applied", T, is_ready).await?;
-    let hook = format!("/hook/{}/app", ns.name);
+    // No token, no path: the ApplySet publishes none and says why in a Warning Event.
+    assert!(published_path(ns).await.is_err(), "a path published for an empty token");
+    support::eventually("the WebhookUnavailable Event", T, || async {
+        let events =
+            ns.kubectl_ok(&["get", "events", "--field-selector=reason=WebhookUnavailable", "-o", "name"], None)?;
+        Ok((!events.trim().is_empty()).then_some(()))
+    })
+    .await?;
+    let hook = hook_path(b"", &ns.name, "app");
     let push = br#"{"ref":"refs/heads/main"}"#;
     let runs_before = reconciles(&controller.metrics()?);
     // What an empty token would have accepted: an empty GitLab token, and HMACs under the empty
@@ -253,11 +282,11 @@ async fn an_empty_token_refuses_every_request() -> Result<()> {
     let github: &[(&str, &str)] = &[("X-GitHub-Event", "push"), ("X-Hub-Signature-256", empty_key)];
     let generic: &[(&str, &str)] = &[("X-Signature", empty_key)];
     for (headers, body) in [(gitlab, &push[..]), (github, b""), (generic, b"")] {
-        assert_eq!(post(port, &hook, headers, body)?.0, 401, "{headers:?}");
+        assert_eq!(post(port, &hook, headers, body)?.0, 404, "{headers:?}");
     }
     tokio::time::sleep(Duration::from_secs(2)).await;
     let metrics = controller.metrics()?;
-    assert_eq!(metric(&metrics, "applyset_webhook_requests_total{outcome=\"unauthorized\"}"), 3.0);
+    assert_eq!(metric(&metrics, "applyset_webhook_requests_total{outcome=\"not_found\"}"), 3.0);
     assert_eq!(metric(&metrics, "applyset_webhook_requests_total{outcome=\"accepted\"}"), 0.0);
     assert_eq!(reconciles(&metrics), runs_before, "a refused request started a run");
     let annotations = operator::get_applyset(ns, "app").await?.metadata.annotations.unwrap_or_default();
@@ -290,7 +319,7 @@ async fn a_push_to_either_of_two_replicas_starts_a_run() -> Result<()> {
     let standby = replica("beta", standby_port)?;
     create_hooked_applyset(&fixture, "ha", serde_json::Value::Null).await?;
     wait_for_applyset(ns, "app", &leader, "the first commit applied", T, is_ready).await?;
-    let hook = format!("/hook/{}/app", ns.name);
+    let hook = published_path(ns).await?;
     assert_eq!(operator::http_get(standby.health_port, "/readyz")?.0, 200, "the standby is ready: it serves pushes");
 
     // The standby's view lists the ApplySet shortly after it starts.

@@ -196,6 +196,12 @@ class Side:
         say(f"cleaned up in {time.monotonic() - started:.0f} s")
 
 
+def hook_digest(token, namespace, name):
+    """The digest of an ApplySet's receiver path, /hook/<digest> (its status.webhookPath):
+    Flux's scheme, the hex SHA-256 of the token, the name and the namespace."""
+    return hashlib.sha256((token + name + namespace).encode()).hexdigest()
+
+
 class ApplysetSide(Side):
     """The release `applyset controller`: launch() starts it (metrics, health probes and, with
     webhook, the receiver on free ports of 127.0.0.1), resources() are its ApplySets."""
@@ -238,11 +244,12 @@ class ApplysetSide(Side):
 
     def hook(self, name, token, namespace=None):
         """What a git host sends on a push to main: a GitHub push event signed with token
-        (X-Hub-Signature-256), POSTed to the receiver's /hook/<namespace>/<name>; the answer."""
+        (X-Hub-Signature-256), POSTed to the receiver's path for the ApplySet (the one its
+        status.webhookPath publishes: see hook_path); the answer."""
         body = json.dumps({"ref": "refs/heads/main"}).encode()
         signature = "sha256=" + hmac.new(token.encode(), body, hashlib.sha256).hexdigest()
         request = urllib.request.Request(
-            f"{self.webhook_url}/{namespace or self.namespace}/{name}", data=body, method="POST",
+            f"{self.webhook_url}/{hook_digest(token, namespace or self.namespace, name)}", data=body, method="POST",
             headers={"Content-Type": "application/json", "X-GitHub-Event": "push", "X-Hub-Signature-256": signature})
         try:
             with urllib.request.urlopen(request, timeout=10) as response:

@@ -405,6 +405,7 @@ fn do_not_prune_marks_of_every_anchor() {
     assert_eq!(find(&[("helm.sh/resource-policy", "keep")]), Some(PruneMark::Helm));
     assert_eq!(find(&[("kustomize.toolkit.fluxcd.io/prune", "disabled")]), Some(PruneMark::Flux));
     assert_eq!(find(&[("argocd.argoproj.io/sync-options", "Prune=false")]), Some(PruneMark::ArgoCd));
+    assert_eq!(find(&[("client.lifecycle.config.k8s.io/deletion", "detach")]), Some(PruneMark::Kpt));
     assert_eq!(
         find(&[("argocd.argoproj.io/sync-options", "ServerSideApply=true, Prune=false")]),
         Some(PruneMark::ArgoCd)
@@ -415,6 +416,8 @@ fn do_not_prune_marks_of_every_anchor() {
         ("kustomize.toolkit.fluxcd.io/prune", "enabled"),
         ("argocd.argoproj.io/sync-options", "Prune=true,Delete=false"),
         ("argocd.argoproj.io/compare-options", "Prune=false"),
+        ("client.lifecycle.config.k8s.io/deletion", "delete"),
+        ("client.lifecycle.config.k8s.io/mutation", "detach"),
     ] {
         assert_eq!(find(&[(key, value)]), None, "{key}: {value}");
     }

@@ -138,8 +138,8 @@ pub struct ServingArgs {
     /// with --leader-elect, this replica leads or stands by).
     #[arg(long, env = "APPLYSET_HEALTH_PROBE_BIND_ADDRESS", default_value = "0.0.0.0:8081", value_name = "ADDR")]
     pub health_probe_bind_address: std::net::SocketAddr,
-    /// Serve the webhook receiver (`POST /hook/<namespace>/<name>`, for ApplySets with
-    /// `spec.webhook`) on this address, e.g. `0.0.0.0:9292`. Unset: no receiver.
+    /// Serve the webhook receiver (`POST /hook/<digest>`, each ApplySet with `spec.webhook`
+    /// at its `status.webhookPath`) on this address, e.g. `0.0.0.0:9292`. Unset: no receiver.
     #[arg(long, env = "APPLYSET_WEBHOOK_BIND_ADDRESS", value_name = "ADDR")]
     pub webhook_bind_address: Option<std::net::SocketAddr>,
 }

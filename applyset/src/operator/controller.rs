@@ -236,14 +236,16 @@ async fn start_servers(
 }
 
 /// The webhook receiver's own view of the ApplySets (the controller's exists on the leader
-/// only): the same selection, specs only (statuses can be large and the receiver never reads
-/// them), kept until the controller stops.
+/// only): the same selection, specs and `status.webhookPath` only (statuses can be large and
+/// the receiver reads nothing else of them), kept until the controller stops.
 fn receiver_view(applysets: &Api<ApplySet>, watch: &watcher::Config, stop: &Stop) -> Store<ApplySet> {
     let (store, writer) = reflector::store();
     let view = watcher(applysets.clone(), watch.clone())
         .default_backoff()
         .modify(|applyset: &mut ApplySet| {
-            applyset.status = None;
+            let webhook_path = applyset.status.take().and_then(|status| status.webhook_path);
+            applyset.status =
+                webhook_path.map(|path| super::api::ApplySetStatus { webhook_path: Some(path), ..Default::default() });
             applyset.metadata.managed_fields = None;
         })
         .reflect(writer)

@@ -9,6 +9,7 @@
 //! bounded by the number of ApplySets, never by their objects.
 
 mod conditions;
+mod git;
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -16,11 +17,13 @@ use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use prometheus::{
-    Encoder, Gauge, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
-    Registry, TextEncoder,
+    Encoder, Gauge, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
+    TextEncoder,
 };
 
 use self::conditions::ConditionGauge;
+use self::git::GitMetrics;
+pub use self::git::SourceStep;
 use super::lock;
 use super::status::Stage;
 use super::webhook::Outcome;
@@ -29,9 +32,6 @@ use crate::source::ErrorCategory;
 /// Reconciles take from a few milliseconds (nothing changed) to minutes (a large first apply).
 const RECONCILE_BUCKETS: &[f64] =
     &[0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0];
-
-/// Fetches range from a no-op `ls-remote`-like check to a full clone of a big repository.
-const GIT_FETCH_BUCKETS: &[f64] = &[0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0];
 
 /// The values of the `state` label of `applyset_objects`.
 const OBJECT_STATES: [&str; 3] = ["applied", "drifted", "failed"];
@@ -48,8 +48,7 @@ pub struct Metrics {
     objects: IntGaugeVec,
     pruned: IntCounter,
     drift_corrected: IntCounter,
-    git_fetch_duration: Histogram,
-    git_fetch_failures: IntCounterVec,
+    git: GitMetrics,
     last_successful_sync: Gauge,
     leader: IntGauge,
     request_budget: Gauge,
@@ -131,23 +130,7 @@ impl Metrics {
                 "Objects re-applied because they had drifted from git.",
             ),
         );
-        let git_fetch_duration = register(
-            &registry,
-            Histogram::with_opts(
-                HistogramOpts::new(
-                    "applyset_git_fetch_duration_seconds",
-                    "How long fetches from git took, failed ones included.",
-                )
-                .buckets(GIT_FETCH_BUCKETS.to_vec()),
-            ),
-        );
-        let git_fetch_failures = register(
-            &registry,
-            IntCounterVec::new(
-                Opts::new("applyset_git_fetch_failures_total", "Fetches from git that failed, by category."),
-                &["category"],
-            ),
-        );
+        let git = GitMetrics::new(&registry);
         let last_successful_sync = register(
             &registry,
             Gauge::new(
@@ -225,9 +208,6 @@ impl Metrics {
         for result in RESULTS_BESIDES_STAGES.iter().chain(&stages) {
             reconciles.with_label_values(&[*result]).reset();
         }
-        for category in ErrorCategory::ALL {
-            git_fetch_failures.with_label_values(&[category.as_str()]).reset();
-        }
         for outcome in Outcome::ALL {
             webhook_requests.with_label_values(&[outcome.label()]).reset();
         }
@@ -242,8 +222,7 @@ impl Metrics {
             objects,
             pruned,
             drift_corrected,
-            git_fetch_duration,
-            git_fetch_failures,
+            git,
             last_successful_sync,
             leader,
             request_budget,
@@ -315,13 +294,15 @@ impl Metrics {
         self.drift_corrected.inc_by(count);
     }
 
-    /// Records a fetch from git: its duration, and its failure category if it failed (a small
-    /// fixed set, e.g. the source's error categories).
-    pub fn git_fetch(&self, duration: Duration, failure_category: Option<&'static str>) {
-        self.git_fetch_duration.observe(duration.as_secs_f64());
-        if let Some(category) = failure_category {
-            self.git_fetch_failures.with_label_values(&[category]).inc();
-        }
+    /// A run's source step that succeeded: the time it spent on the remote (`None`: it touched
+    /// no network), and whether it fetched.
+    pub fn source_synced(&self, network: Option<Duration>, fetched: bool) {
+        self.git.synced(network, fetched);
+    }
+
+    /// A run's source step that failed, after `took`.
+    pub fn source_failed(&self, category: ErrorCategory, took: Duration) {
+        self.git.failed(category, took);
     }
 
     /// Records a successful sync at `at_unix_seconds`; the gauge keeps the latest over all
@@ -406,6 +387,7 @@ pub(super) mod tests {
             "applyset_pruned_objects_total",
             "applyset_drift_corrected_objects_total",
             "applyset_git_fetch_duration_seconds",
+            "applyset_source_steps_total",
             "applyset_last_successful_sync_timestamp_seconds",
             "applyset_leader",
             "applyset_apiserver_request_budget",
@@ -527,19 +509,32 @@ pub(super) mod tests {
     }
 
     #[test]
-    fn records_git_fetches_and_their_failures() {
+    fn git_network_time_is_observed_only_when_the_network_was_used() {
         let metrics = Metrics::new();
-        metrics.git_fetch(Duration::from_millis(300), None);
-        metrics.git_fetch(Duration::from_secs(2), Some("auth"));
-        metrics.git_fetch(Duration::from_secs(40), Some("network"));
-        metrics.git_fetch(Duration::from_secs(1), Some("network"));
+        metrics.source_synced(Some(Duration::from_millis(300)), false);
+        metrics.source_synced(Some(Duration::from_secs(2)), true);
+        for _ in 0..18 {
+            metrics.source_synced(None, false);
+        }
+        metrics.source_failed(ErrorCategory::Unreachable, Duration::from_secs(40));
+        metrics.source_failed(ErrorCategory::InvalidSpec, Duration::from_millis(1));
         let rendered = metrics.render();
-        assert_eq!(sample(&rendered, "applyset_git_fetch_duration_seconds_count"), Some(4.0));
+        assert_eq!(sample(&rendered, "applyset_git_fetch_duration_seconds_count"), Some(3.0));
         let fetch_seconds = sample(&rendered, "applyset_git_fetch_duration_seconds_sum");
-        assert!(fetch_seconds.is_some_and(|seconds| (seconds - 43.3).abs() < 1e-9), "{fetch_seconds:?}");
+        assert!(fetch_seconds.is_some_and(|seconds| (seconds - 42.3).abs() < 1e-9), "{fetch_seconds:?}");
         assert_eq!(sample(&rendered, r#"applyset_git_fetch_duration_seconds_bucket{le="0.5"}"#), Some(1.0));
-        assert_eq!(sample(&rendered, r#"applyset_git_fetch_failures_total{category="auth"}"#), Some(1.0));
-        assert_eq!(sample(&rendered, r#"applyset_git_fetch_failures_total{category="network"}"#), Some(2.0));
+        let steps =
+            |outcome: &str| sample(&rendered, &format!(r#"applyset_source_steps_total{{outcome="{outcome}"}}"#));
+        assert_eq!(
+            [steps("listed"), steps("fetched"), steps("shared"), steps("failed")],
+            [Some(1.0), Some(1.0), Some(18.0), Some(2.0)]
+        );
+        let failures = |category: &str| {
+            sample(&rendered, &format!(r#"applyset_git_fetch_failures_total{{category="{category}"}}"#))
+        };
+        assert_eq!(failures("Unreachable"), Some(1.0));
+        assert_eq!(failures("InvalidSpec"), Some(1.0));
+        assert_eq!(failures("AuthFailed"), Some(0.0), "every category is exported from the start");
     }
 
     #[test]

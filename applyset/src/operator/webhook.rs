@@ -1,13 +1,20 @@
 //! The webhook receiver (what Flux's notification-controller `Receiver` does): a git host posts
-//! to `POST /hook/<namespace>/<name>` when something is pushed, and the ApplySet is fetched at
-//! once instead of at its next interval.
+//! to `POST /hook/<digest>` when something is pushed, and the ApplySet is fetched at once
+//! instead of at its next interval.
+//!
+//! The path cannot be guessed: its digest is Flux's, the hex SHA-256 of the token, the
+//! ApplySet's name and its namespace ([`hook_path`]). The controller computes it when it reads
+//! the token (a new generation, a requested run, or none published yet) and publishes it in
+//! `status.webhookPath`; the receiver finds the ApplySet by that field.
 //!
 //! A request is accepted only for an ApplySet with `spec.webhook.secretRef`, and only signed
 //! with that Secret's `token`: GitHub's `X-Hub-Signature-256` (HMAC-SHA256 of the body), GitLab's
 //! `X-Gitlab-Token` (the token itself), or a generic `X-Signature: sha256=<hex>` (HMAC-SHA256),
-//! compared in constant time. Bodies are capped before they are read; answers say no more than
-//! their status (401, 400, 404, 413). A push to another ref than the ApplySet follows is
-//! acknowledged and ignored.
+//! compared in constant time. Bodies are capped before they are read. An unknown path and a
+//! refused signature get the same answer (404) after the same work (the body read, a signature
+//! checked, against a random key when there is no token), so the receiver's answers tell no one
+//! which ApplySets exist. A push to another ref than the ApplySet follows is acknowledged and
+//! ignored.
 //!
 //! An accepted push sets the ApplySet's `applyset.dev/reconcile-requested-at` annotation, as
 //! Flux's receiver sets `reconcile.fluxcd.io/requestedAt`: the controller runs it now, and its
@@ -26,7 +33,7 @@ use hyper::header::{ALLOW, CONTENT_LENGTH, HeaderMap, HeaderValue};
 use hyper::{Method, Request, StatusCode};
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, Patch, PatchParams};
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::Store;
 
 use super::api::{ApplySet, RECONCILE_REQUESTED_AT};
 use super::http::{Handler, Reply, text};
@@ -83,12 +90,13 @@ impl Outcome {
         }
     }
 
+    /// The answer: a refused signature is answered as an unknown path is (the metric label
+    /// still tells them apart, for the operator).
     fn reply(self) -> Reply {
         match self {
             Outcome::Accepted => text(StatusCode::OK, "accepted\n"),
             Outcome::Ignored => text(StatusCode::OK, "ignored\n"),
-            Outcome::Unauthorized => text(StatusCode::UNAUTHORIZED, "unauthorized\n"),
-            Outcome::NotFound => text(StatusCode::NOT_FOUND, "not found\n"),
+            Outcome::Unauthorized | Outcome::NotFound => text(StatusCode::NOT_FOUND, "not found\n"),
             Outcome::TooLarge => text(StatusCode::PAYLOAD_TOO_LARGE, "payload too large\n"),
             Outcome::BadRequest => text(StatusCode::BAD_REQUEST, "bad request\n"),
             Outcome::MethodNotAllowed => {
@@ -196,11 +204,21 @@ pub fn push_concerns(followed: Option<&GitRef>, pushed: Option<&str>) -> bool {
     false
 }
 
-/// `/hook/<namespace>/<name>`.
-fn target(path: &str) -> Option<(&str, &str)> {
-    let rest = path.strip_prefix("/hook/")?;
-    let (namespace, name) = rest.split_once('/')?;
-    (!namespace.is_empty() && !name.is_empty() && !name.contains('/')).then_some((namespace, name))
+/// The receiver's path of an ApplySet whose webhook token is `token`: `/hook/` and the hex
+/// SHA-256 of the token, the name and the namespace, as Flux's notification-controller derives
+/// a Receiver's path.
+pub fn hook_path(token: &[u8], namespace: &str, name: &str) -> String {
+    let mut input = Vec::with_capacity(token.len() + name.len() + namespace.len());
+    input.extend_from_slice(token);
+    input.extend_from_slice(name.as_bytes());
+    input.extend_from_slice(namespace.as_bytes());
+    format!("/hook/{}", crate::digest::hex(&openssl::sha::sha256(&input)))
+}
+
+/// Whether `path` has the shape of a receiver's path (`/hook/` and 64 lowercase hex digits).
+fn is_hook_path(path: &str) -> bool {
+    path.strip_prefix("/hook/")
+        .is_some_and(|digest| digest.len() == 64 && digest.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
 }
 
 /// A Secret, by namespace and name.
@@ -220,6 +238,10 @@ struct Pending {
 /// request runs.
 pub struct Receiver {
     client: kube::Client,
+    /// What a signature is checked against when the path names no ApplySet or its token is
+    /// missing: a random key of this process, so that such a request costs what a refused one
+    /// does and no signature can match it.
+    decoy: [u8; 32],
     applysets: Store<ApplySet>,
     metrics: Arc<Metrics>,
     tokens: Mutex<HashMap<SecretKey, CachedToken>>,
@@ -238,8 +260,11 @@ impl Handler for Receiver {
 
 impl Receiver {
     pub fn new(client: kube::Client, applysets: Store<ApplySet>, metrics: Arc<Metrics>) -> Arc<Receiver> {
+        let mut decoy = [0; 32];
+        openssl::rand::rand_bytes(&mut decoy).expect("the system's random source");
         Arc::new(Receiver {
             client,
+            decoy,
             applysets,
             metrics,
             tokens: Mutex::new(HashMap::new()),
@@ -248,9 +273,9 @@ impl Receiver {
     }
 
     async fn receive(self: &Arc<Self>, request: Request<Incoming>) -> Outcome {
-        let Some((namespace, name)) = target(request.uri().path()).map(|(ns, n)| (ns.to_owned(), n.to_owned())) else {
+        if !is_hook_path(request.uri().path()) {
             return Outcome::NotFound;
-        };
+        }
         if request.method() != Method::POST {
             return Outcome::MethodNotAllowed;
         }
@@ -258,30 +283,46 @@ impl Receiver {
         if declared.is_some_and(|length| length > MAX_BODY as u64) {
             return Outcome::TooLarge;
         }
-        let Some(applyset) = self.applysets.get(&ObjectRef::new(&name).within(&namespace)) else {
-            return Outcome::NotFound;
-        };
-        let Some(webhook) = applyset.spec.webhook.clone() else { return Outcome::NotFound };
+        let path = request.uri().path().to_owned();
+        // The body is read whether or not the path names an ApplySet: both cost the same.
         let (parts, body) = request.into_parts();
         let body = match tokio::time::timeout(BODY_TIMEOUT, Limited::new(body, MAX_BODY).collect()).await {
             Ok(Ok(collected)) => collected.to_bytes(),
             Ok(Err(error)) if error.is::<http_body_util::LengthLimitError>() => return Outcome::TooLarge,
             _ => return Outcome::BadRequest,
         };
-        let Some(token) = self.token(&namespace, &webhook.secret_ref.name).await else {
-            tracing::warn!(applyset = %format!("{namespace}/{name}"), secret = %webhook.secret_ref.name,
-                "webhook refused: the Secret or its token key is missing or empty");
-            return Outcome::Unauthorized;
+        let applyset = self.find(&path);
+        let token = match applyset.as_ref().and_then(|a| Some((a, a.spec.webhook.as_ref()?))) {
+            Some((applyset, webhook)) => {
+                let token = self.token(&applyset.namespace_or_default(), &webhook.secret_ref.name).await;
+                if token.is_none() {
+                    tracing::warn!(applyset = %applyset.key(), secret = %webhook.secret_ref.name,
+                        "webhook refused: the Secret or its token key is missing or empty");
+                }
+                token
+            }
+            None => None,
         };
-        let Some(provider) = verify(&parts.headers, &body, &token) else { return Outcome::Unauthorized };
+        let provider = verify(&parts.headers, &body, token.as_deref().unwrap_or(&self.decoy));
+        let (Some(applyset), Some(_), Some(provider)) = (applyset.as_ref(), token, provider) else {
+            return if applyset.is_some() { Outcome::Unauthorized } else { Outcome::NotFound };
+        };
         match event(provider, &parts.headers, &body) {
             Event::Push(pushed) if push_concerns(applyset.spec.source.reference.as_ref(), pushed.as_deref()) => {
-                tracing::info!(applyset = %format!("{namespace}/{name}"), ?provider, pushed = ?pushed, "webhook: push received");
-                self.request_run(namespace, name);
+                tracing::info!(applyset = %applyset.key(), ?provider, pushed = ?pushed, "webhook: push received");
+                self.request_run(applyset.namespace_or_default(), applyset.name());
                 Outcome::Accepted
             }
             _ => Outcome::Ignored,
         }
+    }
+
+    /// The hooked ApplySet whose `status.webhookPath` is `path`.
+    fn find(&self, path: &str) -> Option<Arc<ApplySet>> {
+        self.applysets.state().into_iter().find(|applyset| {
+            applyset.spec.webhook.is_some()
+                && applyset.status.as_ref().and_then(|s| s.webhook_path.as_deref()) == Some(path)
+        })
     }
 
     /// The Secret's `token`, read at most once per [`TOKEN_TTL`].
@@ -402,9 +443,15 @@ mod tests {
 
     #[test]
     fn paths() {
-        assert_eq!(target("/hook/apps/shop"), Some(("apps", "shop")));
-        for bad in ["/hook/apps", "/hook//shop", "/hook/apps/", "/hook/apps/shop/x", "/other/apps/shop"] {
-            assert_eq!(target(bad), None, "{bad}");
+        // Flux's digest: sha256(token + name + namespace).
+        let path = hook_path(b"s3cret", "apps", "shop");
+        assert_eq!(path, format!("/hook/{}", crate::digest::hex(&openssl::sha::sha256(b"s3cretshopapps"))));
+        assert!(is_hook_path(&path));
+        assert_ne!(path, hook_path(b"other", "apps", "shop"), "the token is part of it");
+        assert_ne!(path, hook_path(b"s3cret", "apps2", "shop"));
+        let upper = path.to_uppercase().replace("/HOOK/", "/hook/");
+        for bad in ["/hook/apps/shop", "/hook/", "/hook/abc", &format!("{path}/x"), &upper, "/other/x"] {
+            assert!(!is_hook_path(bad), "{bad}");
         }
     }
 }

@@ -45,6 +45,20 @@ pub enum ErrorCategory {
 }
 
 impl ErrorCategory {
+    /// Whether only a remote gives this failure: the source step was then a network
+    /// operation (a listing or a fetch that failed), not a local one.
+    pub fn is_remote(self) -> bool {
+        matches!(
+            self,
+            ErrorCategory::Unreachable
+                | ErrorCategory::AuthFailed
+                | ErrorCategory::UntrustedHost
+                | ErrorCategory::RefNotFound
+                | ErrorCategory::Timeout
+                | ErrorCategory::RedirectRefused
+        )
+    }
+
     /// Every category, in declaration order (for pre-registering metrics).
     pub const ALL: [ErrorCategory; 11] = [
         ErrorCategory::InvalidSpec,

@@ -136,6 +136,10 @@ pub struct Artifact {
     /// Whether this sync fetched from the remote (false when the commit was
     /// already cached).
     pub fetched: bool,
+    /// How long this sync spent on the remote (its listing, and the fetch when `fetched`);
+    /// `None` when it touched no network: it took the source's shared listing, or a pinned
+    /// commit already cached.
+    pub network: Option<std::time::Duration>,
     /// How this revision relates to the previous one given to
     /// [`GitSource::sync_since`]; `None` without one, or when the commit is
     /// the same.

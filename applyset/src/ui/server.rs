@@ -17,6 +17,7 @@ use kube::api::ListParams;
 use maud::Markup;
 use regex::Regex;
 
+use super::access::{self, Access};
 use super::page::{self, Frame, detail_path};
 use super::{UiError, live, view};
 use crate::commands::fleet::drive::Request as ApplySetRequest;
@@ -34,6 +35,8 @@ pub struct Ui {
     /// The token every action's form carries (random per server).
     csrf: String,
     accept_hosts: Vec<Regex>,
+    /// With `--allow-remote-access`: the token every request must carry (see `access.rs`).
+    access_token: Option<String>,
     /// Set once a list of every namespace was forbidden: the list page then shows `namespace`.
     namespaced_only: AtomicBool,
     notices: Mutex<VecDeque<(u64, String, bool)>>,
@@ -49,6 +52,7 @@ impl Ui {
         context: String,
         namespace: String,
         accept_hosts: Vec<Regex>,
+        access_token: Option<String>,
     ) -> Result<Arc<Ui>, UiError> {
         let mut bytes = [0u8; 32];
         openssl::rand::rand_bytes(&mut bytes).map_err(UiError::Token)?;
@@ -59,6 +63,7 @@ impl Ui {
             namespace,
             csrf,
             accept_hosts,
+            access_token,
             namespaced_only: AtomicBool::new(false),
             notices: Mutex::new(VecDeque::new()),
             next_notice: AtomicU64::new(1),
@@ -151,12 +156,30 @@ pub fn router(ui: Arc<Ui>) -> Router {
         .with_state(ui)
 }
 
-/// Refuses a Host `--accept-hosts` does not allow and a POST from another site; adds the
-/// headers that keep the pages out of frames and foreign scripts out of the pages.
+/// Refuses a Host `--accept-hosts` does not allow, a request without the access token (when
+/// the server has one) and a POST from another site; adds the headers that keep the pages out
+/// of frames and foreign scripts out of the pages.
 async fn guard(State(ui): State<Arc<Ui>>, request: Request, next: Next) -> Response {
     let headers = request.headers();
     if !accepts_host(&ui.accept_hosts, headers) {
         return (StatusCode::FORBIDDEN, "Host not accepted (see applyset ui --accept-hosts)\n").into_response();
+    }
+    if let Some(token) = &ui.access_token {
+        match access::check(token, headers, request.uri()) {
+            Access::Granted => {}
+            Access::Grant { set_cookie, location } => {
+                let mut response = Redirect::to(&location).into_response();
+                if let Ok(value) = HeaderValue::from_str(&set_cookie) {
+                    response.headers_mut().insert(header::SET_COOKIE, value);
+                }
+                response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+                return response;
+            }
+            Access::Denied => {
+                let text = "an access token is required: open the URL `applyset ui` printed when it started\n";
+                return (StatusCode::UNAUTHORIZED, text).into_response();
+            }
+        }
     }
     if request.method() == axum::http::Method::POST && !same_origin(headers) {
         return (StatusCode::FORBIDDEN, "cross-site request refused\n").into_response();

@@ -118,8 +118,9 @@ pub struct ApplySetSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub post_build: Option<PostBuild>,
     /// Fetch as soon as the git host reports a push, instead of at the next interval: the
-    /// host posts to `/hook/<namespace>/<name>` on the controller's webhook port, signed with
-    /// the token of this Secret (GitHub, GitLab, or a generic HMAC-SHA256 signature).
+    /// host posts to `status.webhookPath` (`/hook/<digest>`, derived from the token, name and
+    /// namespace) on the controller's webhook port, signed with the token of this Secret
+    /// (GitHub, GitLab, or a generic HMAC-SHA256 signature).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub webhook: Option<WebhookSpec>,
     /// Decrypt SOPS-encrypted files of the source (age keys), as Flux's `spec.decryption`.
@@ -287,29 +288,65 @@ pub fn crd_yaml() -> String {
 }
 
 impl ApplySetSpec {
-    /// See [`ApplySetStatus::last_applied_spec_digest`]: 16 hex digits of a SHA-256.
+    /// See [`ApplySetStatus::last_applied_spec_digest`]: 16 hex digits of a SHA-256 of the
+    /// fields that shape what is applied. Every field of the spec is named below, so a field
+    /// added later does not compile until it is classified as shaping the apply or not. Those
+    /// that do not (the identity, waits, health, force) still make the next run a full one,
+    /// through `status.lastAppliedGeneration`: only the drift verdict of a steady run reads
+    /// this digest.
     pub fn apply_digest(&self) -> String {
+        let ApplySetSpec {
+            source,
+            prune,
+            allow_empty,
+            drift,
+            secrets,
+            post_build,
+            decryption,
+            kube_config,
+            // How often and how long: not what is applied.
+            interval: _,
+            retry_interval: _,
+            timeout: _,
+            suspend: _,
+            // How it is applied, waited for and deleted, not what: a change runs in full (a
+            // new generation) without turning a Report-mode run into an apply.
+            force: _,
+            service_account_name: _,
+            deletion_policy: _,
+            prune_non_empty_namespaces: _,
+            prune_guard: _,
+            prune_propagation: _,
+            webhook: _,
+            wait: _,
+            health_checks: _,
+            health_timeout: _,
+            health_check_exprs: _,
+            depends_on: _,
+        } = self;
+        let crate::source::SourceSpec { url, path, reference: _, secret_ref: _ } = source;
+        let DriftSpec { ignore, stale_fields, foreign_fields, mode: _ } = drift;
         let mut shaping = serde_json::json!({
-            "url": self.source.url,
-            "path": self.source.path,
-            "prune": self.prune,
-            "allowEmpty": self.allow_empty,
-            "ignore": self.drift.ignore,
-            "staleFields": self.drift.stale_fields,
-            "foreignFields": self.drift.foreign_fields,
+            "url": url,
+            "path": path,
+            "prune": prune,
+            "allowEmpty": allow_empty,
+            "ignore": ignore,
+            "staleFields": stale_fields,
+            "foreignFields": foreign_fields,
         });
         // Fields added later count only when set: an upgrade must not make every Report-mode
         // ApplySet's next run a real apply.
-        if let Some(secrets) = self.secrets {
+        if let Some(secrets) = secrets {
             shaping["secrets"] = serde_json::json!(secrets);
         }
-        if let Some(post_build) = &self.post_build {
+        if let Some(post_build) = post_build {
             shaping["postBuild"] = serde_json::json!(post_build);
         }
-        if let Some(decryption) = &self.decryption {
+        if let Some(decryption) = decryption {
             shaping["decryption"] = serde_json::json!(decryption);
         }
-        if let Some(kube_config) = &self.kube_config {
+        if let Some(kube_config) = kube_config {
             shaping["kubeConfig"] = serde_json::json!(kube_config);
         }
         crate::digest::short_sha256(&shaping.to_string())

@@ -25,6 +25,12 @@ pub struct ApplySetStatus {
     /// not make a Report-mode run apply).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_applied_spec_digest: Option<String>,
+    /// The generation whose spec the last full run handled (fetched, built, applied, pruned,
+    /// checked): a new commit that changes nothing the ApplySet reads is recorded without a
+    /// run only at this generation, so any spec change (a new identity, health checks, waits)
+    /// is run in full.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_applied_generation: Option<i64>,
     /// A digest of what the ApplySet read from git at the last successful apply: the tree of
     /// its path and every file and directory its kustomizations reach. A new commit with the
     /// same digest (and the same spec digest) is recorded without a checkout, build or apply.
@@ -33,6 +39,11 @@ pub struct ApplySetStatus {
     /// The revision of the last attempt, successful or not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_attempted_revision: Option<String>,
+    /// Where the controller's webhook receiver takes this ApplySet's pushes (`spec.webhook`):
+    /// `/hook/` and a digest of the token, the name and the namespace (Flux's Receiver path).
+    /// Computed when the token is read: a new generation, a requested run, or none yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webhook_path: Option<String>,
     /// The `applyset.dev/reconcile-requested-at` value last handled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_handled_reconcile_at: Option<String>,

@@ -65,6 +65,9 @@ impl Finish<'_> {
             self.applyset.spec.source.path.as_deref(),
             &now,
         );
+        if !unchanged {
+            status.last_applied_generation = generation;
+        }
         status.last_applied_spec_digest = Some(done.applied_digest.clone());
         status.last_applied_inputs = done.inputs.clone();
         let was_ready = status::condition(self.written, READY).is_some_and(|c| c.status == "True");

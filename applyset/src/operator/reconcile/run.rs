@@ -67,9 +67,10 @@ impl<'a> Reconciliation<'a> {
         self.status
     }
 
-    /// dependencies → fetch → cluster → variables → (inputs unchanged: done) → load → size check → history → apply →
+    /// webhook path → dependencies → fetch → cluster → variables → (inputs unchanged: done) → load → size check → history → apply →
     /// record → prune → health.
     pub(in crate::operator) async fn run(&mut self) -> Result<Done, StepError> {
+        self.webhook_path().await;
         self.dependencies().await?;
         let fetched = self.fetch().await?;
         let local = self.local_cluster()?;
@@ -105,7 +106,7 @@ impl<'a> Reconciliation<'a> {
 
 /// Whether a run handles a request made since the last run (`requestedAt` differs from what
 /// the status says was handled), and so reads live objects from the apiserver.
-fn reads_fresh(requested: Option<&str>, handled: Option<&str>) -> bool {
+pub(super) fn reads_fresh(requested: Option<&str>, handled: Option<&str>) -> bool {
     requested.is_some() && requested != handled
 }
 

@@ -180,17 +180,19 @@ impl Job {
         let repo = self.open_repo()?;
         let st = CallbackState::new(cancel, self.limits.max_fetch_bytes);
         let source_id = self.source_id.clone();
-        let (Resolved { commit, revision_name, fetched }, moved) =
-            match self.recent_listing(&repo, listings, &source_id) {
-                Some(resolved) => (resolved, false),
+        let (Resolved { commit, revision_name, fetched }, moved, network) =
+            match self.recent_listing(&repo, listings, &source_id).or_else(|| self.cached_pin(&repo)) {
+                Some(resolved) => (resolved, false, None),
                 None => {
                     let started = std::time::SystemTime::now();
+                    let clock = std::time::Instant::now();
                     let resolved = self.resolve_and_fetch(&repo, &st, counters)?;
+                    let network = Some(clock.elapsed());
                     let listing =
                         Listing { commit: resolved.commit, revision_name: resolved.revision_name.clone(), at: started };
                     let before = lock(listings).insert(source_id.clone(), listing);
                     let moved = before.is_some_and(|b| b.commit != resolved.commit);
-                    (resolved, moved)
+                    (resolved, moved, network)
                 }
             };
         if st.cancelled() {
@@ -216,6 +218,7 @@ impl Job {
             dir,
             checkout: checkout_dir,
             fetched,
+            network,
             change,
             source_id,
             repository_id: self.repository_id.clone(),
@@ -276,7 +279,10 @@ impl Job {
     ) -> Result<Vec<(PathBuf, Vec<u8>)>, SourceError> {
         let repo = self.open_repo()?;
         let st = CallbackState::new(cancel, self.limits.max_fetch_bytes);
-        let Resolved { commit, .. } = self.resolve_and_fetch(&repo, &st, counters)?;
+        let Resolved { commit, .. } = match self.cached_pin(&repo) {
+            Some(cached) => cached,
+            None => self.resolve_and_fetch(&repo, &st, counters)?,
+        };
         let hex = commit.to_string();
         let read = |e: git2::Error| self.err(ErrorCategory::Io, format!("read commit {hex}: {}", e.message()));
         let mut tree = repo.find_commit(commit).and_then(|c| c.tree()).map_err(read)?;

@@ -26,22 +26,22 @@ const DEPTH_UNSHALLOW: i32 = i32::MAX;
 const DEPTH_FOR_ANCESTRY: i32 = 64;
 
 impl Job {
+    /// A bare commit pin that is already cached: it needs no network at all.
+    pub(super) fn cached_pin(&self, repo: &Repository) -> Option<Resolved> {
+        let RefRequest::Commit { sha, branch: None } = &self.reference else { return None };
+        let oid = Oid::from_str(sha).ok().filter(|oid| repo.find_commit(*oid).is_ok())?;
+        Some(Resolved { commit: oid, revision_name: None, fetched: false })
+    }
+
     /// Resolve the ref (ls-remote), fetch if the commit is not cached, and
-    /// return the commit, the revision name and whether a fetch happened.
+    /// return the commit, the revision name and whether a fetch happened. It
+    /// always connects: see [`Job::cached_pin`] for the one case that need not.
     pub(super) fn resolve_and_fetch(
         &self,
         repo: &Repository,
         st: &CallbackState<'_>,
         counters: &Counters,
     ) -> Result<Resolved, SourceError> {
-        // A bare commit pin that is already cached needs no network at all.
-        if let RefRequest::Commit { sha, branch: None } = &self.reference {
-            let oid = Oid::from_str(sha).map_err(|e| self.err(ErrorCategory::InvalidSpec, e.message()))?;
-            if repo.find_commit(oid).is_ok() {
-                return Ok(Resolved { commit: oid, revision_name: None, fetched: false });
-            }
-        }
-
         let (url, advertisement) = self.follow_redirects(st)?;
         counters.connects.fetch_add(1, Ordering::Relaxed);
         if let Some(advertisement) = advertisement

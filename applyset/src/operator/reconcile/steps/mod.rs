@@ -1,7 +1,7 @@
 //! The steps of a run, each a method on [`super::Reconciliation`], in the order
 //! [`super::Reconciliation::run`] calls them: [`source`] (dependencies, fetch), [`build`]
 //! (cluster, variables, load, size check, history), [`apply`], [`record`], [`prune`] and
-//! [`health`].
+//! [`health`]; [`webhook`] publishes the receiver's path first.
 
 pub(super) mod apply;
 pub(super) mod build;
@@ -9,3 +9,4 @@ pub(super) mod health;
 pub(super) mod prune;
 pub(super) mod record;
 pub(super) mod source;
+pub(super) mod webhook;

@@ -67,7 +67,7 @@ impl Reconciliation<'_> {
             ctx.git.sync_with(&key, &applyset.spec.source, credentials.clone(), self.intervals.timeout, options).await;
         match artifact {
             Ok(artifact) => {
-                ctx.metrics.git_fetch(fetch_started.elapsed(), None);
+                ctx.metrics.source_synced(artifact.network, artifact.fetched);
                 if artifact.moved {
                     self.wake_fellow_followers(&key, &artifact.source_id).await;
                 }
@@ -77,7 +77,7 @@ impl Reconciliation<'_> {
             }
             Err(error) => {
                 let category = error.category();
-                ctx.metrics.git_fetch(fetch_started.elapsed(), Some(category.as_str()));
+                ctx.metrics.source_failed(category, fetch_started.elapsed());
                 let stage = if category == ErrorCategory::InvalidSpec { Stage::InvalidSpec } else { Stage::Fetch };
                 Err(StepError::of(stage, error))
             }
@@ -85,10 +85,11 @@ impl Reconciliation<'_> {
     }
 
     /// A new commit that changes nothing this ApplySet reads (its path's tree and what its
-    /// kustomizations reach, see [`Artifact::inputs_unchanged`]), with the spec and post-build
-    /// variables of the last apply, after a run that succeeded and was Ready: the new revision
-    /// is recorded, and nothing is loaded, built, applied or pruned. Not for a drift check,
-    /// which must apply.
+    /// kustomizations reach, see [`Artifact::inputs_unchanged`]), at the generation a full run
+    /// handled last and with the post-build variables of that run, after a run that succeeded
+    /// and was Ready: the new revision is recorded, and nothing is loaded, built, applied or
+    /// pruned. Not for a drift check, which must apply; nor after any spec change, even one the
+    /// apply digest leaves out (a new `serviceAccountName` must be run as).
     pub(in crate::operator::reconcile) fn inputs_unchanged(
         &self,
         artifact: &Artifact,
@@ -98,6 +99,8 @@ impl Reconciliation<'_> {
         let applied = previous.last_applied_revision.as_deref()?;
         let unchanged = artifact.inputs_unchanged
             && !self.drift_check
+            && previous.last_applied_generation.is_some()
+            && previous.last_applied_generation == self.applyset.metadata.generation
             && previous.last_applied_spec_digest.as_deref() == Some(spec_digest)
             && previous.last_attempted_revision.as_deref() == Some(applied)
             && status::condition(previous, READY).is_some_and(|c| c.status == "True");

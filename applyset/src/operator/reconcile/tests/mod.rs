@@ -14,3 +14,4 @@ mod order;
 mod prune;
 mod record;
 mod secrets;
+mod skip;

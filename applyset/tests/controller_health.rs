@@ -260,3 +260,51 @@ async fn apply_wait_waits_for_the_rollout_and_names_what_never_starts() -> Resul
     ensure!(out.stderr.contains("ImagePullBackOff"), "the Pod's reason: {}", out.stderr);
     Ok(())
 }
+
+/// `spec.healthChecks` naming a Deployment the ApplySet does not apply: absent at the apply,
+/// created ten seconds later, it is watched while the ApplySet waits, so `Ready` follows its
+/// rollout at once (the health timeout is ten minutes, the interval an hour).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_external_health_check_target_is_watched_while_the_applyset_waits() -> Result<()> {
+    let ControllerFixture { ns, repo } = ControllerFixture::new("health-external").await?;
+    repo.write("cm.yaml", config_map("own", &ns.name, "1"));
+    let first = repo.commit("own config");
+    let controller = start_controller(&ns)?;
+    let spec = serde_json::json!({
+        "source": { "url": repo.url() }, "interval": NEVER, "healthTimeout": "10m",
+        "healthChecks": [{ "apiVersion": "apps/v1", "kind": "Deployment", "name": "external" }],
+    });
+    create_applyset(&ns, "app", spec).await?;
+    let waiting =
+        wait_for_applyset(&ns, "app", &controller, "waiting for health", T, reason_is("Healthy", "Progressing"))
+            .await?;
+    let message = condition(&waiting, "Healthy").map(|c| c.2).unwrap_or_default();
+    ensure!(message.contains("deployment.apps/external"), "{message}");
+
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    ns.kubectl_ok(&["apply", "-f", "-"], Some(&deployment("external", &ns.name, "registry.example/ext:1", 1, &[])))?;
+    let created = Instant::now();
+    let ready = wait_for_applyset(&ns, "app", &controller, "Ready after the external rollout", T, |a: &ApplySet| {
+        ready_at(revision(&first))(a) && reason_is("Healthy", "Succeeded")(a)
+    })
+    .await?;
+    let took = created.elapsed();
+    // The Deployment's Available and the ApplySet's Healthy, as the apiserver stamped them.
+    let available =
+        ns.jsonpath("deployment/external", "{.status.conditions[?(@.type==\"Available\")].lastTransitionTime}")?;
+    let healthy = ready
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.iter().find(|c| c.type_ == "Healthy"))
+        .map(|c| c.last_transition_time.0)
+        .context("a Healthy condition")?;
+    let available: k8s_openapi::jiff::Timestamp = available.parse().context("Available's time")?;
+    let lag = healthy.duration_since(available);
+    eprintln!(
+        "external Deployment created → ApplySet Healthy in {took:?}; Available → Healthy {lag:?} (server times, 1 s resolution)"
+    );
+    // Within moments (about one second here), far from the ten-minute timeout; the bound leaves
+    // room for a loaded CI machine running this binary's other tests beside it.
+    ensure!(lag.as_secs() <= 5, "Healthy {lag:?} after the Deployment became Available");
+    Ok(())
+}

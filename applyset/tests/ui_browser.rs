@@ -1,7 +1,8 @@
 //! `applyset ui` in real headless Chromium, against the real control plane and controller:
 //! the list and an ApplySet's page render the live state, a drift made by hand appears without
 //! a reload (field path and manager), the actions work with the caller's identity, requests
-//! from elsewhere are refused, and an identity allowed one namespace sees only that one.
+//! from elsewhere are refused, an identity allowed one namespace sees only that one, and a UI
+//! served beyond loopback needs the flag that allows it and then its access token.
 //! Screenshots of each page land in `target/tmp/ui-screens/`.
 
 mod git;
@@ -31,9 +32,13 @@ struct UiServer {
 
 impl UiServer {
     fn start(kubeconfig: &Path, args: &[&str]) -> Result<UiServer> {
+        UiServer::start_at("127.0.0.1:0", kubeconfig, args)
+    }
+
+    fn start_at(address: &str, kubeconfig: &Path, args: &[&str]) -> Result<UiServer> {
         let mut child = Command::new(env!("CARGO_BIN_EXE_applyset"))
             .env_remove("KUBECONFIG")
-            .args(["ui", "--address", "127.0.0.1:0", "--kubeconfig"])
+            .args(["ui", "--address", address, "--kubeconfig"])
             .arg(kubeconfig)
             .args(args)
             .stdout(Stdio::piped())
@@ -52,7 +57,9 @@ impl UiServer {
     }
 
     fn port(&self) -> u16 {
-        self.url.rsplit(':').next().and_then(|p| p.parse().ok()).unwrap_or(0)
+        let after_host = self.url.split("://").nth(1).unwrap_or_default();
+        let port = after_host.split('/').next().and_then(|h| h.rsplit(':').next());
+        port.and_then(|p| p.parse().ok()).unwrap_or(0)
     }
 
     /// A raw request (the browser's view aside): status code and body.
@@ -269,5 +276,50 @@ async fn an_identity_allowed_one_namespace_sees_only_that_namespace() -> Result<
     if get_applyset(&mine, "visible").await?.spec.suspend {
         bail!("the refused action changed the ApplySet");
     }
+    Ok(())
+}
+
+/// A non-loopback address is refused without `--allow-remote-access`; with it, every request
+/// needs the token printed at start: the browser opens the printed URL once, the token moves to
+/// a strict cookie and out of the address, and a request without it (or with another) is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ui_beyond_loopback_needs_the_flag_and_then_its_token() -> Result<()> {
+    let ns = TestNamespace::create("ui-remote").await?;
+    let refused = Command::new(env!("CARGO_BIN_EXE_applyset"))
+        .env_remove("KUBECONFIG")
+        .args(["ui", "--address", "0.0.0.0:0", "--kubeconfig"])
+        .arg(&ns.kubeconfig)
+        .output()?;
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    ensure!(!refused.status.success(), "served 0.0.0.0 without the flag");
+    ensure!(stderr.contains("not a loopback address") && stderr.contains("--allow-remote-access"), "{stderr}");
+
+    let ui = UiServer::start_at("0.0.0.0:0", &ns.kubeconfig, &["--allow-remote-access", "-n", &ns.name])?;
+    let token = ui.url.split("token=").nth(1).context("a token in the printed URL")?.to_owned();
+    ensure!(token.len() == 64, "{}", ui.url);
+    let port = ui.port();
+    let get = |path: &str, extra: &str| {
+        operator::http_request(port, &format!("GET {path} HTTP/1.1\r\nHost: ui.example:{port}{extra}"), "")
+    };
+    let (code, body) = get("/", "")?;
+    ensure!(code == 401 && body.contains("access token"), "no token: {code} {body}");
+    ensure!(get("/?token=0123", "")?.0 == 401, "a wrong token in the URL");
+    ensure!(get("/", "\r\nCookie: applyset-ui-access=0123")?.0 == 401, "a wrong cookie");
+    ensure!(get("/assets/app.css", "")?.0 == 401, "assets too");
+    ensure!(get("/", &format!("\r\nCookie: applyset-ui-access={token}"))?.0 == 200, "the cookie");
+
+    let mut page = browser("remote").await?;
+    page.open(&format!("http://127.0.0.1:{port}/?token={token}")).await?;
+    page.wait_for_text(&["ApplySets"], LIVE).await?;
+    let address = page.eval("location.href").await?;
+    ensure!(
+        address.as_str() == Some(&format!("http://127.0.0.1:{port}/")[..]),
+        "the token left the address: {address}"
+    );
+    let readable = page.eval("document.cookie").await?;
+    ensure!(readable.as_str() == Some(""), "the cookie is HttpOnly: {readable}");
+    page.open(&format!("http://127.0.0.1:{port}/")).await?;
+    page.wait_for_text(&["ApplySets"], LIVE).await?;
+    page.screenshot(&screens()?.join("remote-access.png")).await?;
     Ok(())
 }

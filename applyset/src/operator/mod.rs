@@ -9,6 +9,7 @@ pub mod decryption;
 pub mod dependencies;
 pub mod drift;
 pub mod events;
+pub mod external_health;
 pub mod fair;
 pub mod history;
 pub mod http;

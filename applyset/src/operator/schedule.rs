@@ -25,7 +25,7 @@ pub struct Schedule {
     /// Failures in a row per ApplySet, for the backoff.
     failures: Mutex<HashMap<String, u32>>,
     /// ApplySets asked to run now, until their run takes the request.
-    requests: Mutex<HashSet<String>>,
+    requests: Arc<Mutex<HashSet<String>>>,
     /// Of those, the ones asked to because someone else changed their objects: that run
     /// must apply (drift), even when git brought nothing new for them.
     drift: Mutex<HashSet<String>>,
@@ -69,7 +69,7 @@ impl Schedule {
         Schedule {
             runs: Mutex::default(),
             failures: Mutex::default(),
-            requests: Mutex::default(),
+            requests: Arc::default(),
             drift: Mutex::default(),
             queue: OnceLock::new(),
             running: Mutex::default(),
@@ -87,6 +87,20 @@ impl Schedule {
     pub fn connect(&self) -> Option<mpsc::UnboundedReceiver<ObjectRef<ApplySet>>> {
         let (sender, receiver) = mpsc::unbounded_channel();
         self.queue.set(sender).ok().map(|()| receiver)
+    }
+
+    /// What runs the ApplySet now (as [`Schedule::run_now`]) from a task that outlives the
+    /// caller: a watch of its external health targets.
+    pub fn waker(&self, applyset: &ApplySet) -> impl FnOnce() + Send + 'static {
+        let requests = self.requests.clone();
+        let queue = self.queue.get().cloned();
+        let (key, reference) = (applyset.key(), ObjectRef::from_obj(applyset));
+        move || {
+            lock(&requests).insert(key);
+            if let Some(queue) = queue {
+                let _ = queue.send(reference);
+            }
+        }
     }
 
     /// Runs the ApplySet now: due at once, and queued.

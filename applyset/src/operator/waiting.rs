@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use kube::core::GroupVersionKind;
 
 use super::api::{ApplySet, HealthCheckReference, InventoryObject, InventoryStatus};
+pub use super::external_health::External;
 use super::lock;
 use super::status::{self, Stage, StepError};
 use crate::apply::Visited;
@@ -36,10 +37,13 @@ pub enum Verdict {
     Failed { message: String },
 }
 
-/// The start of each ApplySet's current wait: (revision and spec digest, since).
+/// The start of each ApplySet's current wait: (revision and spec digest, since); and the
+/// watches of its health targets that are not its own objects (see
+/// [`super::external_health`]).
 #[derive(Default)]
 pub struct Waits {
     started: std::sync::Mutex<HashMap<String, (String, Instant)>>,
+    external: std::sync::Mutex<HashMap<String, tokio::task::AbortHandle>>,
 }
 
 impl Waits {
@@ -58,6 +62,36 @@ impl Waits {
 
     pub fn forget(&self, key: &str) {
         lock(&self.started).remove(key);
+        self.stop_watching(key);
+    }
+
+    /// Watches `externals` until `deadline` (the watches of the ApplySet's run before end
+    /// first); `on_change` runs at the first change.
+    pub fn watch_external(
+        &self,
+        key: &str,
+        client: kube::Client,
+        externals: Vec<External>,
+        deadline: Instant,
+        on_change: impl FnOnce() + Send + 'static,
+    ) {
+        self.stop_watching(key);
+        if externals.is_empty() {
+            return;
+        }
+        let task = tokio::spawn(async move {
+            if super::external_health::changed(client, externals, deadline).await {
+                on_change();
+            }
+        });
+        lock(&self.external).insert(key.to_owned(), task.abort_handle());
+    }
+
+    /// Ends the ApplySet's watches of external health targets.
+    pub fn stop_watching(&self, key: &str) {
+        if let Some(task) = lock(&self.external).remove(key) {
+            task.abort();
+        }
     }
 }
 
@@ -117,16 +151,19 @@ fn gvk_of(check: &HealthCheckReference) -> GroupVersionKind {
 }
 
 /// Judges every target: from the watch cache when it holds the object for this set, else one
-/// GET with the run's identity (an object of another set, or one `healthChecks` names).
+/// GET with the run's identity (an object of another set, or one `healthChecks` names); those
+/// read with a GET are returned beside, with the version read, to be watched while the wait
+/// goes on.
 pub async fn judge(
     cache: &dyn ObjectCache,
     cluster: &Cluster,
     set_id: &str,
     targets: &[Target],
     rules: &Rules,
-) -> Vec<Judged> {
+) -> (Vec<Judged>, Vec<External>) {
     let now = health::Context { now: k8s_openapi::jiff::Timestamp::now().as_second() };
     let mut judged = Vec::with_capacity(targets.len());
+    let mut externals = Vec::new();
     for target in targets {
         let cached = cache.live(&target.mapping, target.namespace.as_deref(), &target.name, set_id);
         let object = match cached.and_then(|c| match c {
@@ -134,7 +171,17 @@ pub async fn judge(
             Cached::Unlabelled => None,
         }) {
             Some(object) => Ok(object),
-            None => cluster.get(&target.mapping, target.namespace.as_deref(), &target.name).await,
+            None => {
+                let read = cluster.get(&target.mapping, target.namespace.as_deref(), &target.name).await;
+                let resource_version = read.as_ref().ok().and_then(|object| {
+                    let metadata = object.as_object()?.get("metadata")?.as_object()?;
+                    Some(metadata.get("resourceVersion")?.as_str()?.to_owned())
+                });
+                if read.as_ref().is_ok() || read.as_ref().is_err_and(|e| e.is_not_found()) {
+                    externals.push(External { target: target.clone(), resource_version });
+                }
+                read
+            }
         };
         let health = match object {
             Ok(object) => rules.judge(&object).unwrap_or_else(|| health::compute(&object, now)),
@@ -145,7 +192,7 @@ pub async fn judge(
         };
         judged.push(Judged { target: target.clone(), health });
     }
-    judged
+    (judged, externals)
 }
 
 /// The verdict on judged objects, the wait having begun at `since` with `timeout`.
@@ -185,8 +232,9 @@ fn describe(unhealthy: &[&Judged]) -> String {
 }
 
 /// The run's health step: the verdict, the judged objects (for the inventory), and — when it
-/// failed — why the Pods of the failing workloads are not ready. The wait began at `since`
-/// ([`Waits::since`]); objects are read from `cache`, the watch cache of `cluster`.
+/// failed — why the Pods of the failing workloads are not ready; and the targets read from the
+/// apiserver (not the watch cache). The wait began at `since` ([`Waits::since`]); objects are
+/// read from `cache`, the watch cache of `cluster`.
 pub async fn health(
     applyset: &ApplySet,
     since: Instant,
@@ -195,10 +243,10 @@ pub async fn health(
     set_id: &str,
     visited: &[Visited],
     timeout: Duration,
-) -> Result<(Verdict, Vec<Judged>), StepError> {
+) -> Result<(Verdict, Vec<Judged>, Vec<External>), StepError> {
     let rules = rules(applyset)?;
     let targets = targets(applyset, cluster, visited).await?;
-    let judged = judge(cache, cluster, set_id, &targets, &rules).await;
+    let (judged, externals) = judge(cache, cluster, set_id, &targets, &rules).await;
     let verdict = match verdict(&judged, since, timeout) {
         Verdict::Failed { message } => {
             let pods = pod_reasons(cluster, &judged).await;
@@ -207,7 +255,7 @@ pub async fn health(
         }
         other => other,
     };
-    Ok((verdict, judged))
+    Ok((verdict, judged, externals))
 }
 
 /// Records each judged object's health on its inventory entry; an object not (yet) healthy that

@@ -6,7 +6,7 @@ use crate::apply::ApplyReport;
 use crate::cluster::Cluster;
 use crate::operator::outcome::Done;
 use crate::operator::status::{Stage, StepError};
-use crate::operator::waiting;
+use crate::operator::waiting::{self, Verdict};
 
 impl Reconciliation<'_> {
     /// health: what the ApplySet waits for, judged once (see [`crate::operator::waiting`]); nothing when it
@@ -29,10 +29,20 @@ impl Reconciliation<'_> {
         };
         let token = format!("{}-{}", done.revision, done.applied_digest);
         let since = ctx.waits.since(&applyset.key(), &token);
-        let (verdict, judged) =
+        let (verdict, judged, externals) =
             waiting::health(applyset, since, &*self.cache.clone(), cluster, set_id, &report.visited, timeout).await?;
         if let Some(inventory) = &mut self.status.inventory {
             waiting::record(inventory, &judged);
+        }
+        // Targets outside the watch cache are watched while the wait goes on: their change
+        // runs the ApplySet again (as a change of its own objects does).
+        match &verdict {
+            Verdict::Waiting { deadline, .. } => {
+                let wake = ctx.schedule.waker(applyset);
+                let client = cluster.client().clone();
+                ctx.waits.watch_external(&applyset.key(), client, externals, *deadline, wake);
+            }
+            _ => ctx.waits.stop_watching(&applyset.key()),
         }
         done.health = Some(verdict);
         Ok(())

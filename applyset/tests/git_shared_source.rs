@@ -16,7 +16,13 @@ const T: Duration = Duration::from_secs(60);
 
 fn app(url: &str, path: &str) -> SourceSpec {
     let main = GitRef { branch: Some("main".into()), ..Default::default() };
-    SourceSpec { url: url.to_owned(), reference: Some(main), path: Some(path.to_owned()), secret_ref: None }
+    SourceSpec {
+        url: url.to_owned(),
+        reference: Some(main),
+        path: Some(path.to_owned()),
+        secret_ref: None,
+        proxy_secret_ref: None,
+    }
 }
 
 fn within(interval: Duration) -> SyncOptions<'static> {

@@ -22,7 +22,13 @@ fn source(name: &str) -> GitSource {
 }
 
 fn spec(url: &str, r: GitRef, path: Option<&str>) -> SourceSpec {
-    SourceSpec { url: url.to_string(), reference: Some(r), path: path.map(str::to_string), secret_ref: None }
+    SourceSpec {
+        url: url.to_string(),
+        reference: Some(r),
+        path: path.map(str::to_string),
+        secret_ref: None,
+        proxy_secret_ref: None,
+    }
 }
 
 fn branch(b: &str) -> GitRef {
@@ -80,7 +86,7 @@ async fn branch_tag_and_default_branch() {
     assert_eq!(a.revision, format!("v1@sha1:{c1}"), "annotated tag peels to its commit");
     assert_eq!(read(&a, "cm.yaml"), "v: 1\n");
 
-    let default = SourceSpec { url: f.url(), reference: None, path: None, secret_ref: None };
+    let default = SourceSpec { url: f.url(), reference: None, path: None, secret_ref: None, proxy_secret_ref: None };
     let a = src.sync(&key("d"), &default, None, T).await.unwrap();
     assert_eq!(a.revision, format!("main@sha1:{c2}"));
     assert_eq!(read(&a, "deploy/cm.yaml"), "v: 2\n");
@@ -194,7 +200,8 @@ async fn fetches_only_when_the_ref_moves() {
 
     // Unchanged: one more ls-remote, no fetch, no new checkout, no new pack.
     let a2 = src.sync(&k, &s, None, T).await.unwrap();
-    assert_eq!(a2, applyset::source::Artifact { fetched: false, ..a1.clone() });
+    assert!(a2.network.is_some(), "it listed the remote");
+    assert_eq!(a2, applyset::source::Artifact { fetched: false, network: a2.network, ..a1.clone() });
     let st2 = src.stats();
     assert_eq!((st2.connects, st2.fetches, st2.checkouts), (2, 1, 1));
     assert_eq!(std::fs::read_dir(&pack_dir).unwrap().count(), packs);
@@ -244,7 +251,8 @@ async fn over_smart_http_an_unchanged_ref_costs_one_request() {
         assert_eq!(first.commit, c1, "{name}");
         let after_first = requests();
         let again = src.sync(&key(name), &s, None, T).await.unwrap();
-        assert_eq!(again, applyset::source::Artifact { fetched: false, ..first.clone() }, "{name}");
+        let network = again.network;
+        assert_eq!(again, applyset::source::Artifact { fetched: false, network, ..first.clone() }, "{name}");
         let after_again = requests();
         assert_eq!((after_again.0 - after_first.0, after_again.1 - after_first.1), (1, 0), "{name}");
         // The first sync of each ref: the check's listing, then libgit2's and its fetch (a
@@ -337,7 +345,13 @@ async fn paths_must_stay_inside_the_checkout() {
     assert!(e.to_string().contains("nope") && e.to_string().contains(&c), "{e}");
     expect_err(run("file.txt").await, ErrorCategory::PathNotFound);
     // The root itself holds escaping links: rejected too.
-    let whole = SourceSpec { url: f.url(), reference: Some(branch("main")), path: None, secret_ref: None };
+    let whole = SourceSpec {
+        url: f.url(),
+        reference: Some(branch("main")),
+        path: None,
+        secret_ref: None,
+        proxy_secret_ref: None,
+    };
     expect_err(src.sync(&key("p"), &whole, None, T).await, ErrorCategory::PathEscapes);
 }
 

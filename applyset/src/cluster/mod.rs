@@ -84,11 +84,34 @@ pub const DEFAULT_CONTROLLER_QPS: f64 = 2000.0;
 pub struct Cluster {
     client: kube::Client,
     server: String,
+    /// A digest of the CA certificates the client trusts (16 hex digits), when it was built
+    /// from a config that names some: with the server, which cluster this is.
+    ca_digest: Option<String>,
     default_namespace: String,
     /// Shared with the client's door layer: every request waits for it.
     limiter: Arc<RateLimiter>,
     discovery: RwLock<Option<Arc<DiscoveryMap>>>,
     openapi: OpenApiCache,
+}
+
+/// Which cluster a client talks to: the server URL and a digest of the CA certificates it
+/// trusts (two clusters behind one address, a load balancer moved, tell apart by their CA).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterIdentity {
+    pub server: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_digest: Option<String>,
+}
+
+/// 16 hex digits of a SHA-256 over the config's CA certificates (DER, in order).
+fn ca_digest(config: &kube::Config) -> Option<String> {
+    let certs = config.root_cert.as_ref().filter(|certs| !certs.is_empty())?;
+    let mut framed = crate::digest::Framed::default();
+    for cert in certs {
+        framed.value(cert);
+    }
+    Some(crate::digest::hex(&framed.finish()[..8]))
 }
 
 /// A client for `config` whose requests pass `limiter` and whose server warnings are recorded
@@ -125,9 +148,11 @@ impl Cluster {
         }
         let server = loaded.config.cluster_url.to_string().trim_end_matches('/').to_owned();
         let default_namespace = loaded.config.default_namespace.clone();
+        let ca_digest = ca_digest(&loaded.config);
         let client = wired_client(loaded.config, loaded.request_timeout)?;
         let limiter = Arc::new(RateLimiter::new(options.qps, options.burst));
-        let cluster = Cluster::from_client_sharing(client, server, default_namespace, limiter);
+        let mut cluster = Cluster::from_client_sharing(client, server, default_namespace, limiter);
+        cluster.ca_digest = ca_digest;
         if options.match_server_version {
             let version = cluster.send(json_request(http::Method::GET, "/version".into(), None, Vec::new())?).await?;
             let version: serde_json::Value = serde_json::from_slice(&version)
@@ -148,8 +173,11 @@ impl Cluster {
     pub fn from_config_sharing(config: kube::Config, limiter: Arc<RateLimiter>) -> Result<Cluster> {
         let server = config.cluster_url.to_string().trim_end_matches('/').to_owned();
         let default_namespace = config.default_namespace.clone();
+        let ca_digest = ca_digest(&config);
         let client = wired_client(config, None)?;
-        Ok(Cluster::from_client_sharing(client, server, default_namespace, limiter))
+        let mut cluster = Cluster::from_client_sharing(client, server, default_namespace, limiter);
+        cluster.ca_digest = ca_digest;
+        Ok(cluster)
     }
 
     /// The kubeconfig (or in-cluster config) with kubectl's global flags over it and the apply
@@ -185,6 +213,7 @@ impl Cluster {
         Cluster {
             client,
             server,
+            ca_digest: None,
             default_namespace,
             limiter,
             discovery: RwLock::new(None),
@@ -202,6 +231,11 @@ impl Cluster {
     /// The server URL, as the kubeconfig names it.
     pub fn server(&self) -> &str {
         &self.server
+    }
+
+    /// Which cluster this is: its server and the digest of the CAs its client trusts.
+    pub fn identity(&self) -> ClusterIdentity {
+        ClusterIdentity { server: self.server.clone(), ca_digest: self.ca_digest.clone() }
     }
 
     /// The kubeconfig context's namespace, else `default`.

@@ -115,6 +115,9 @@ pub struct Context {
     remotes: RemoteClusters,
     /// The version of each ApplySet the controller's own last write produced.
     pub written: super::written::WrittenVersions,
+    /// The objects each ApplySet left in the cluster it applied to before its `kubeConfig`
+    /// changed, until they are pruned there (see `reconcile/steps/moved.rs`).
+    pub moves: Mutex<HashMap<String, super::moved::Move>>,
 }
 
 /// Who applies: the controller itself (`None`) or an impersonated user. One cluster (and one
@@ -160,6 +163,7 @@ impl Context {
             applysets: OnceLock::new(),
             remotes,
             written: Default::default(),
+            moves: Mutex::default(),
         }
     }
 
@@ -268,7 +272,8 @@ impl Context {
         self.metrics.forget(key);
         self.schedule.forget(key);
         self.waits.forget(key);
-        self.remotes.release(key);
+        self.remotes.forget(key);
+        lock(&self.moves).remove(key);
         self.written.forget(key);
     }
 

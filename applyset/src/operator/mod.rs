@@ -18,6 +18,7 @@ pub mod leader;
 pub mod leftover;
 pub mod members;
 pub mod metrics;
+pub mod moved;
 pub mod outcome;
 pub mod postbuild;
 pub mod prune;

@@ -95,6 +95,10 @@ pub struct RemoteClusters {
     remotes: Mutex<HashMap<String, Arc<Remote>>>,
     /// `namespace/name` of an ApplySet → the digest of the kubeconfig it last used.
     users: Mutex<HashMap<String, String>>,
+    /// `namespace/name` of an ApplySet → the remote it applied to before its `kubeConfig`
+    /// changed, kept until its objects there are pruned (in memory only: a restart forgets it,
+    /// and the ApplySet's status then says they are left there).
+    kept: Mutex<HashMap<String, Arc<Remote>>>,
 }
 
 impl RemoteClusters {
@@ -104,6 +108,7 @@ impl RemoteClusters {
             rate,
             remotes: Mutex::new(HashMap::new()),
             users: Mutex::new(HashMap::new()),
+            kept: Mutex::new(HashMap::new()),
         }
     }
 
@@ -135,8 +140,9 @@ impl RemoteClusters {
                 lock(&self.remotes).entry(digest.clone()).or_insert(remote).clone()
             }
         };
-        let previous = lock(&self.users).insert(applyset.key(), digest);
-        if let Some(previous) = previous {
+        let previous = lock(&self.users).insert(applyset.key(), digest.clone());
+        if let Some(previous) = previous.filter(|previous| *previous != digest) {
+            self.keep(&applyset.key(), &previous);
             self.drop_unused(&previous);
         }
         let impersonate = service_account.map(|account| format!("system:serviceaccount:{namespace}:{account}"));
@@ -145,13 +151,50 @@ impl RemoteClusters {
         Ok(Target { cluster, cache: remote.cache.clone(), remote_server })
     }
 
-    /// The ApplySet no longer applies to a remote cluster (deleted, or its `kubeConfig` removed).
+    /// The ApplySet no longer applies to a remote cluster (its `kubeConfig` removed: the remote
+    /// is kept for its objects there, see [`RemoteClusters::previous`]; or deleted, see
+    /// [`RemoteClusters::forget`]).
     pub fn release(&self, applyset_key: &str) {
         // The guard is dropped before `drop_unused` locks the users again.
         let released = lock(&self.users).remove(applyset_key);
         if let Some(digest) = released {
+            self.keep(applyset_key, &digest);
             self.drop_unused(&digest);
         }
+    }
+
+    /// The ApplySet is gone: nothing of it is kept.
+    pub fn forget(&self, applyset_key: &str) {
+        self.release(applyset_key);
+        lock(&self.kept).remove(applyset_key);
+    }
+
+    /// Keeps the remote of `digest` for the ApplySet's objects there.
+    fn keep(&self, applyset_key: &str, digest: &str) {
+        if let Some(remote) = lock(&self.remotes).get(digest).cloned() {
+            lock(&self.kept).insert(applyset_key.to_owned(), remote);
+        }
+    }
+
+    /// The cluster the ApplySet applied to before its `kubeConfig` changed, as
+    /// `service_account` of `namespace`, when the controller still has its kubeconfig and it
+    /// is the cluster `identity` names.
+    pub fn previous(
+        &self,
+        applyset_key: &str,
+        identity: &crate::cluster::ClusterIdentity,
+        namespace: &str,
+        service_account: Option<&str>,
+    ) -> Option<Arc<Cluster>> {
+        let remote = lock(&self.kept).get(applyset_key).cloned()?;
+        let impersonate = service_account.map(|account| format!("system:serviceaccount:{namespace}:{account}"));
+        let cluster = remote.cluster_as(impersonate).ok()?;
+        (cluster.identity() == *identity).then_some(cluster)
+    }
+
+    /// The objects of the ApplySet's previous remote are dealt with: it is kept no longer.
+    pub fn forget_previous(&self, applyset_key: &str) {
+        lock(&self.kept).remove(applyset_key);
     }
 
     /// Drops the entry of `digest` (stopping its watches) when no ApplySet uses it any more.

@@ -363,6 +363,7 @@ pub fn inventory(mut objects: Vec<InventoryObject>, limit: usize) -> InventorySt
         objects,
         members: None,
         record: None,
+        cluster: None,
     }
 }
 

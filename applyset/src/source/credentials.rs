@@ -61,6 +61,8 @@ pub struct Credentials {
     pub identity_pub: Option<String>,
     pub known_hosts: Option<String>,
     pub ca_cert: Option<Vec<u8>>,
+    /// `spec.source.proxySecretRef`'s proxy (read from its own Secret).
+    pub proxy: Option<super::proxy::ProxySettings>,
 }
 
 impl fmt::Debug for Credentials {
@@ -73,6 +75,7 @@ impl fmt::Debug for Credentials {
             .field("identity", &set(self.identity.is_some()))
             .field("known_hosts", &self.known_hosts.as_ref().map(|k| k.lines().count()))
             .field("ca_cert", &self.ca_cert.as_ref().map(|c| c.len()))
+            .field("proxy", &self.proxy)
             .finish()
     }
 }
@@ -90,7 +93,18 @@ impl Credentials {
             .optional(self.identity_pub.as_deref().map(str::as_bytes))
             .optional(self.known_hosts.as_deref().map(str::as_bytes))
             .optional(self.ca_cert.as_deref());
+        if let Some(proxy) = &self.proxy {
+            for part in proxy.digest_parts() {
+                framed.value(part);
+            }
+        }
         framed.finish()
+    }
+
+    /// These credentials, reaching the remote through `proxy`.
+    pub fn with_proxy(mut self, proxy: super::proxy::ProxySettings) -> Self {
+        self.proxy = Some(proxy);
+        self
     }
 
     /// HTTPS basic auth.
@@ -142,6 +156,7 @@ impl Credentials {
             identity_pub: text("identity.pub")?,
             known_hosts: text("known_hosts")?,
             ca_cert: data.get("ca.crt").cloned(),
+            proxy: None,
         };
         if creds.bearer_token.is_some() && creds.password.is_some() && creds.identity.is_none() {
             return Err(SourceError::invalid("secret has both bearerToken and password: set only one"));
@@ -165,7 +180,8 @@ impl Credentials {
                 out.push(s.to_string());
             }
         };
-        for secret in [&self.password, &self.bearer_token].into_iter().flatten() {
+        let proxy_password = self.proxy.as_ref().and_then(|p| p.password.as_ref());
+        for secret in [&self.password, &self.bearer_token, &proxy_password.cloned()].into_iter().flatten() {
             if let Some(s) = secret.expose_str() {
                 push(s);
             }

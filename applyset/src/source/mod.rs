@@ -55,6 +55,8 @@ mod credentials;
 mod error;
 mod git;
 mod known_hosts;
+mod listing;
+mod proxy;
 mod redirect;
 mod semver_ref;
 mod spec;
@@ -74,9 +76,18 @@ pub use credentials::{Credentials, Secret};
 pub use error::{ErrorCategory, ErrorContext, SecretUnusable, SourceError};
 pub use git::CredentialsUnusable;
 pub use known_hosts::KnownHostsError;
+pub use proxy::ProxySettings;
 pub use spec::{GitRef, SecretRef, SourceSpec};
 pub use tls::CaError;
 pub use url::{GitUrl, Transport, scrub_url, url_secrets};
+
+/// The ref advertisement reader (see `advertisement.rs`), for the fuzz target
+/// (`applyset/fuzz/fuzz_targets/ref_advertisement.rs`): the refs, and the branch HEAD points
+/// at, of a smart-HTTP `info/refs` body; `None` unless it is understood whole.
+#[doc(hidden)]
+pub fn read_ref_advertisement(body: &[u8]) -> Option<(Vec<(String, [u8; 20])>, Option<String>)> {
+    advertisement::parse(body).map(|ad| (ad.refs, ad.head))
+}
 
 /// A revision as [`Artifact::revision`] writes it (`<ref>@sha1:<hex>` or `sha1:<hex>`): its ref
 /// name, if any, and its full commit SHA.

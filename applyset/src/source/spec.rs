@@ -26,6 +26,12 @@ pub struct SourceSpec {
     /// Secret in the ApplySet's namespace with the credentials.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret_ref: Option<SecretRef>,
+    /// Secret in the ApplySet's namespace naming the HTTP(S) proxy the repository is reached
+    /// through, as Flux's GitRepository has it: `address` (`http://proxy.example:3128`), and
+    /// optionally `username` and `password`. Unset: the controller's `HTTPS_PROXY`,
+    /// `ALL_PROXY` and `NO_PROXY` environment. For https:// URLs only (a CONNECT tunnel).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy_secret_ref: Option<SecretRef>,
 }
 
 // Manual Debug: the URL may carry a password.
@@ -36,6 +42,7 @@ impl fmt::Debug for SourceSpec {
             .field("reference", &self.reference)
             .field("path", &self.path)
             .field("secret_ref", &self.secret_ref)
+            .field("proxy_secret_ref", &self.proxy_secret_ref)
             .finish()
     }
 }
@@ -189,6 +196,7 @@ mod tests {
             reference: None,
             path: None,
             secret_ref: None,
+            proxy_secret_ref: None,
         };
         assert!(!format!("{spec:?}").contains("s3cr3t"));
     }

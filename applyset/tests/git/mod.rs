@@ -6,6 +6,9 @@
 
 #![allow(dead_code)]
 
+pub mod drip;
+pub mod proxy;
+
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -182,6 +185,8 @@ pub struct GitHttpServer {
     pub ref_listings: Arc<AtomicUsize>,
     pub upload_packs: Arc<AtomicUsize>,
     pub unauthorized: Arc<AtomicUsize>,
+    /// Requests that carried an `Authorization` header, challenged or not.
+    pub authorizations: Arc<AtomicUsize>,
     /// Redirects answered (every request whose path starts with a prefix).
     pub redirected: Arc<AtomicUsize>,
     redirects: Redirects,
@@ -206,12 +211,17 @@ impl GitHttpServer {
             ref_listings: Arc::default(),
             upload_packs: Arc::default(),
             unauthorized: Arc::default(),
+            authorizations: Arc::default(),
             redirected: Arc::default(),
             redirects: Arc::default(),
         };
         let root = project_root.to_path_buf();
-        let (refs, packs, unauth) =
-            (server.ref_listings.clone(), server.upload_packs.clone(), server.unauthorized.clone());
+        let (refs, packs, unauth, authorizations) = (
+            server.ref_listings.clone(),
+            server.upload_packs.clone(),
+            server.unauthorized.clone(),
+            server.authorizations.clone(),
+        );
         let (redirects, redirected) = (server.redirects.clone(), server.redirected.clone());
         thread::spawn(move || {
             for conn in listener.incoming() {
@@ -221,7 +231,7 @@ impl GitHttpServer {
                 let Ok(conn) = conn else { continue };
                 let _ = conn.set_read_timeout(Some(Duration::from_secs(30)));
                 let (root, auth, tls) = (root.clone(), auth.clone(), tls.clone());
-                let counters = (refs.clone(), packs.clone(), unauth.clone());
+                let counters = (refs.clone(), packs.clone(), unauth.clone(), authorizations.clone());
                 let redirects = (redirects.clone(), redirected.clone());
                 thread::spawn(move || {
                     let redirects = (&redirects.0, &*redirects.1);
@@ -259,7 +269,7 @@ impl Drop for GitHttpServer {
     }
 }
 
-type Counters = (Arc<AtomicUsize>, Arc<AtomicUsize>, Arc<AtomicUsize>);
+type Counters = (Arc<AtomicUsize>, Arc<AtomicUsize>, Arc<AtomicUsize>, Arc<AtomicUsize>);
 
 /// Serve one request and close the connection.
 fn serve_one<S: Read + Write>(
@@ -307,6 +317,9 @@ fn serve_one<S: Read + Write>(
         reader.read_exact(&mut body)?;
     }
     let mut stream = reader.into_inner();
+    if headers.contains_key("authorization") {
+        counters.3.fetch_add(1, Ordering::SeqCst);
+    }
 
     // Redirects come first, as a moved repository's do on real servers.
     let redirect = redirects.lock().unwrap().iter().find_map(|(prefix, to)| {

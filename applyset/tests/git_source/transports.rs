@@ -294,3 +294,114 @@ async fn a_hanging_fetch_reports_the_real_limit() {
         assert!(!shown.contains("0ns"), "attempt {attempt}: {shown}");
     }
 }
+
+/// Credentials go only where the server asks for them: a server that never answers 401 sees
+/// no `Authorization` header, from the listing or from libgit2, whether the password is in the
+/// Secret or in the URL; one that asks gets it after its challenge.
+#[tokio::test]
+async fn credentials_wait_for_the_challenge() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let f = Fixture::new("no-challenge");
+    f.write("a.yaml", "1");
+    let c = f.commit("one");
+    let open = GitHttpServer::start(f.bare.parent().unwrap(), HttpAuth::None, None);
+    let src = source("no-challenge");
+    let url = open.url("repo.git");
+    let a = src.sync(&key("s"), &spec(&url, branch("main"), None), Some(Credentials::basic("u", "pw-1")), T).await;
+    assert_eq!(a.unwrap().commit, c);
+    let in_url = url.replacen("http://", "http://u:pw-2@", 1);
+    src.sync(&key("u"), &spec(&in_url, branch("main"), None), None, T).await.unwrap();
+    assert_eq!(open.authorizations.load(SeqCst), 0, "a server that never asked received credentials");
+
+    let guarded = GitHttpServer::start(
+        f.bare.parent().unwrap(),
+        HttpAuth::Basic { user: "u".into(), password: "pw-3".into() },
+        None,
+    );
+    let s = spec(&guarded.url("repo.git"), branch("main"), None);
+    src.sync(&key("g"), &s, Some(Credentials::basic("u", "pw-3")), T).await.unwrap();
+    let (challenged, sent) = (guarded.unauthorized.load(SeqCst), guarded.authorizations.load(SeqCst));
+    assert!(challenged >= 1 && sent >= 1, "challenged {challenged} times, credentials sent {sent} times");
+}
+
+/// A server that sends its answer a byte at a time is cut at the sync's deadline, not held
+/// for as long as it keeps dripping: the run fails with `Timeout`, the connection is closed,
+/// and the ApplySet's next sync is not blocked behind it.
+#[tokio::test]
+async fn a_dripping_server_is_cut_at_the_deadline() {
+    let drip = git::drip::DripServer::start();
+    let src = source("drip");
+    let url = format!("http://127.0.0.1:{}/repo.git", drip.port);
+    let started = Instant::now();
+    let limit = Duration::from_millis(1500);
+    expect_err(src.sync(&key("d"), &spec(&url, branch("main"), None), None, limit).await, ErrorCategory::Timeout);
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(10), "cut after {took:?}");
+    let closed = Instant::now();
+    while drip.open.load(std::sync::atomic::Ordering::SeqCst) > 0 {
+        assert!(closed.elapsed() < Duration::from_secs(10), "the dripped connection is still open");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let f = Fixture::new("after-drip");
+    f.write("a.yaml", "1");
+    let c = f.commit("one");
+    let http = GitHttpServer::start(f.bare.parent().unwrap(), HttpAuth::None, None);
+    let next = src.sync(&key("d"), &spec(&http.url("repo.git"), branch("main"), None), None, limit).await;
+    assert_eq!(next.expect("the next sync of the key").commit, c);
+}
+
+/// A remote reachable only through a proxy (its host name resolves nowhere but in the proxy):
+/// unreachable without one; fetched through `spec.source.proxySecretRef`'s proxy, with its
+/// credentials, in a CONNECT tunnel (the server's certificate still checked against
+/// `ca.crt`), the listing and libgit2's requests alike. A plain-http remote with a proxy is
+/// refused: libgit2 cannot fetch one through it.
+#[tokio::test]
+async fn a_remote_behind_a_proxy_is_reached_through_it() {
+    use std::sync::atomic::Ordering::SeqCst;
+
+    use applyset::source::{ProxySettings, Secret};
+    let f = Fixture::new("proxied");
+    f.write("a.yaml", "1");
+    let c = f.commit("one");
+    let pki = crate::support::pki::ca_and_leaf(&["git.invalid"]);
+    let acceptor = {
+        use openssl::ssl::{SslAcceptor, SslMethod};
+        let mut acceptor = SslAcceptor::mozilla_intermediate_v5(SslMethod::tls()).unwrap();
+        acceptor.set_private_key(&pki.leaf_key).unwrap();
+        acceptor.set_certificate(&pki.leaf).unwrap();
+        std::sync::Arc::new(acceptor.build())
+    };
+    let https = GitHttpServer::start(f.bare.parent().unwrap(), HttpAuth::None, Some(acceptor));
+    let proxy = git::proxy::ForwardProxy::start(&[("git.invalid", https.port)], Some(("egress", "pr0xy-pw")));
+    let tls = spec(&format!("https://git.invalid:{}/repo.git", https.port), branch("main"), None);
+    let src = source("proxied");
+    let via = |user: &str, password: &str| {
+        let settings = ProxySettings {
+            address: proxy.address(),
+            username: Some(user.to_owned()),
+            password: Some(Secret::new(password.as_bytes().to_vec())),
+        };
+        let mut creds = Credentials::default().with_proxy(settings);
+        creds.ca_cert = Some(pki.ca.to_pem().unwrap());
+        creds
+    };
+
+    let mut direct = Credentials::default();
+    direct.ca_cert = Some(pki.ca.to_pem().unwrap());
+    expect_err(src.sync(&key("direct"), &tls, Some(direct), T).await, ErrorCategory::Unreachable);
+    let refused = src.sync(&key("wrong"), &tls, Some(via("egress", "nope")), T).await;
+    assert!(refused.is_err(), "wrong proxy credentials: {refused:?}");
+    assert!(proxy.refused.load(SeqCst) >= 1);
+
+    let a = src.sync(&key("tls"), &tls, Some(via("egress", "pr0xy-pw")), T).await;
+    let counts = (proxy.tunnels.load(SeqCst), proxy.refused.load(SeqCst));
+    assert_eq!(a.unwrap_or_else(|e| panic!("through the proxy {counts:?}: {e:?}")).commit, c);
+    assert!(proxy.tunnels.load(SeqCst) >= 2, "the listing's and libgit2's tunnels: {counts:?}");
+
+    let plain = spec("http://git.invalid:1/repo.git", branch("main"), None);
+    let e = expect_err(
+        src.sync(&key("plain"), &plain, Some(via("egress", "pr0xy-pw")), T).await,
+        ErrorCategory::InvalidSpec,
+    );
+    assert!(e.to_string().contains("https:// URLs only"), "{e}");
+}

@@ -324,7 +324,7 @@ impl ApplySetSpec {
             health_check_exprs: _,
             depends_on: _,
         } = self;
-        let crate::source::SourceSpec { url, path, reference: _, secret_ref: _ } = source;
+        let crate::source::SourceSpec { url, path, reference: _, secret_ref: _, proxy_secret_ref: _ } = source;
         let DriftSpec { ignore, stale_fields, foreign_fields, mode: _ } = drift;
         let mut shaping = serde_json::json!({
             "url": url,

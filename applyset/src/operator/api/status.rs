@@ -59,10 +59,30 @@ pub struct ApplySetStatus {
     /// Objects the last prune left in place that `pruneSkipped` does not list.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub prune_skipped_omitted: u64,
+    /// Objects this ApplySet applied to the cluster it applied to before `spec.kubeConfig`
+    /// changed, while they are not pruned there: pending (the new cluster's apply comes
+    /// first), or left there, and why (the old cluster unreachable, its kubeconfig no longer
+    /// known to the controller, `prune` off). Removed once they are pruned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_cluster: Option<PreviousCluster>,
     /// The revisions this ApplySet applied in full, newest first (at most a fixed number): the
     /// history stale fields are found from.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub applied_revisions: Vec<AppliedRevision>,
+}
+
+/// `status.previousCluster`.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PreviousCluster {
+    /// The server the objects are on.
+    pub server: String,
+    /// How many objects the record held there.
+    pub objects: u64,
+    /// `Pending` (the controller prunes them after a successful apply to the new cluster) or
+    /// `Left` (it will not: the message says why; delete them there by hand).
+    pub state: String,
+    pub message: String,
 }
 
 /// One revision applied in full.
@@ -108,6 +128,11 @@ pub struct InventoryStatus {
     /// written again as `record` (`applyset tree` lists the members).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub members: Option<Vec<InventoryMember>>,
+    /// The cluster the members live in (its server and a digest of its CA): a run that applies
+    /// to another one (`spec.kubeConfig` changed) deals with them there first (see
+    /// `previousCluster`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<crate::cluster::ClusterIdentity>,
     /// The record of members, compressed: in the status while small (`inline`), otherwise in
     /// `ApplySetRecord` objects (`parts`), so that the status stays small whatever the set's
     /// size.

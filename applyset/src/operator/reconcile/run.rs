@@ -29,6 +29,11 @@ pub(in crate::operator) struct Reconciliation<'a> {
     /// The watch cache of the cluster the run applies to (the controller's own until the
     /// cluster step chose a remote one).
     pub(super) cache: std::sync::Arc<ManagedCache>,
+    /// The cluster the run applies to, once the cluster step chose it (the record says so).
+    pub(super) cluster: Option<crate::cluster::ClusterIdentity>,
+    /// The record's members live in another cluster (see `steps/moved.rs`): this run's record
+    /// starts empty.
+    pub(super) record_starts_empty: bool,
 }
 
 impl<'a> Reconciliation<'a> {
@@ -40,7 +45,17 @@ impl<'a> Reconciliation<'a> {
         intervals: Intervals,
     ) -> Self {
         let cache = ctx.cache.clone();
-        Reconciliation { applyset, ctx, previous, status, intervals, drift_check: false, cache }
+        Reconciliation {
+            applyset,
+            ctx,
+            previous,
+            status,
+            intervals,
+            drift_check: false,
+            cache,
+            cluster: None,
+            record_starts_empty: false,
+        }
     }
 
     /// The run was asked for by a change someone else made to a managed object.
@@ -67,14 +82,16 @@ impl<'a> Reconciliation<'a> {
         self.status
     }
 
-    /// webhook path → dependencies → fetch → cluster → variables → (inputs unchanged: done) → load → size check → history → apply →
-    /// record → prune → health.
+    /// webhook path → dependencies → fetch → cluster (a move noted) → variables → (inputs
+    /// unchanged: done) → load → size check → history → apply → record → prune → the previous
+    /// cluster's objects → health.
     pub(in crate::operator) async fn run(&mut self) -> Result<Done, StepError> {
         self.webhook_path().await;
         self.dependencies().await?;
         let fetched = self.fetch().await?;
         let local = self.local_cluster()?;
         let (cluster, remote_server) = self.cluster().await?;
+        self.note_cluster(&cluster);
         let mut variables = self.variables(&local).await?;
         if let Some(server) = remote_server {
             // Another cluster behind the same Secret is a new target: everything is applied there.
@@ -98,6 +115,9 @@ impl<'a> Reconciliation<'a> {
         done.inputs = fetched.artifact.inputs.clone();
         if mode.prunes(self.applyset) {
             self.prune(&cluster, &mut run, &report, &mut done).await?;
+        }
+        if !mode.report_only {
+            self.finish_move().await;
         }
         self.health(&cluster, run.parent().id(), &report, &mut done).await?;
         Ok(done)

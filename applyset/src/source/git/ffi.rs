@@ -29,7 +29,7 @@ unsafe extern "C" {
 
 /// `git_remote_connect_ext` with custom HTTP headers (git2's `connect_auth`
 /// has no way to pass them, and a bearer token must be sent on the ref
-/// listing too) and without following redirects to another host
+/// listing too), through `proxy` (see `Job::proxy_options`), and without following redirects to another host
 /// (`git_remote_connect` would read `http.followRedirects`, default
 /// "initial": anywhere). `cbs` must stay alive, unmoved, until the remote is
 /// disconnected.
@@ -37,10 +37,10 @@ pub(super) fn connect(
     remote: &mut Remote<'_>,
     cbs: &RemoteCallbacks<'_>,
     headers: &[CString],
+    proxy: &ProxyOptions<'_>,
 ) -> Result<(), git2::Error> {
     let ptrs: Vec<*mut c_char> = headers.iter().map(|h| h.as_ptr() as *mut c_char).collect();
     let strarray = libgit2_sys::git_strarray { strings: ptrs.as_ptr() as *mut *mut c_char, count: ptrs.len() };
-    let proxy = ProxyOptions::new();
     // SAFETY: `raw()` copies plain structs; the pointers inside them (the
     // callbacks' payload, the header strings) stay valid for the call, and
     // libgit2 copies the options (headers included) into the connection.

@@ -64,6 +64,8 @@ pub(crate) struct Job {
     path: PathBuf,
     path_display: String,
     creds: Option<Credentials>,
+    /// The proxy the remote is reached through, for the listing and for libgit2 alike.
+    proxy: Option<super::proxy::ProxyUrl>,
     known_hosts: Option<KnownHosts>,
     ca: Option<CaBundle>,
     limits: Limits,
@@ -143,6 +145,17 @@ impl Job {
             check_credentials(url.transport(), c).map_err(|e| unusable(e.into()))?;
         }
         let credentials = creds.as_ref().map(Credentials::digest).unwrap_or_default();
+        // The proxy is part of the ids (above), not of the credentials the transport uses.
+        let mut creds = creds;
+        let proxy_settings = creds.as_mut().and_then(|c| c.proxy.take());
+        let creds = creds.filter(|c| *c != Credentials::default());
+        if proxy_settings.is_some() && url.transport() != Transport::Https {
+            return Err(SourceError::invalid(
+                "spec.source.proxySecretRef: a proxy is for https:// URLs only (libgit2 cannot fetch a plain-http remote through one)",
+            ));
+        }
+        let environment = hyper_util::client::proxy::matcher::Matcher::from_env();
+        let proxy = super::proxy::route(&url, proxy_settings.as_ref(), &environment);
         let mut framed = crate::digest::Framed::default();
         framed.value(url.raw().as_bytes()).value(&credentials);
         let repository_id = crate::digest::hex(&framed.finish());
@@ -163,6 +176,7 @@ impl Job {
             path,
             path_display,
             creds,
+            proxy,
             known_hosts,
             ca,
             limits,

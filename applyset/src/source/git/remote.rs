@@ -12,7 +12,8 @@ use super::plan::{RemoteRefs, Target};
 use super::{Job, Resolved, ffi};
 use crate::source::advertisement::Advertisement;
 use crate::source::error::{ErrorCategory, SourceError};
-use crate::source::redirect::{self, HttpUrl};
+use crate::source::listing::{self, Outcome};
+use crate::source::redirect::HttpUrl;
 use crate::source::spec::RefRequest;
 use crate::source::url::{Transport, percent_decode, scrub_url};
 use crate::source::{Counters, SERVER_IO_TIMEOUT_MS};
@@ -54,7 +55,8 @@ impl Job {
         // The connect callbacks must outlive the connection: declared before
         // any use, disconnected explicitly below.
         let connect_cbs = self.callbacks(st);
-        ffi::connect(&mut remote, &connect_cbs, &headers).map_err(|e| self.remote_error(st, &e))?;
+        let proxy = self.proxy_options();
+        ffi::connect(&mut remote, &connect_cbs, &headers, &proxy).map_err(|e| self.remote_error(st, &e))?;
         let result = self.plan_and_fetch(repo, &mut remote, st, counters, &headers);
         let _ = remote.disconnect();
         drop(remote);
@@ -70,15 +72,17 @@ impl Job {
         if !matches!(self.url.transport(), Transport::Http | Transport::Https) {
             return Ok((raw.to_string(), None));
         }
-        let request = redirect::Request {
+        let request = listing::Request {
             ca: self.ca.as_ref(),
-            authorization: self.authorization(),
-            timeout: self.timeout.min(Duration::from_millis(SERVER_IO_TIMEOUT_MS as u64)),
+            bearer: self.bearer(),
+            basic: self.basic(),
+            proxy: self.proxy.as_ref(),
+            deadline: self.timeout.min(Duration::from_millis(SERVER_IO_TIMEOUT_MS as u64)),
             cancel: st.cancel,
         };
-        let (url, advertisement) = match redirect::check(raw, &request) {
-            redirect::Outcome::Use { url, advertisement } => (url, advertisement),
-            redirect::Outcome::Refused { from, to } => {
+        let (url, advertisement) = match listing::check(raw, &request) {
+            Outcome::Use { url, advertisement } => (url, advertisement),
+            Outcome::Refused { from, to } => {
                 return Err(self.err(
                     ErrorCategory::RedirectRefused,
                     format!(
@@ -86,9 +90,10 @@ impl Job {
                     ),
                 ));
             }
-            redirect::Outcome::TooMany { from } => {
+            Outcome::TooMany { from } => {
                 return Err(self.err(ErrorCategory::Unreachable, format!("{from}: too many redirects")));
             }
+            Outcome::TimedOut => return Err(self.timed_out()),
         };
         if st.cancelled() {
             return Err(self.timed_out());
@@ -100,33 +105,35 @@ impl Job {
         Ok((url, advertisement))
     }
 
-    /// The `Authorization` the git transport would send: the bearer token,
-    /// else Basic with the secret's or the URL's user and password.
-    fn authorization(&self) -> Option<String> {
+    /// The bearer token, sent with every request (as libgit2 sends it, an extra header).
+    fn bearer(&self) -> Option<String> {
+        let token = self.creds.as_ref()?.bearer_token.as_ref()?;
+        token.expose_str().map(str::to_owned)
+    }
+
+    /// The user and password libgit2 would answer a Basic challenge with: the Secret's, else
+    /// the URL's (decoded).
+    fn basic(&self) -> Option<(String, Vec<u8>)> {
         let creds = self.creds.as_ref();
-        if let Some(token) = creds.and_then(|c| c.bearer_token.as_ref()).and_then(|t| t.expose_str()) {
-            return Some(format!("Bearer {token}"));
+        if let Some(password) = creds.and_then(|c| c.password.as_ref()) {
+            let user = creds.and_then(|c| c.username.as_deref()).or(self.url.username()).unwrap_or_default();
+            return Some((user.to_owned(), password.expose().to_vec()));
         }
-        let pair = match creds.and_then(|c| c.password.as_ref()) {
-            Some(password) => {
-                let mut pair = format!(
-                    "{}:",
-                    creds.and_then(|c| c.username.as_deref()).or(self.url.username()).unwrap_or_default()
-                )
-                .into_bytes();
-                pair.extend_from_slice(password.expose());
-                pair
-            }
-            None => {
-                // Credentials in the URL: libgit2 sends them (decoded) first.
-                let url = HttpUrl::parse(self.url.raw())?;
-                let authority = url.prefix.split_once("://")?.1;
-                let (userinfo, _) = authority.rsplit_once('@')?;
-                let (user, password) = userinfo.split_once(':').unwrap_or((userinfo, ""));
-                format!("{}:{}", percent_decode(user), percent_decode(password)).into_bytes()
-            }
-        };
-        Some(format!("Basic {}", openssl::base64::encode_block(&pair)))
+        let url = HttpUrl::parse(self.url.raw())?;
+        let authority = url.prefix.split_once("://")?.1;
+        let (userinfo, _) = authority.rsplit_once('@')?;
+        let (user, password) = userinfo.split_once(':').unwrap_or((userinfo, ""));
+        Some((percent_decode(user), percent_decode(password).into_bytes()))
+    }
+
+    /// libgit2's proxy: the one [`crate::source::proxy::route`] chose, or none (libgit2 is
+    /// never left to guess one of its own).
+    pub(super) fn proxy_options(&self) -> ProxyOptions<'_> {
+        let mut options = ProxyOptions::new();
+        if let Some(proxy) = &self.proxy {
+            options.url(&proxy.for_libgit2());
+        }
+        options
     }
 
     /// Extra HTTP headers of every request: the bearer token, over http(s).
@@ -164,7 +171,7 @@ impl Job {
         let header_strs: Vec<&str> = headers.iter().filter_map(|h| h.to_str().ok()).collect();
         let mut fo = FetchOptions::new();
         fo.remote_callbacks(self.callbacks(st))
-            .proxy_options(ProxyOptions::new())
+            .proxy_options(self.proxy_options())
             .download_tags(AutotagOption::None)
             .update_fetchhead(false)
             .depth(self.fetch_depth(repo, target))

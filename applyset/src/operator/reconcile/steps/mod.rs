@@ -1,11 +1,13 @@
 //! The steps of a run, each a method on [`super::Reconciliation`], in the order
 //! [`super::Reconciliation::run`] calls them: [`source`] (dependencies, fetch), [`build`]
 //! (cluster, variables, load, size check, history), [`apply`], [`record`], [`prune`] and
-//! [`health`]; [`webhook`] publishes the receiver's path first.
+//! [`health`]; [`webhook`] publishes the receiver's path first, [`moved`] deals with the
+//! objects a change of cluster leaves behind.
 
 pub(super) mod apply;
 pub(super) mod build;
 pub(super) mod health;
+pub(super) mod moved;
 pub(super) mod prune;
 pub(super) mod record;
 pub(super) mod source;

@@ -51,7 +51,9 @@ impl Reconciliation<'_> {
         let Classified { mut done, inventory, errors } =
             classify(report, &artifact.revision, mode.steady, mode.report_only);
         done.history = artifact.change.clone();
-        let previous_members = previous.inventory.as_ref().and_then(|i| i.members.as_deref());
+        // After a change of cluster the record starts anew: the old members are the move's.
+        let previous_members =
+            previous.inventory.as_ref().and_then(|i| i.members.as_deref()).filter(|_| !self.record_starts_empty);
         // The record grows with every object applied, even by a failed run, so that a later run
         // can prune it; a Report-mode dry run applies nothing.
         let members = if mode.report_only {
@@ -59,7 +61,10 @@ impl Reconciliation<'_> {
         } else {
             Some(inventory::with_applied(previous_members, &report.visited))
         };
-        status.inventory = Some(status::inventory(inventory, status::INVENTORY_LIMIT));
+        status.inventory = Some(crate::operator::api::InventoryStatus {
+            cluster: self.cluster.clone(),
+            ..status::inventory(inventory, status::INVENTORY_LIMIT)
+        });
         // The estimate before the apply keeps this rare (names the kustomize build changed): the
         // record that does not fit is not written, the earlier one stays, nothing is pruned.
         let too_large = members.as_deref().map(|m| (m.len(), inventory::record_bytes(m)));

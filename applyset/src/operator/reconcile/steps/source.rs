@@ -13,7 +13,7 @@ use crate::operator::dependencies;
 use crate::operator::outcome::Done;
 use crate::operator::status::{self, READY, Stage, StepError};
 use crate::redact;
-use crate::source::{Artifact, CacheKey, Credentials, ErrorCategory, GitUrl, SyncOptions, Transport};
+use crate::source::{Artifact, CacheKey, Credentials, ErrorCategory, GitUrl, ProxySettings, SyncOptions, Transport};
 
 /// What fetch brought: the revision's checkout, and the credentials that read it.
 pub(in crate::operator::reconcile) struct Fetched {
@@ -146,26 +146,41 @@ impl Reconciliation<'_> {
         }
     }
 
-    /// Reads the source `auth` Secret (same namespace) into credentials; never logs its data.
+    /// Reads the source `auth` Secret (same namespace) into credentials, with the proxy of
+    /// `spec.source.proxySecretRef`; never logs their data.
     async fn credentials(&self) -> Result<Option<Credentials>, StepError> {
-        let Some(secret_ref) = &self.applyset.spec.source.secret_ref else { return Ok(None) };
+        let source = &self.applyset.spec.source;
+        let mut credentials = match &source.secret_ref {
+            Some(secret_ref) => {
+                let data = self.secret_data(&secret_ref.name, "spec.source.secretRef").await?;
+                Some(Credentials::from_secret_data(&data).map_err(|e| self.secret_error(&secret_ref.name, e))?)
+            }
+            None => None,
+        };
+        if let Some(proxy_ref) = &source.proxy_secret_ref {
+            let data = self.secret_data(&proxy_ref.name, "spec.source.proxySecretRef").await?;
+            let proxy = ProxySettings::from_secret_data(&data).map_err(|e| self.secret_error(&proxy_ref.name, e))?;
+            credentials = Some(credentials.unwrap_or_default().with_proxy(proxy));
+        }
+        Ok(credentials)
+    }
+
+    /// The data of a Secret of the ApplySet's namespace that `field` names.
+    async fn secret_data(&self, name: &str, field: &str) -> Result<BTreeMap<String, Vec<u8>>, StepError> {
         let namespace = self.applyset.namespace_or_default();
         let secrets: Api<Secret> = Api::namespaced(self.ctx.client.clone(), &namespace);
-        let secret = secrets.get_opt(&secret_ref.name).await.map_err(|e| {
-            let message =
-                format!("reading Secret {namespace}/{}: {}", secret_ref.name, crate::applyset::error_text(&e));
+        let secret = secrets.get_opt(name).await.map_err(|e| {
+            let message = format!("reading Secret {namespace}/{name}: {}", crate::applyset::error_text(&e));
             StepError::caused(Stage::Fetch, message, e)
         })?;
         let Some(secret) = secret else {
-            return Err(StepError::new(
-                Stage::Fetch,
-                format!("Secret {namespace}/{} (spec.source.secretRef) not found", secret_ref.name),
-            ));
+            return Err(StepError::new(Stage::Fetch, format!("Secret {namespace}/{name} ({field}) not found")));
         };
-        let data: BTreeMap<String, Vec<u8>> =
-            secret.data.unwrap_or_default().into_iter().map(|(k, v)| (k, v.0)).collect();
-        Credentials::from_secret_data(&data)
-            .map(Some)
-            .map_err(|e| StepError::caused(Stage::Fetch, format!("Secret {namespace}/{}: {e}", secret_ref.name), e))
+        Ok(secret.data.unwrap_or_default().into_iter().map(|(k, v)| (k, v.0)).collect())
+    }
+
+    fn secret_error(&self, name: &str, error: crate::source::SourceError) -> StepError {
+        let namespace = self.applyset.namespace_or_default();
+        StepError::caused(Stage::Fetch, format!("Secret {namespace}/{name}: {error}"), error)
     }
 }

@@ -10,6 +10,7 @@ mod deletion;
 mod drift;
 mod failures;
 mod gates;
+mod moved;
 mod order;
 mod prune;
 mod record;

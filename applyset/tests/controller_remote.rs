@@ -179,3 +179,94 @@ async fn a_kubeconfig_that_runs_a_program_or_reads_a_file_is_refused() -> Result
         .map_err(|e| e.context(operator::tail(&controller.log(), 40)))?;
     Ok(())
 }
+
+/// `spec.kubeConfig` changed: the objects of the cluster applied to before are pruned there
+/// once the new cluster is applied to (the controller's own cluster, and a remote whose
+/// kubeconfig the controller kept); after a restart that lost the old kubeconfig they are left
+/// and said to be, in the status and a Warning Event naming the server and the count.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_kubeconfig_prunes_or_reports_what_the_old_cluster_holds() -> Result<()> {
+    let ControllerFixture { ns, repo } = ControllerFixture::new("remote-move").await?;
+    let remote = SecondControlPlane::up(&ns.name)?;
+    remote.kubectl(&["create", "namespace", &ns.name])?;
+    kubeconfig_secret(&ns, "workload-cluster", &std::fs::read_to_string(&remote.kubeconfig)?)?;
+    let remote_server =
+        remote.kubectl(&["config", "view", "--minify", "-o", "jsonpath={.clusters[0].cluster.server}"])?;
+    repo.write("a.yaml", config_map("a", &ns.name, "one"));
+    repo.write("b.yaml", config_map("b", &ns.name, "one"));
+    repo.commit("two config maps");
+    let mut controller = start_controller(&ns)?;
+    create_applyset(&ns, "app", serde_json::json!({ "source": { "url": repo.url() }, "interval": "10m" })).await?;
+    wait_for_applyset(&ns, "app", &controller, "Ready here", T, is_ready).await?;
+    ensure!(ns.exists("configmap/a")? && ns.exists("configmap/b")?, "applied in the controller's cluster");
+
+    // Here → the remote: applied there, pruned here.
+    operator::patch_spec(
+        &ns,
+        "app",
+        serde_json::json!({ "kubeConfig": { "secretRef": { "name": "workload-cluster" } } }),
+    )
+    .await?;
+    eventually("a and b moved to the remote cluster", T, || async {
+        let there = remote_value(&remote, &ns.name, "a")?.is_some() && remote_value(&remote, &ns.name, "b")?.is_some();
+        let gone_here = !ns.exists("configmap/a")? && !ns.exists("configmap/b")?;
+        Ok((there && gone_here).then_some(()))
+    })
+    .await
+    .map_err(|e| e.context(operator::tail(&controller.log(), 40)))?;
+    let events = operator::events_with(&ns, "app", "PreviousClusterPruned").await?;
+    ensure!(
+        events.iter().any(|(_, reason, note)| reason == "PreviousClusterPruned" && note.contains("2 object(s)")),
+        "{events:?}"
+    );
+    let moved = operator::get_applyset(&ns, "app").await?;
+    ensure!(moved.status.as_ref().is_some_and(|s| s.previous_cluster.is_none()), "{:?}", moved.status);
+
+    // The remote → here again: the kept kubeconfig prunes them there.
+    operator::patch_spec(&ns, "app", serde_json::json!({ "kubeConfig": null })).await?;
+    eventually("a and b back in the controller's cluster, pruned in the remote", T, || async {
+        let here = ns.exists("configmap/a")? && ns.exists("configmap/b")?;
+        let gone_there =
+            remote_value(&remote, &ns.name, "a")?.is_none() && remote_value(&remote, &ns.name, "b")?.is_none();
+        Ok((here && gone_there).then_some(()))
+    })
+    .await
+    .map_err(|e| e.context(operator::tail(&controller.log(), 40)))?;
+
+    // To the remote, then back here by a controller that restarted meanwhile: it has no
+    // kubeconfig of the remote any more, and says what it left there.
+    operator::patch_spec(
+        &ns,
+        "app",
+        serde_json::json!({ "kubeConfig": { "secretRef": { "name": "workload-cluster" } } }),
+    )
+    .await?;
+    eventually("a and b in the remote cluster again", T, || async {
+        Ok((remote_value(&remote, &ns.name, "a")?.is_some() && !ns.exists("configmap/a")?).then_some(()))
+    })
+    .await?;
+    controller.stop();
+    operator::patch_spec(&ns, "app", serde_json::json!({ "kubeConfig": null })).await?;
+    let controller = start_controller(&ns)?;
+    let reported = wait_for_applyset(&ns, "app", &controller, "the objects left on the remote reported", T, |a| {
+        is_ready(a) && a.status.as_ref().and_then(|s| s.previous_cluster.as_ref()).is_some_and(|p| p.state == "Left")
+    })
+    .await?;
+    let left = reported.status.and_then(|s| s.previous_cluster).expect("reported");
+    eprintln!("left on the previous cluster: {left:?}");
+    ensure!(
+        left.server == remote_server.trim_end_matches('/') && left.objects == 2,
+        "{left:?} (remote {remote_server})"
+    );
+    let events = operator::events_with(&ns, "app", "ObjectsLeftOnPreviousCluster").await?;
+    let warned = events.iter().any(|(kind, reason, note)| {
+        kind == "Warning"
+            && reason == "ObjectsLeftOnPreviousCluster"
+            && note.contains(&left.server)
+            && note.contains("2 object(s)")
+    });
+    ensure!(warned, "{events:?}");
+    ensure!(remote_value(&remote, &ns.name, "a")?.is_some(), "left, not pruned");
+    ensure!(ns.exists("configmap/a")?, "applied here again");
+    Ok(())
+}

@@ -136,6 +136,35 @@ async fn an_oversized_crd_and_its_custom_resources_apply() -> Result<()> {
     Ok(())
 }
 
+/// A field another manager took over (`kubectl patch`, drift reported, not corrected) of an
+/// object applied server-side: a new revision that changes it is refused (`FieldConflict`),
+/// nothing is sent, and the run fails naming the field and its manager.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_field_another_manager_owns_is_a_conflict_not_a_takeover() -> Result<()> {
+    let ControllerFixture { ns, repo } = ControllerFixture::new("conflict").await?;
+    repo.write("big.yaml", big_config_map(&ns.name, "1", Some(BLOB)));
+    repo.commit("a 300 KiB ConfigMap");
+    let controller = start_controller(&ns)?;
+    let spec = serde_json::json!({ "source": { "url": repo.url() }, "interval": "1h", "drift": { "mode": "Report" } });
+    create_applyset(&ns, "app", spec).await?;
+    wait_for_applyset(&ns, "app", &controller, "Ready", T, operator::is_ready).await?;
+    ns.kubectl_ok(&["patch", "configmap", "big", "--type=merge", "-p", r#"{"data":{"small":"hand"}}"#], None)?;
+
+    repo.write("big.yaml", big_config_map(&ns.name, "2", Some(BLOB)));
+    repo.commit("small is 2");
+    operator::request_reconcile(&ns, "app").await?;
+    let failed =
+        wait_for_applyset(&ns, "app", &controller, "ApplyFailed", T, operator::failed_with("ApplyFailed")).await?;
+    let (_, _, message) = operator::condition(&failed, "Ready").unwrap_or_default();
+    assert!(
+        message.contains("other field managers own") && message.contains("data.small (kubectl-patch)"),
+        "{message}"
+    );
+    assert!(message.contains("nothing was sent"), "{message}");
+    assert_eq!(ns.jsonpath("configmap/big", "{.data.small}")?, "hand", "the other manager's value stays");
+    Ok(())
+}
+
 /// The peak resident memory of a process (`VmHWM`), in MiB.
 fn peak_rss_mib(pid: u32) -> Result<f64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;

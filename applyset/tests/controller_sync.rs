@@ -164,3 +164,34 @@ async fn custom_resources_with_their_crd_and_a_crd_deleted_by_hand() -> Result<(
     assert_eq!(ns.kubectl_ok(&["get", "configmap", "a", "-o", "jsonpath={.data.value}"], None)?, "2");
     Ok(())
 }
+
+/// `spec.force`: an immutable ConfigMap changed in git cannot be patched; without force the run
+/// fails naming it and changes nothing, with force it is deleted and created again (as
+/// `kubectl apply --force`), a new object with the new data.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn force_recreates_what_cannot_be_patched() -> Result<()> {
+    let ControllerFixture { ns, repo } = ControllerFixture::new("force").await?;
+    let immutable = |value: &str| config_map("frozen", &ns.name, value) + "immutable: true\n";
+    repo.write("frozen.yaml", immutable("1"));
+    repo.commit("an immutable ConfigMap");
+    let controller = start_controller(&ns)?;
+    create_applyset(&ns, "app", serde_json::json!({ "source": { "url": repo.url() }, "interval": "1h" })).await?;
+    wait_for_applyset(&ns, "app", &controller, "Ready", T, is_ready).await?;
+    let uid = ns.kubectl_ok(&["get", "configmap", "frozen", "-o", "jsonpath={.metadata.uid}"], None)?;
+
+    repo.write("frozen.yaml", immutable("2"));
+    let second = repo.commit("new data");
+    operator::request_reconcile(&ns, "app").await?;
+    let failed = wait_for_applyset(&ns, "app", &controller, "ApplyFailed", T, failed_with("ApplyFailed")).await?;
+    let (_, _, message) = condition(&failed, "Ready").unwrap_or_default();
+    assert!(message.contains("frozen") && message.contains("immutable"), "{message}");
+    assert_eq!(ns.kubectl_ok(&["get", "configmap", "frozen", "-o", "jsonpath={.data.value}"], None)?, "1");
+
+    operator::patch_spec(&ns, "app", serde_json::json!({ "force": true })).await?;
+    wait_for_applyset(&ns, "app", &controller, "Ready with force", T, operator::ready_at(operator::revision(&second)))
+        .await?;
+    assert_eq!(ns.kubectl_ok(&["get", "configmap", "frozen", "-o", "jsonpath={.data.value}"], None)?, "2");
+    let new_uid = ns.kubectl_ok(&["get", "configmap", "frozen", "-o", "jsonpath={.metadata.uid}"], None)?;
+    assert_ne!(new_uid, uid, "deleted and created again");
+    Ok(())
+}

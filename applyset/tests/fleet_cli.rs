@@ -213,3 +213,83 @@ async fn completion_scripts_load_and_complete_commands_flags_and_applyset_names(
     assert!(flags.lines().any(|l| l.starts_with("--with-source")), "{flags}");
     Ok(())
 }
+
+/// A watching command as a user leaves it running: its output lines, read as they come.
+struct Watching {
+    child: std::process::Child,
+    lines: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Watching {
+    fn start(ns: &TestNamespace, command: &str, args: &[&str]) -> Result<Watching> {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_applyset"))
+            .env_remove("KUBECONFIG")
+            .arg(command)
+            .arg("--kubeconfig")
+            .arg(&ns.kubeconfig)
+            .args(args)
+            .args(["-n", &ns.name])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit())
+            .spawn()?;
+        let stdout = child.stdout.take().context("its stdout")?;
+        let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = lines.clone();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+                sink.lock().unwrap().push(line);
+            }
+        });
+        Ok(Watching { child, lines })
+    }
+
+    fn lines(&self) -> Vec<String> {
+        self.lines.lock().unwrap().clone()
+    }
+
+    /// Waits for a line that `matches`, printed after the first `after` lines.
+    async fn line_after(&self, what: &str, after: usize, matches: impl Fn(&str) -> bool) -> Result<String> {
+        support::eventually(what, T, || async { Ok(self.lines().into_iter().skip(after).find(|l| matches(l))) })
+            .await
+            .map_err(|e| e.context(self.lines().join("\n")))
+    }
+}
+
+impl Drop for Watching {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `get -w` prints the table and then a line for each change of an ApplySet; `events -w` the
+/// Events so far and then each new one: both follow a new commit applied, until stopped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_and_events_watch_print_each_change_as_it_comes() -> Result<()> {
+    let ControllerFixture { ns, repo } = ControllerFixture::new("fleet-watch").await?;
+    repo.write("a.yaml", config_map("a", &ns.name, "1"));
+    repo.commit("first");
+    let controller = start_controller(&ns)?;
+    create_applyset(&ns, "web", serde_json::json!({ "source": { "url": repo.url() }, "interval": "1h" })).await?;
+    wait_for_applyset(&ns, "web", &controller, "Ready", T, is_ready).await?;
+
+    let get = Watching::start(&ns, "get", &["-w"])?;
+    let events = Watching::start(&ns, "events", &["web", "-w"])?;
+    get.line_after("the table", 0, |l| l.starts_with("web ")).await?;
+    events.line_after("the first Event", 0, |l| l.contains("Applied") || l.contains("Succeeded")).await?;
+    let (seen_get, seen_events) = (get.lines().len(), events.lines().len());
+
+    repo.write("a.yaml", config_map("a", &ns.name, "2"));
+    let second = repo.commit("second");
+    operator::request_reconcile(&ns, "web").await?;
+    let short = &second[..7];
+    let line =
+        get.line_after("a line for the new revision", seen_get, |l| l.starts_with("web ") && l.contains(short)).await?;
+    eprintln!("get -w: {line}");
+    let event =
+        events.line_after("the new Event", seen_events, |l| l.contains(short) || l.contains("configured")).await?;
+    eprintln!("events -w: {event}");
+    ensure!(config_map_value(&ns, "a")? == "2");
+    Ok(())
+}

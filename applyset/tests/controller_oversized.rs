@@ -175,8 +175,9 @@ fn peak_rss_mib(pid: u32) -> Result<f64> {
 
 /// One ApplySet of 20,000 ConfigMaps (a member record of about 2 MiB, past etcd's request
 /// limit were it in the status): Ready, with the record in `ApplySetRecord` parts and a status
-/// under 64 KiB; an interval run sends no request on its objects; 1,000 that leave git are
-/// pruned through the record; deleting the ApplySet deletes the objects and the parts.
+/// under 64 KiB, within its memory goal; an interval run sends no request on its objects;
+/// 1,000 that leave git are pruned through the record; deleting the ApplySet deletes the
+/// objects and the parts.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_set_of_20000_objects_keeps_a_small_status_and_prunes_through_its_record() -> Result<()> {
     const FILES: usize = 20;
@@ -243,6 +244,11 @@ async fn a_set_of_20000_objects_keeps_a_small_status_and_prunes_through_its_reco
         "20,000 ConfigMaps: status {status_bytes} bytes (the ApplySet {object_bytes} bytes), record of {} part(s); peak RSS {ready_rss:.0} MiB when Ready, {peak:.0} MiB after the prune of 1,000",
         record.parts.len()
     );
+    // The memory goal: this build measured 129 MiB when Ready and 159 MiB after the prune
+    // (2026-12-07; the release build 122–130 and 145–149, README); holding the objects as trees
+    // again, or a copy of each per run, passes these bounds by far.
+    assert!(ready_rss <= 200.0, "peak RSS {ready_rss:.0} MiB until Ready (goal: 200 MiB)");
+    assert!(peak <= 250.0, "peak RSS {peak:.0} MiB through the prune of 1,000 (goal: 250 MiB)");
 
     ns.kubectl_ok(&["delete", "applyset", "huge", "--timeout=300s"], None)?;
     let parts = ns.kubectl_ok(&["get", "applysetrecords", "-o", "name"], None)?;

@@ -81,11 +81,15 @@ pub use spec::{GitRef, SecretRef, SourceSpec};
 pub use tls::CaError;
 pub use url::{GitUrl, Transport, scrub_url, url_secrets};
 
+/// What a ref advertisement says: the refs (name, SHA-1) in the order sent, and the branch
+/// HEAD points at when the server said.
+pub type AdvertisedRefs = (Vec<(String, [u8; 20])>, Option<String>);
+
 /// The ref advertisement reader (see `advertisement.rs`), for the fuzz target
 /// (`applyset/fuzz/fuzz_targets/ref_advertisement.rs`): the refs, and the branch HEAD points
 /// at, of a smart-HTTP `info/refs` body; `None` unless it is understood whole.
 #[doc(hidden)]
-pub fn read_ref_advertisement(body: &[u8]) -> Option<(Vec<(String, [u8; 20])>, Option<String>)> {
+pub fn read_ref_advertisement(body: &[u8]) -> Option<AdvertisedRefs> {
     advertisement::parse(body).map(|ad| (ad.refs, ad.head))
 }
 

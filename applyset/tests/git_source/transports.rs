@@ -386,8 +386,7 @@ async fn a_remote_behind_a_proxy_is_reached_through_it() {
         creds
     };
 
-    let mut direct = Credentials::default();
-    direct.ca_cert = Some(pki.ca.to_pem().unwrap());
+    let direct = Credentials { ca_cert: Some(pki.ca.to_pem().unwrap()), ..Credentials::default() };
     expect_err(src.sync(&key("direct"), &tls, Some(direct), T).await, ErrorCategory::Unreachable);
     let refused = src.sync(&key("wrong"), &tls, Some(via("egress", "nope")), T).await;
     assert!(refused.is_err(), "wrong proxy credentials: {refused:?}");

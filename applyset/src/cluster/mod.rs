@@ -48,6 +48,7 @@ pub use error::{ApiStatus, Error, ErrorCategory, Result, is_unreachable};
 use openapi::OpenApiCache;
 pub use request::DryRun;
 pub use request::{PatchType, WriteParams, object_path};
+pub(crate) use request::percent_encode;
 use request::{json_request, parse_body};
 pub use wire::{HEADERS_TARGET, REQUEST_TARGET, RequestTimedOut, count_warnings, fail_on_warnings};
 

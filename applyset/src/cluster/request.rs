@@ -70,25 +70,26 @@ pub fn object_path(mapping: &Mapping, namespace: Option<&str>, name: Option<&str
         && let Some(namespace) = namespace
     {
         path.push_str("/namespaces/");
-        path.push_str(&encode(namespace));
+        path.push_str(&percent_encode(namespace));
     }
     path.push('/');
     path.push_str(&resource.plural);
     if let Some(name) = name {
         path.push('/');
-        path.push_str(&encode(name));
+        path.push_str(&percent_encode(name));
     }
     for (i, (key, value)) in query.iter().enumerate() {
         path.push(if i == 0 { '?' } else { '&' });
         path.push_str(key);
         path.push('=');
-        path.push_str(&encode(value));
+        path.push_str(&percent_encode(value));
     }
     path
 }
 
-/// Percent-encoding of everything but RFC 3986 unreserved characters.
-fn encode(text: &str) -> String {
+/// Percent-encoding of everything but RFC 3986 unreserved characters (query values here, a
+/// proxy's user info in the git source).
+pub(crate) fn percent_encode(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for byte in text.bytes() {
         if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {

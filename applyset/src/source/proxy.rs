@@ -114,7 +114,7 @@ impl ProxyUrl {
         let Some(user) = &self.username else { return self.address.clone() };
         let (scheme, rest) = self.address.split_once("://").unwrap_or(("http", &self.address));
         let password = self.password.as_ref().and_then(Secret::expose_str).unwrap_or_default();
-        format!("{scheme}://{}:{}@{rest}", percent_encode(user), percent_encode(password))
+        format!("{scheme}://{}:{}@{rest}", crate::cluster::percent_encode(user), crate::cluster::percent_encode(password))
     }
 }
 
@@ -146,19 +146,6 @@ pub(crate) fn route(url: &GitUrl, explicit: Option<&ProxySettings>, environment:
         }
     }
     Some(proxy)
-}
-
-/// RFC 3986 user info: unreserved characters as they are, every other byte %XX.
-fn percent_encode(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for byte in text.bytes() {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
-            out.push(byte as char);
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    out
 }
 
 #[cfg(test)]

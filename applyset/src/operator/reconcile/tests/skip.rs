@@ -44,6 +44,15 @@ fn changes() -> Vec<(&'static str, Value, bool)> {
     ]
 }
 
+/// A repository of two apps, and the ApplySet `app` of the first, applied by a first run.
+async fn two_apps() -> Fixture {
+    let f = Fixture::new();
+    f.repo.write("app/a.yaml", &configmap("a", "1")).write("other/b.yaml", &configmap("b", "1")).commit("apps");
+    f.applyset("app", json!({ "source": { "path": "app" } }));
+    f.reconcile("app").await.expect("the first run");
+    f
+}
+
 #[test]
 fn every_spec_field_has_a_skip_case() {
     let crd = serde_json::to_value(crate::operator::api::crd()).expect("the CRD");
@@ -58,10 +67,7 @@ fn every_spec_field_has_a_skip_case() {
 #[tokio::test]
 async fn reconcile_spec_change_with_an_unrelated_commit_is_never_skipped() {
     for (field, change, reads_objects) in changes() {
-        let f = Fixture::new();
-        f.repo.write("app/a.yaml", &configmap("a", "1")).write("other/b.yaml", &configmap("b", "1")).commit("apps");
-        f.applyset("app", json!({ "source": { "path": "app" } }));
-        f.reconcile("app").await.expect("the first run");
+        let f = two_apps().await;
         assert_eq!(f.ready("app").0, "True", "{field}: the first run");
         assert_eq!(f.status("app").last_applied_generation, Some(1), "{field}");
 
@@ -84,10 +90,7 @@ async fn reconcile_spec_change_with_an_unrelated_commit_is_never_skipped() {
 
 #[tokio::test]
 async fn reconcile_unrelated_commit_at_the_generation_a_full_run_handled_is_skipped() {
-    let f = Fixture::new();
-    f.repo.write("app/a.yaml", &configmap("a", "1")).write("other/b.yaml", &configmap("b", "1")).commit("apps");
-    f.applyset("app", json!({ "source": { "path": "app" } }));
-    f.reconcile("app").await.expect("the first run");
+    let f = two_apps().await;
     f.edit_spec("app", json!({ "serviceAccountName": "deployer" }));
     f.run_requested("app").await.expect("the run at the new generation");
     assert_eq!(f.status("app").last_applied_generation, Some(2));
@@ -106,10 +109,7 @@ async fn reconcile_unrelated_commit_at_the_generation_a_full_run_handled_is_skip
 async fn reconcile_status_without_a_full_run_generation_runs_in_full() {
     // A status written before `lastAppliedGeneration` existed: the first run after the upgrade
     // is a full one.
-    let f = Fixture::new();
-    f.repo.write("app/a.yaml", &configmap("a", "1")).write("other/b.yaml", &configmap("b", "1")).commit("apps");
-    f.applyset("app", json!({ "source": { "path": "app" } }));
-    f.reconcile("app").await.expect("the first run");
+    let f = two_apps().await;
     let path = super::fixture::applyset_path("app");
     let mut object = f.fake.object(&path).expect("the ApplySet");
     object["status"].as_object_mut().expect("a status").remove("lastAppliedGeneration");

@@ -47,8 +47,8 @@ pub use door::{RateLimiter, collecting_warnings, warnings_to_log};
 pub use error::{ApiStatus, Error, ErrorCategory, Result, is_unreachable};
 use openapi::OpenApiCache;
 pub use request::DryRun;
-pub use request::{PatchType, WriteParams, object_path};
 pub(crate) use request::percent_encode;
+pub use request::{PatchType, WriteParams, object_path};
 use request::{json_request, parse_body};
 pub use wire::{HEADERS_TARGET, REQUEST_TARGET, RequestTimedOut, count_warnings, fail_on_warnings};
 

@@ -114,7 +114,11 @@ impl ProxyUrl {
         let Some(user) = &self.username else { return self.address.clone() };
         let (scheme, rest) = self.address.split_once("://").unwrap_or(("http", &self.address));
         let password = self.password.as_ref().and_then(Secret::expose_str).unwrap_or_default();
-        format!("{scheme}://{}:{}@{rest}", crate::cluster::percent_encode(user), crate::cluster::percent_encode(password))
+        format!(
+            "{scheme}://{}:{}@{rest}",
+            crate::cluster::percent_encode(user),
+            crate::cluster::percent_encode(password)
+        )
     }
 }
 

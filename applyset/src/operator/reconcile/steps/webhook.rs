@@ -41,9 +41,14 @@ impl Reconciliation<'_> {
             Ok(token) => self.status.webhook_path = Some(hook_path(&token, &namespace, &name)),
             Err(why) => {
                 self.status.webhook_path = None;
-                let note =
-                    format!("spec.webhook: Secret {namespace}/{} {why}: pushes are refused", webhook.secret_ref.name);
-                self.ctx.event(self.applyset, true, "WebhookUnavailable", "Webhook", note).await;
+                // Said once per generation (and when a path is lost), not at every interval.
+                let news = previous.observed_generation != self.applyset.metadata.generation
+                    || previous.webhook_path.is_some();
+                if news {
+                    let secret = &webhook.secret_ref.name;
+                    let note = format!("spec.webhook: Secret {namespace}/{secret} {why}: pushes are refused");
+                    self.ctx.event(self.applyset, true, "WebhookUnavailable", "Webhook", note).await;
+                }
             }
         }
     }

@@ -137,6 +137,38 @@ mod tests {
         assert_eq!(ad, Advertisement::default());
     }
 
+    proptest::proptest! {
+        /// Whatever refs a server advertises (names without NUL, space or newline), written as
+        /// pkt-lines they read back the same, in order, with HEAD's branch; and any cut or
+        /// flipped byte of that body is refused or read without a panic.
+        #[test]
+        fn an_advertisement_reads_back_as_written(
+            refs in proptest::collection::vec(("[a-zA-Z0-9/._^{}-]{1,40}", proptest::array::uniform20(0u8..)), 1..20),
+            head in proptest::option::of("refs/heads/[a-z]{1,10}"),
+            flip in 0usize..4096,
+        ) {
+            let hex = |oid: &[u8; 20]| oid.iter().map(|b| format!("{b:02x}")).collect::<String>();
+            let capabilities = head.as_ref().map(|h| format!("symref=HEAD:{h}")).unwrap_or_default();
+            let lines: Vec<String> = refs
+                .iter()
+                .enumerate()
+                .map(|(i, (name, oid))| {
+                    if i == 0 { format!("{} {name}\0{capabilities}\n", hex(oid)) } else { format!("{} {name}\n", hex(oid)) }
+                })
+                .collect();
+            let written = body(&lines);
+            let read = parse(&written).expect("its own writing reads");
+            let expected: Vec<(String, [u8; 20])> =
+                refs.iter().filter(|(name, _)| name != "capabilities^{}").cloned().collect();
+            proptest::prop_assert_eq!(read.refs, expected);
+            proptest::prop_assert_eq!(read.head, head);
+            let mut flipped = written.clone();
+            let at = flip % flipped.len();
+            flipped[at] ^= 0x41;
+            let _ = parse(&flipped);
+        }
+    }
+
     #[test]
     fn anything_not_fully_understood_is_refused() {
         let good = body(&[format!("{A} HEAD\0symref=HEAD:refs/heads/main\n")]);

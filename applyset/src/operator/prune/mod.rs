@@ -49,6 +49,16 @@ pub struct Pruned {
     pub guarded: Option<String>,
 }
 
+impl Pruned {
+    /// Why this prune is not done: its first failure, or the objects finalizers still hold.
+    pub fn unfinished(&self) -> Option<String> {
+        self.error.clone().or_else(|| {
+            (!self.terminating.is_empty())
+                .then(|| format!("still being deleted, held by finalizers: {}", self.terminating.join(", ")))
+        })
+    }
+}
+
 /// What the step needs to know of the ApplySet.
 pub struct Scope<'a> {
     /// The record after this run's apply; `had_record` is false for an ApplySet whose status

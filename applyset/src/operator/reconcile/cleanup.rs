@@ -23,6 +23,36 @@ fn deletion_timeout(applyset: &ApplySet) -> std::time::Duration {
     timeout.unwrap_or(std::time::Duration::from_secs(120))
 }
 
+/// Prunes every one of `members` in `cluster`, as deleting the ApplySet does (no guard: all of
+/// it leaves that cluster; do-not-prune marks and the Namespace rules hold), waiting for each
+/// stage until `deadline`. `None`: no record (nothing is pruned). Deletion uses it, and so does
+/// a run that leaves the cluster it applied to before (`steps/moved.rs`).
+pub(super) async fn prune_all(
+    ctx: &Context,
+    applyset: &ApplySet,
+    cluster: &crate::cluster::Cluster,
+    members: Option<&[crate::operator::api::InventoryMember]>,
+    deadline: std::time::Instant,
+) -> Result<prune::Pruned, StepError> {
+    let index = ctx.api_index(cluster, true).await.map_err(|e| StepError::of(Stage::Delete, e))?;
+    let labels = applyset.metadata.labels.clone().unwrap_or_default();
+    let annotations = applyset.metadata.annotations.clone().unwrap_or_default();
+    let (parent, _) = parent_for(applyset, members.unwrap_or_default(), &index, &labels, &annotations)?;
+    let run = Run::new(cluster, parent, owned_writes(ctx, applyset, labels, annotations), DryRun::None);
+    let namespace = applyset.namespace_or_default();
+    let scope = prune::Scope {
+        members: members.unwrap_or_default(),
+        had_record: members.is_some(),
+        own_namespace: &namespace,
+        prune_non_empty_namespaces: applyset.spec.prune_non_empty_namespaces,
+        guard: None,
+        deadline,
+    };
+    let pruned = prune::prune(&run, &index, &[], scope, &applyset.delete_options()).await;
+    ctx.metrics.pruned(pruned.deleted.len() as u64);
+    Ok(pruned)
+}
+
 /// Deleting an ApplySet: prune every object it recorded (or orphan them), then drop the git
 /// cache. A failure keeps the finalizer and is retried.
 pub(super) async fn cleanup(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Action, ReconcileError> {
@@ -33,31 +63,11 @@ pub(super) async fn cleanup(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Ac
         // Pruned where they were applied: a remote ApplySet's objects in its remote cluster.
         let target = ctx.target_for(&applyset).await.map_err(|e| failed(StepError::of(Stage::Delete, e)))?;
         let cluster = target.cluster;
-        let index = ctx.api_index(&cluster, true).await.map_err(|e| failed(StepError::of(Stage::Delete, e)))?;
-        let labels = applyset.metadata.labels.clone().unwrap_or_default();
-        let annotations = applyset.metadata.annotations.clone().unwrap_or_default();
         let recorded = super::read_record(ctx, &applyset, applyset.status.clone().unwrap_or_default()).await?;
         let members = recorded.inventory.and_then(|i| i.members);
-        let (parent, _) = parent_for(&applyset, members.as_deref().unwrap_or_default(), &index, &labels, &annotations)
-            .map_err(failed)?;
-        let writes = owned_writes(ctx, &applyset, labels, annotations);
-        let run = Run::new(&cluster, parent, writes, DryRun::None);
-        let scope = prune::Scope {
-            members: members.as_deref().unwrap_or_default(),
-            had_record: members.is_some(),
-            own_namespace: &namespace,
-            prune_non_empty_namespaces: applyset.spec.prune_non_empty_namespaces,
-            // Deleting the ApplySet deletes what it manages, however much that is.
-            guard: None,
-            deadline: std::time::Instant::now() + deletion_timeout(&applyset),
-        };
-        let pruned = prune::prune(&run, &index, &[], scope, &applyset.delete_options()).await;
-        ctx.metrics.pruned(pruned.deleted.len() as u64);
-        let not_yet = pruned.error.clone().or_else(|| {
-            (!pruned.terminating.is_empty())
-                .then(|| format!("still being deleted, held by finalizers: {}", pruned.terminating.join(", ")))
-        });
-        if let Some(message) = not_yet {
+        let deadline = std::time::Instant::now() + deletion_timeout(&applyset);
+        let pruned = prune_all(ctx, &applyset, &cluster, members.as_deref(), deadline).await.map_err(failed)?;
+        if let Some(message) = pruned.unfinished() {
             ctx.event(&applyset, true, reason::DELETE_FAILED, "Delete", message.clone()).await;
             return Err(failed(StepError::new(Stage::Delete, message)));
         }

@@ -8,14 +8,10 @@
 //! Event name the old server and the count: never silently.
 
 use super::super::Reconciliation;
-use super::apply::{owned_writes, parent_for};
-use crate::apply::DryRun;
-use crate::applyset::Run;
 use crate::cluster::{Cluster, ClusterIdentity};
 use crate::operator::api::PreviousCluster;
 use crate::operator::lock;
 use crate::operator::moved::{self, Move};
-use crate::operator::prune;
 
 /// The Events of a move.
 const PRUNED: &str = "PreviousClusterPruned";
@@ -103,33 +99,15 @@ impl Reconciliation<'_> {
         ctx.remotes().previous(&applyset.key(), identity, &namespace, service_account.as_deref())
     }
 
-    /// Prunes every member of `found` in `old`, as deleting the ApplySet would (its do-not-prune
-    /// marks and Namespace rules kept, no guard: everything of it leaves that cluster).
+    /// Prunes every member of `found` in `old`, as deleting the ApplySet would.
     async fn prune_previous(&self, old: &Cluster, found: &Move) -> Result<Vec<String>, String> {
-        let (ctx, applyset) = (self.ctx, self.applyset);
-        let index = ctx.api_index(old, true).await.map_err(|e| e.to_string())?;
-        let labels = applyset.metadata.labels.clone().unwrap_or_default();
-        let annotations = applyset.metadata.annotations.clone().unwrap_or_default();
-        let (parent, _) =
-            parent_for(applyset, &found.members, &index, &labels, &annotations).map_err(|e| e.to_string())?;
-        let run = Run::new(old, parent, owned_writes(ctx, applyset, labels, annotations), DryRun::None);
-        let namespace = applyset.namespace_or_default();
-        let scope = prune::Scope {
-            members: &found.members,
-            had_record: true,
-            own_namespace: &namespace,
-            prune_non_empty_namespaces: applyset.spec.prune_non_empty_namespaces,
-            guard: None,
-            deadline: std::time::Instant::now() + self.intervals.timeout,
-        };
-        let pruned = prune::prune(&run, &index, &[], scope, &applyset.delete_options()).await;
-        ctx.metrics.pruned(pruned.deleted.len() as u64);
-        if let Some(error) = pruned.error {
-            return Err(error);
+        let deadline = std::time::Instant::now() + self.intervals.timeout;
+        let pruned = super::super::cleanup::prune_all(self.ctx, self.applyset, old, Some(&found.members), deadline)
+            .await
+            .map_err(|e| e.to_string())?;
+        match pruned.unfinished() {
+            Some(why) => Err(why),
+            None => Ok(pruned.deleted),
         }
-        if !pruned.terminating.is_empty() {
-            return Err(format!("still being deleted, held by finalizers: {}", pruned.terminating.join(", ")));
-        }
-        Ok(pruned.deleted)
     }
 }

@@ -319,7 +319,8 @@ impl Receiver {
 
     /// The hooked ApplySet whose `status.webhookPath` is `path`.
     fn find(&self, path: &str) -> Option<Arc<ApplySet>> {
-        self.applysets.state().into_iter().find(|applyset| {
+        // Under the store's read lock, without a snapshot of every ApplySet per request.
+        self.applysets.find(|applyset| {
             applyset.spec.webhook.is_some()
                 && applyset.status.as_ref().and_then(|s| s.webhook_path.as_deref()) == Some(path)
         })

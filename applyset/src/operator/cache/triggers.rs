@@ -93,12 +93,19 @@ impl Triggers {
     /// a suspended one's) are neither acted on nor counted.
     fn owners_of(&self, checked: &HashMap<String, Arc<ApplySet>>, burst: Vec<Change>) -> Vec<Arc<ApplySet>> {
         let (mut changed, mut status_changed) = (BTreeSet::new(), BTreeSet::new());
-        for change in burst.into_iter().filter(|c| checked.contains_key(&c.set_id)) {
+        let judged = burst
+            .into_iter()
+            .filter(|c| checked.contains_key(&c.set_id))
+            .map(|change| {
+                let own = !change.status_only && self.cache.is_own(&change);
+                (change, own)
+            })
+            .collect();
+        for (change, own) in without_superseded(judged) {
             if change.status_only {
                 status_changed.insert(change.set_id);
                 continue;
             }
-            let own = self.cache.is_own(&change);
             tracing::debug!(set = %change.set_id, uid = %change.uid, version = ?change.resource_version, own, "managed object changed");
             self.ctx.metrics.watch_change(own);
             if own {
@@ -119,6 +126,23 @@ impl Triggers {
         found.extend(waiting);
         found
     }
+}
+
+/// The burst without the changes by others that a later write of the controller's own to the
+/// same object follows: a run read the object after that change and handled it (corrected or
+/// reported it), so it asks for no new check. (Watch events of one object arrive in order; a
+/// correcting run can read an edit before its event arrives.)
+fn without_superseded(judged: Vec<(Change, bool)>) -> Vec<(Change, bool)> {
+    let last_own: HashMap<&str, usize> =
+        judged.iter().enumerate().filter(|(_, (_, own))| *own).map(|(at, (c, _))| (c.uid.as_str(), at)).collect();
+    let kept: Vec<bool> = judged
+        .iter()
+        .enumerate()
+        .map(|(at, (change, own))| {
+            *own || change.status_only || last_own.get(change.uid.as_str()).is_none_or(|own_at| *own_at < at)
+        })
+        .collect();
+    judged.into_iter().zip(kept).filter_map(|(judged, keep)| keep.then_some(judged)).collect()
 }
 
 /// The ApplySet's ID, computed once (`ids`: `namespace/name` → ID).
@@ -151,6 +175,29 @@ mod tests {
         let mut applyset = ApplySet::new(name, spec);
         applyset.metadata.namespace = Some(namespace.into());
         Arc::new(applyset)
+    }
+
+    fn change(uid: &str, version: &str) -> Change {
+        Change { set_id: "set".into(), uid: uid.into(), resource_version: Some(version.into()), status_only: false }
+    }
+
+    #[test]
+    fn an_edit_the_controller_wrote_over_later_asks_for_no_check() {
+        let burst = vec![
+            (change("deployment", "1743"), false),
+            (change("config", "1744"), true),
+            (change("deployment", "1745"), true),
+            (change("config", "1746"), false),
+        ];
+        let kept: Vec<(String, bool)> = without_superseded(burst)
+            .into_iter()
+            .map(|(c, own)| (format!("{}@{}", c.uid, c.resource_version.unwrap_or_default()), own))
+            .collect();
+        assert_eq!(
+            kept,
+            [("config@1744".to_owned(), true), ("deployment@1745".to_owned(), true), ("config@1746".to_owned(), false)],
+            "the deployment's edit was read by the run that wrote 1745; the config's edit after 1744 was not"
+        );
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! Conformance of the JSON merge patch against upstream's `pkg/util/jsonmergepatch` tables
-//! (`shared/conformance/strategicpatch/jsonmergepatch.*.json`), with the assertions of that
+//! (`merge/tests/conformance/strategicpatch/jsonmergepatch.*.json`), with the assertions of that
 //! folder's README. Every case runs; a failure lists each failing case.
 
 mod support;

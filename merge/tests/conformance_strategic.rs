@@ -1,5 +1,5 @@
 //! Conformance of the strategic merge patch against upstream's `pkg/util/strategicpatch`
-//! tables (`shared/conformance/strategicpatch/strategicpatch.*.json`), with exactly the
+//! tables (`merge/tests/conformance/strategicpatch/strategicpatch.*.json`), with exactly the
 //! assertions of that folder's README, against every schema of each table: the Go struct
 //! tags (table-driven, `support::struct_schema`) and the OpenAPI v2 and v3 test documents.
 //!

@@ -1,5 +1,5 @@
 //! Patch metadata read from OpenAPI v2 and v3 documents: the upstream strategicpatch testdata
-//! (`shared/conformance/strategicpatch/testdata`), hand-written fragments for the rules the
+//! (`merge/tests/conformance/strategicpatch/testdata`), hand-written fragments for the rules the
 //! testdata does not reach, and the Kubernetes v1.33 apps/v1 document.
 
 use std::path::PathBuf;
@@ -19,7 +19,7 @@ mod kubernetes_documents;
 // Loading
 
 fn conformance_dir() -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/conformance/strategicpatch");
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/strategicpatch");
     assert!(dir.is_dir(), "conformance data not found at {}", dir.display());
     dir
 }

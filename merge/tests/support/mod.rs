@@ -14,10 +14,10 @@ use applyset_merge::{Map, SchemaRef, Value};
 
 use struct_schema::{Registry, StructSchema};
 
-/// `shared/conformance/strategicpatch`, next to the repository.
+/// `tests/conformance/strategicpatch` (upstream vectors, kept in the repository).
 pub fn conformance_dir() -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/conformance/strategicpatch");
-    assert!(dir.is_dir(), "conformance data not found at {} (expected next to the repository)", dir.display());
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/strategicpatch");
+    assert!(dir.is_dir(), "conformance data not found at {} (it is part of the repository)", dir.display());
     dir
 }
 

@@ -76,6 +76,10 @@ pub struct BuildArgs {
 pub struct PlanArgs {
     /// The ApplySet to plan for (read from the cluster, with its record of members).
     pub name: String,
+    /// The controller's `--default-secrets` (what Secrets' annotations record for ApplySets
+    /// without spec.secrets), which a plan cannot read from the cluster.
+    #[arg(long, env = "APPLYSET_DEFAULT_SECRETS", value_enum, default_value = "plain", value_name = "MODE")]
+    pub default_secrets: crate::operator::api::SecretsMode,
     #[command(flatten)]
     pub checkout: CheckoutArgs,
     #[command(flatten)]

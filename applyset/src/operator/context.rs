@@ -181,13 +181,9 @@ impl Context {
         Ok(codec.clone())
     }
 
-    /// `spec.secrets`, or the controller's default; always `Hashed` under `spec.decryption`
-    /// (a decrypted value is never recorded in clear).
+    /// [`ApplySet::secrets_mode`] with this controller's `--default-secrets`.
     pub fn secrets_mode(&self, applyset: &ApplySet) -> SecretsMode {
-        if applyset.spec.decryption.is_some() {
-            return SecretsMode::Hashed;
-        }
-        applyset.spec.secrets.unwrap_or(self.settings.default_secrets)
+        applyset.secrets_mode(self.settings.default_secrets)
     }
 
     /// The ServiceAccount an ApplySet applies as, if any.

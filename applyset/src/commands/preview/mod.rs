@@ -14,6 +14,7 @@
 //! * [`scope`]: which kinds are namespaced without a cluster;
 //! * `plan`: the dry-run apply and the prune decision; `report`: what plan prints.
 
+mod hashed;
 mod plan;
 mod render;
 mod report;
@@ -138,7 +139,7 @@ async fn build_async(args: BuildArgs) -> Result<(), PreviewError> {
     let decryption = render::decryption(&applyset, &args.checkout, cluster.as_ref()).await?;
     let loaded = render::build(&applyset, &checkout, &args.checkout, substitute, &decryption).await?;
     let recorded = match &cluster {
-        Some(cluster) => plan::recorded_members(cluster, &applyset).await?,
+        Some(cluster) => target::recorded_members(cluster, &applyset).await?,
         None => None,
     };
     crate::operator::inventory::check_fits(

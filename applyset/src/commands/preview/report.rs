@@ -5,11 +5,32 @@
 
 use std::fmt::Write as _;
 
-use super::plan::Outcome;
 use crate::apply::{ApplyReport, ErrorCategory, Verb};
 use crate::applyset::Candidate;
 use crate::operator::api::InventoryObject;
 use crate::operator::prune::Decision;
+
+/// How a plan ended: what its exit code says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Outcome {
+    /// Something would be created, configured or pruned.
+    pub(super) changes: bool,
+    /// An object would fail (the run would fail), or the prune could not be decided.
+    pub(super) failed: bool,
+}
+
+impl Outcome {
+    /// `kubectl diff`'s: 0 nothing would change, 1 something would, 2 an error.
+    pub(super) fn exit_code(self) -> u8 {
+        if self.failed {
+            2
+        } else if self.changes {
+            1
+        } else {
+            0
+        }
+    }
+}
 
 /// What a plan found, to print.
 pub(super) struct Planned<'a> {

@@ -8,7 +8,8 @@ use kube::Api;
 use super::PreviewError;
 use crate::cluster::Cluster;
 use crate::manifest::LoadedObject;
-use crate::operator::api::{ApplySet, GROUP, KIND};
+use crate::operator::api::{ApplySet, GROUP, InventoryMember, KIND};
+use crate::operator::members::MemberRecords;
 
 /// The ApplySet `name` of `namespace`, as the cluster has it.
 pub(super) async fn applyset_from_cluster(
@@ -218,5 +219,23 @@ mod tests {
         let invalid = file_with("apiVersion: applyset.dev/v1alpha1\nkind: ApplySet\nmetadata: {name: x}\nspec: {}\n");
         let message = applyset_from_file(invalid.path(), None, None).unwrap_err().to_string();
         assert!(message.contains("document 1 (line 1): not a valid ApplySet: missing field `source`"), "{message}");
+    }
+}
+
+/// The ApplySet's record of its members as a run reads it (from its status, or from the
+/// `ApplySetRecord` parts it names); `None` without one, or when it is lost (said on stderr:
+/// the run then prunes nothing it would have named).
+pub(super) async fn recorded_members(
+    cluster: &Cluster,
+    applyset: &ApplySet,
+) -> Result<Option<Vec<InventoryMember>>, PreviewError> {
+    let mut status = applyset.status.clone().unwrap_or_default();
+    match MemberRecords::default().read_into(cluster.client(), applyset, &mut status).await {
+        Ok(()) => Ok(status.inventory.and_then(|i| i.members)),
+        Err(error) if error.is_lost() => {
+            eprintln!("warning: {}: a run goes on without it, and prunes nothing it recorded", error.describe());
+            Ok(None)
+        }
+        Err(source) => Err(PreviewError::Record { key: applyset.key(), source: Box::new(source) }),
     }
 }

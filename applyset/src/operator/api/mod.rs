@@ -367,6 +367,16 @@ impl ApplySet {
         format!("{}/{}", self.namespace_or_default(), self.name())
     }
 
+    /// What its Secrets' last-applied annotations record: `spec.secrets`, or the controller's
+    /// `default`; always `Hashed` under `spec.decryption` (a decrypted value is never recorded
+    /// in clear). The one rule for the run and `applyset plan`.
+    pub fn secrets_mode(&self, default: SecretsMode) -> SecretsMode {
+        if self.spec.decryption.is_some() {
+            return SecretsMode::Hashed;
+        }
+        self.spec.secrets.unwrap_or(default)
+    }
+
     pub fn reconcile_requested_at(&self) -> Option<&str> {
         self.metadata.annotations.as_ref()?.get(RECONCILE_REQUESTED_AT).map(String::as_str)
     }

@@ -24,7 +24,7 @@ use kube::api::{ListParams, ObjectMeta};
 use kube::core::DynamicObject;
 use kube::{Api, Client};
 
-use super::api::{InventoryMember, InventoryObject, PruneGuard};
+use super::api::{APPROVE_PRUNE, ApplySet, InventoryMember, InventoryObject, PruneGuard};
 use super::inventory::{self, skipped};
 use crate::apply::Visited;
 use crate::applyset::error::is_status;
@@ -72,6 +72,31 @@ pub struct Scope<'a> {
     pub guard: Option<GuardCheck<'a>>,
     /// Until when a stage waits for its objects to be gone.
     pub deadline: Instant,
+}
+
+impl<'a> Scope<'a> {
+    /// The scope of a run of `applyset` over `members` (the record after its apply) at
+    /// `revision`: its namespace, its prune settings, its guard with the approval annotation
+    /// it carries, waiting at most `timeout`. The run's prune step and `applyset plan` both
+    /// take it from here.
+    pub fn of_run(
+        applyset: &'a ApplySet,
+        own_namespace: &'a str,
+        members: &'a [InventoryMember],
+        had_record: bool,
+        revision: &'a str,
+        timeout: std::time::Duration,
+    ) -> Scope<'a> {
+        let approval = applyset.metadata.annotations.as_ref().and_then(|a| a.get(APPROVE_PRUNE)).map(String::as_str);
+        Scope {
+            members,
+            had_record,
+            own_namespace,
+            prune_non_empty_namespaces: applyset.spec.prune_non_empty_namespaces,
+            guard: applyset.spec.prune_guard.as_ref().map(|limits| GuardCheck { limits, approval, revision }),
+            deadline: Instant::now() + timeout,
+        }
+    }
 }
 
 pub struct GuardCheck<'a> {

@@ -33,7 +33,7 @@ use publish::Finish;
 pub(super) use run::Reconciliation;
 pub use steps::apply::SERVER_SIDE_MANAGER;
 // The pieces of a run that `applyset build` and `applyset plan` run on a local checkout.
-pub(crate) use steps::apply::{ApplyRules, controller_apply_options, parent_for};
+pub(crate) use steps::apply::{ApplyRules, controller_apply_options, ignore_rules, parent_for};
 pub(crate) use steps::build::{BuildSettings, render, require_objects};
 
 /// Errors the controller retries on its own schedule (the reconcile's outcome is in the status).

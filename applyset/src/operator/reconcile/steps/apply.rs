@@ -24,6 +24,12 @@ use crate::operator::status::{Stage, StepError};
 /// The field manager of the server-side apply of objects too large for client-side apply.
 pub const SERVER_SIDE_MANAGER: &str = "applyset";
 
+/// `spec.drift.ignore`, compiled (an invalid rule is `InvalidSpec`): for the run and for
+/// `applyset plan`.
+pub fn ignore_rules(applyset: &ApplySet) -> Result<Arc<IgnoreRules>, StepError> {
+    IgnoreRules::new(&applyset.spec.drift.ignore).map(Arc::new).map_err(|e| StepError::of(Stage::InvalidSpec, e))
+}
+
 /// What the apply step applies, and the rules it applies them with.
 pub(in crate::operator::reconcile) struct ApplyInput {
     pub(in crate::operator::reconcile) loaded: Vec<LoadedObject>,
@@ -35,11 +41,9 @@ pub(in crate::operator::reconcile) struct ApplyInput {
 }
 
 impl Reconciliation<'_> {
-    /// `spec.drift.ignore`, compiled (an invalid rule is `InvalidSpec`).
+    /// `spec.drift.ignore`, compiled ([`ignore_rules`]).
     pub(in crate::operator::reconcile) fn ignore_rules(&self) -> Result<Arc<IgnoreRules>, StepError> {
-        IgnoreRules::new(&self.applyset.spec.drift.ignore)
-            .map(Arc::new)
-            .map_err(|e| StepError::of(Stage::InvalidSpec, e))
+        ignore_rules(self.applyset)
     }
 
     /// The KEP-3659 run over the ApplySet itself as the parent, its metadata written with the

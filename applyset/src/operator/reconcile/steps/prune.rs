@@ -5,7 +5,7 @@ use super::super::Reconciliation;
 use crate::apply::ApplyReport;
 use crate::applyset::Run;
 use crate::cluster::Cluster;
-use crate::operator::api::{APPROVE_PRUNE, InventoryObject};
+use crate::operator::api::InventoryObject;
 use crate::operator::inventory;
 use crate::operator::outcome::Done;
 use crate::operator::prune;
@@ -25,19 +25,9 @@ impl Reconciliation<'_> {
         let status = &mut self.status;
         let members = status.inventory.as_ref().and_then(|i| i.members.clone());
         let namespace = applyset.namespace_or_default();
-        let approval = applyset.metadata.annotations.as_ref().and_then(|a| a.get(APPROVE_PRUNE)).map(String::as_str);
-        let scope = prune::Scope {
-            members: members.as_deref().unwrap_or_default(),
-            had_record: previous.inventory.as_ref().is_some_and(|i| i.members.is_some()),
-            own_namespace: &namespace,
-            prune_non_empty_namespaces: applyset.spec.prune_non_empty_namespaces,
-            guard: applyset.spec.prune_guard.as_ref().map(|limits| prune::GuardCheck {
-                limits,
-                approval,
-                revision: &done.revision,
-            }),
-            deadline: std::time::Instant::now() + intervals.timeout,
-        };
+        let had_record = previous.inventory.as_ref().is_some_and(|i| i.members.is_some());
+        let members = members.as_deref().unwrap_or_default();
+        let scope = prune::Scope::of_run(applyset, &namespace, members, had_record, &done.revision, intervals.timeout);
         // The cluster's discovery as it is now: this run may have added kinds (new CRDs).
         let index = ctx.api_index(cluster, false).await.map_err(|e| StepError::of(Stage::Prune, e))?;
         let pruned = prune::prune(run, &index, &report.visited, scope, &applyset.delete_options()).await;

@@ -16,6 +16,8 @@
 
 mod hashed;
 mod plan;
+#[cfg(test)]
+mod plan_tests;
 mod render;
 mod report;
 pub mod scope;

@@ -12,12 +12,13 @@ use std::sync::Arc;
 
 use super::hashed::{UnkeyedHashes, keeping_hashed_annotations};
 use super::render::{self, Variables};
-use super::report::{self, Outcome, Planned};
+use super::report::{self, Outcome, Planned, Printed};
 use super::{PreviewError, scope, target};
 use crate::apply::last_applied::{self, LastAppliedCodecRef};
 use crate::apply::{self, DryRun, ErrorCategory, Keep, predicted_mappings};
 use crate::applyset::{ParentWrites, Run};
 use crate::cli::PlanArgs;
+use crate::cluster::Cluster;
 use crate::commands::apply::connect;
 use crate::operator::api::SecretsMode;
 use crate::operator::history::HistoryIndex;
@@ -28,8 +29,16 @@ use crate::operator::{controller, inventory, prune};
 
 pub(super) async fn run(args: PlanArgs) -> Result<Outcome, PreviewError> {
     let cluster = connect(&args.cluster).await?;
+    let printed = plan(&cluster, &args).await?;
+    eprint!("{}", crate::redact::redact(&printed.stderr));
+    print!("{}", crate::redact::redact(&printed.stdout));
+    Ok(printed.outcome)
+}
+
+/// The plan of `args` against `cluster` (notes on the checkout go to stderr at once).
+pub(super) async fn plan(cluster: &Cluster, args: &PlanArgs) -> Result<Printed, PreviewError> {
     let namespace = args.namespace.namespace.clone().unwrap_or_else(|| cluster.default_namespace().to_owned());
-    let applyset = target::applyset_from_cluster(&cluster, &namespace, &args.name).await?;
+    let applyset = target::applyset_from_cluster(cluster, &namespace, &args.name).await?;
     if applyset.spec.suspend {
         eprintln!("note: ApplySet {} is suspended: no run applies this until it is resumed", applyset.key());
     }
@@ -37,10 +46,10 @@ pub(super) async fn run(args: PlanArgs) -> Result<Outcome, PreviewError> {
     for note in &checkout.notes {
         eprintln!("{note}");
     }
-    let substitute = render::variables(&applyset, Variables::Cluster(&cluster)).await?;
-    let decryption = render::decryption(&applyset, &args.checkout, Some(&cluster)).await?;
+    let substitute = render::variables(&applyset, Variables::Cluster(cluster)).await?;
+    let decryption = render::decryption(&applyset, &args.checkout, Some(cluster)).await?;
     let mut loaded = render::build(&applyset, &checkout, &args.checkout, substitute, &decryption).await?;
-    let recorded = target::recorded_members(&cluster, &applyset).await?;
+    let recorded = target::recorded_members(cluster, &applyset).await?;
     let own_namespace = applyset.namespace_or_default();
     inventory::check_fits(recorded.as_deref(), &loaded, &own_namespace, inventory::RECORD_LIMIT)?;
     let ignore = ignore_rules(&applyset)?;
@@ -80,10 +89,10 @@ pub(super) async fn run(args: PlanArgs) -> Result<Outcome, PreviewError> {
     let predicted = predicted_mappings(&loaded);
     let by_crd: Vec<(bool, Option<String>)> =
         loaded.iter().map(|o| scope::defined_by_build(&o.object, &predicted, &own_namespace)).collect();
-    let plan = apply::plan(&cluster, loaded, &options).await?;
-    let report = apply::execute(&cluster, plan, &options).await;
+    let plan = apply::plan(cluster, loaded, &options).await?;
+    let report = apply::execute(cluster, plan, &options).await;
 
-    let run = Run::new(&cluster, parent, ParentWrites::Kubectl, DryRun::Client);
+    let run = Run::new(cluster, parent, ParentWrites::Kubectl, DryRun::Client);
     let applied_all = report.objects.iter().zip(&by_crd).all(|(object, (by_crd, _))| match &object.result {
         Ok(_) => true,
         Err(error) => *by_crd && error.category == ErrorCategory::NoMatch,
@@ -98,8 +107,5 @@ pub(super) async fn run(args: PlanArgs) -> Result<Outcome, PreviewError> {
     };
     let planned =
         Planned { report: &report, created_with_crd: &by_crd, prune: applyset.spec.prune, decision: decision.as_ref() };
-    let printed = report::render(&planned);
-    eprint!("{}", crate::redact::redact(&printed.stderr));
-    print!("{}", crate::redact::redact(&printed.stdout));
-    Ok(printed.outcome)
+    Ok(report::render(&planned))
 }

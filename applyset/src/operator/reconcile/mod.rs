@@ -12,7 +12,7 @@ mod publish;
 mod run;
 mod steps;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -232,6 +232,11 @@ impl Repo {
         format!("file://{}", self.dir.display())
     }
 
+    /// The work tree (a local checkout, as `applyset plan --path` takes it).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     pub fn write(&self, file: &str, text: &str) -> &Repo {
         let path = self.dir.join(file);
         std::fs::create_dir_all(path.parent().expect("a parent")).expect("mkdir");

@@ -3,8 +3,8 @@
 //! (`reconcile`) through whole runs and assert what reached the apiserver, the status it
 //! wrote, its Events and metrics.
 
-mod fake;
-mod fixture;
+pub(crate) mod fake;
+pub(crate) mod fixture;
 
 mod deletion;
 mod drift;

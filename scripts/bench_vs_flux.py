@@ -27,6 +27,9 @@ Ready), by verb on the applied resources and in total, from apiserver_request_to
 all Ready ≥ 10× faster than Flux, ≤ ¼ of its peak memory, no request on managed objects in
 the no-op interval (watches, which informers, kube-controller-manager's included, re-open at
 random, and the Deployment controller's status writes apart).
+
+The results go to target/bench/vs-flux.json and the charts (bars side by side, and Ready over
+time per shape) to --plots DIR, by default the book's docs/src/benchmarks/ (benchlib/plots.py).
 """
 
 import os
@@ -40,7 +43,8 @@ from pathlib import Path
 from benchlib.audit import AuditWindow
 from benchlib.cluster import (Kubectl, control_plane_down, control_plane_up, counts_delta, kubectl_binary,
                               quiet_before)
-from benchlib.common import build_release, exit_on_signals, load, release_binary, say
+from benchlib import plots
+from benchlib.common import build_release, exit_on_signals, load, load_figures, release_binary, say
 from benchlib.git import GitHttpServer, git_commit, git_init
 from benchlib.manifests import GENERATED_RESOURCES, generate_applysets, podinfo
 from benchlib.sides import (FLUX_CONTROLLERS, FLUX_RELEASE, ApplysetSide, FluxSide, flux_binaries, install_crds,
@@ -101,9 +105,11 @@ def measure(side):
     started = time.monotonic()
     side.k("create", "-f", "-", stdin=manifests)
     created = time.monotonic() - started
+    timeline = plots.ReadyTimeline(started)
     side.figures["ready"] = created + side.wait_for(
-        f"all {shape.apps} {side.kind} Ready (each once)", lambda: side.ready_count(side.sha) == shape.apps,
-        limit=bench.args.limit, period=POLL)
+        f"all {shape.apps} {side.kind} Ready (each once)",
+        lambda: timeline.count(side.ready_count(side.sha)) == shape.apps, limit=bench.args.limit, period=POLL)
+    side.figures["timeline"] = timeline.finish()
     side.figures["rss_ready"] = side.memory()
     say(f"all {shape.apps} {side.kind} Ready at the commit, each at least once ({shape.apps * shape.objects} objects), in "
         f"{side.figures['ready']:.1f} s (kubectl create of them: {created:.1f} s); "
@@ -231,6 +237,7 @@ class Bench:
         self.kubeconfig = control_plane_up("bench-controller")
         self.kube = Kubectl(self.kubectl, self.kubeconfig)
         cores = os.cpu_count()
+        self.load_at_start = load_figures()
         say(f"bench-controller --vs-flux: control plane KUBECONFIG={self.kubeconfig}; {cores} cores; "
             f"{load()} (at start)")
         self.build()
@@ -243,7 +250,7 @@ class Bench:
                 f"--concurrent={args.concurrent_reconciles} each, --kube-api-qps={args.qps} "
                 f"--kube-api-burst={args.burst} (as applyset's), no leader election")
         say(f"interval {args.interval}s on both sides; Kustomizations have wait: false and prune: true "
-            f"(applyset does not wait for health yet, so neither side does)")
+            f"(the ApplySets do not set spec.wait either: neither side waits for health)")
         results = []
         for shape in shapes(args):
             say(f"\n=== shape {shape.name}: {shape.description} ===")
@@ -263,7 +270,26 @@ class Bench:
                 row[side.key] = side.figures
             results.append(row)
         say(f"\n{load()} (at the end); {cores} cores")
+        self.save(results)
         return self.summary(results)
+
+    def save(self, results):
+        """The figures the charts show, with the run's conditions (benchlib/plots.py)."""
+        saved = dict(plots.conditions("scripts/bench-controller " + " ".join(sys.argv[1:]), self.load_at_start),
+                     benchmark="vs-flux", flux_release=FLUX_RELEASE, shapes=[])
+        for row in results:
+            shape = row["shape"]
+            sides = {}
+            for key in ("applyset", "flux"):
+                if key in row:
+                    figures = row[key]
+                    sides[key] = {"ready": round(figures["ready"], 1), "peak_rss": round(peak(figures["rss_end"])),
+                                  "managed": figures.get("own_managed", figures["managed"]),
+                                  "timeline": figures["timeline"]}
+            title = "Flux's benchmark shape" if shape.name == "flux" else f"{shape.apps} × {shape.objects}"
+            saved["shapes"].append({"name": shape.name, "title": title, "description": shape.description,
+                                    "apps": shape.apps, "objects": shape.objects, "sides": sides})
+        plots.save("vs-flux", saved, self.args.plots)
 
     def summary(self, results):
         ok = True

@@ -136,10 +136,11 @@ def first_apply_charts(results):
         references.append((f"the faster flood's pace ({results['flood_per_second']:.0f} objects/s)",
                            [(0, 0), (seconds, apps)]))
     curves = [(f"{run['label']}: all Ready in {run['ready']:.1f} s", run["timeline"]) for run in runs]
+    flood = (" The flood is a plain client creating the same objects with no rate limit (the physical limit)."
+             if references else "")
     chart = step_curves(
         f"First apply of {apps} ApplySets × {objects} objects: Ready over time", curves,
-        caption(results, "From the creation of the first ApplySet. The flood is a plain client creating the "
-                         "same objects with no rate limit (the physical limit)."),
+        caption(results, "From the creation of the first ApplySet." + flood),
         "seconds since the first ApplySet was created", f"ApplySets Ready (of {apps})", references)
     return [("first-apply-ready.svg", chart)]
 

@@ -35,17 +35,25 @@ def number(value):
     return f"{value:,.{digits}f}"
 
 
-def nice_ticks(top, count=5):
-    """Tick values from 0 covering top, on a step of 1, 2 or 5 times a power of ten."""
+def nice_ticks(top, count=5, whole=False):
+    """Tick values from 0 covering top, on a step of 1, 2 or 5 times a power of ten (at least
+    1 when whole: counts have no tick between two whole numbers)."""
     if top <= 0:
         return [0, 1]
     raw = top / count
     power = 10 ** math.floor(math.log10(raw))
     step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+    if whole:
+        step = max(step, 1)
     ticks = [0.0]
     while ticks[-1] < top:
         ticks.append(round(ticks[-1] + step, 10))
     return ticks
+
+
+def tick_label(value):
+    """A tick as short as it can be written: 0.2, 1.5, 1,000."""
+    return f"{value:,.0f}" if value == int(value) else f"{value:g}"
 
 
 def text(x, y, content, size=12, anchor="start", weight="normal", fill="#222"):
@@ -115,7 +123,7 @@ def step_curves(title, series, caption, x_label, y_label, references=()):
     left, top_margin, plot_width, plot_height = 72, 44, WIDTH - 262, 300
     all_points = [p for _, points in list(series) + list(references) for p in points]
     x_ticks = nice_ticks(max([x for x, _ in all_points] or [1]))
-    y_ticks = nice_ticks(max([y for _, y in all_points] or [1]))
+    y_ticks = nice_ticks(max([y for _, y in all_points] or [1]), whole=True)
     x_max, y_max = x_ticks[-1], y_ticks[-1]
 
     def at(x, y):
@@ -126,11 +134,11 @@ def step_curves(title, series, caption, x_label, y_label, references=()):
         x, _ = at(tick, 0)
         body.append(f'<line x1="{x:.1f}" y1="{top_margin}" x2="{x:.1f}" y2="{top_margin + plot_height}" '
                     f'stroke="#e4e4e4"/>')
-        body.append(text(x, top_margin + plot_height + 16, number(tick), size=11, anchor="middle"))
+        body.append(text(x, top_margin + plot_height + 16, tick_label(tick), size=11, anchor="middle"))
     for tick in y_ticks:
         _, y = at(0, tick)
         body.append(f'<line x1="{left}" y1="{y:.1f}" x2="{left + plot_width}" y2="{y:.1f}" stroke="#e4e4e4"/>')
-        body.append(text(left - 6, y + 4, number(tick), size=11, anchor="end"))
+        body.append(text(left - 6, y + 4, tick_label(tick), size=11, anchor="end"))
     body.append(f'<rect x="{left}" y="{top_margin}" width="{plot_width}" height="{plot_height}" '
                 f'fill="none" stroke="#888"/>')
     body.append(text(left + plot_width / 2, top_margin + plot_height + 34, x_label, anchor="middle"))

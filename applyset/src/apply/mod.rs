@@ -34,6 +34,7 @@ pub use options::{
     ApplyOptions, DryRun, FieldPolicyRef, Keep, Ownership, PatchFilter, PatchFilterFn, TAKE_OWNERSHIP_ANNOTATION,
     UnusableLastApplied, Verb,
 };
+pub use plan::CrdKinds;
 pub use plan::{Member, Plan, plan};
 pub(crate) use plan::{Predicted, default_namespace, predicted_mappings, stage_of};
 pub use report::{ApplyReport, Details, Identity, ObjectReport, Visited};

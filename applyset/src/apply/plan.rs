@@ -100,6 +100,39 @@ fn split_api_version(api_version: &str) -> (String, String) {
 
 pub(crate) type Predicted = HashMap<(String, String, String), Mapping>;
 
+/// Per object of a build, in its order: whether its kind is one a CRD of the same build
+/// defines (so that, while the cluster does not serve it yet, none of its objects exists), and
+/// then the namespace it goes to. A dry run cannot create the CRD: these objects are created.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct CrdKinds(pub Vec<(bool, Option<String>)>);
+
+impl CrdKinds {
+    pub fn of(objects: &[LoadedObject], own_namespace: &str) -> CrdKinds {
+        let predicted = predicted_mappings(objects);
+        CrdKinds(objects.iter().map(|o| defined_by_build(&o.object, &predicted, own_namespace)).collect())
+    }
+
+    /// Whether the object at `index` is of a kind a CRD of the build defines, and its namespace.
+    pub fn get(&self, index: usize) -> Option<&(bool, Option<String>)> {
+        self.0.get(index)
+    }
+}
+
+fn defined_by_build(object: &Value, predicted: &Predicted, own_namespace: &str) -> (bool, Option<String>) {
+    let text = |field: &str| object.as_object().and_then(|o| o.get(field)).and_then(Value::as_str).unwrap_or("");
+    let api_version = text("apiVersion");
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    let key = (group.to_owned(), version.to_owned(), text("kind").to_owned());
+    match predicted.get(&key) {
+        Some(mapping) if mapping.namespaced => {
+            let namespace = super::object::meta_str(object, "namespace").filter(|ns| !ns.is_empty());
+            (true, Some(namespace.unwrap_or(own_namespace).to_owned()))
+        }
+        Some(_) => (true, None),
+        None => (false, None),
+    }
+}
+
 /// Mappings of the kinds defined by CRDs in the input, as discovery will show them once the
 /// CRDs exist.
 pub(crate) fn predicted_mappings(objects: &[LoadedObject]) -> Predicted {

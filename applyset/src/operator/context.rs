@@ -181,6 +181,16 @@ impl Context {
         Ok(codec.clone())
     }
 
+    /// The context of `applyset plan`'s run: every identity is the caller's `cluster` (a plan
+    /// impersonates no one), with a watch cache it never starts and a git source it never uses.
+    pub fn for_plan(cluster: Arc<Cluster>, settings: Settings) -> Context {
+        let client = cluster.client().clone();
+        let metrics = Arc::new(Metrics::new());
+        let (cache, _changes) = ManagedCache::new(client.clone(), None, metrics.clone());
+        let git = GitSource::new(std::env::temp_dir().join("applyset-plan-never-fetched"));
+        Context::new(client, ClusterSource::Fixed(cluster), git, metrics, settings, "plan".into(), cache)
+    }
+
     /// [`ApplySet::secrets_mode`] with this controller's `--default-secrets`.
     pub fn secrets_mode(&self, applyset: &ApplySet) -> SecretsMode {
         applyset.secrets_mode(self.settings.default_secrets)

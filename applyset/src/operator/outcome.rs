@@ -47,6 +47,18 @@ pub struct Done {
     pub history: Option<crate::source::RevisionChange>,
     /// What the health step found, when the ApplySet waits for health.
     pub health: Option<super::waiting::Verdict>,
+    /// A plan's run (a dry run): what it would do, in place of all of the above.
+    pub planned: Option<Box<Planned>>,
+}
+
+/// What a plan's run would do: the apply's report (in the build's order), the kinds the
+/// build's CRDs define, and the prune decision (none when an object would fail, or without
+/// `spec.prune`).
+#[derive(Debug, Default)]
+pub struct Planned {
+    pub report: ApplyReport,
+    pub crd_kinds: crate::apply::CrdKinds,
+    pub decision: Option<super::prune::Decision>,
 }
 
 /// `status.inventory.objects[].method` of an object applied server-side.

@@ -1,20 +1,20 @@
 //! `applyset build` and `applyset plan`: what the controller would do with a local checkout,
 //! before it is merged (`flux build kustomization --path` and `flux diff kustomization --path`).
 //!
-//! Both run the controller's own steps on the checkout instead of a fetched revision, so that
-//! they cannot show something else than a run would do: the build (`operator::reconcile::render`:
-//! the loader and its caps, kustomize, `spec.postBuild` with [`crate::operator::postbuild`]),
-//! the apply's namespace defaulting and `part-of` label, its options
-//! (`operator::reconcile::controller_apply_options`, under a client dry run) and the prune
-//! decision ([`crate::operator::prune::decide`]). Nothing is written: the only requests are
-//! GETs and LISTs.
+//! Both use the controller's own steps on the checkout instead of a fetched revision, so that
+//! they cannot show something else than a run would do. `plan` is the controller's run itself
+//! in its plan mode (`operator::reconcile::plan`: the same steps in the same sequence, applied
+//! under a client dry run, the prune decided with [`crate::operator::prune::decide`]); `build`
+//! renders with the run's build (`operator::reconcile::render`: the loader and its caps,
+//! kustomize, `spec.postBuild` with [`crate::operator::postbuild`]) and places the objects as
+//! the apply does (namespace defaulting, `part-of` label), also without a cluster. Nothing is
+//! written: the only requests are GETs and LISTs.
 //!
 //! * `target`: the ApplySet (cluster or file) and the checkout `--path` names;
 //! * `render`: variables, the build, the objects as a run places them, the YAML printed;
 //! * [`scope`]: which kinds are namespaced without a cluster;
-//! * `plan`: the dry-run apply and the prune decision; `report`: what plan prints.
+//! * `plan`: the run in plan mode; `report`: what plan prints.
 
-mod hashed;
 mod plan;
 #[cfg(test)]
 mod plan_tests;

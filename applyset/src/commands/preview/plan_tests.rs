@@ -1,6 +1,8 @@
 //! `applyset plan` against the reconcile's fake apiserver: a plan reads and never writes, and
 //! what it names is what the controller's next run of the same revision does.
 
+use std::sync::Arc;
+
 use clap::Parser;
 use http::Method;
 use serde_json::json;
@@ -23,8 +25,8 @@ fn plan_args(f: &Fixture, name: &str) -> PlanArgs {
     Command::try_parse_from(["plan", name, "--path", &path, "-n", NS]).expect("valid arguments").plan
 }
 
-fn fake_cluster(f: &Fixture) -> Cluster {
-    Cluster::from_client(f.fake.client(), "https://fake.invalid".into(), NS.into(), 0.0, 1)
+fn fake_cluster(f: &Fixture) -> Arc<Cluster> {
+    Arc::new(Cluster::from_client(f.fake.client(), "https://fake.invalid".into(), NS.into(), 0.0, 1))
 }
 
 #[tokio::test]

@@ -5,8 +5,6 @@
 
 use kube::core::GroupVersionKind;
 
-use applyset_merge::Value;
-
 use crate::apply::Predicted;
 use crate::cluster::Cluster;
 
@@ -110,27 +108,6 @@ impl Scopes<'_> {
 /// Whether a kind Kubernetes serves is namespaced (`None`: not one of them).
 pub fn built_in(group: &str, kind: &str) -> Option<bool> {
     BUILT_IN.iter().find(|(g, k, _)| *g == group && *k == kind).map(|(_, _, namespaced)| *namespaced)
-}
-
-/// Whether the object's kind is one that a CRD of the build defines (and so, when the cluster
-/// does not serve it yet, none of its objects exists), and then the namespace it goes to.
-pub(super) fn defined_by_build(
-    object: &Value,
-    predicted: &crate::apply::Predicted,
-    own_namespace: &str,
-) -> (bool, Option<String>) {
-    let text = |field: &str| object.as_object().and_then(|o| o.get(field)).and_then(Value::as_str).unwrap_or("");
-    let api_version = text("apiVersion");
-    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
-    let key = (group.to_owned(), version.to_owned(), text("kind").to_owned());
-    match predicted.get(&key) {
-        Some(mapping) if mapping.namespaced => {
-            let namespace = crate::apply::object::meta_str(object, "namespace").filter(|ns| !ns.is_empty());
-            (true, Some(namespace.unwrap_or(own_namespace).to_owned()))
-        }
-        Some(_) => (true, None),
-        None => (false, None),
-    }
 }
 
 #[cfg(test)]

@@ -84,6 +84,26 @@ pub(super) struct Checkout {
     pub(super) notes: Vec<String>,
 }
 
+impl Checkout {
+    /// The checkout as a run's fetch gives its revision.
+    pub(super) fn artifact(&self) -> crate::source::Artifact {
+        crate::source::Artifact {
+            revision: self.revision.clone(),
+            commit: String::new(),
+            dir: self.dir.clone(),
+            checkout: self.root.clone(),
+            fetched: false,
+            network: None,
+            change: None,
+            source_id: String::new(),
+            repository_id: String::new(),
+            moved: false,
+            inputs: None,
+            inputs_unchanged: false,
+        }
+    }
+}
+
 /// The checkout of `path` (`--path`) for an ApplySet whose `spec.path` is `spec_path`, checked
 /// as the controller checks `spec.path` in its own checkout (no symbolic link out of it).
 pub(super) fn locate(path: &Path, spec_path: Option<&str>) -> Result<Checkout, PreviewError> {
@@ -163,6 +183,24 @@ fn head_revision(repository: &git2::Repository) -> (String, bool) {
     (revision, dirty)
 }
 
+/// The ApplySet's record of its members as a run reads it (from its status, or from the
+/// `ApplySetRecord` parts it names); `None` without one, or when it is lost (said on stderr:
+/// the run then prunes nothing it would have named).
+pub(super) async fn recorded_members(
+    cluster: &Cluster,
+    applyset: &ApplySet,
+) -> Result<Option<Vec<InventoryMember>>, PreviewError> {
+    let mut status = applyset.status.clone().unwrap_or_default();
+    match MemberRecords::default().read_into(cluster.client(), applyset, &mut status).await {
+        Ok(()) => Ok(status.inventory.and_then(|i| i.members)),
+        Err(error) if error.is_lost() => {
+            eprintln!("warning: {}: a run goes on without it, and prunes nothing it recorded", error.describe());
+            Ok(None)
+        }
+        Err(source) => Err(PreviewError::Record { key: applyset.key(), source: Box::new(source) }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -219,23 +257,5 @@ mod tests {
         let invalid = file_with("apiVersion: applyset.dev/v1alpha1\nkind: ApplySet\nmetadata: {name: x}\nspec: {}\n");
         let message = applyset_from_file(invalid.path(), None, None).unwrap_err().to_string();
         assert!(message.contains("document 1 (line 1): not a valid ApplySet: missing field `source`"), "{message}");
-    }
-}
-
-/// The ApplySet's record of its members as a run reads it (from its status, or from the
-/// `ApplySetRecord` parts it names); `None` without one, or when it is lost (said on stderr:
-/// the run then prunes nothing it would have named).
-pub(super) async fn recorded_members(
-    cluster: &Cluster,
-    applyset: &ApplySet,
-) -> Result<Option<Vec<InventoryMember>>, PreviewError> {
-    let mut status = applyset.status.clone().unwrap_or_default();
-    match MemberRecords::default().read_into(cluster.client(), applyset, &mut status).await {
-        Ok(()) => Ok(status.inventory.and_then(|i| i.members)),
-        Err(error) if error.is_lost() => {
-            eprintln!("warning: {}: a run goes on without it, and prunes nothing it recorded", error.describe());
-            Ok(None)
-        }
-        Err(source) => Err(PreviewError::Record { key: applyset.key(), source: Box::new(source) }),
     }
 }

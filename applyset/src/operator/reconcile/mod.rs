@@ -31,9 +31,9 @@ use super::status::{self, READY, Stage};
 pub use error::{Cause, StepError};
 use publish::Finish;
 pub(super) use run::Reconciliation;
+pub(crate) use run::{LocalCheckout, RunMode};
 pub use steps::apply::SERVER_SIDE_MANAGER;
 // The pieces of a run that `applyset build` and `applyset plan` run on a local checkout.
-pub(crate) use steps::apply::{ApplyRules, controller_apply_options, ignore_rules, parent_for};
 pub(crate) use steps::build::{BuildSettings, render, require_objects};
 
 /// Errors the controller retries on its own schedule (the reconcile's outcome is in the status).
@@ -346,6 +346,21 @@ async fn read_record(
         }
         Err(source) => Err(ReconcileError::Record { key: applyset.key(), source }),
     }
+}
+
+/// `applyset plan`'s run: the steps of the controller's, on a local checkout under a client dry
+/// run, with `ctx`'s identity ([`Context::for_plan`]); what it would do is in
+/// [`Done::planned`](super::outcome::Done::planned).
+pub(crate) async fn plan(
+    applyset: &ApplySet,
+    ctx: &Context,
+    previous: &ApplySetStatus,
+    checkout: LocalCheckout,
+) -> Result<super::outcome::Done, StepError> {
+    let intervals = Intervals::of(applyset, Duration::ZERO).map_err(|e| StepError::of(Stage::InvalidSpec, e))?;
+    let mut reconciliation = Reconciliation::new(applyset, ctx, previous, previous.clone(), intervals)
+        .in_mode(RunMode::Plan(Box::new(checkout)));
+    reconciliation.run().await
 }
 
 /// The secrets of one ApplySet are registered in parts, each replaced on its own.

@@ -3,6 +3,12 @@
 //! [`Reconciliation::run`] reads as the reconcile does, one step a line. Each step is a method
 //! in [`super::steps`] that fails with one [`StepError`] (its stage is the condition reason and
 //! the metric label); nothing is pruned unless every earlier step succeeded.
+//!
+//! The run is the only place the steps are sequenced. Its [`RunMode`] says where the revision
+//! comes from and whether anything is written: the controller's runs fetch and write;
+//! `applyset plan` runs the same steps on a local checkout under a client dry run, and stops
+//! where the run would start writing what it applied (its record, the prune, the health wait),
+//! with what it would do.
 
 use super::super::api::{ApplySet, ApplySetStatus, DriftMode};
 use super::super::cache::ManagedCache;
@@ -11,8 +17,36 @@ use super::super::outcome::Done;
 use super::super::schedule::Intervals;
 use super::super::status::{self, DRIFTED, StepError};
 use super::steps::apply::ApplyInput;
+use crate::apply::CrdKinds;
 use crate::cluster::cache::{ObjectCache, WritesOnly};
 use crate::source::Artifact;
+
+/// Where a run's revision comes from, and whether it writes.
+pub(crate) enum RunMode {
+    /// The controller's run: the revision fetched from git; applied, recorded and pruned for
+    /// real; Events published.
+    Sync,
+    /// `applyset plan`: a local checkout, applied under a client dry run (GETs and LISTs
+    /// only); the prune decided, not done. Nothing is written.
+    Plan(Box<LocalCheckout>),
+}
+
+/// The local checkout a plan runs on.
+pub(crate) struct LocalCheckout {
+    /// Its revision, with `dir` (the ApplySet's directory) and `checkout` (the repository's
+    /// root) as a fetch would give them.
+    pub(crate) artifact: Artifact,
+    /// What decrypts its SOPS files when not the Secret `spec.decryption` names
+    /// (`--decryption-key`).
+    pub(crate) decryption: Option<crate::manifest::decryption::Decryption>,
+}
+
+impl RunMode {
+    /// Whether the run writes (the controller's) or only reads (a plan).
+    pub(super) fn writes(&self) -> bool {
+        matches!(self, RunMode::Sync)
+    }
+}
 
 /// What a run knows of its ApplySet, and the status it builds (kept when a later step fails:
 /// the revision attempted, the record of what was applied).
@@ -34,6 +68,7 @@ pub(in crate::operator) struct Reconciliation<'a> {
     /// The record's members live in another cluster (see `steps/moved.rs`): this run's record
     /// starts empty.
     pub(super) record_starts_empty: bool,
+    pub(super) mode: RunMode,
 }
 
 impl<'a> Reconciliation<'a> {
@@ -55,7 +90,14 @@ impl<'a> Reconciliation<'a> {
             cache,
             cluster: None,
             record_starts_empty: false,
+            mode: RunMode::Sync,
         }
+    }
+
+    /// The run's mode (the controller's [`RunMode::Sync`] unless said).
+    pub(in crate::operator) fn in_mode(mut self, mode: RunMode) -> Self {
+        self.mode = mode;
+        self
     }
 
     /// The run was asked for by a change someone else made to a managed object.
@@ -83,15 +125,19 @@ impl<'a> Reconciliation<'a> {
     }
 
     /// webhook path → dependencies → fetch → cluster (a move noted) → variables → (inputs
-    /// unchanged: done) → load → size check → history → apply → record → prune → the previous
-    /// cluster's objects → health.
+    /// unchanged: done) → load → size check → history → apply → (a plan: what it would do) →
+    /// record → prune → the previous cluster's objects → health.
     pub(in crate::operator) async fn run(&mut self) -> Result<Done, StepError> {
-        self.webhook_path().await;
-        self.dependencies().await?;
+        if self.mode.writes() {
+            self.webhook_path().await;
+            self.dependencies().await?;
+        }
         let fetched = self.fetch().await?;
         let local = self.local_cluster()?;
         let (cluster, remote_server) = self.cluster().await?;
-        self.note_cluster(&cluster);
+        if self.mode.writes() {
+            self.note_cluster(&cluster);
+        }
         let mut variables = self.variables(&local).await?;
         if let Some(server) = remote_server {
             // Another cluster behind the same Secret is a new target: everything is applied there.
@@ -104,11 +150,18 @@ impl<'a> Reconciliation<'a> {
         self.check_record_fits(&loaded)?;
         let ignore = self.ignore_rules()?;
         let history = self.history(&fetched, &loaded).await;
-        let mode = Mode::of(self.applyset, self.previous, &fetched.artifact, &variables.digest);
+        let mode = self.apply_mode(&fetched.artifact, &variables.digest);
         let mut run = self.begin_run(&cluster).await?;
         let revision = fetched.artifact.revision.clone();
+        // A plan cannot create CRDs: it tells the kinds they define (their objects are created).
+        let crd_kinds = (!self.mode.writes()).then(|| CrdKinds::of(&loaded, &self.applyset.namespace_or_default()));
         let input = ApplyInput { loaded, ignore, history: history.index, mode, revision };
         let report = self.apply(&cluster, &mut run, input).await?;
+        if !self.mode.writes() {
+            return Ok(self
+                .planned(&cluster, &run, report, crd_kinds.unwrap_or_default(), &fetched.artifact.revision)
+                .await);
+        }
         let mut done = self.record(&report, mode, &fetched.artifact).await?;
         done.warnings = history.warnings;
         done.applied_digest = variables.digest;
@@ -121,6 +174,15 @@ impl<'a> Reconciliation<'a> {
         }
         self.health(&cluster, run.parent().id(), &report, &mut done).await?;
         Ok(done)
+    }
+
+    /// How this run applies ([`Mode::of`]); a plan is of its checkout as a new revision, which
+    /// the run it previews applies for real (a Report-mode ApplySet's too).
+    fn apply_mode(&self, artifact: &Artifact, digest: &str) -> Mode {
+        match self.mode {
+            RunMode::Sync => Mode::of(self.applyset, self.previous, artifact, digest),
+            RunMode::Plan(_) => Mode { steady: false, report_only: false },
+        }
     }
 }
 

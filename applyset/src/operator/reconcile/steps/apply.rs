@@ -7,9 +7,10 @@ use std::sync::Arc;
 
 use super::super::run::Mode;
 use super::super::{Reconciliation, api_resource};
+use super::dry_run::{UnkeyedHashes, keeping_hashed_annotations};
 use crate::apply::last_applied::{self, LastAppliedCodecRef};
 use crate::apply::{
-    self, ApplyOptions, ApplyReport, DryRun, Fatal, FieldPolicyRef, Ownership, PatchFilter, UnusableLastApplied,
+    self, ApplyOptions, ApplyReport, DryRun, Fatal, FieldPolicyRef, Keep, Ownership, PatchFilter, UnusableLastApplied,
 };
 use crate::applyset::{ApiIndex, Parent, ParentWrites, Run};
 use crate::cluster::Cluster;
@@ -67,6 +68,10 @@ impl Reconciliation<'_> {
                 tracing::warn!(applyset = %applyset.key(), "{warning}");
             }
         }
+        if !self.mode.writes() {
+            // A plan writes nothing: not the parent's metadata either.
+            return Ok(Run::new(cluster, parent, ParentWrites::Kubectl, DryRun::Client));
+        }
         if !restored.is_empty() {
             let note = format!(
                 "the ApplySet's {} / {} annotations lacked what its record of members holds ({}); its members there are still considered for prune and the annotations are written again",
@@ -95,7 +100,7 @@ impl Reconciliation<'_> {
         let (loaded, last_applied) = self.hashed_secrets(input.loaded).await?;
         let options = self.apply_options(run.parent().id(), &input.ignore, input.history, input.mode, last_applied);
         let plan = plan(cluster, loaded, &options).await?;
-        if !input.mode.report_only {
+        if !input.mode.report_only && self.mode.writes() {
             // Every kind is recorded before anything is applied, so a failed run can still be
             // pruned later (KEP-3659's superset update).
             let begun = run.begin(&plan).await;
@@ -131,12 +136,19 @@ impl Reconciliation<'_> {
             report_only: mode.report_only,
             last_applied,
             timeout: self.intervals.timeout,
-            cache: Some(CacheRef {
+            cache: self.mode.writes().then(|| CacheRef {
                 cache: self.object_cache(),
                 trust_unlabelled: ctx.service_account_for(applyset).is_none(),
             }),
         };
-        controller_apply_options(applyset, rules)
+        let mut options = controller_apply_options(applyset, rules);
+        if !self.mode.writes() {
+            // A plan: computed and applied locally (GETs only), every result kept for its report.
+            options.dry_run = DryRun::Client;
+            options.keep_results = Keep::Everything;
+            options.patch_filter = Some(keeping_hashed_annotations(options.patch_filter.take()));
+        }
+        options
     }
 
     /// `spec.secrets: Hashed`: Secrets' `stringData` folded into `data` (a live Secret has
@@ -145,13 +157,20 @@ impl Reconciliation<'_> {
         &self,
         mut loaded: Vec<LoadedObject>,
     ) -> Result<(Vec<LoadedObject>, Option<LastAppliedCodecRef>), StepError> {
-        if self.ctx.secrets_mode(self.applyset) != SecretsMode::Hashed {
+        let hashed = self.ctx.secrets_mode(self.applyset) == SecretsMode::Hashed;
+        if hashed {
+            for object in &mut loaded {
+                last_applied::fold_string_data(&mut object.object);
+            }
+        }
+        if !self.mode.writes() {
+            // A plan has not the controller's key: hashes recorded are compared by value.
+            return Ok((loaded, Some(LastAppliedCodecRef(Arc::new(UnkeyedHashes)))));
+        }
+        if !hashed {
             return Ok((loaded, None));
         }
         let codec = self.ctx.hashed_secrets().await.map_err(|e| StepError::of(Stage::Apply, e))?;
-        for object in &mut loaded {
-            last_applied::fold_string_data(&mut object.object);
-        }
         Ok((loaded, Some(LastAppliedCodecRef(codec))))
     }
 }

@@ -5,8 +5,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use super::super::Reconciliation;
 use super::super::redact_owner;
+use super::super::{Reconciliation, RunMode};
 use super::source::Fetched;
 use crate::cluster::Cluster;
 use crate::manifest::{self, LoadedObject};
@@ -37,6 +37,10 @@ impl Reconciliation<'_> {
     pub(in crate::operator::reconcile) async fn cluster(
         &mut self,
     ) -> Result<(Arc<Cluster>, Option<String>), StepError> {
+        if !self.mode.writes() {
+            // A plan is of the cluster it was asked against, as its user.
+            return Ok((self.local_cluster()?, None));
+        }
         let target = self.ctx.target_for(self.applyset).await.map_err(|e| StepError::of(Stage::Apply, e))?;
         self.cache = target.cache;
         Ok((target.cluster, target.remote_server))
@@ -73,7 +77,14 @@ impl Reconciliation<'_> {
         substitute: Option<Arc<manifest::postbuild::Variables>>,
     ) -> Result<Vec<LoadedObject>, StepError> {
         let settings = &self.ctx.settings;
-        let decryption = decryption::for_applyset(self.applyset, cluster).await?;
+        let given = match &self.mode {
+            RunMode::Plan(local) => local.decryption.clone(),
+            RunMode::Sync => None,
+        };
+        let decryption = match given {
+            Some(given) => given,
+            None => decryption::for_applyset(self.applyset, cluster).await?,
+        };
         let build = BuildSettings {
             limits: settings.manifest_limits,
             kustomize_binary: &settings.kustomize_binary,
@@ -108,7 +119,8 @@ impl Reconciliation<'_> {
     pub(in crate::operator::reconcile) async fn history(&self, fetched: &Fetched, loaded: &[LoadedObject]) -> History {
         let (applyset, artifact) = (self.applyset, &fetched.artifact);
         let none = || History { index: Arc::new(HistoryIndex::default()), warnings: Vec::new() };
-        if applyset.spec.drift.stale_fields == StaleFields::Ignore {
+        // A plan does not look for stale fields (earlier revisions come from git).
+        if applyset.spec.drift.stale_fields == StaleFields::Ignore || !self.mode.writes() {
             return none();
         }
         // Earlier revisions are read as plain manifests: a kustomization's would need building

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant, SystemTime};
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 
-use super::super::Reconciliation;
 use super::super::redact_owner;
+use super::super::{Reconciliation, RunMode};
 use crate::operator::dependencies;
 use crate::operator::outcome::Done;
 use crate::operator::status::{self, READY, Stage, StepError};
@@ -37,6 +37,11 @@ impl Reconciliation<'_> {
     /// The source's credentials, then the revision from git; the attempted revision goes into
     /// the status and the run's span.
     pub(in crate::operator::reconcile) async fn fetch(&mut self) -> Result<Fetched, StepError> {
+        if let RunMode::Plan(local) = &self.mode {
+            // A plan's revision is its local checkout, as found.
+            self.status.last_attempted_revision = Some(local.artifact.revision.clone());
+            return Ok(Fetched { artifact: local.artifact.clone(), credentials: None });
+        }
         let (applyset, ctx) = (self.applyset, self.ctx);
         let credentials = self.credentials().await?;
         // The source's secrets (URL user info, the auth Secret's values) are redacted from
@@ -98,6 +103,7 @@ impl Reconciliation<'_> {
         let previous = self.previous;
         let applied = previous.last_applied_revision.as_deref()?;
         let unchanged = artifact.inputs_unchanged
+            && self.mode.writes()
             && !self.drift_check
             && previous.last_applied_generation.is_some()
             && previous.last_applied_generation == self.applyset.metadata.generation

@@ -1,20 +1,62 @@
-//! A plan of an ApplySet under `spec.secrets: Hashed`: the controller records its Secrets'
-//! values as keyed hashes, and a plan does not hold the key. A recorded hash is read back as
-//! the manifest's value, and the hashed annotation is never rewritten, so a plan compares the
-//! values themselves.
+//! A plan's end ([`super::super::RunMode::Plan`]): what the run would do once applied under a
+//! client dry run, the prune decided on what the checkout no longer has, and nothing written.
+//!
+//! Under `spec.secrets: Hashed` the controller records its Secrets' values as keyed hashes,
+//! and a plan does not hold the key: a recorded hash is read back as the manifest's value, and
+//! the hashed annotation is never rewritten, so a plan compares the values themselves.
 
 use std::sync::Arc;
 
 use applyset_merge::Value;
 
-use crate::apply::PatchFilter;
+use super::super::Reconciliation;
 use crate::apply::last_applied::{HASH_PREFIX, LastAppliedCodec, is_secret};
 use crate::apply::object::LAST_APPLIED;
+use crate::apply::{ApplyReport, CrdKinds, ErrorCategory, PatchFilter};
+use crate::applyset::Run;
+use crate::cluster::Cluster;
+use crate::operator::outcome::{Done, Planned};
+use crate::operator::{inventory, prune};
+
+impl Reconciliation<'_> {
+    /// What the run would do: the apply's report, and, once every object would apply (an
+    /// object of a kind a CRD of the build defines cannot, before the CRD exists), the prune
+    /// decision on the record as the apply would leave it.
+    pub(in crate::operator::reconcile) async fn planned(
+        &self,
+        cluster: &Cluster,
+        run: &Run<'_>,
+        report: ApplyReport,
+        crd_kinds: CrdKinds,
+        revision: &str,
+    ) -> Done {
+        let applyset = self.applyset;
+        let applied_all = report.objects.iter().enumerate().all(|(index, object)| match &object.result {
+            Ok(_) => true,
+            Err(error) => error.category == ErrorCategory::NoMatch && crd_kinds.get(index).is_some_and(|k| k.0),
+        });
+        let decision = if applied_all && applyset.spec.prune {
+            let recorded = self.previous.inventory.as_ref().and_then(|i| i.members.as_deref());
+            let members = inventory::with_applied(recorded, &report.visited);
+            let namespace = applyset.namespace_or_default();
+            let timeout = self.intervals.timeout;
+            let scope = prune::Scope::of_run(applyset, &namespace, &members, recorded.is_some(), revision, timeout);
+            Some(match self.ctx.api_index(cluster, false).await {
+                Ok(index) => prune::decide(run, &index, &report.visited, &scope).await,
+                Err(error) => prune::Decision { error: Some(error.to_string()), ..prune::Decision::default() },
+            })
+        } else {
+            None
+        };
+        let planned = Planned { report, crd_kinds, decision };
+        Done { revision: revision.to_owned(), planned: Some(Box::new(planned)), ..Done::default() }
+    }
+}
 
 /// Secrets whose annotation holds hashes (`spec.secrets: Hashed`) under the controller's key,
 /// which a plan does not have: a recorded hash is read back as the manifest's value (unchanged
 /// since the last apply), so the patch sends the values that differ from the live Secret's.
-pub(super) struct UnkeyedHashes;
+pub(in crate::operator::reconcile) struct UnkeyedHashes;
 
 impl LastAppliedCodec for UnkeyedHashes {
     fn encode(&self, _configuration: &Value) -> Option<Value> {
@@ -43,7 +85,7 @@ impl LastAppliedCodec for UnkeyedHashes {
 
 /// The controller's patch filter, then: a Secret's hashed annotation is not rewritten (a plan
 /// cannot make the controller's hashes; the values are compared instead).
-pub(super) fn keeping_hashed_annotations(filter: Option<PatchFilter>) -> PatchFilter {
+pub(in crate::operator::reconcile) fn keeping_hashed_annotations(filter: Option<PatchFilter>) -> PatchFilter {
     PatchFilter(Arc::new(move |object, live, patch| {
         if let Some(filter) = &filter {
             (filter.0)(object, live, patch);

@@ -18,8 +18,10 @@ pub struct Done {
     pub created: Vec<String>,
     pub configured: Vec<String>,
     pub pruned: Vec<String>,
-    /// Objects prune left in place on purpose, and lists it could not make (one line each).
-    pub prune_skipped: Vec<String>,
+    /// Objects prune left in place, not on purpose (not in the record, another owner's, …).
+    pub prune_skipped: Vec<InventoryObject>,
+    /// What prune could not look at (lists the identity may not make).
+    pub prune_warnings: Vec<String>,
     pub drifted: Vec<DriftedObject>,
     /// Drift was corrected (Correct mode) rather than only reported.
     pub corrected: bool,
@@ -32,8 +34,8 @@ pub struct Done {
     pub left_behind_changed: bool,
     /// Warnings for the user (earlier revisions that could not be read).
     pub warnings: Vec<String>,
-    /// Left git with `applyset.dev/prune: disabled` and kept.
-    pub orphaned: Vec<String>,
+    /// Left git with `applyset.dev/prune: disabled` and kept (newly, since the last run).
+    pub orphaned: Vec<InventoryObject>,
     /// What was applied: the spec fields that shape the apply, and the post-build variables
     /// (`status.lastAppliedSpecDigest`).
     pub applied_digest: String,
@@ -42,13 +44,21 @@ pub struct Done {
     /// Set when this run only recorded a new commit whose inputs are those of the revision
     /// applied before (this one): nothing was checked out, built or applied.
     pub inputs_unchanged_since: Option<String>,
-    pub counts: (u64, u64, u64),
+    pub counts: ObjectCounts,
     /// The revision moved since the last applied one: from what, and how.
     pub history: Option<crate::source::RevisionChange>,
     /// What the health step found, when the ApplySet waits for health.
     pub health: Option<super::waiting::Verdict>,
     /// A plan's run (a dry run): what it would do, in place of all of the above.
     pub planned: Option<Box<Planned>>,
+}
+
+/// The objects of a run by state (`applyset_objects`).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct ObjectCounts {
+    pub applied: u64,
+    pub drifted: u64,
+    pub failed: u64,
 }
 
 /// What a plan's run would do: the apply's report (in the build's order), the kinds the
@@ -146,7 +156,7 @@ pub fn classify(report: &ApplyReport, revision: &str, steady: bool, report_only:
     }
     let failed = inventory.iter().filter(|o| o.state == status::STATE_FAILED).count() as u64;
     let drifted = inventory.iter().filter(|o| o.state == status::STATE_DRIFTED).count() as u64;
-    done.counts = (inventory.len() as u64 - failed - drifted, drifted, failed);
+    done.counts = ObjectCounts { applied: inventory.len() as u64 - failed - drifted, drifted, failed };
     Classified { done, inventory, errors }
 }
 
@@ -314,7 +324,7 @@ mod tests {
         let classified = classify(&sample(), "main@sha1:1", false, false);
         assert_eq!(classified.done.configured, ["configmap/a"]);
         assert!(classified.done.drifted.is_empty());
-        assert_eq!(classified.done.counts, (2, 0, 1));
+        assert_eq!(classified.done.counts, ObjectCounts { applied: 2, drifted: 0, failed: 1 });
         assert_eq!(
             classified.errors,
             ["app/c.yaml: document 1 (line 1): error when creating \"app/c.yaml\": forbidden"]
@@ -333,11 +343,11 @@ mod tests {
         assert!(corrected.done.configured.is_empty());
         let fields = &corrected.done.drifted[0].fields;
         assert_eq!((fields[0].path.as_str(), fields[0].manager.as_deref()), ("data.value", Some("kubectl-edit")));
-        assert_eq!(corrected.done.counts, (2, 0, 1));
+        assert_eq!(corrected.done.counts, ObjectCounts { applied: 2, drifted: 0, failed: 1 });
 
         let reported = classify(&sample(), "main@sha1:1", true, true);
         assert!(!reported.done.corrected);
-        assert_eq!(reported.done.counts, (1, 1, 1));
+        assert_eq!(reported.done.counts, ObjectCounts { applied: 1, drifted: 1, failed: 1 });
         assert_eq!(reported.inventory[0].state, "Drifted");
         let mut status = ApplySetStatus::default();
         set_drift_condition(&mut status, &reported.done, Some(3), &Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH));
@@ -361,7 +371,7 @@ mod tests {
         };
         let classified = classify(&report, "main@sha1:1", true, true);
         assert!(classified.done.drifted.is_empty());
-        assert_eq!(classified.done.counts, (1, 0, 0));
+        assert_eq!(classified.done.counts, ObjectCounts { applied: 1, drifted: 0, failed: 0 });
     }
 
     #[test]

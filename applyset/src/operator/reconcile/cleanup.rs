@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use kube::runtime::controller::Action;
 
+use super::publish::describe_skipped;
 use super::steps::apply::{owned_writes, parent_for};
-use super::steps::prune::describe_skipped;
 use super::{REDACT_PARTS, ReconcileError, redact_owner};
 use crate::apply::DryRun;
 use crate::applyset::Run;

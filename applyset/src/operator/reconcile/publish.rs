@@ -8,9 +8,9 @@ use kube::runtime::controller::Action;
 
 use super::{ReconcileError, now};
 use crate::fields::Reason;
-use crate::operator::api::{ApplySet, ApplySetStatus, DriftedObject};
+use crate::operator::api::{ApplySet, ApplySetStatus, DriftedObject, InventoryObject};
 use crate::operator::context::Context;
-use crate::operator::outcome::{Done, describe_drift, set_drift_condition};
+use crate::operator::outcome::{Done, ObjectCounts, describe_drift, set_drift_condition};
 use crate::operator::schedule::{Intervals, backoff, with_jitter};
 use crate::operator::status::{self, READY, Stage, StepError, reason};
 use crate::operator::waiting::Verdict;
@@ -39,7 +39,7 @@ impl Finish<'_> {
         let key = self.applyset.key();
         let generation = self.applyset.metadata.generation;
         let now = now();
-        let (applied, drifted, failed) = done.counts;
+        let ObjectCounts { applied, drifted, failed } = done.counts;
         let unchanged = done.inputs_unchanged_since.is_some();
         if !unchanged {
             self.ctx.metrics.set_objects(&key, applied, drifted, failed);
@@ -238,13 +238,14 @@ async fn publish_success_events(ctx: &Context, applyset: &ApplySet, done: &Done,
         ctx.event(applyset, false, "Pruned", "Prune", format!("pruned: {}", list(&done.pruned))).await;
     }
     if !done.orphaned.is_empty() {
-        let note =
-            format!("left git and kept (a do-not-prune mark, see status.pruneSkipped): {}", list(&done.orphaned));
+        let names: Vec<String> = done.orphaned.iter().map(|e| format!("{} {}{}", e.kind, e.name, place(e))).collect();
+        let note = format!("left git and kept (a do-not-prune mark, see status.pruneSkipped): {}", list(&names));
         ctx.event(applyset, false, "Orphaned", "Prune", note).await;
     }
-    if !done.prune_skipped.is_empty() {
-        ctx.event(applyset, true, "PruneSkipped", "Prune", format!("not pruned: {}", done.prune_skipped.join("; ")))
-            .await;
+    if !done.prune_skipped.is_empty() || !done.prune_warnings.is_empty() {
+        let lines: Vec<String> =
+            done.prune_skipped.iter().map(describe_skipped).chain(done.prune_warnings.iter().cloned()).collect();
+        ctx.event(applyset, true, "PruneSkipped", "Prune", format!("not pruned: {}", lines.join("; "))).await;
     }
     if !done.drifted.is_empty() {
         let (why, action) = if done.corrected {
@@ -285,4 +286,15 @@ async fn left_behind_events(ctx: &Context, applyset: &ApplySet, done: &Done) {
     if !done.warnings.is_empty() {
         ctx.event(applyset, true, "HistoryUnavailable", "DetectDrift", done.warnings.join("; ")).await;
     }
+}
+
+/// ` in <namespace>` of a namespaced object, nothing for a cluster-scoped one.
+fn place(entry: &InventoryObject) -> String {
+    entry.namespace.as_ref().map(|ns| format!(" in {ns}")).unwrap_or_default()
+}
+
+/// `configmap/x in ns: NotInInventory (…)`.
+pub(super) fn describe_skipped(entry: &InventoryObject) -> String {
+    let message = entry.message.as_deref().unwrap_or_default();
+    format!("{} {}{}: {} ({message})", entry.kind, entry.name, place(entry), entry.state)
 }

@@ -5,7 +5,6 @@ use super::super::Reconciliation;
 use crate::apply::ApplyReport;
 use crate::applyset::Run;
 use crate::cluster::Cluster;
-use crate::operator::api::InventoryObject;
 use crate::operator::inventory;
 use crate::operator::outcome::Done;
 use crate::operator::prune;
@@ -43,16 +42,11 @@ impl Reconciliation<'_> {
         done.pruned = pruned.deleted.clone();
         // Orphaned objects were kept on purpose: an `Orphaned` Event, not a warning.
         let unexpected = pruned.skipped.iter().filter(|e| e.state != inventory::skipped::ORPHANED);
-        done.prune_skipped = unexpected.map(describe_skipped).chain(pruned.warnings.iter().cloned()).collect();
+        done.prune_skipped = unexpected.cloned().collect();
+        done.prune_warnings = pruned.warnings.clone();
         // Newly orphaned only (of those the status lists): a steady run publishes nothing.
         let orphaned = status.prune_skipped.iter().filter(|e| e.state == inventory::skipped::ORPHANED);
-        done.orphaned = orphaned
-            .filter(|e| !previous.prune_skipped.contains(e))
-            .map(|e| {
-                let place = e.namespace.as_ref().map(|ns| format!(" in {ns}")).unwrap_or_default();
-                format!("{} {}{place}", e.kind, e.name)
-            })
-            .collect();
+        done.orphaned = orphaned.filter(|e| !previous.prune_skipped.contains(e)).cloned().collect();
         if let Some(message) = pruned.guarded {
             return Err(StepError::new(Stage::PruneGuarded, message));
         }
@@ -73,10 +67,4 @@ impl Reconciliation<'_> {
         self.ctx.written.note(&self.applyset.key(), run.parent().written_version());
         finished.map_err(|e| StepError::of(Stage::Apply, e))
     }
-}
-
-/// `configmap/x in ns: NotInInventory (…)`.
-pub(in crate::operator::reconcile) fn describe_skipped(entry: &InventoryObject) -> String {
-    let place = entry.namespace.as_ref().map(|ns| format!(" in {ns}")).unwrap_or_default();
-    format!("{} {}{place}: {} ({})", entry.kind, entry.name, entry.state, entry.message.as_deref().unwrap_or_default())
 }

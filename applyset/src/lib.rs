@@ -16,6 +16,7 @@ pub mod manifest;
 pub mod operator;
 pub mod printers;
 pub mod redact;
+pub mod reference;
 pub mod sops;
 pub mod source;
 pub mod ui;

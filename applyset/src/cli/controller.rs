@@ -150,6 +150,8 @@ pub const DEFAULT_LEADER_ELECTION_ID: &str = "applyset-controller";
 /// Leader election on a coordination.k8s.io Lease: only the leader reconciles.
 #[derive(Debug, Args)]
 pub struct LeaderArgs {
+    /// Elect a leader on a Lease: only the replica holding it reconciles; the others stand by,
+    /// ready to take over.
     #[arg(long, env = "APPLYSET_LEADER_ELECT")]
     pub leader_elect: bool,
     /// The Lease's namespace (default: $POD_NAMESPACE, else `default`).
@@ -175,13 +177,16 @@ pub struct LeaderArgs {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum LogFormat {
+    /// A line of text per event.
     Plain,
+    /// A JSON object per event, one a line.
     Json,
 }
 
 /// Logs go to stderr; the level comes from RUST_LOG (default `info`).
 #[derive(Debug, Args)]
 pub struct LoggingArgs {
+    /// How log lines are written.
     #[arg(long, env = "APPLYSET_LOG_FORMAT", value_enum, default_value = "plain")]
     pub log_format: LogFormat,
 }

@@ -64,7 +64,8 @@ pub enum Command {
     /// detect drift, report status), serve metrics and health probes, and optionally elect a
     /// leader so that only one replica writes.
     Controller(ControllerArgs),
-    /// Print the ApplySet CustomResourceDefinition (YAML), generated from the Rust types.
+    /// Print the CustomResourceDefinitions of ApplySet and ApplySetRecord (YAML), generated from
+    /// the Rust types.
     Crd,
     /// List ApplySets (or show one) with their readiness, revision and state.
     Get(GetArgs),

@@ -8,8 +8,10 @@ use clap::{Args, Subcommand};
 pub enum PatchCommand {
     /// Two-way patch from --original to --modified; prints {"patch": P, "result": R}.
     TwoWay {
+        /// The document before (JSON or YAML).
         #[arg(long, value_name = "FILE")]
         original: PathBuf,
+        /// The document after (JSON or YAML).
         #[arg(long, value_name = "FILE")]
         modified: PathBuf,
         #[command(flatten)]
@@ -18,10 +20,13 @@ pub enum PatchCommand {
     /// Three-way patch as kubectl apply computes it (original = last-applied configuration,
     /// modified = new manifest, current = live object); prints {"patch": P, "result": R}.
     ThreeWay {
+        /// The last-applied configuration (JSON or YAML).
         #[arg(long, value_name = "FILE")]
         original: PathBuf,
+        /// The new manifest (JSON or YAML).
         #[arg(long, value_name = "FILE")]
         modified: PathBuf,
+        /// The live object (JSON or YAML).
         #[arg(long, value_name = "FILE")]
         current: PathBuf,
         /// Fail with exit code 3 when the patch conflicts with changes made from original to
@@ -33,8 +38,11 @@ pub enum PatchCommand {
     },
     /// Apply a patch to a document as the API server would; prints {"result": R}.
     Apply {
+        /// The document to patch (JSON or YAML).
         #[arg(long, value_name = "FILE")]
         current: PathBuf,
+        /// The patch (JSON or YAML): a strategic merge patch with --openapi, else a JSON merge
+        /// patch.
         #[arg(long, value_name = "FILE")]
         patch: PathBuf,
         #[command(flatten)]

@@ -100,7 +100,10 @@ pub struct Cluster {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ClusterIdentity {
+    /// The API server's URL.
     pub server: String,
+    /// 16 hex digits of a SHA-256 of the CA certificates trusted; unset when none is
+    /// configured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ca_digest: Option<String>,
 }

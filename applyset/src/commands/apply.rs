@@ -240,7 +240,7 @@ pub async fn build_kustomization(
 }
 
 /// kubectl's `--record` annotation.
-const CHANGE_CAUSE: &str = "kubernetes.io/change-cause";
+const CHANGE_CAUSE: &str = crate::keys::CHANGE_CAUSE_ANNOTATION;
 
 /// The command as kubectl records it: the program and subcommand, then every flag as given,
 /// in order, written `--name=value` (short flags by their long name).

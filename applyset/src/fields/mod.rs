@@ -127,7 +127,7 @@ pub fn is_protected(path: &FieldPath) -> bool {
         || PROTECTED_METADATA.iter().any(|key| path.starts_with(&["metadata", key]))
         || path.starts_with(&["metadata", "annotations", LAST_APPLIED_ANNOTATION])
         // Set on every Namespace by the apiserver.
-        || path.starts_with(&["metadata", "labels", "kubernetes.io/metadata.name"])
+        || path.starts_with(&["metadata", "labels", crate::keys::NAMESPACE_NAME_LABEL])
 }
 
 /// The stale fields of an object: what merging its earlier revisions' manifests (oldest first)

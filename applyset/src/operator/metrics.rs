@@ -9,6 +9,7 @@
 //! bounded by the number of ApplySets, never by their objects.
 
 mod conditions;
+mod described;
 mod git;
 
 use std::collections::HashMap;
@@ -17,11 +18,12 @@ use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use prometheus::{
-    Encoder, Gauge, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
-    TextEncoder,
+    Encoder, Gauge, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, TextEncoder,
 };
 
 use self::conditions::ConditionGauge;
+use self::described::DescribedRegistry;
+pub use self::described::MetricDescription;
 use self::git::GitMetrics;
 pub use self::git::SourceStep;
 use super::lock;
@@ -42,7 +44,7 @@ const RESULTS_BESIDES_STAGES: [&str; 4] = ["success", "inputs_unchanged", "waiti
 
 /// The controller's metrics and the registry that exports them.
 pub struct Metrics {
-    registry: Registry,
+    registry: DescribedRegistry,
     reconciles: IntCounterVec,
     reconcile_duration: HistogramVec,
     objects: IntGaugeVec,
@@ -73,9 +75,12 @@ struct ObjectCounts {
 }
 
 /// Registers a metric (the definitions are constants: failing is a bug) and returns it.
-fn register<C: prometheus::core::Collector + Clone + 'static>(registry: &Registry, metric: prometheus::Result<C>) -> C {
+fn register<C: prometheus::core::Collector + Clone + 'static>(
+    registry: &mut DescribedRegistry,
+    metric: prometheus::Result<C>,
+) -> C {
     let metric = metric.expect("valid metric definition");
-    registry.register(Box::new(metric.clone())).expect("metric names are unique");
+    registry.register(metric.clone());
     metric
 }
 
@@ -83,10 +88,10 @@ impl Metrics {
     /// Creates and registers all metrics, including the `process_*` ones (resident memory, CPU
     /// time, open file descriptors) on Linux.
     pub fn new() -> Metrics {
-        let registry = Registry::new();
+        let mut registry = DescribedRegistry::new();
 
         let reconciles = register(
-            &registry,
+            &mut registry,
             IntCounterVec::new(
                 Opts::new(
                     "applyset_reconcile_total",
@@ -96,7 +101,7 @@ impl Metrics {
             ),
         );
         let reconcile_duration = register(
-            &registry,
+            &mut registry,
             HistogramVec::new(
                 HistogramOpts::new(
                     "applyset_reconcile_duration_seconds",
@@ -107,7 +112,7 @@ impl Metrics {
             ),
         );
         let objects = register(
-            &registry,
+            &mut registry,
             IntGaugeVec::new(
                 Opts::new(
                     "applyset_objects",
@@ -117,40 +122,40 @@ impl Metrics {
             ),
         );
         let pruned = register(
-            &registry,
+            &mut registry,
             IntCounter::new(
                 "applyset_pruned_objects_total",
                 "Objects deleted because they left an ApplySet's manifests.",
             ),
         );
         let drift_corrected = register(
-            &registry,
+            &mut registry,
             IntCounter::new(
                 "applyset_drift_corrected_objects_total",
                 "Objects re-applied because they had drifted from git.",
             ),
         );
-        let git = GitMetrics::new(&registry);
+        let git = GitMetrics::new(&mut registry);
         let last_successful_sync = register(
-            &registry,
+            &mut registry,
             Gauge::new(
                 "applyset_last_successful_sync_timestamp_seconds",
                 "Unix time of the latest successful sync of any ApplySet (0 before the first).",
             ),
         );
         let leader = register(
-            &registry,
+            &mut registry,
             IntGauge::new("applyset_leader", "1 while this replica holds the leader lease and reconciles, else 0."),
         );
         let request_budget = register(
-            &registry,
+            &mut registry,
             Gauge::new(
                 "applyset_apiserver_request_budget",
                 "Requests per second the controller allows itself now: under --qps, following the apiserver.",
             ),
         );
         let throttled = register(
-            &registry,
+            &mut registry,
             IntCounter::new(
                 "applyset_apiserver_throttled_total",
                 "Requests the apiserver refused with 429 Too Many Requests (each sent again after its Retry-After).",
@@ -158,7 +163,7 @@ impl Metrics {
         );
 
         let webhook_requests = register(
-            &registry,
+            &mut registry,
             IntCounterVec::new(
                 Opts::new("applyset_webhook_requests_total", "Requests to the webhook receiver, by outcome."),
                 &["outcome"],
@@ -166,22 +171,22 @@ impl Metrics {
         );
 
         let watched_kinds = register(
-            &registry,
+            &mut registry,
             IntGauge::new("applyset_watched_kinds", "Resource types the watch cache of managed objects watches."),
         );
         let cached_objects = register(
-            &registry,
+            &mut registry,
             IntGauge::new("applyset_watch_cache_objects", "Managed objects held by the watch cache."),
         );
         let watch_failures = register(
-            &registry,
+            &mut registry,
             IntCounter::new(
                 "applyset_watch_failures_total",
                 "Watches of managed objects that failed (410 Gone, connection lost, forbidden) and were started again with a fresh list.",
             ),
         );
         let watch_changes = register(
-            &registry,
+            &mut registry,
             IntCounterVec::new(
                 Opts::new(
                     "applyset_watch_changes_total",
@@ -191,12 +196,10 @@ impl Metrics {
             ),
         );
 
-        let conditions = ConditionGauge::new(&registry);
+        let conditions = ConditionGauge::new(&mut registry);
 
         #[cfg(target_os = "linux")]
-        registry
-            .register(Box::new(prometheus::process_collector::ProcessCollector::for_self()))
-            .expect("process metric names are unique");
+        registry.register(prometheus::process_collector::ProcessCollector::for_self());
 
         // Export every state and every counter's labels from the start, so dashboards show 0
         // rather than "no data", and `increase()` in an alert sees a counter's first step (a
@@ -205,9 +208,13 @@ impl Metrics {
             objects.with_label_values(&[state]).set(0);
         }
         let stages = Stage::ALL.map(Stage::metric_label);
-        for result in RESULTS_BESIDES_STAGES.iter().chain(&stages) {
+        let results: Vec<&str> = RESULTS_BESIDES_STAGES.iter().chain(&stages).copied().collect();
+        for result in &results {
             reconciles.with_label_values(&[*result]).reset();
         }
+        // Unlike the counter's, the histogram's series are not exported from the start (each
+        // would be a line per bucket, for nothing): its results are declared instead.
+        registry.bound_label("applyset_reconcile_duration_seconds", "result", &results);
         for outcome in Outcome::ALL {
             webhook_requests.with_label_values(&[outcome.label()]).reset();
         }
@@ -320,7 +327,7 @@ impl Metrics {
         self.webhook_requests.with_label_values(&[outcome]).inc();
     }
 
-    /// Whether this replica leads (and so reconciles).
+    /// How many resource types the watch cache watches.
     pub fn set_watched_kinds(&self, kinds: u64) {
         self.watched_kinds.set(kinds as i64);
     }
@@ -347,6 +354,12 @@ impl Metrics {
 
     pub fn set_leader(&self, leader: bool) {
         self.leader.set(i64::from(leader));
+    }
+
+    /// Every metric registered, by name, with the label values exported from the start (what
+    /// the reference page of the metrics lists); see [`MetricDescription`].
+    pub fn describe(&self) -> Vec<MetricDescription> {
+        self.registry.describe()
     }
 
     /// All metrics in the Prometheus text exposition format (version 0.0.4).

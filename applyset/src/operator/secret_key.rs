@@ -58,7 +58,7 @@ pub async fn load_or_create(client: &Client, namespace: &str, name: &str) -> Res
         let secret = Secret {
             metadata: ObjectMeta {
                 name: Some(name.to_owned()),
-                labels: Some(BTreeMap::from([("app.kubernetes.io/managed-by".to_owned(), "applyset".to_owned())])),
+                labels: Some(BTreeMap::from([(crate::keys::MANAGED_BY_LABEL.to_owned(), "applyset".to_owned())])),
                 ..ObjectMeta::default()
             },
             type_: Some("Opaque".into()),

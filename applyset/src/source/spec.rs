@@ -72,6 +72,7 @@ pub struct GitRef {
 #[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SecretRef {
+    /// The Secret's name, in the ApplySet's namespace.
     pub name: String,
 }
 

@@ -59,6 +59,7 @@ pub struct DriftIgnoreRule {
     /// stale or foreign, e.g. an autoscaler that writes `replicas`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub managers: Vec<String>,
+    /// The objects the rule applies to (every field given must match); absent: every object.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<DriftTarget>,
 }
@@ -67,12 +68,16 @@ pub struct DriftIgnoreRule {
 #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DriftTarget {
+    /// The API group of the objects' apiVersion (`apps`; `""` for the core group).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group: Option<String>,
+    /// The objects' kind (`Deployment`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
+    /// The object's name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// The objects' namespace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
     /// A label selector in kubectl's syntax (`app=web,tier!=db`).

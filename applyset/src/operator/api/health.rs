@@ -11,7 +11,9 @@ use serde::{Deserialize, Serialize};
 pub struct HealthCheckReference {
     /// `apps/v1`, `v1`, `example.com/v1alpha1`.
     pub api_version: String,
+    /// The object's kind (`Deployment`).
     pub kind: String,
+    /// The object's name.
     pub name: String,
     /// Default: the ApplySet's namespace (ignored for cluster-scoped kinds).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -27,10 +29,13 @@ pub struct HealthCheckReference {
 #[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct HealthCheckExpression {
+    /// The apiVersion of the objects judged (`example.com/v1alpha1`).
     pub api_version: String,
+    /// The kind of the objects judged.
     pub kind: String,
     /// True when the object is what its spec asks for.
     pub current: String,
+    /// True when the object is still on its way (evaluated first).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub in_progress: Option<String>,
     /// True when the object failed and waiting will not help.
@@ -42,6 +47,7 @@ pub struct HealthCheckExpression {
 #[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DependencyReference {
+    /// The ApplySet's name.
     pub name: String,
     /// Default: this ApplySet's namespace.
     #[serde(default, skip_serializing_if = "Option::is_none")]

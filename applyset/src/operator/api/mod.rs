@@ -179,7 +179,9 @@ pub struct PostBuild {
 #[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SubstituteReference {
+    /// `ConfigMap` (its `data`) or `Secret` (its values, decoded).
     pub kind: SubstituteKind,
+    /// The object's name, in the ApplySet's namespace.
     pub name: String,
     /// A missing object is skipped instead of failing the run.
     #[serde(default)]

@@ -19,6 +19,7 @@ pub struct KubeConfigReference {
 #[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct KubeConfigSecretRef {
+    /// The Secret's name, in the ApplySet's namespace.
     pub name: String,
     /// The key holding the kubeconfig; unset: `value`, else `value.yaml`.
     #[serde(default, skip_serializing_if = "Option::is_none")]

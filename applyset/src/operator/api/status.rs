@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ApplySetStatus {
+    /// The `metadata.generation` the conditions describe.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
     /// `Ready`, `Reconciling`, `Stalled` (kstatus) and `Drifted`.
@@ -47,8 +48,10 @@ pub struct ApplySetStatus {
     /// The `applyset.dev/reconcile-requested-at` value last handled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_handled_reconcile_at: Option<String>,
+    /// What the ApplySet manages, as of the last run that applied.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inventory: Option<InventoryStatus>,
+    /// The drift the last check found; unset when it found none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drift: Option<DriftStatus>,
     /// Objects the last prune left in place on purpose, each with the reason in `state`
@@ -82,6 +85,7 @@ pub struct PreviousCluster {
     /// `Pending` (the controller prunes them after a successful apply to the new cluster) or
     /// `Left` (it will not: the message says why; delete them there by hand).
     pub state: String,
+    /// What happened there, and what to do.
     pub message: String,
 }
 
@@ -104,6 +108,7 @@ pub struct AppliedRevision {
 #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct InventoryStatus {
+    /// How many objects the ApplySet manages.
     pub count: u64,
     /// Object counts by state (`Applied`, `Drifted`, `Failed`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -111,6 +116,7 @@ pub struct InventoryStatus {
     /// `Kind[.group]`, sorted.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub group_kinds: Vec<String>,
+    /// The namespaces of its namespaced objects, sorted.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub namespaces: Vec<String>,
     /// The objects worth a look (failed, then drifted, then applied server-side or not yet
@@ -146,9 +152,11 @@ pub struct InventoryStatus {
 pub struct InventoryMember {
     /// `Kind[.group]`.
     pub kind: String,
+    /// Unset for a cluster-scoped object.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
     pub name: String,
+    /// The UID of the object applied: prune deletes the object only while it has this UID.
     pub uid: String,
 }
 
@@ -161,17 +169,20 @@ fn is_zero(n: &u64) -> bool {
 pub struct InventoryObject {
     /// `Kind[.group]`.
     pub kind: String,
+    /// Unset for a cluster-scoped object.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
     pub name: String,
     /// `Applied`, `Drifted` or `Failed`.
     pub state: String,
+    /// Why it failed, drifted or was left in place.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     /// The object's health (kstatus: `Current`, `InProgress`, `Failed`, `Terminating`,
     /// `Unknown`) when the ApplySet waits for it, and why when not `Current`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub health: Option<String>,
+    /// Why the object is not `Current`, as its status says.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub health_message: Option<String>,
     /// `ServerSide` for an object applied with server-side apply (its last-applied annotation
@@ -184,6 +195,7 @@ pub struct InventoryObject {
 #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DriftStatus {
+    /// How many objects drifted.
     pub count: u64,
     /// `Correct` or `Report`, as configured when the drift was found.
     pub mode: String,
@@ -199,13 +211,17 @@ pub struct DriftStatus {
     pub removed: Vec<DriftedObject>,
 }
 
+/// An object with drifted fields.
 #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DriftedObject {
+    /// `Kind[.group]`.
     pub kind: String,
+    /// Unset for a cluster-scoped object.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
     pub name: String,
+    /// Its drifted fields, at most a fixed number.
     pub fields: Vec<DriftedField>,
 }
 

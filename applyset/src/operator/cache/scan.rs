@@ -15,21 +15,7 @@ use serde_json::value::RawValue;
 
 use super::store::{Body, Entry};
 use crate::applyset::{LAST_APPLIED_ANNOTATION as LAST_APPLIED, Listed, PART_OF_LABEL, PruneMark};
-
-/// Annotations the cluster's own controllers write on objects a set applies, by themselves:
-/// kube-controller-manager's Deployment revision (at each rollout, just after the apply that
-/// started it), and the volume binder's and scheduler's marks on a PersistentVolumeClaim. A
-/// change to them alone is like a change of status: those managers' fields are never drift,
-/// stale or foreign, so checking at once would be a whole run for nothing (one written by hand
-/// is still found by the next interval's run).
-const CLUSTER_ANNOTATIONS: [&str; 6] = [
-    "deployment.kubernetes.io/revision",
-    "pv.kubernetes.io/bind-completed",
-    "pv.kubernetes.io/bound-by-controller",
-    "volume.kubernetes.io/storage-provisioner",
-    "volume.beta.kubernetes.io/storage-provisioner",
-    "volume.kubernetes.io/selected-node",
-];
+use crate::keys::CLUSTER_ANNOTATIONS;
 
 /// What the digest leaves out of the object: the status, and `apiVersion` and `kind`, which a
 /// LIST's items leave out and a watch event's object has.

@@ -23,9 +23,8 @@ use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use self::codec::CorruptRecord;
 use super::api::{ApplySet, ApplySetRecord, ApplySetRecordSpec, ApplySetStatus, InventoryMember, MemberRecordRef};
 
-/// The label on every part: the UID of the ApplySet it records (a re-created ApplySet of the
-/// same name has its own parts).
-pub const RECORD_OF_LABEL: &str = "applyset.dev/record-of";
+/// The label on every part: the UID of the ApplySet it records.
+pub use crate::keys::RECORD_OF_LABEL;
 
 /// The field manager of the parts.
 const MANAGER: &str = "applyset-controller";

@@ -10,9 +10,11 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use prometheus::Opts;
 use prometheus::core::{Collector, Desc, Describer};
 use prometheus::proto::{Gauge, LabelPair, Metric, MetricFamily, MetricType};
-use prometheus::{Opts, Registry};
+
+use super::described::DescribedRegistry;
 
 use crate::operator::lock;
 use crate::operator::status::{DRIFTED, HEALTHY, READY};
@@ -52,11 +54,13 @@ struct Shared {
 struct Scraped(Arc<Shared>);
 
 impl ConditionGauge {
-    pub(super) fn new(registry: &Registry) -> ConditionGauge {
+    pub(super) fn new(registry: &mut DescribedRegistry) -> ConditionGauge {
         let labels = ["namespace", "name", "type", "status"].map(String::from).to_vec();
         let desc = Opts::new(NAME, HELP).variable_labels(labels).describe().expect("a valid metric definition");
         let shared = Arc::new(Shared { desc, by_applyset: Mutex::new(BTreeMap::new()) });
-        registry.register(Box::new(Scraped(shared.clone()))).expect("metric names are unique");
+        registry.register(Scraped(shared.clone()));
+        registry.bound_label(NAME, "type", &TYPES);
+        registry.bound_label(NAME, "status", &STATUSES);
         ConditionGauge { shared }
     }
 
@@ -105,9 +109,8 @@ impl Collector for Scraped {
                 }
             }
         }
-        if metrics.is_empty() {
-            return Vec::new();
-        }
+        // Empty, the family still says the metric's type (the reference reads it); a scrape
+        // leaves empty families out.
         let mut family = MetricFamily::default();
         family.set_name(NAME.into());
         family.set_help(HELP.into());

@@ -4,8 +4,9 @@
 
 use std::time::Duration;
 
-use prometheus::{Histogram, HistogramOpts, IntCounterVec, Opts, Registry};
+use prometheus::{Histogram, HistogramOpts, IntCounterVec, Opts};
 
+use super::described::DescribedRegistry;
 use super::register;
 use crate::source::ErrorCategory;
 
@@ -45,7 +46,7 @@ pub(super) struct GitMetrics {
 }
 
 impl GitMetrics {
-    pub(super) fn new(registry: &Registry) -> GitMetrics {
+    pub(super) fn new(registry: &mut DescribedRegistry) -> GitMetrics {
         let network_duration = register(
             registry,
             Histogram::with_opts(

@@ -32,7 +32,7 @@ pub fn page_of(mut command: Command) -> String {
     out.push_str("# Command-line reference\n\n");
     out.push_str("Every command takes `-h` (a summary) and `--help` (this text). Commands:\n\n");
     for listed in &commands {
-        let _ = writeln!(out, "- [{}](#{}): {}", full_name(listed), anchor(listed), summary(listed));
+        let _ = writeln!(out, "- [{}](#{}): {}", full_name(listed), anchor(listed), paragraphs(&summary(listed)));
     }
     out.push('\n');
     for listed in &commands {

@@ -23,7 +23,8 @@ pub struct Field {
     pub default: Option<Value>,
     /// The allowed values (`enum`), without the `null` of an optional enum.
     pub allowed: Vec<String>,
-    /// Validation beyond the type: pattern, lengths, bounds, CEL rules' messages.
+    /// Validation beyond the type (pattern, lengths, bounds, CEL rules' messages), each as
+    /// Markdown for a table cell.
     pub constraints: Vec<String>,
     pub description: String,
 }
@@ -92,25 +93,27 @@ fn constraints(schema: &Value) -> Vec<String> {
         constraints.push(format!("matches {}", code(pattern)));
     }
     let unsigned = schema["format"].as_str().is_some_and(|format| format.starts_with("uint"));
+    // Keyword, wording, and what is counted (made plural unless the bound is 1).
     let bounds = [
-        ("minLength", "at least {} characters"),
-        ("maxLength", "at most {} characters"),
-        ("minItems", "at least {} items"),
-        ("maxItems", "at most {} items"),
-        ("minimum", "at least {}"),
-        ("maximum", "at most {}"),
+        ("minLength", "at least", " character"),
+        ("maxLength", "at most", " character"),
+        ("minItems", "at least", " item"),
+        ("maxItems", "at most", " item"),
+        ("minimum", "at least", ""),
+        ("maximum", "at most", ""),
     ];
-    for (keyword, wording) in bounds {
+    for (keyword, wording, unit) in bounds {
         let Some(bound) = schema[keyword].as_f64() else { continue };
         // An unsigned integer's 0 says what its format says already.
         if keyword == "minimum" && unsigned && bound == 0.0 {
             continue;
         }
-        constraints.push(wording.replace("{}", &number(bound)));
+        let plural = if unit.is_empty() || bound == 1.0 { "" } else { "s" };
+        constraints.push(format!("{wording} {}{unit}{plural}", number(bound)));
     }
     for rule in schema["x-kubernetes-validations"].as_array().into_iter().flatten() {
         match rule["message"].as_str() {
-            Some(message) => constraints.push(message.to_owned()),
+            Some(message) => constraints.push(cell(message)),
             None => constraints.push(format!("the rule {}", code(rule["rule"].as_str().unwrap_or_default()))),
         }
     }
@@ -133,8 +136,7 @@ pub fn fields_table(fields: &[Field]) -> Table {
             notes.push(format!("One of {}.", code_list(&field.allowed)));
         }
         if !field.constraints.is_empty() {
-            let constraints: Vec<String> = field.constraints.iter().map(|constraint| cell(constraint)).collect();
-            notes.push(format!("Validation: {}.", constraints.join("; ")));
+            notes.push(format!("Validation: {}.", field.constraints.join("; ")));
         }
         for note in notes {
             if !description.is_empty() {
@@ -266,7 +268,7 @@ mod tests {
         assert!(!by_path("spec.mode").required);
         assert_eq!(by_path("spec.source").constraints, ["set one"]);
         assert_eq!(by_path("spec.percent").constraints, ["at most 100"], "an unsigned integer's minimum 0 is implied");
-        assert_eq!(by_path("spec.source.url").constraints, ["at least 1 characters"]);
+        assert_eq!(by_path("spec.source.url").constraints, ["at least 1 character"]);
     }
 
     #[test]
@@ -276,14 +278,14 @@ mod tests {
             "required": ["url"],
             "properties": {
                 "mode": {"type": "string", "default": "Correct", "enum": ["Correct", "Report"], "description": "What to do\nwith drift."},
-                "url": {"type": "string", "pattern": "^https://", "description": "The repository | its URL."}
+                "url": {"type": "string", "pattern": "^(https|ssh)://", "maxLength": 200, "description": "The repository | its URL."}
             }
         });
         let expected = "\
 | Field | Type | Required | Default | Description |
 | --- | --- | --- | --- | --- |
 | `spec.mode` | string | optional | `Correct` | What to do with drift.<br><br>One of `Correct`, `Report`. |
-| `spec.url` | string | required |  | The repository \\| its URL.<br><br>Validation: matches `^https://`. |
+| `spec.url` | string | required |  | The repository \\| its URL.<br><br>Validation: matches `^(https\\|ssh)://`; at most 200 characters. |
 ";
         assert_eq!(fields_table(&fields("spec", &schema)).render(), expected);
     }

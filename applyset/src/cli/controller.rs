@@ -59,10 +59,10 @@ pub struct ScopeArgs {
     /// ApplySets reconciled at once, shared fairly between namespaces. More runs with fewer
     /// objects each keep the apiserver busier than the reverse at the same number in flight
     /// (16 × 8 against 8 × 16: see the README's benchmarks).
-    #[arg(long, env = "APPLYSET_CONCURRENT_RECONCILES", default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=256))]
+    #[arg(long, env = "APPLYSET_CONCURRENT_RECONCILES", default_value_t = 16, value_name = "COUNT", value_parser = clap::value_parser!(u16).range(1..=256))]
     pub concurrent_reconciles: u16,
     /// Objects applied at once within one ApplySet.
-    #[arg(long, env = "APPLYSET_APPLY_CONCURRENCY", default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=256))]
+    #[arg(long, env = "APPLYSET_APPLY_CONCURRENCY", default_value_t = 8, value_name = "COUNT", value_parser = clap::value_parser!(u32).range(1..=256))]
     pub apply_concurrency: u32,
     /// Where git checkouts are cached (needs to be writable; an emptyDir in a pod).
     #[arg(long, env = "APPLYSET_CACHE_DIR", default_value = "/tmp/applyset-cache", value_name = "DIR")]
@@ -159,19 +159,19 @@ pub struct LeaderArgs {
     pub leader_election_namespace: Option<String>,
     /// The Lease's name (with --shard-selector and this default, the name gets a digest of the
     /// selector: each shard elects its own leader).
-    #[arg(long, env = "APPLYSET_LEADER_ELECTION_ID", default_value = DEFAULT_LEADER_ELECTION_ID)]
+    #[arg(long, env = "APPLYSET_LEADER_ELECTION_ID", default_value = DEFAULT_LEADER_ELECTION_ID, value_name = "NAME")]
     pub leader_election_id: String,
     /// This replica's identity (default: $POD_NAME, else the host name, plus a random suffix).
-    #[arg(long, env = "POD_NAME")]
+    #[arg(long, env = "POD_NAME", value_name = "IDENTITY")]
     pub leader_election_identity: Option<String>,
     /// Go duration: how long standbys wait before taking over an unrenewed lease.
-    #[arg(long, default_value = "15s")]
+    #[arg(long, default_value = "15s", value_name = "DURATION")]
     pub lease_duration: String,
     /// Go duration: how long the leader tries to renew before giving up leading.
-    #[arg(long, default_value = "10s")]
+    #[arg(long, default_value = "10s", value_name = "DURATION")]
     pub renew_deadline: String,
     /// Go duration: how often to renew (leader) or try to acquire (standby).
-    #[arg(long, default_value = "2s")]
+    #[arg(long, default_value = "2s", value_name = "DURATION")]
     pub retry_period: String,
 }
 
@@ -187,6 +187,6 @@ pub enum LogFormat {
 #[derive(Debug, Args)]
 pub struct LoggingArgs {
     /// How log lines are written.
-    #[arg(long, env = "APPLYSET_LOG_FORMAT", value_enum, default_value = "plain")]
+    #[arg(long, env = "APPLYSET_LOG_FORMAT", value_enum, default_value = "plain", value_name = "FORMAT")]
     pub log_format: LogFormat,
 }

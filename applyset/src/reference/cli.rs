@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
+use clap::builder::ValueParser;
 use clap::{Arg, ArgAction, Command, CommandFactory};
 
 use super::markdown::{Table, cell, code};
@@ -153,9 +154,11 @@ fn arguments_table(args: &[&Arg]) -> Table {
 
 /// The argument as typed: `-f, --filename <PATH>`, `--dry-run[=<MODE>]`, `<NAME>`.
 fn synopsis(arg: &Arg) -> String {
+    // clap's derive names a boolean's value after the field (`<RECURSIVE>`): what it takes is
+    // `true` or `false`.
     let value_names: Vec<String> = match arg.get_value_names() {
+        _ if is_boolean(arg) => vec!["BOOL".to_owned()],
         Some(names) => names.iter().map(ToString::to_string).collect(),
-        None if is_boolean(arg) => vec!["BOOL".to_owned()],
         None => vec![arg.get_id().to_string().to_uppercase()],
     };
     let values = value_names.iter().map(|name| format!("<{name}>")).collect::<Vec<_>>().join(" ");
@@ -204,8 +207,10 @@ fn describe(arg: &Arg) -> String {
     description
 }
 
+/// A flag (`--all`), or an option whose value is a boolean (kubectl's `--prune=false`).
 fn is_boolean(arg: &Arg) -> bool {
     matches!(arg.get_action(), ArgAction::SetTrue | ArgAction::SetFalse)
+        || arg.get_value_parser().type_id() == ValueParser::bool().type_id()
 }
 
 /// `applyset apply view-last-applied`; the root command by its name.
@@ -375,6 +380,13 @@ mod tests {
             arg(Arg::new("prune").long("prune").action(ArgAction::SetTrue).num_args(0..=1).require_equals(true)),
             "--prune[=<BOOL>]"
         );
+        let kubectl_boolean = Arg::new("force")
+            .long("force")
+            .num_args(0..=1)
+            .require_equals(true)
+            .value_name("FORCE")
+            .value_parser(|text: &str| text.parse::<bool>());
+        assert_eq!(arg(kubectl_boolean), "--force[=<BOOL>]");
         assert_eq!(arg(Arg::new("names").value_name("NAME").action(ArgAction::Append)), "[<NAME>]...");
     }
 

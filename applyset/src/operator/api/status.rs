@@ -155,6 +155,7 @@ pub struct InventoryMember {
     /// Unset for a cluster-scoped object.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
+    /// The object's name.
     pub name: String,
     /// The UID of the object applied: prune deletes the object only while it has this UID.
     pub uid: String,
@@ -172,6 +173,7 @@ pub struct InventoryObject {
     /// Unset for a cluster-scoped object.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
+    /// The object's name.
     pub name: String,
     /// `Applied`, `Drifted` or `Failed`.
     pub state: String,
@@ -220,6 +222,7 @@ pub struct DriftedObject {
     /// Unset for a cluster-scoped object.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
+    /// The object's name.
     pub name: String,
     /// Its drifted fields, at most a fixed number.
     pub fields: Vec<DriftedField>,

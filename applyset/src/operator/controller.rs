@@ -162,7 +162,7 @@ async fn serve(args: ControllerArgs) -> anyhow::Result<()> {
     if let Some(address) = args.serving.webhook_bind_address {
         let receiver =
             webhook::Receiver::new(client.clone(), receiver_view(&applysets, &watch, &stop), metrics.clone());
-        let server = http::bind_handler(address, receiver).await?;
+        let server = http::bind_router(address, webhook::router(receiver)).await?;
         server_tasks.push(tokio::spawn(server.run(stop.stopped())));
     }
 

@@ -1,8 +1,10 @@
 //! The controller's small HTTP servers: Prometheus metrics and the kubelet's health probes
-//! (this module's routes), and the webhook receiver (`super::webhook`), which plugs in its own
-//! [`Handler`].
+//! (this module's routes), and the webhook receiver (`super::webhook`), which brings its own
+//! [`Router`].
 //!
-//! A few fixed routes do not need a web framework; this is plain hyper over tokio.
+//! They are served by axum, as the web UI is: one HTTP server stack in the binary. What
+//! `axum::serve` does not do itself is done here: the deadline for a request's headers (see
+//! `connection`) and a bounded drain at shutdown.
 //!
 //! - `GET /metrics`: the Prometheus text exposition (only when given `Metrics`).
 //! - `GET /healthz`: liveness, 200 "ok" as long as the process serves requests.
@@ -11,24 +13,22 @@
 //! `HEAD` is answered like `GET` (without the body); other methods on these paths get 405, and
 //! any other path 404.
 
-use std::convert::Infallible;
-use std::future::Future;
+mod connection;
+
+use std::future::{Future, IntoFuture};
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
-use bytes::Bytes;
-use http_body_util::Full;
-use hyper::body::Incoming;
-use hyper::header::{ALLOW, CONTENT_TYPE, HeaderValue};
-use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::{TokioIo, TokioTimer};
+use axum::Router;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{MethodRouter, get};
+use http::StatusCode;
+use http::header::{ALLOW, CONTENT_TYPE};
 use tokio::net::TcpListener;
-use tokio::sync::watch;
-use tokio::task::JoinSet;
+use tokio::sync::{oneshot, watch};
 
 use super::metrics::Metrics;
 
@@ -36,16 +36,8 @@ use super::metrics::Metrics;
 const METRICS_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 const TEXT_CONTENT_TYPE: &str = "text/plain; charset=utf-8";
 
-/// A client that opens a connection and sends nothing (or trickles headers) would otherwise hold
-/// a task and a file descriptor forever.
-const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
-
 /// How long shutdown waits for requests in flight before dropping their connections.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
-
-/// Pause after a failed accept: the usual cause is running out of file descriptors, and retrying
-/// at once would spin.
-const ACCEPT_ERROR_BACKOFF: Duration = Duration::from_millis(100);
 
 /// What the probes report.
 #[derive(Debug, Default)]
@@ -80,32 +72,24 @@ pub async fn serve(
     Ok(())
 }
 
-/// A response, as every route builds it.
-pub type Reply = Response<Full<Bytes>>;
-
-/// What answers a server's requests.
-pub trait Handler: Send + Sync + 'static {
-    fn handle(self: Arc<Self>, request: Request<Incoming>) -> Pin<Box<dyn Future<Output = Reply> + Send>>;
-}
-
 /// Binds `addr` now, so that a caller learns of binding errors (and, for port 0, of the port the
 /// system chose) before it starts serving with [`Server::run`].
 pub async fn bind(addr: SocketAddr, metrics: Option<Arc<Metrics>>, health: Arc<Health>) -> anyhow::Result<Server> {
-    bind_handler(addr, Arc::new(Routes { metrics, health })).await
+    bind_router(addr, routes(metrics, health)).await
 }
 
-/// [`bind`] with any [`Handler`].
-pub async fn bind_handler(addr: SocketAddr, handler: Arc<dyn Handler>) -> anyhow::Result<Server> {
+/// [`bind`] with any routes.
+pub async fn bind_router(addr: SocketAddr, router: Router) -> anyhow::Result<Server> {
     let listener = TcpListener::bind(addr).await.with_context(|| format!("could not listen on {addr}"))?;
     let local_addr = listener.local_addr().with_context(|| format!("could not read the address bound for {addr}"))?;
-    Ok(Server { listener, local_addr, routes: handler })
+    Ok(Server { listener, local_addr, router })
 }
 
 /// A bound, not yet serving, server.
 pub struct Server {
     listener: TcpListener,
     local_addr: SocketAddr,
-    routes: Arc<dyn Handler>,
+    router: Router,
 }
 
 impl Server {
@@ -117,119 +101,70 @@ impl Server {
     /// Serves until `shutdown` resolves, then stops accepting, lets requests in flight finish
     /// (for a few seconds at most) and returns.
     pub async fn run(self, shutdown: impl Future<Output = ()> + Send + 'static) {
-        let Server { listener, local_addr, routes } = self;
+        let Server { listener, local_addr, router } = self;
         tracing::info!(address = %local_addr, "serving HTTP");
 
-        let (stop_connections, connections_stopped) = watch::channel(false);
-        let mut connections = JoinSet::new();
-        tokio::pin!(shutdown);
-        loop {
-            tokio::select! {
-                () = &mut shutdown => break,
-                accepted = listener.accept() => match accepted {
-                    Ok((stream, _peer)) => {
-                        connections.spawn(serve_connection(
-                            stream,
-                            Arc::clone(&routes),
-                            connections_stopped.clone(),
-                        ));
-                    }
-                    Err(error) => {
-                        tracing::warn!(address = %local_addr, %error, "could not accept an HTTP connection");
-                        tokio::time::sleep(ACCEPT_ERROR_BACKOFF).await;
-                    }
-                },
-                // Reap finished connections as we go, so the set does not grow without bound.
-                Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        // axum drains without a bound; the connections still open when the grace ends are
+        // ended by dropping `abandon`, which each of them watches.
+        let (abandon, abandoned) = watch::channel(());
+        let (stopping, stop_begun) = oneshot::channel();
+        let serving = axum::serve(connection::Listener::new(listener, abandoned), router)
+            .with_graceful_shutdown(async move {
+                shutdown.await;
+                let _ = stopping.send(());
+            })
+            .into_future();
+        let grace_over = async {
+            // The sender goes away without sending only when serving has ended anyway.
+            if stop_begun.await.is_ok() {
+                tokio::time::sleep(SHUTDOWN_GRACE).await;
+            } else {
+                std::future::pending::<()>().await;
             }
-        }
-
-        drop(listener);
-        // Receivers only ever see the latest value, so nobody can miss this.
-        let _ = stop_connections.send(true);
-        let drained =
-            tokio::time::timeout(SHUTDOWN_GRACE, async { while connections.join_next().await.is_some() {} }).await;
-        if drained.is_err() {
-            tracing::debug!(address = %local_addr, "dropping HTTP connections still open after shutdown");
-        }
-        // Dropping the set aborts whatever is left.
-    }
-}
-
-/// Serves one connection (keep-alive included) until the client closes it or shutdown begins.
-async fn serve_connection(stream: tokio::net::TcpStream, routes: Arc<dyn Handler>, mut stopped: watch::Receiver<bool>) {
-    let service = hyper::service::service_fn(move |request| {
-        let routes = Arc::clone(&routes);
-        async move { Ok::<_, Infallible>(routes.handle(request).await) }
-    });
-    let connection = hyper::server::conn::http1::Builder::new()
-        .timer(TokioTimer::new())
-        .header_read_timeout(HEADER_READ_TIMEOUT)
-        .serve_connection(TokioIo::new(stream), service);
-    tokio::pin!(connection);
-    // The sender going away also means shutdown.
-    let stopping = async move {
-        let _ = stopped.wait_for(|stopped| *stopped).await;
-    };
-
-    let result = tokio::select! {
-        result = connection.as_mut() => result,
-        () = stopping => {
-            // Finish the request in flight, if any, then close instead of keeping alive.
-            connection.as_mut().graceful_shutdown();
-            connection.await
-        }
-    };
-    if let Err(error) = result {
-        // Clients that disconnect mid-request or never send one are routine, not warnings.
-        tracing::debug!(%error, "HTTP connection ended with an error");
-    }
-}
-
-struct Routes {
-    metrics: Option<Arc<Metrics>>,
-    health: Arc<Health>,
-}
-
-impl Handler for Routes {
-    fn handle(self: Arc<Self>, request: Request<Incoming>) -> Pin<Box<dyn Future<Output = Reply> + Send>> {
-        Box::pin(async move { self.respond(&request) })
-    }
-}
-
-impl Routes {
-    fn respond(&self, request: &Request<Incoming>) -> Response<Full<Bytes>> {
-        let path = request.uri().path();
-        let is_known_path = match path {
-            "/metrics" => self.metrics.is_some(),
-            "/healthz" | "/readyz" => true,
-            _ => false,
         };
-        if !is_known_path {
-            return text(StatusCode::NOT_FOUND, "not found\n");
-        }
-        if request.method() != Method::GET && request.method() != Method::HEAD {
-            let mut response = text(StatusCode::METHOD_NOT_ALLOWED, "method not allowed\n");
-            response.headers_mut().insert(ALLOW, HeaderValue::from_static("GET, HEAD"));
-            return response;
-        }
-        match (path, &self.metrics) {
-            ("/metrics", Some(metrics)) => {
-                let mut response = Response::new(Full::new(Bytes::from(metrics.render())));
-                response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static(METRICS_CONTENT_TYPE));
-                response
+        tokio::select! {
+            // Serving with a graceful shutdown ends only when it is done, without an error.
+            _ = serving => {}
+            () = grace_over => {
+                tracing::debug!(address = %local_addr, "dropping HTTP connections still open after shutdown");
             }
-            ("/readyz", _) if !self.health.is_ready() => text(StatusCode::SERVICE_UNAVAILABLE, "not ready\n"),
-            _ => text(StatusCode::OK, "ok\n"),
         }
+        drop(abandon);
     }
 }
 
-pub(crate) fn text(status: StatusCode, body: &'static str) -> Response<Full<Bytes>> {
-    let mut response = Response::new(Full::new(Bytes::from_static(body.as_bytes())));
-    *response.status_mut() = status;
-    response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static(TEXT_CONTENT_TYPE));
+/// The metrics and probe routes.
+fn routes(metrics: Option<Arc<Metrics>>, health: Arc<Health>) -> Router {
+    let liveness = || async { text(StatusCode::OK, "ok\n") };
+    let readiness = move || async move {
+        match health.is_ready() {
+            true => text(StatusCode::OK, "ok\n"),
+            false => text(StatusCode::SERVICE_UNAVAILABLE, "not ready\n"),
+        }
+    };
+    let mut router =
+        Router::new().route("/healthz", read_only(get(liveness))).route("/readyz", read_only(get(readiness)));
+    if let Some(metrics) = metrics {
+        let exposition = move || async move { ([(CONTENT_TYPE, METRICS_CONTENT_TYPE)], metrics.render()) };
+        router = router.route("/metrics", read_only(get(exposition)));
+    }
+    router.fallback(|| async { text(StatusCode::NOT_FOUND, "not found\n") })
+}
+
+/// `route` (GET, and HEAD through it), answering other methods with 405 and `Allow: GET, HEAD`.
+fn read_only(route: MethodRouter) -> MethodRouter {
+    route.fallback(|| async { method_not_allowed("GET, HEAD") })
+}
+
+/// A 405 naming the methods allowed.
+pub(crate) fn method_not_allowed(allowed: &'static str) -> Response {
+    let mut response = text(StatusCode::METHOD_NOT_ALLOWED, "method not allowed\n");
+    response.headers_mut().insert(ALLOW, http::HeaderValue::from_static(allowed));
     response
+}
+
+pub(crate) fn text(status: StatusCode, body: &'static str) -> Response {
+    (status, [(CONTENT_TYPE, TEXT_CONTENT_TYPE)], body).into_response()
 }
 
 #[cfg(test)]
@@ -396,6 +331,23 @@ mod tests {
         let closed = tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut rest)).await;
         assert!(closed.is_ok(), "the idle connection is closed");
         assert!(TcpStream::connect(address).await.is_err(), "no longer listening");
+    }
+
+    #[tokio::test]
+    async fn a_client_that_never_completes_its_head_is_disconnected() {
+        let server = TestServer::start(None, Health::new()).await;
+        let mut stream = TcpStream::connect(server.address).await.expect("connecting");
+        stream.write_all(b"GET /healthz HTTP/1.1\r\n").await.expect("sending half a head");
+        let started = std::time::Instant::now();
+        let mut rest = Vec::new();
+        let closed = tokio::time::timeout(connection::HEADER_READ_TIMEOUT * 2, stream.read_to_end(&mut rest)).await;
+        assert!(closed.is_ok(), "the connection is closed");
+        assert!(
+            started.elapsed() >= connection::HEADER_READ_TIMEOUT - Duration::from_secs(1),
+            "{:?}",
+            started.elapsed()
+        );
+        server.stop().await;
     }
 
     #[tokio::test]

@@ -22,21 +22,21 @@
 //! write per ApplySet and [`COALESCE`] window, the last push always covered.
 
 use std::collections::HashMap;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::response::Response;
+use http::header::{CONTENT_LENGTH, HeaderMap, HeaderValue};
+use http::{Method, StatusCode};
 use http_body_util::{BodyExt, Limited};
-use hyper::body::Incoming;
-use hyper::header::{ALLOW, CONTENT_LENGTH, HeaderMap, HeaderValue};
-use hyper::{Method, Request, StatusCode};
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::reflector::Store;
 
 use super::api::{ApplySet, RECONCILE_REQUESTED_AT};
-use super::http::{Handler, Reply, text};
+use super::http::{method_not_allowed, text};
 use super::lock;
 use super::metrics::Metrics;
 use crate::source::GitRef;
@@ -92,18 +92,14 @@ impl Outcome {
 
     /// The answer: a refused signature is answered as an unknown path is (the metric label
     /// still tells them apart, for the operator).
-    fn reply(self) -> Reply {
+    fn reply(self) -> Response {
         match self {
             Outcome::Accepted => text(StatusCode::OK, "accepted\n"),
             Outcome::Ignored => text(StatusCode::OK, "ignored\n"),
             Outcome::Unauthorized | Outcome::NotFound => text(StatusCode::NOT_FOUND, "not found\n"),
             Outcome::TooLarge => text(StatusCode::PAYLOAD_TOO_LARGE, "payload too large\n"),
             Outcome::BadRequest => text(StatusCode::BAD_REQUEST, "bad request\n"),
-            Outcome::MethodNotAllowed => {
-                let mut reply = text(StatusCode::METHOD_NOT_ALLOWED, "method not allowed\n");
-                reply.headers_mut().insert(ALLOW, HeaderValue::from_static("POST"));
-                reply
-            }
+            Outcome::MethodNotAllowed => method_not_allowed("POST"),
         }
     }
 }
@@ -248,14 +244,16 @@ pub struct Receiver {
     pending: Mutex<HashMap<(String, String), Pending>>,
 }
 
-impl Handler for Receiver {
-    fn handle(self: Arc<Self>, request: Request<Incoming>) -> Pin<Box<dyn Future<Output = Reply> + Send>> {
-        Box::pin(async move {
-            let outcome = self.receive(request).await;
-            self.metrics.webhook_request(outcome.label());
-            outcome.reply()
-        })
-    }
+/// The receiver's routes: every path is the receiver's to judge (an unknown one is answered and
+/// counted as a refused signature is, so no route of the router's may answer differently).
+pub fn router(receiver: Arc<Receiver>) -> Router {
+    Router::new().fallback(answer).with_state(receiver)
+}
+
+async fn answer(State(receiver): State<Arc<Receiver>>, request: Request) -> Response {
+    let outcome = receiver.receive(request).await;
+    receiver.metrics.webhook_request(outcome.label());
+    outcome.reply()
 }
 
 impl Receiver {
@@ -272,7 +270,7 @@ impl Receiver {
         })
     }
 
-    async fn receive(self: &Arc<Self>, request: Request<Incoming>) -> Outcome {
+    async fn receive(self: &Arc<Self>, request: Request) -> Outcome {
         if !is_hook_path(request.uri().path()) {
             return Outcome::NotFound;
         }

@@ -18,8 +18,9 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use applyset::apply::object::{PART_OF_LABEL, add_label, create_body, modified_configuration};
+use applyset::apply::object::{add_label, create_body, modified_configuration};
 use applyset::cluster::{Cluster, ConnectOptions, WriteParams};
+use applyset::keys::PART_OF_LABEL;
 use applyset_merge::Value;
 use clap::Parser;
 use futures::{StreamExt, TryStreamExt};

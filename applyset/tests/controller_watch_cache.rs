@@ -187,7 +187,8 @@ async fn report_mode_reports_an_out_of_band_change_at_once_and_leaves_it() -> Re
 /// deleted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cached_prune_candidates_are_deleted_only_as_they_were_seen() -> Result<()> {
-    use applyset::applyset::{Candidate, DeleteOptions, Listed, RecordedKind, delete_candidates};
+    use applyset::applyset::{Candidate, DeleteOptions, RecordedKind, delete_candidates};
+    use applyset::cluster::list::Listed;
     let ns = TestNamespace::create("cache-precondition").await?;
     ns.kubectl_ok(&["create", "configmap", "changed"], None)?;
     ns.kubectl_ok(&["create", "configmap", "gone"], None)?;
@@ -210,7 +211,7 @@ async fn cached_prune_candidates_are_deleted_only_as_they_were_seen() -> Result<
     ns.kubectl_ok(&["label", "configmap/changed", "owner=someone-else"], None)?;
     ns.kubectl_ok(&["delete", "configmap/gone"], None)?;
 
-    let options = DeleteOptions::new(applyset::apply::DryRun::None);
+    let options = DeleteOptions::new(applyset::cluster::DryRun::None);
     let done = delete_candidates(&ns.client, std::slice::from_ref(&gone), &options, None).await;
     assert!(done.error.is_none(), "{:?}", done.error);
     assert_eq!(done.deleted.len(), 1, "an object already gone counts as deleted");

@@ -290,7 +290,7 @@ async fn an_empty_token_refuses_every_request() -> Result<()> {
     assert_eq!(metric(&metrics, "applyset_webhook_requests_total{outcome=\"accepted\"}"), 0.0);
     assert_eq!(reconciles(&metrics), runs_before, "a refused request started a run");
     let annotations = operator::get_applyset(ns, "app").await?.metadata.annotations.unwrap_or_default();
-    assert!(!annotations.contains_key(applyset::operator::api::RECONCILE_REQUESTED_AT), "{annotations:?}");
+    assert!(!annotations.contains_key(applyset::keys::RECONCILE_REQUESTED_AT), "{annotations:?}");
     Ok(())
 }
 

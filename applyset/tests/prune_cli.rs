@@ -7,9 +7,9 @@ mod support;
 use std::collections::BTreeMap;
 
 use anyhow::{Context, Result, ensure};
-use applyset::applyset::{
-    ADDITIONAL_NAMESPACES_ANNOTATION, FIELD_MANAGER, GROUP_KINDS_ANNOTATION, KUBECTL_TOOLING, PARENT_ID_LABEL,
-    PART_OF_LABEL, TOOLING_ANNOTATION, applyset_id,
+use applyset::applyset::{FIELD_MANAGER, KUBECTL_TOOLING, applyset_id};
+use applyset::keys::{
+    ADDITIONAL_NAMESPACES_ANNOTATION, GROUP_KINDS_ANNOTATION, PARENT_ID_LABEL, PART_OF_LABEL, TOOLING_ANNOTATION,
 };
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::Api;

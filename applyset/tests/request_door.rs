@@ -10,9 +10,9 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use applyset::apply::{self, ApplyOptions, DryRun};
+use applyset::apply::{self, ApplyOptions};
 use applyset::applyset::{DeleteOptions, Parent, ParentWrites, Run};
-use applyset::cluster::{Cluster, ConnectOptions};
+use applyset::cluster::{Cluster, ConnectOptions, DryRun};
 use support::TestNamespace;
 
 fn config_maps(dir: &std::path::Path, names: &[&str], namespace: &str) -> Result<()> {

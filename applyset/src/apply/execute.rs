@@ -14,11 +14,11 @@ use kube::core::GroupVersionKind;
 
 use super::object::meta_str;
 use super::one::{Live, apply_one};
-use super::options::{ApplyOptions, DryRun, Verb};
+use super::options::{ApplyOptions, Verb};
 use super::plan::{Plan, Prepared};
 use super::report::{ApplyReport, ObjectReport};
 use crate::cluster::cache::{CacheRef, Cached, LiveText};
-use crate::cluster::{Cluster, Mapping, collecting_warnings};
+use crate::cluster::{Cluster, DryRun, Mapping, collecting_warnings};
 
 /// One report slot per input object, filled as objects finish (or fail early).
 type Slots = [Option<ObjectReport>];

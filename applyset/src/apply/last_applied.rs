@@ -176,9 +176,8 @@ pub fn fold_string_data(object: &mut Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::apply::object::{
-        LAST_APPLIED, modified_configuration, modified_configuration_with, set_annotation_value,
-    };
+    use crate::apply::object::{modified_configuration, modified_configuration_with, set_annotation_value};
+    use crate::keys::LAST_APPLIED_ANNOTATION;
 
     const KEY: &[u8] = b"0123456789abcdef0123456789abcdef";
 
@@ -254,7 +253,7 @@ mod tests {
         let (plain_text, mut live) = modified_configuration(&manifest);
         let configuration = json(&plain_text);
         let legacy = legacy_encode(&codec, &configuration);
-        set_annotation_value(&mut live, LAST_APPLIED, &(legacy.to_json_string() + "\n"));
+        set_annotation_value(&mut live, LAST_APPLIED_ANNOTATION, &(legacy.to_json_string() + "\n"));
 
         let original = codec.decode(legacy.clone(), &manifest);
         assert_eq!(original, configuration, "the legacy hashes read back as the values");
@@ -264,7 +263,7 @@ mod tests {
             applyset_merge::create_three_way_merge_patch(&original, &modified, &live, &applyset_merge::Untyped, true)
                 .unwrap();
         let mut annotation_only = json(r#"{"metadata":{"annotations":{}}}"#);
-        set_annotation_value(&mut annotation_only, LAST_APPLIED, &new_text);
+        set_annotation_value(&mut annotation_only, LAST_APPLIED_ANNOTATION, &new_text);
         assert_eq!(patch, annotation_only, "no value is sent: {}", patch.to_json_string());
     }
 

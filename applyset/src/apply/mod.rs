@@ -31,8 +31,7 @@ pub mod selector;
 pub use error::{BODY_OMITTED, ErrorCategory, Fatal, ObjectError};
 pub use execute::execute;
 pub use options::{
-    ApplyOptions, DryRun, FieldPolicyRef, Keep, Ownership, PatchFilter, PatchFilterFn, TAKE_OWNERSHIP_ANNOTATION,
-    UnusableLastApplied, Verb,
+    ApplyOptions, FieldPolicyRef, Keep, Ownership, PatchFilter, PatchFilterFn, UnusableLastApplied, Verb,
 };
 pub use plan::CrdKinds;
 pub use plan::{Member, Plan, plan};

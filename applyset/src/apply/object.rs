@@ -4,7 +4,7 @@
 
 use applyset_merge::{Map, Value};
 
-pub use crate::keys::{LAST_APPLIED_ANNOTATION as LAST_APPLIED, PART_OF_LABEL};
+use crate::keys::LAST_APPLIED_ANNOTATION;
 
 /// The apiserver's limit on the total size of an object's annotations (keys + values, bytes).
 pub const ANNOTATIONS_SIZE_LIMIT: usize = 262_144;
@@ -39,11 +39,11 @@ pub fn modified_configuration_with(
         Some(Value::Object(map)) if map.values().all(|v| matches!(v, Value::String(_))) => map.clone(),
         _ => Map::new(),
     };
-    annotations.remove(LAST_APPLIED);
+    annotations.remove(LAST_APPLIED_ANNOTATION);
     metadata.insert("annotations".to_owned(), Value::Object(annotations));
     let recorded = codec.and_then(|codec| codec.encode(&object));
     let text = recorded.as_ref().unwrap_or(&object).to_json_string() + "\n";
-    set_annotation(&mut object, LAST_APPLIED, &text);
+    set_annotation(&mut object, LAST_APPLIED_ANNOTATION, &text);
     (text, object)
 }
 
@@ -119,7 +119,14 @@ pub fn annotation<'a>(object: &'a Value, key: &str) -> Option<&'a str> {
 
 /// The live object's last-applied annotation, if it has one.
 pub fn last_applied(object: &Value) -> Option<&str> {
-    object.as_object()?.get("metadata")?.as_object()?.get("annotations")?.as_object()?.get(LAST_APPLIED)?.as_str()
+    object
+        .as_object()?
+        .get("metadata")?
+        .as_object()?
+        .get("annotations")?
+        .as_object()?
+        .get(LAST_APPLIED_ANNOTATION)?
+        .as_str()
 }
 
 /// The total size the apiserver counts against [`ANNOTATIONS_SIZE_LIMIT`].
@@ -187,6 +194,7 @@ pub fn add_label(object: &mut Value, key: &str, value: &str) -> Result<(), Label
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::keys::PART_OF_LABEL;
 
     fn v(text: &str) -> Value {
         Value::from_json_str(text).unwrap()

@@ -7,7 +7,7 @@ use applyset_merge::Value;
 
 use crate::cluster::WriteParams;
 
-pub use crate::cluster::DryRun;
+use crate::cluster::DryRun;
 
 /// How a run applies.
 #[derive(Debug, Clone)]
@@ -82,13 +82,12 @@ pub enum Ownership {
     #[default]
     Adopt,
     /// The controller's: the object fails with [`super::ObjectError::conflict_with`] set,
-    /// unless its manifest carries [`TAKE_OWNERSHIP_ANNOTATION`]` = "true"`. Two ApplySets that
-    /// list the same object would otherwise take it from each other at every interval, and the
-    /// one that stops listing it would delete it while the other still declares it.
+    /// unless its manifest carries [`crate::keys::TAKE_OWNERSHIP_ANNOTATION`]` = "true"`. Two
+    /// ApplySets that list the same object would otherwise take it from each other at every
+    /// interval, and the one that stops listing it would delete it while the other still
+    /// declares it.
     RefuseOtherSets,
 }
-
-pub use crate::keys::TAKE_OWNERSHIP_ANNOTATION;
 
 /// Called with (manifest, live object, computed patch) for every object that exists; may
 /// remove parts of the patch. An emptied patch sends nothing.

@@ -258,7 +258,7 @@ async fn prepare_one(
         return Ok(Err(fail(ErrorCategory::Manifest, message, "")));
     }
     if let Some(label) = &context.options.applyset_label
-        && let Err(error) = object::add_label(&mut object, object::PART_OF_LABEL, label)
+        && let Err(error) = object::add_label(&mut object, crate::keys::PART_OF_LABEL, label)
     {
         return Ok(Err(fail(ErrorCategory::Manifest, ManifestError::from(error).to_string(), &raw_name)));
     }

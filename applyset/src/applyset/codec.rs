@@ -8,11 +8,7 @@ use sha2::{Digest, Sha256};
 use super::error::{AnnotationError, ParentCheckError};
 use crate::cluster::mapper::GroupKind;
 
-pub use crate::keys::{
-    ADDITIONAL_NAMESPACES_ANNOTATION, DEPRECATED_GROUP_RESOURCES_ANNOTATION, GROUP_KINDS_ANNOTATION,
-    LAST_APPLIED_ANNOTATION, PARENT_CRD_LABEL, PARENT_ID_LABEL, PART_OF_LABEL, PRUNE_OPT_OUT, PruneMark,
-    TOOLING_ANNOTATION,
-};
+use crate::keys::{DEPRECATED_GROUP_RESOURCES_ANNOTATION, GROUP_KINDS_ANNOTATION, PARENT_ID_LABEL, TOOLING_ANNOTATION};
 
 /// Field manager of the parent's server-side apply (kubectl's, see the module docs).
 pub const FIELD_MANAGER: &str = "kubectl-applyset";

@@ -2,6 +2,8 @@
 //! and the parity tests compare it byte for byte); [`Error::category`] is the bounded name the
 //! controller and the CLI decide on, never the text.
 
+use crate::cluster::list::error_text;
+
 /// What went wrong in a KEP-3659 step.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -150,7 +152,7 @@ impl Error {
 pub enum ParentCheckError {
     #[error(
         "ApplySet parent object {reference:?} already exists and is missing required annotation {annotation:?}",
-        annotation = super::codec::TOOLING_ANNOTATION
+        annotation = crate::keys::TOOLING_ANNOTATION
     )]
     MissingTooling { reference: String },
     #[error(
@@ -159,12 +161,12 @@ pub enum ParentCheckError {
     OtherTooling { reference: String, managed_by: String, ours: String },
     #[error(
         "ApplySet parent object {reference:?} exists and does not have required label {label}",
-        label = super::codec::PARENT_ID_LABEL
+        label = crate::keys::PARENT_ID_LABEL
     )]
     MissingIdLabel { reference: String },
     #[error(
         "ApplySet parent object {reference:?} exists and has incorrect value for label {label:?} (got: {found}, want: {want})",
-        label = super::codec::PARENT_ID_LABEL
+        label = crate::keys::PARENT_ID_LABEL
     )]
     WrongIdLabel { reference: String, found: String, want: String },
 }
@@ -176,19 +178,19 @@ pub enum AnnotationError {
     /// Neither the group-kinds annotation nor a non-empty legacy group-resources one.
     #[error(
         "kubectl requires the {annotation:?} annotation to be set on all ApplySet parent objects",
-        annotation = super::codec::GROUP_KINDS_ANNOTATION
+        annotation = crate::keys::GROUP_KINDS_ANNOTATION
     )]
     MissingGroupKinds,
     /// A recorded kind the cluster does not serve.
     #[error(
         "could not find mapping for kind in {annotation:?} annotation: {0}",
-        annotation = super::codec::GROUP_KINDS_ANNOTATION
+        annotation = crate::keys::GROUP_KINDS_ANNOTATION
     )]
     UnmappedKind(#[source] crate::cluster::mapper::MapperError),
     /// A recorded (legacy) group-resource the cluster does not serve.
     #[error(
         "invalid group resource in {annotation:?} annotation: {0}",
-        annotation = super::codec::DEPRECATED_GROUP_RESOURCES_ANNOTATION
+        annotation = crate::keys::DEPRECATED_GROUP_RESOURCES_ANNOTATION
     )]
     UnmappedGroupResource(#[source] crate::cluster::mapper::MapperError),
 }
@@ -202,8 +204,6 @@ pub enum MemberLabelError {
     MetadataNotMap,
     #[error("getting accessor: labels is not a map")]
     LabelsNotMap,
-    #[error("ApplySet label {label:?} already set in input data", label = crate::apply::object::PART_OF_LABEL)]
+    #[error("ApplySet label {label:?} already set in input data", label = crate::keys::PART_OF_LABEL)]
     AlreadySet,
 }
-
-pub use crate::cluster::list::{error_text, is_status};

@@ -38,11 +38,12 @@ use std::collections::{BTreeSet, HashSet};
 use futures::StreamExt;
 use kube::core::{ApiResource, GroupVersionKind};
 
-use super::prune::{LIST_CONCURRENCY, delete_one, fetch_object, list_all};
-use super::{ApiIndex, Error, gvk_string, printed_name};
-pub use super::{DeleteOptions, Listed, Propagation, PruneSummary, PrunedObject};
+use super::prune::delete_one;
+use super::{DeleteOptions, Error, PruneSummary, PrunedObject};
 use crate::apply::Visited;
 use crate::cluster::Cluster;
+use crate::cluster::list::{LIST_CONCURRENCY, Listed, fetch_object, list_all};
+use crate::cluster::mapper::{ApiIndex, gvk_string, printed_name};
 
 /// kubectl's deprecation warning, logged whenever the default allow-list is used with a
 /// namespace (always, since it defaults to the context's).
@@ -260,7 +261,7 @@ async fn delete_unvisited(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::applyset::ApiEntry;
+    use crate::cluster::mapper::ApiEntry;
 
     #[test]
     fn allowlist_parsing() {

@@ -55,13 +55,12 @@ pub mod prune;
 pub mod reference;
 pub mod run;
 
-pub use crate::cluster::mapper::{ApiEntry, ApiIndex, GroupKind, gvk_string, gvr_string, printed_name};
 pub use codec::*;
-pub use error::{Category, Error, error_text};
+pub use error::{Category, Error};
 pub use parent::{FieldValidation, Member, Parent, RecordedKind};
 pub use prune::{
-    Candidate, Candidates, DeleteOptions, Deleted, ForbiddenLists, LIST_PAGE_SIZE, Listed, Propagation, PruneSummary,
-    PrunedObject, delete_candidates, select_applyset_candidates,
+    Candidate, Candidates, DeleteOptions, Deleted, ForbiddenLists, Propagation, PruneSummary, PrunedObject,
+    delete_candidates, select_applyset_candidates,
 };
 pub use reference::{ParentRefSpec, parse_parent_ref, validate_parent};
 pub use run::{ParentWrites, Run};

@@ -8,11 +8,15 @@ use kube::api::{Api, DynamicObject, Patch, PatchParams, ValidationDirective};
 use kube::core::ApiResource;
 
 use super::codec::*;
-use super::error::{AnnotationError, Error, MemberLabelError, error_text, is_status};
+use super::error::{AnnotationError, Error, MemberLabelError};
 use super::reference::{aggregate, is_builtin_parent, parse_parent_ref, permitted_custom_parents, validate_parent};
-use crate::apply::{DryRun, Visited};
-use crate::cluster::Cluster;
+use crate::apply::Visited;
+use crate::cluster::list::{error_text, is_status};
 use crate::cluster::mapper::{ApiIndex, GroupKind};
+use crate::cluster::{Cluster, DryRun};
+use crate::keys::{
+    ADDITIONAL_NAMESPACES_ANNOTATION, GROUP_KINDS_ANNOTATION, PARENT_ID_LABEL, PART_OF_LABEL, TOOLING_ANNOTATION,
+};
 
 /// A member as the parent records it: its kind, scope and (namespaced only) namespace.
 #[derive(Clone, Debug)]

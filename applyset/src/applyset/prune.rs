@@ -12,11 +12,10 @@ use kube::core::ApiResource;
 
 use super::error::Error;
 use super::parent::{Parent, RecordedKind};
-use crate::apply::{DryRun, Visited};
+use crate::apply::Visited;
+use crate::cluster::DryRun;
 use crate::cluster::cache::ObjectCache;
-use crate::cluster::list::is_status;
-pub(crate) use crate::cluster::list::{LIST_CONCURRENCY, dynamic_api, fetch_object, list_all};
-pub use crate::cluster::list::{LIST_PAGE_SIZE, Listed};
+use crate::cluster::list::{LIST_CONCURRENCY, Listed, dynamic_api, fetch_object, is_status, list_all};
 use crate::cluster::mapper::{GroupKind, gvk_string, printed_name};
 
 /// The result of a prune, in kubectl's order: the objects a DELETE was sent for (or, for a

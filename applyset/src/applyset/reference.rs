@@ -6,10 +6,10 @@ use std::collections::BTreeSet;
 use kube::Client;
 use kube::core::{ApiResource, GroupVersionKind};
 
-use super::codec::PARENT_CRD_LABEL;
-use super::error::{Error, error_text};
-use super::prune::list_all;
+use super::error::Error;
+use crate::cluster::list::{error_text, list_all};
 use crate::cluster::mapper::gvr_string;
+use crate::keys::PARENT_CRD_LABEL;
 
 /// `--applyset` as typed: `[RESOURCE][.GROUP]/NAME`.
 #[derive(Clone, Debug, PartialEq, Eq)]

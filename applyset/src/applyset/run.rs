@@ -10,9 +10,9 @@ use std::sync::Arc;
 use super::error::Error;
 use super::parent::{Member, Parent};
 use super::prune::{Candidate, Candidates, DeleteOptions, Deleted, ForbiddenLists, PruneSummary, delete_candidates};
-use crate::apply::{DryRun, Plan, Visited};
-use crate::cluster::Cluster;
+use crate::apply::{Plan, Visited};
 use crate::cluster::cache::ObjectCache;
+use crate::cluster::{Cluster, DryRun};
 
 /// How the parent's ApplySet metadata is written.
 #[derive(Clone)]

@@ -4,7 +4,13 @@ use kube::core::{ApiResource, GroupVersionKind};
 
 use super::reference::aggregate;
 use super::*;
-use crate::apply::DryRun;
+use crate::cluster::DryRun;
+use crate::cluster::list::Listed;
+use crate::cluster::mapper::{ApiEntry, ApiIndex, GroupKind, gvk_string, printed_name};
+use crate::keys::{
+    ADDITIONAL_NAMESPACES_ANNOTATION, DEPRECATED_GROUP_RESOURCES_ANNOTATION, GROUP_KINDS_ANNOTATION, PARENT_ID_LABEL,
+    PART_OF_LABEL, PruneMark, TOOLING_ANNOTATION,
+};
 
 fn ar(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
     ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural)

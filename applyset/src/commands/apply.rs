@@ -6,16 +6,15 @@
 
 use std::process::ExitCode;
 
-pub use super::error::CliError;
-use super::flags::{FlagError, validate_flags};
-pub use super::flags::{check_one_input, parse_cascade, parse_dry_run, parse_validate};
+use super::error::CliError;
+use super::flags::{FlagError, parse_cascade, parse_dry_run, parse_validate, validate_flags};
 use super::print::{output_format, print_prune, print_report, print_warnings};
 use crate::apply::selector::Selector;
-use crate::apply::{self, ApplyOptions, ApplyReport, DryRun};
+use crate::apply::{self, ApplyOptions, ApplyReport};
 use crate::applyset::legacy as prune;
 use crate::applyset::{DeleteOptions, FieldValidation, Parent, ParentWrites, Run};
 use crate::cli::{ApplyArgs, ClusterArgs, InputArgs, KustomizeArgs};
-use crate::cluster::{Cluster, collecting_warnings};
+use crate::cluster::{Cluster, DryRun, collecting_warnings};
 use crate::manifest::decryption::Decryption;
 use crate::manifest::{self, LoadedObject};
 use crate::printers::OutputFormat;

@@ -11,15 +11,15 @@ use std::sync::Arc;
 
 use applyset_merge::Value;
 
-use crate::apply::last_applied;
-use crate::apply::object::LAST_APPLIED;
 use crate::apply::selector::Selector;
-use crate::apply::{self, ApplyOptions, DryRun, FieldPolicyRef, Verb};
+use crate::apply::{self, ApplyOptions, FieldPolicyRef, Verb, last_applied};
 use crate::cli::DiffArgs;
-use crate::commands::apply::{
-    CliError, build_kustomization, check_one_input, connect, load_input, parse_validate, runtime,
-};
+use crate::cluster::DryRun;
+use crate::commands::apply::{build_kustomization, connect, load_input, runtime};
+use crate::commands::error::CliError;
+use crate::commands::flags::{check_one_input, parse_validate};
 use crate::fields::{Finding, LeftBehind};
+use crate::keys::LAST_APPLIED_ANNOTATION;
 
 pub fn run(args: DiffArgs) -> ExitCode {
     match execute(args) {
@@ -184,7 +184,7 @@ fn mask_values(object: &mut Value, mask: &dyn Fn(&str) -> &'static str) {
         .and_then(Value::as_object_mut)
         .and_then(|m| m.get_mut("annotations"))
         .and_then(Value::as_object_mut)
-        .and_then(|a| a.get_mut(LAST_APPLIED));
+        .and_then(|a| a.get_mut(LAST_APPLIED_ANNOTATION));
     if let Some(Value::String(text)) = annotation
         && let Ok(mut recorded) = Value::from_json_str(text)
     {
@@ -232,7 +232,7 @@ mod tests {
     fn secret_values_are_masked_as_kubectl_diff_does_and_in_the_annotation_too() {
         let annotation = r#"{\"apiVersion\":\"v1\",\"data\":{\"a\":\"aHVudGVyMg==\"},\"kind\":\"Secret\"}\n"#;
         let mut live = json(&format!(
-            r#"{{"apiVersion":"v1","kind":"Secret","metadata":{{"annotations":{{"{LAST_APPLIED}":"{annotation}"}}}},"data":{{"a":"aHVudGVyMg==","b":"b2xk","gone":"eA=="}}}}"#
+            r#"{{"apiVersion":"v1","kind":"Secret","metadata":{{"annotations":{{"{LAST_APPLIED_ANNOTATION}":"{annotation}"}}}},"data":{{"a":"aHVudGVyMg==","b":"b2xk","gone":"eA=="}}}}"#
         ));
         let mut result =
             json(r#"{"apiVersion":"v1","kind":"Secret","data":{"a":"aHVudGVyMg==","b":"bmV3","added":"eQ=="}}"#);

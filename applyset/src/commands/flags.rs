@@ -1,8 +1,8 @@
 //! `applyset apply`'s flags as kubectl reads and checks them.
 
-use crate::apply::DryRun;
 use crate::applyset::Propagation;
 use crate::cli::{ApplyArgs, InputArgs};
+use crate::cluster::DryRun;
 
 /// A flag, or a combination of flags, kubectl refuses (each message is kubectl's).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

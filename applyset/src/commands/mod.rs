@@ -3,8 +3,8 @@
 pub mod apply;
 pub mod decryption;
 pub mod diff;
-mod error;
-mod flags;
+pub(crate) mod error;
+pub(crate) mod flags;
 pub mod fleet;
 pub mod last_applied;
 pub mod patch;

@@ -2,9 +2,10 @@
 //! through `-o`'s printer) on stdout, warnings and failures on stderr, prune's results after the
 //! apply's.
 
-use crate::apply::{self, ApplyReport, DryRun};
+use crate::apply::{self, ApplyReport};
 use crate::applyset::PruneSummary;
 use crate::cli::ApplyArgs;
+use crate::cluster::DryRun;
 use crate::manifest;
 use crate::printers::{OutputFormat, PrintFlags, Printed};
 

@@ -19,10 +19,8 @@ use std::collections::BTreeMap;
 use applyset_merge::Value;
 
 use super::stream::parse_stream_limited;
+use crate::keys::SUBSTITUTE_OPT_OUT;
 pub use shape::StructureChange;
-
-/// The opt-out, Flux's own key.
-pub use crate::keys::SUBSTITUTE_OPT_OUT as OPT_OUT;
 
 /// The variables, and how far their values are trusted.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -176,7 +174,7 @@ fn opted_out(value: &Value) -> bool {
         metadata
             .and_then(|m| m.get(*field))
             .and_then(Value::as_object)
-            .and_then(|m| m.get(OPT_OUT))
+            .and_then(|m| m.get(SUBSTITUTE_OPT_OUT))
             .and_then(Value::as_str)
             == Some("disabled")
     })

@@ -17,7 +17,7 @@ use super::metrics::Metrics;
 use super::remote::{RemoteClusters, RemoteError, Target};
 use super::schedule::Schedule;
 use crate::apply::last_applied::HashedSecrets;
-use crate::applyset::ApiIndex;
+use crate::cluster::mapper::ApiIndex;
 use crate::cluster::{Cluster, RateLimiter};
 use crate::source::GitSource;
 
@@ -47,7 +47,7 @@ pub struct Settings {
     /// Runs at once (`--concurrent-reconciles`), shared fairly between namespaces.
     pub concurrent_reconciles: usize,
     /// The largest record of members an ApplySet may have (bytes of compact JSON):
-    /// [`super::inventory::RECORD_LIMIT`], lower in tests.
+    /// [`super::members::codec::RECORD_LIMIT`], lower in tests.
     pub record_limit: usize,
     /// Let `spec.kubeConfig` kubeconfigs run exec plugins and read local files
     /// (`--allow-remote-exec`; never for tenants).

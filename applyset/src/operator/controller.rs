@@ -313,7 +313,7 @@ fn settings(args: &ControllerArgs) -> anyhow::Result<Settings> {
         default_secrets: args.scope.default_secrets,
         kustomize_binary: args.scope.kustomize.kustomize_binary.clone(),
         concurrent_reconciles: usize::from(args.scope.concurrent_reconciles),
-        record_limit: super::inventory::RECORD_LIMIT,
+        record_limit: super::members::codec::RECORD_LIMIT,
         allow_remote_exec: args.scope.allow_remote_exec,
         remote_rate: (args.cluster.qps, args.cluster.burst),
         progress_report_after: super::context::PROGRESS_REPORT_AFTER,

@@ -6,10 +6,11 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 
 use super::api::ApplySet;
-use super::status::{Stage, StepError};
-use crate::applyset::error_text;
+use super::status::Stage;
 use crate::cluster::Cluster;
+use crate::cluster::list::error_text;
 use crate::manifest::decryption::Decryption;
+use crate::operator::reconcile::StepError;
 use crate::sops::Keyring;
 
 /// What a refusal says to do.

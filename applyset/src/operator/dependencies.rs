@@ -12,7 +12,8 @@
 use std::sync::Arc;
 
 use super::api::ApplySet;
-use super::status::{READY, Stage, StepError};
+use super::status::{READY, Stage};
+use crate::operator::reconcile::StepError;
 
 /// `namespace/name` of a dependency of `applyset` (its own namespace by default).
 fn dependency_keys(applyset: &ApplySet) -> Vec<String> {

@@ -9,9 +9,11 @@
 use std::collections::BTreeMap;
 
 use super::api::{InventoryMember, InventoryObject};
-use super::status::{Stage, StepError};
+use super::status::Stage;
 use crate::apply::Visited;
-use crate::applyset::{Candidate, GroupKind};
+use crate::applyset::Candidate;
+use crate::cluster::mapper::GroupKind;
+use crate::operator::reconcile::StepError;
 
 /// Why prune left an object in place (`status.pruneSkipped[].state`).
 pub mod skipped {
@@ -65,10 +67,6 @@ pub fn with_applied(previous: Option<&[InventoryMember]>, visited: &[Visited]) -
     }
     members.into_values().collect()
 }
-
-/// The most the record of members may take, as compact JSON (past it the set can never record,
-/// nor prune, what it applied): see [`crate::operator::members`] for where it is kept.
-pub use super::members::codec::RECORD_LIMIT;
 
 /// A UID's length (`8-4-4-4-12` hex digits), for members not created yet.
 const UID_LENGTH: usize = 36;
@@ -129,7 +127,7 @@ pub fn check_fits(
     Err(too_large(count, bytes, limit, "nothing was applied or pruned"))
 }
 
-/// The failure of a record over `limit` ([`RECORD_LIMIT`] but in tests).
+/// The failure of a record over `limit` ([`RECORD_LIMIT`](super::members::codec::RECORD_LIMIT) but in tests).
 pub fn too_large(count: usize, bytes: usize, limit: usize, consequence: &str) -> StepError {
     StepError::new(
         Stage::InventoryTooLarge,
@@ -180,7 +178,9 @@ pub fn skipped_entry(candidate: &Candidate, reason: &str, message: String) -> In
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::applyset::{Listed, RecordedKind};
+    use crate::applyset::RecordedKind;
+    use crate::cluster::list::Listed;
+    use crate::operator::members::codec::RECORD_LIMIT;
     use kube::core::{ApiResource, GroupVersionKind};
 
     fn config_maps() -> ApiResource {

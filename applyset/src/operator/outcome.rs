@@ -8,7 +8,7 @@ use super::api::{ApplySetStatus, DriftedField, DriftedObject, InventoryObject};
 use super::drift;
 use super::status::{self, DRIFTED, reason};
 use crate::apply::{ApplyReport, Identity, ObjectReport, Verb};
-use crate::applyset::GroupKind;
+use crate::cluster::mapper::GroupKind;
 use crate::fields::Reason;
 
 /// What a successful pipeline run did, for the Ready message, Events and metrics.

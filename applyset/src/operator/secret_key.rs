@@ -10,8 +10,7 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::{ObjectMeta, PostParams};
 use kube::{Api, Client};
 
-use crate::applyset::error::is_status;
-use crate::applyset::error_text;
+use crate::cluster::list::{error_text, is_status};
 
 /// The key's entry in the Secret.
 const KEY: &str = "key";

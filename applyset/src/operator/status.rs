@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 
 use super::api::{ApplySetStatus, InventoryObject, InventoryStatus};
+use super::reconcile::StepError;
 
 pub const READY: &str = "Ready";
 pub const RECONCILING: &str = "Reconciling";
@@ -143,8 +144,6 @@ impl Stage {
         matches!(self, Stage::InvalidSpec | Stage::AccessDenied)
     }
 }
-
-pub use super::reconcile::StepError;
 
 /// Conditions are capped by the apiserver at 32 KiB per message; keep ours readable.
 pub const MAX_MESSAGE: usize = 4000;

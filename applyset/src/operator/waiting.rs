@@ -15,16 +15,17 @@ use std::time::{Duration, Instant};
 use kube::core::GroupVersionKind;
 
 use super::api::{ApplySet, HealthCheckReference, InventoryObject, InventoryStatus};
-pub use super::external_health::External;
+use super::external_health::External;
 use super::lock;
-use super::status::{self, Stage, StepError};
+use super::status::{self, Stage};
 use crate::apply::Visited;
-use crate::applyset::GroupKind;
 use crate::cluster::cache::{Cached, ObjectCache};
+use crate::cluster::mapper::GroupKind;
 use crate::cluster::{Cluster, Mapping};
 use crate::health::cel::{Expressions, Rules};
-pub use crate::health::targets::{Judged, Target, pod_reason, pod_reasons};
+use crate::health::targets::{Judged, Target, pod_reasons};
 use crate::health::{self, Health, Status};
+use crate::operator::reconcile::StepError;
 
 /// What a run found.
 #[derive(Debug, Clone, PartialEq)]

@@ -2,7 +2,7 @@ use applyset_merge::Value;
 use kube::core::ApiResource;
 
 use super::*;
-use crate::health::targets::match_labels;
+use crate::health::targets::{match_labels, pod_reason};
 
 fn target(kind: &str, name: &str) -> Target {
     Target {

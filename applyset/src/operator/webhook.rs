@@ -35,10 +35,11 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::reflector::Store;
 
-use super::api::{ApplySet, RECONCILE_REQUESTED_AT};
+use super::api::ApplySet;
 use super::http::{method_not_allowed, text};
 use super::lock;
 use super::metrics::Metrics;
+use crate::keys::RECONCILE_REQUESTED_AT;
 use crate::source::GitRef;
 
 /// The largest body read (GitHub caps its payloads at 25 MiB, but a push event is a few KiB).

@@ -29,7 +29,8 @@ use std::future::IntoFuture;
 use std::process::ExitCode;
 
 use crate::cli::UiArgs;
-use crate::commands::apply::{CliError, connect, runtime};
+use crate::commands::apply::{connect, runtime};
+use crate::commands::error::CliError;
 
 /// Why `applyset ui` could not start or stopped.
 #[derive(Debug, thiserror::Error)]

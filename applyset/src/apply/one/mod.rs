@@ -13,12 +13,13 @@ use applyset_merge::value::go_quote;
 
 use super::error::{ErrorCategory, ObjectError, PatchError};
 use super::metadata::{self, ComputedPatch};
-use super::object::{self, LAST_APPLIED, PART_OF_LABEL, last_applied, meta_str};
-use super::options::{ApplyOptions, DryRun, Keep, Ownership, TAKE_OWNERSHIP_ANNOTATION, UnusableLastApplied, Verb};
+use super::object::{self, last_applied, meta_str};
+use super::options::{ApplyOptions, Keep, Ownership, UnusableLastApplied, Verb};
 use super::plan::{Prepared, source_text};
 use super::report::{Details, ObjectReport, Visited};
 use crate::cluster::cache::LiveText;
-use crate::cluster::{Cluster, Error, Mapping, WriteParams};
+use crate::cluster::{Cluster, DryRun, Error, Mapping, WriteParams};
+use crate::keys::{LAST_APPLIED_ANNOTATION, PART_OF_LABEL, TAKE_OWNERSHIP_ANNOTATION};
 
 /// kubectl retries a conflicting patch 5 more times.
 const MAX_PATCH_RETRIES: usize = 5;
@@ -109,7 +110,7 @@ impl One<'_> {
                 Some(manager) => {
                     let size = object::annotations_size(&modified);
                     let why = format!(
-                        "its {LAST_APPLIED} annotation would make its annotations {size} bytes, over the apiserver's limit of {}",
+                        "its {LAST_APPLIED_ANNOTATION} annotation would make its annotations {size} bytes, over the apiserver's limit of {}",
                         object::ANNOTATIONS_SIZE_LIMIT
                     );
                     self.server_side(live, &manager, why).await
@@ -163,7 +164,7 @@ impl One<'_> {
             return None;
         }
         let message = format!(
-            "{} from {} cannot be applied client-side: its annotations would total {size} bytes, over the apiserver's limit of {} bytes (metadata.annotations: Too long: may not be more than {} bytes), because the {LAST_APPLIED} annotation holds a copy of the whole object; nothing was sent",
+            "{} from {} cannot be applied client-side: its annotations would total {size} bytes, over the apiserver's limit of {} bytes (metadata.annotations: Too long: may not be more than {} bytes), because the {LAST_APPLIED_ANNOTATION} annotation holds a copy of the whole object; nothing was sent",
             self.item.display(),
             go_quote(&self.source),
             object::ANNOTATIONS_SIZE_LIMIT,
@@ -269,7 +270,7 @@ impl One<'_> {
         if discarded && !self.details.last_applied_discarded {
             self.details.last_applied_discarded = true;
             self.warnings.push(format!(
-                "Warning: the {LAST_APPLIED} annotation of {} is not a JSON object; it was treated as absent and is written anew",
+                "Warning: the {LAST_APPLIED_ANNOTATION} annotation of {} is not a JSON object; it was treated as absent and is written anew",
                 self.item.display()
             ));
         }
@@ -440,7 +441,7 @@ impl One<'_> {
 
 fn missing_annotation_warning(plural: &str, name: &str) -> String {
     format!(
-        "Warning: resource {plural}/{name} is missing the {LAST_APPLIED} annotation which is required by kubectl apply. kubectl apply should only be used on resources created declaratively by either kubectl create --save-config or kubectl apply. The missing annotation will be patched automatically."
+        "Warning: resource {plural}/{name} is missing the {LAST_APPLIED_ANNOTATION} annotation which is required by kubectl apply. kubectl apply should only be used on resources created declaratively by either kubectl create --save-config or kubectl apply. The missing annotation will be patched automatically."
     )
 }
 

@@ -16,10 +16,11 @@ use applyset_merge::{Value, json_merge};
 
 use super::{Live, One, Outcome, ownership_conflict};
 use crate::apply::error::{ErrorCategory, ObjectError};
-use crate::apply::object::{LAST_APPLIED, last_applied};
-use crate::apply::options::{DryRun, Verb};
-use crate::cluster::PatchType;
+use crate::apply::object::last_applied;
+use crate::apply::options::Verb;
+use crate::cluster::{DryRun, PatchType};
 use crate::fields::server_side::{differing, owned_but_absent};
+use crate::keys::LAST_APPLIED_ANNOTATION;
 
 impl One<'_> {
     /// Applies the object server-side as `manager`; `why` says why it is not client-side.
@@ -82,8 +83,10 @@ impl One<'_> {
         // The client-side annotation it had is out of date from now on: a later return to
         // client-side apply must not compute deletions from it.
         if drop_annotation {
-            let patch = Value::from_json_str(&format!(r#"{{"metadata":{{"annotations":{{"{LAST_APPLIED}":null}}}}}}"#))
-                .expect("a constant JSON document");
+            let patch = Value::from_json_str(&format!(
+                r#"{{"metadata":{{"annotations":{{"{LAST_APPLIED_ANNOTATION}":null}}}}}}"#
+            ))
+            .expect("a constant JSON document");
             match self.cluster.patch(mapping, namespace, name, PatchType::JsonMerge, &patch, &self.params).await {
                 Ok(dropped) => result = dropped,
                 Err(error) => {

@@ -13,7 +13,8 @@ use kube::runtime::wait::await_condition;
 use super::outcome::{RunError, RunOutcome, ready_summary, run_outcome};
 use super::{FleetError, Target, block_on, request_failed};
 use crate::cli::{ReconcileArgs, ResumeArgs, SuspendArgs, WaitArgs};
-use crate::operator::api::{APPROVE_PRUNE, ApplySet, RECONCILE_REQUESTED_AT};
+use crate::keys::{APPROVE_PRUNE, RECONCILE_REQUESTED_AT};
+use crate::operator::api::ApplySet;
 
 /// The field manager of the CLI's (and the UI's) patches.
 pub(crate) const MANAGER: &str = "applyset-cli";

@@ -27,9 +27,10 @@ pub use get::get;
 pub use history::history;
 pub use tree::tree;
 
-use super::apply::{CliError, connect, runtime};
+use super::apply::{connect, runtime};
 use crate::cli::NamedArgs;
 use crate::cluster::Cluster;
+use crate::commands::error::CliError;
 use crate::operator::api::ApplySet;
 
 /// Why a command about ApplySets stopped.

@@ -25,7 +25,8 @@ use super::{annotation_patch, encode_to_json, manual_strip, strip_comments};
 use crate::apply::object::{display_name, last_applied, meta_str, set_namespace};
 use crate::cli::EditLastAppliedArgs;
 use crate::cluster::{Cluster, Mapping, PatchType, WriteParams};
-use crate::commands::apply::{connect, parse_validate, runtime};
+use crate::commands::apply::{connect, runtime};
+use crate::commands::flags::parse_validate;
 use crate::manifest;
 use crate::printers::{OutputFormat, PrintFlags};
 

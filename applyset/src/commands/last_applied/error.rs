@@ -8,7 +8,7 @@ use applyset_merge::value::go_quote;
 use crate::apply::ObjectError;
 use crate::cluster;
 use crate::cluster::resource_arg::ResourceArgError;
-use crate::commands::apply::CliError;
+use crate::commands::error::CliError;
 use crate::commands::flags::FlagError;
 use crate::printers::PrintError;
 

@@ -24,8 +24,9 @@ use applyset_merge::Value;
 
 pub use error::{BuilderError, LastAppliedError};
 
-use crate::apply::object::{LAST_APPLIED, set_annotation_value};
+use crate::apply::object::set_annotation_value;
 use crate::cli::{ClusterArgs, LastAppliedCommand};
+use crate::keys::LAST_APPLIED_ANNOTATION;
 use crate::manifest;
 
 /// Runs the subcommand. `parent` and `parent_namespace` are what was given before its name
@@ -84,7 +85,7 @@ pub fn encode_to_json(object: &Value) -> String {
 /// `GetApplyPatch`: the object with and without it differ in that key only).
 pub fn annotation_patch(configuration: &str) -> Value {
     let mut patch = Value::Object(Default::default());
-    set_annotation_value(&mut patch, LAST_APPLIED, configuration);
+    set_annotation_value(&mut patch, LAST_APPLIED_ANNOTATION, configuration);
     patch
 }
 

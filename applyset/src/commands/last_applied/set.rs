@@ -15,7 +15,8 @@ use crate::apply::object::{display_name, last_applied};
 use crate::cli::SetLastAppliedArgs;
 use crate::cluster::mapper::{gvk_string, gvr_string};
 use crate::cluster::{Cluster, DryRun, PatchType, WriteParams};
-use crate::commands::apply::{connect, parse_dry_run, runtime};
+use crate::commands::apply::{connect, runtime};
+use crate::commands::flags::parse_dry_run;
 use crate::printers::{OutputFormat, PrintFlags};
 
 /// An object whose annotation is to be set.

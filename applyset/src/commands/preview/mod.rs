@@ -27,8 +27,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::cli::{BuildArgs, PlanArgs};
-use crate::commands::apply::{CliError, connect, runtime};
-use crate::operator::status::StepError;
+use crate::commands::apply::{connect, runtime};
+use crate::commands::error::CliError;
+use crate::operator::reconcile::StepError;
 
 /// Why a preview could not be made.
 #[derive(Debug, thiserror::Error)]
@@ -37,7 +38,7 @@ pub enum PreviewError {
     Cli(Box<CliError>),
     #[error("ApplySet {key} not found")]
     NoApplySet { key: String },
-    #[error("reading ApplySet {key}: {}", crate::applyset::error_text(.source))]
+    #[error("reading ApplySet {key}: {}", crate::cluster::list::error_text(.source))]
     ReadApplySet { key: String, source: Box<kube::Error> },
     #[error("--applyset-file {}: {message}", file.display())]
     ApplySetFile { file: PathBuf, message: String },
@@ -148,7 +149,7 @@ async fn build_async(args: BuildArgs) -> Result<(), PreviewError> {
         recorded.as_deref(),
         &loaded,
         &applyset.namespace_or_default(),
-        crate::operator::inventory::RECORD_LIMIT,
+        crate::operator::members::codec::RECORD_LIMIT,
     )?;
     let scopes = match &cluster {
         Some(cluster) => scope::Scopes::Cluster(cluster),

@@ -17,8 +17,8 @@ use crate::cli::PlanArgs;
 use crate::cluster::Cluster;
 use crate::commands::apply::connect;
 use crate::operator::context::{Context, Settings};
+use crate::operator::controller;
 use crate::operator::reconcile::{self, LocalCheckout};
-use crate::operator::{controller, inventory};
 
 pub(super) async fn run(args: PlanArgs) -> Result<Outcome, PreviewError> {
     let cluster = Arc::new(connect(&args.cluster).await?);
@@ -80,7 +80,7 @@ fn settings(args: &PlanArgs) -> Settings {
         secret_hash_key: Default::default(),
         kustomize_binary: args.checkout.kustomize_binary.clone(),
         concurrent_reconciles: 1,
-        record_limit: inventory::RECORD_LIMIT,
+        record_limit: crate::operator::members::codec::RECORD_LIMIT,
         allow_remote_exec: false,
         remote_rate: (0.0, 1),
         progress_report_after: Duration::ZERO,

@@ -15,18 +15,18 @@ use kube::core::GroupVersionKind;
 use super::PreviewError;
 use super::scope::Scopes;
 use super::target::Checkout;
-use crate::apply::object::{self, PART_OF_LABEL};
-use crate::apply::{default_namespace, predicted_mappings, stage_of};
+use crate::apply::{default_namespace, object, predicted_mappings, stage_of};
 use crate::cli::CheckoutArgs;
 use crate::cluster::Cluster;
+use crate::keys::PART_OF_LABEL;
 use crate::manifest::LoadedObject;
 use crate::manifest::decryption::Decryption;
 use crate::manifest::postbuild;
 use crate::operator::api::{ApplySet, GROUP, KIND, PostBuild, SubstituteKind, SubstituteReference};
 use crate::operator::postbuild::{assemble, checked, reference_text};
-use crate::operator::reconcile::{BuildSettings, render, require_objects};
+use crate::operator::reconcile::{BuildSettings, StepError, render, require_objects};
 use crate::operator::schedule::Intervals;
-use crate::operator::status::{Stage, StepError};
+use crate::operator::status::Stage;
 
 /// Where `spec.postBuild.substituteFrom`'s objects are read.
 pub(super) enum Variables<'a> {

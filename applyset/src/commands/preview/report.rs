@@ -188,7 +188,8 @@ mod tests {
 
     use super::*;
     use crate::apply::{Details, ObjectError, ObjectReport};
-    use crate::applyset::{Listed, RecordedKind};
+    use crate::applyset::RecordedKind;
+    use crate::cluster::list::Listed;
     use crate::manifest::Source;
 
     fn json(text: &str) -> applyset_merge::Value {

@@ -8,7 +8,7 @@ use kube::{CustomResource, CustomResourceExt};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::applyset::PARENT_CRD_LABEL;
+use crate::keys::{APPROVE_PRUNE, PARENT_CRD_LABEL, RECONCILE_REQUESTED_AT};
 use crate::source::SourceSpec;
 
 mod decryption;
@@ -27,8 +27,6 @@ pub use status::*;
 pub const GROUP: &str = "applyset.dev";
 pub const KIND: &str = "ApplySet";
 pub const PLURAL: &str = "applysets";
-pub use crate::applyset::PRUNE_OPT_OUT;
-pub use crate::keys::{APPROVE_PRUNE, FINALIZER, RECONCILE_REQUESTED_AT};
 
 /// Go duration syntax, as Flux and Argo CD users write intervals (`30s`, `5m`, `1h30m`).
 pub const DURATION_PATTERN: &str = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$";
@@ -395,7 +393,7 @@ impl ApplySet {
     /// How prune and deletion delete objects (`spec.prunePropagation`).
     pub fn delete_options(&self) -> crate::applyset::DeleteOptions {
         use crate::applyset::Propagation;
-        let mut options = crate::applyset::DeleteOptions::new(crate::apply::DryRun::None);
+        let mut options = crate::applyset::DeleteOptions::new(crate::cluster::DryRun::None);
         options.propagation = match self.spec.prune_propagation {
             PrunePropagation::Background => Propagation::Background,
             PrunePropagation::Foreground => Propagation::Foreground,

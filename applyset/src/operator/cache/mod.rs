@@ -34,9 +34,10 @@ use tokio::sync::mpsc;
 use self::store::{Change, Entry, KindStore, Watched};
 use super::lock;
 use super::metrics::Metrics;
-use crate::applyset::{Listed, PART_OF_LABEL};
 use crate::cluster::Mapping;
 use crate::cluster::cache::{Cached, LiveText, ObjectCache};
+use crate::cluster::list::Listed;
+use crate::keys::PART_OF_LABEL;
 
 /// How long the controller remembers its own writes: their watch events arrive within
 /// milliseconds, or after a watch gap within a relist.

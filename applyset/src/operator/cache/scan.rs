@@ -14,8 +14,8 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::store::{Body, Entry};
-use crate::applyset::{LAST_APPLIED_ANNOTATION as LAST_APPLIED, Listed, PART_OF_LABEL, PruneMark};
-use crate::keys::CLUSTER_ANNOTATIONS;
+use crate::cluster::list::Listed;
+use crate::keys::{CLUSTER_ANNOTATIONS, LAST_APPLIED_ANNOTATION as LAST_APPLIED, PART_OF_LABEL, PruneMark};
 
 /// What the digest leaves out of the object: the status, and `apiVersion` and `kind`, which a
 /// LIST's items leave out and a watch event's object has.

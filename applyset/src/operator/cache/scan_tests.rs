@@ -1,7 +1,7 @@
 use std::sync::Arc;
 
 use super::*;
-use crate::applyset::PRUNE_OPT_OUT;
+use crate::keys::PRUNE_OPT_OUT;
 
 fn read(text: &str) -> Entry {
     Entry::from_json(Arc::from(text)).expect("an object")

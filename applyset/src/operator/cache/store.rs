@@ -9,7 +9,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::runtime::watcher::Event;
 
 use super::packed::{self, Dictionary, Packed};
-use crate::applyset::Listed;
+use crate::cluster::list::Listed;
 
 /// `(namespace, name)`; the namespace is `None` for a cluster-scoped object.
 pub type Key = (Option<String>, String);

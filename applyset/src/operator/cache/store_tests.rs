@@ -2,7 +2,7 @@ use kube::runtime::watcher::Event;
 use serde_json::json;
 
 use super::*;
-use crate::applyset::{LAST_APPLIED_ANNOTATION as LAST_APPLIED, PART_OF_LABEL, PRUNE_OPT_OUT, PruneMark};
+use crate::keys::{LAST_APPLIED_ANNOTATION as LAST_APPLIED, PART_OF_LABEL, PRUNE_OPT_OUT, PruneMark};
 
 const SET: &str = "applyset-a-v1";
 const OTHER: &str = "applyset-b-v1";

@@ -22,9 +22,7 @@ use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 
 use self::codec::CorruptRecord;
 use super::api::{ApplySet, ApplySetRecord, ApplySetRecordSpec, ApplySetStatus, InventoryMember, MemberRecordRef};
-
-/// The label on every part: the UID of the ApplySet it records.
-pub use crate::keys::RECORD_OF_LABEL;
+use crate::keys::RECORD_OF_LABEL;
 
 /// The field manager of the parts.
 const MANAGER: &str = "applyset-controller";

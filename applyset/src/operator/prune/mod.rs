@@ -10,7 +10,7 @@
 //! * objects whose manifest carried a do-not-prune mark (orphaned, reported): ours
 //!   (`applyset.dev/prune: disabled`), Helm's `helm.sh/resource-policy: keep`, Flux's
 //!   `kustomize.toolkit.fluxcd.io/prune: disabled`, Argo CD's `argocd.argoproj.io/sync-options:
-//!   Prune=false` ([`crate::applyset::PruneMark`]);
+//!   Prune=false` ([`crate::keys::PruneMark`]);
 //! * a revision that would prune more than `spec.pruneGuard` allows ([`guard`]).
 //!
 //! What it deletes goes in the reverse of the apply's stages, each waited for ([`order`]).
@@ -24,11 +24,13 @@ use kube::api::{ListParams, ObjectMeta};
 use kube::core::DynamicObject;
 use kube::{Api, Client};
 
-use super::api::{APPROVE_PRUNE, ApplySet, InventoryMember, InventoryObject, PruneGuard};
+use super::api::{ApplySet, InventoryMember, InventoryObject, PruneGuard};
 use super::inventory::{self, skipped};
 use crate::apply::Visited;
-use crate::applyset::error::is_status;
-use crate::applyset::{ApiIndex, Candidate, DeleteOptions, ForbiddenLists, GroupKind, LIST_PAGE_SIZE, Run, error_text};
+use crate::applyset::{Candidate, DeleteOptions, ForbiddenLists, Run};
+use crate::cluster::list::{LIST_PAGE_SIZE, error_text, is_status};
+use crate::cluster::mapper::{ApiIndex, GroupKind};
+use crate::keys::APPROVE_PRUNE;
 
 /// What the prune step did.
 #[derive(Debug, Default)]

@@ -8,8 +8,7 @@ use std::time::{Duration, Instant};
 use kube::Client;
 
 use crate::applyset::Candidate;
-use crate::applyset::error::is_status;
-use crate::applyset::prune::dynamic_api;
+use crate::cluster::list::{dynamic_api, is_status};
 
 /// How many stages [`stage_of`] has.
 pub const STAGES: usize = 3;
@@ -58,7 +57,8 @@ pub async fn wait_gone(client: &Client, mut held: Vec<Candidate>, deadline: Inst
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::applyset::{Listed, RecordedKind};
+    use crate::applyset::RecordedKind;
+    use crate::cluster::list::Listed;
     use kube::core::{ApiResource, GroupVersionKind};
 
     fn candidate(group: &str, kind: &str) -> Candidate {

@@ -8,12 +8,13 @@ use kube::runtime::controller::Action;
 use super::publish::describe_skipped;
 use super::steps::apply::{owned_writes, parent_for};
 use super::{REDACT_PARTS, ReconcileError, redact_owner};
-use crate::apply::DryRun;
 use crate::applyset::Run;
+use crate::cluster::DryRun;
 use crate::operator::api::{ApplySet, DeletionPolicy};
 use crate::operator::context::Context;
 use crate::operator::prune;
-use crate::operator::status::{Stage, StepError, reason};
+use crate::operator::reconcile::StepError;
+use crate::operator::status::{Stage, reason};
 use crate::redact;
 use crate::source::CacheKey;
 

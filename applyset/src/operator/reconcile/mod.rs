@@ -24,10 +24,11 @@ use kube::core::ApiResource;
 use kube::runtime::controller::Action;
 use kube::runtime::finalizer::{self, Event as FinalizerEvent};
 
-use super::api::{ApplySet, ApplySetStatus, FINALIZER, GROUP, KIND, PLURAL};
+use super::api::{ApplySet, ApplySetStatus, GROUP, KIND, PLURAL};
 use super::context::Context;
 use super::schedule::{Intervals, backoff};
 use super::status::{self, READY, Stage};
+use crate::keys::FINALIZER;
 pub use error::{Cause, StepError};
 use publish::Finish;
 pub(super) use run::Reconciliation;

@@ -15,10 +15,11 @@ use super::super::cache::ManagedCache;
 use super::super::context::Context;
 use super::super::outcome::Done;
 use super::super::schedule::Intervals;
-use super::super::status::{self, DRIFTED, StepError};
+use super::super::status::{self, DRIFTED};
 use super::steps::apply::ApplyInput;
 use crate::apply::CrdKinds;
 use crate::cluster::cache::{ObjectCache, WritesOnly};
+use crate::operator::reconcile::StepError;
 use crate::source::Artifact;
 
 /// Where a run's revision comes from, and whether it writes.

@@ -10,17 +10,20 @@ use super::super::{Reconciliation, api_resource};
 use super::dry_run::{UnkeyedHashes, keeping_hashed_annotations};
 use crate::apply::last_applied::{self, LastAppliedCodecRef};
 use crate::apply::{
-    self, ApplyOptions, ApplyReport, DryRun, Fatal, FieldPolicyRef, Keep, Ownership, PatchFilter, UnusableLastApplied,
+    self, ApplyOptions, ApplyReport, Fatal, FieldPolicyRef, Keep, Ownership, PatchFilter, UnusableLastApplied,
 };
-use crate::applyset::{ApiIndex, Parent, ParentWrites, Run};
-use crate::cluster::Cluster;
+use crate::applyset::{Parent, ParentWrites, Run};
 use crate::cluster::cache::CacheRef;
+use crate::cluster::mapper::ApiIndex;
+use crate::cluster::{Cluster, DryRun};
+use crate::keys::FINALIZER;
 use crate::manifest::LoadedObject;
-use crate::operator::api::{ApplySet, FINALIZER, InventoryMember, SecretsMode};
+use crate::operator::api::{ApplySet, InventoryMember, SecretsMode};
 use crate::operator::drift::IgnoreRules;
 use crate::operator::history::HistoryIndex;
 use crate::operator::leftover::LeftoverPolicy;
-use crate::operator::status::{Stage, StepError};
+use crate::operator::reconcile::StepError;
+use crate::operator::status::Stage;
 
 /// The field manager of the server-side apply of objects too large for client-side apply.
 pub const SERVER_SIDE_MANAGER: &str = "applyset";
@@ -75,8 +78,8 @@ impl Reconciliation<'_> {
         if !restored.is_empty() {
             let note = format!(
                 "the ApplySet's {} / {} annotations lacked what its record of members holds ({}); its members there are still considered for prune and the annotations are written again",
-                crate::applyset::GROUP_KINDS_ANNOTATION,
-                crate::applyset::ADDITIONAL_NAMESPACES_ANNOTATION,
+                crate::keys::GROUP_KINDS_ANNOTATION,
+                crate::keys::ADDITIONAL_NAMESPACES_ANNOTATION,
                 restored.join(", ")
             );
             tracing::warn!(applyset = %applyset.key(), "{note}");

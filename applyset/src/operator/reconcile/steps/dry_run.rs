@@ -11,10 +11,10 @@ use applyset_merge::Value;
 
 use super::super::Reconciliation;
 use crate::apply::last_applied::{HASH_PREFIX, LastAppliedCodec, is_secret};
-use crate::apply::object::LAST_APPLIED;
 use crate::apply::{ApplyReport, CrdKinds, ErrorCategory, PatchFilter};
 use crate::applyset::Run;
 use crate::cluster::Cluster;
+use crate::keys::LAST_APPLIED_ANNOTATION;
 use crate::operator::outcome::{Done, Planned};
 use crate::operator::{inventory, prune};
 
@@ -91,7 +91,8 @@ pub(in crate::operator::reconcile) fn keeping_hashed_annotations(filter: Option<
             (filter.0)(object, live, patch);
         }
         let hashed = is_secret(live)
-            && crate::apply::object::annotation(live, LAST_APPLIED).is_some_and(|text| text.contains(HASH_PREFIX));
+            && crate::apply::object::annotation(live, LAST_APPLIED_ANNOTATION)
+                .is_some_and(|text| text.contains(HASH_PREFIX));
         if hashed {
             drop_annotation(patch);
         }
@@ -105,7 +106,7 @@ fn drop_annotation(patch: &mut Value) {
         return;
     };
     if let Some(Value::Object(annotations)) = metadata.get_mut("annotations") {
-        annotations.remove(LAST_APPLIED);
+        annotations.remove(LAST_APPLIED_ANNOTATION);
         if annotations.is_empty() {
             metadata.remove("annotations");
         }
@@ -146,18 +147,23 @@ mod tests {
     fn a_hashed_annotation_is_left_out_of_the_patch() {
         let filter = keeping_hashed_annotations(None);
         let live = json(&format!(
-            r#"{{"apiVersion":"v1","kind":"Secret","metadata":{{"annotations":{{"{LAST_APPLIED}":"{{\"data\":{{\"a\":\"hmac-sha256:01\"}}}}"}}}}}}"#
+            r#"{{"apiVersion":"v1","kind":"Secret","metadata":{{"annotations":{{"{LAST_APPLIED_ANNOTATION}":"{{\"data\":{{\"a\":\"hmac-sha256:01\"}}}}"}}}}}}"#
         ));
-        let mut patch =
-            json(&format!(r#"{{"metadata":{{"annotations":{{"{LAST_APPLIED}":"x"}}}},"data":{{"a":"bmV3"}}}}"#));
+        let mut patch = json(&format!(
+            r#"{{"metadata":{{"annotations":{{"{LAST_APPLIED_ANNOTATION}":"x"}}}},"data":{{"a":"bmV3"}}}}"#
+        ));
         (filter.0)(&live, &live, &mut patch);
         assert_eq!(patch.to_json_string(), r#"{"data":{"a":"bmV3"}}"#);
-        let mut only_annotation = json(&format!(r#"{{"metadata":{{"annotations":{{"{LAST_APPLIED}":"x"}}}}}}"#));
+        let mut only_annotation =
+            json(&format!(r#"{{"metadata":{{"annotations":{{"{LAST_APPLIED_ANNOTATION}":"x"}}}}}}"#));
         (filter.0)(&live, &live, &mut only_annotation);
         assert_eq!(only_annotation.to_json_string(), "{}", "an emptied patch: unchanged");
         let plain = json(r#"{"apiVersion":"v1","kind":"Secret"}"#);
-        let mut kept = json(&format!(r#"{{"metadata":{{"annotations":{{"{LAST_APPLIED}":"x"}}}}}}"#));
+        let mut kept = json(&format!(r#"{{"metadata":{{"annotations":{{"{LAST_APPLIED_ANNOTATION}":"x"}}}}}}"#));
         (filter.0)(&plain, &plain, &mut kept);
-        assert!(kept.to_json_string().contains(LAST_APPLIED), "a plain annotation is written as the run writes it");
+        assert!(
+            kept.to_json_string().contains(LAST_APPLIED_ANNOTATION),
+            "a plain annotation is written as the run writes it"
+        );
     }
 }

@@ -5,7 +5,8 @@ use super::super::Reconciliation;
 use crate::apply::ApplyReport;
 use crate::cluster::Cluster;
 use crate::operator::outcome::Done;
-use crate::operator::status::{Stage, StepError};
+use crate::operator::reconcile::StepError;
+use crate::operator::status::Stage;
 use crate::operator::waiting::{self, Verdict};
 
 impl Reconciliation<'_> {

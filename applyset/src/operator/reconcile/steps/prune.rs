@@ -8,7 +8,8 @@ use crate::cluster::Cluster;
 use crate::operator::inventory;
 use crate::operator::outcome::Done;
 use crate::operator::prune;
-use crate::operator::status::{self, Stage, StepError};
+use crate::operator::reconcile::StepError;
+use crate::operator::status::{self, Stage};
 
 impl Reconciliation<'_> {
     /// prune: only after every object applied, through the controller's guards; then the parent

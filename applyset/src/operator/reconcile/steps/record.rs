@@ -13,7 +13,8 @@ use crate::operator::api::{ApplySet, DriftMode, DriftStatus, DriftedObject};
 use crate::operator::context::Context;
 use crate::operator::inventory;
 use crate::operator::outcome::{Classified, Done, classify};
-use crate::operator::status::{self, Stage, StepError};
+use crate::operator::reconcile::StepError;
+use crate::operator::status::{self, Stage};
 use crate::source::Artifact;
 
 impl Reconciliation<'_> {
@@ -43,7 +44,7 @@ impl Reconciliation<'_> {
         if !discarded.is_empty() && !mode.report_only {
             let note = format!(
                 "the {} annotation of {} was not a JSON object (edited by hand?); treated as absent and written anew",
-                crate::applyset::LAST_APPLIED_ANNOTATION,
+                crate::keys::LAST_APPLIED_ANNOTATION,
                 discarded.join(", ")
             );
             ctx.event(applyset, true, "LastAppliedDiscarded", "Apply", note).await;
@@ -159,7 +160,7 @@ async fn name_applysets(ctx: &Context, ids: &[&str]) -> String {
     let api: Api<ApplySet> = Api::all(ctx.client.clone());
     let mut names = std::collections::BTreeSet::new();
     for id in ids.iter().collect::<std::collections::BTreeSet<_>>() {
-        let selector = format!("{}={id}", crate::applyset::PARENT_ID_LABEL);
+        let selector = format!("{}={id}", crate::keys::PARENT_ID_LABEL);
         let found = api.list_metadata(&kube::api::ListParams::default().labels(&selector)).await.ok();
         let named: Vec<String> = found
             .into_iter()

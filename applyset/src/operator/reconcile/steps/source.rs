@@ -11,7 +11,8 @@ use super::super::redact_owner;
 use super::super::{Reconciliation, RunMode};
 use crate::operator::dependencies;
 use crate::operator::outcome::Done;
-use crate::operator::status::{self, READY, Stage, StepError};
+use crate::operator::reconcile::StepError;
+use crate::operator::status::{self, READY, Stage};
 use crate::redact;
 use crate::source::{Artifact, CacheKey, Credentials, ErrorCategory, GitUrl, ProxySettings, SyncOptions, Transport};
 
@@ -176,7 +177,7 @@ impl Reconciliation<'_> {
         let namespace = self.applyset.namespace_or_default();
         let secrets: Api<Secret> = Api::namespaced(self.ctx.client.clone(), &namespace);
         let secret = secrets.get_opt(name).await.map_err(|e| {
-            let message = format!("reading Secret {namespace}/{name}: {}", crate::applyset::error_text(&e));
+            let message = format!("reading Secret {namespace}/{name}: {}", crate::cluster::list::error_text(&e));
             StepError::caused(Stage::Fetch, message, e)
         })?;
         let Some(secret) = secret else {

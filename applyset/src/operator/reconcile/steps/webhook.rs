@@ -35,7 +35,7 @@ impl Reconciliation<'_> {
                 let token = secret.data.and_then(|mut data| data.remove("token")).map(|t| t.0);
                 token.filter(|t| !t.is_empty()).ok_or("has no `token` key (or it is empty)".to_owned())
             }
-            Err(error) => Err(crate::applyset::error_text(&error)),
+            Err(error) => Err(crate::cluster::list::error_text(&error)),
         };
         match token {
             Ok(token) => self.status.webhook_path = Some(hook_path(&token, &namespace, &name)),

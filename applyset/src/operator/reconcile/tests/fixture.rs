@@ -40,7 +40,7 @@ pub fn settings() -> Settings {
         secret_hash_key: ("applyset-system".into(), "applyset-secret-hash-key".into()),
         kustomize_binary: "kustomize".into(),
         concurrent_reconciles: 4,
-        record_limit: crate::operator::inventory::RECORD_LIMIT,
+        record_limit: crate::operator::members::codec::RECORD_LIMIT,
         allow_remote_exec: false,
         remote_rate: (50.0, 100),
         progress_report_after: Duration::ZERO,

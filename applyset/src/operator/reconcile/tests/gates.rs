@@ -203,7 +203,7 @@ async fn a_new_applyset_gets_the_finalizer_with_its_first_parent_write() {
 
     f.reconcile("app").await.expect("the run");
     let finalizers = f.current("app").metadata.finalizers.clone().unwrap_or_default();
-    assert_eq!(finalizers, [crate::operator::api::FINALIZER]);
+    assert_eq!(finalizers, [crate::keys::FINALIZER]);
     assert_eq!(f.ready("app").0, "True");
     assert!(f.configmap("a").is_some());
     // One write of the ApplySet, not two: the KEP-3659 parent write (a server-side apply)
@@ -212,10 +212,7 @@ async fn a_new_applyset_gets_the_finalizer_with_its_first_parent_write() {
     let own = applyset_writes(&f);
     assert_eq!(own.len(), 1, "{own:?}");
     assert!(own[0].content_type.as_deref().is_some_and(|t| t.starts_with("application/apply-patch")));
-    assert_eq!(
-        own[0].body.as_ref().map(|b| &b["metadata"]["finalizers"]),
-        Some(&json!([crate::operator::api::FINALIZER]))
-    );
+    assert_eq!(own[0].body.as_ref().map(|b| &b["metadata"]["finalizers"]), Some(&json!([crate::keys::FINALIZER])));
     let writes: Vec<String> = f.fake.writes().iter().map(|r| format!("{} {}", r.method, r.path)).collect();
     let parent = writes.iter().position(|w| w.starts_with("PATCH") && w.ends_with("/applysets/app"));
     let first_object = writes.iter().position(|w| w.contains("/configmaps"));
@@ -224,7 +221,7 @@ async fn a_new_applyset_gets_the_finalizer_with_its_first_parent_write() {
     // The next run writes nothing of the ApplySet's metadata: it holds the finalizer already.
     f.run_requested("app").await.expect("a second run");
     assert_eq!(applyset_writes(&f).len(), 1);
-    assert_eq!(f.current("app").metadata.finalizers.clone().unwrap_or_default(), [crate::operator::api::FINALIZER]);
+    assert_eq!(f.current("app").metadata.finalizers.clone().unwrap_or_default(), [crate::keys::FINALIZER]);
 }
 
 #[tokio::test]
@@ -241,7 +238,7 @@ async fn a_new_applyset_whose_first_run_fails_before_applying_gets_the_finalizer
     // The status write's watch event brings the reconcile that adds it (and nothing else: the
     // run is not due again yet).
     f.reconcile("app").await.expect("the finalizer added");
-    assert_eq!(f.current("app").metadata.finalizers.clone().unwrap_or_default(), [crate::operator::api::FINALIZER]);
+    assert_eq!(f.current("app").metadata.finalizers.clone().unwrap_or_default(), [crate::keys::FINALIZER]);
     let own = applyset_writes(&f);
     assert_eq!(own.len(), 1, "{own:?}");
     assert!(own[0].content_type.as_deref().is_some_and(|t| t.starts_with("application/json-patch")));
@@ -253,7 +250,7 @@ async fn a_new_applyset_keeps_the_finalizers_of_others() {
 
     f.reconcile("app").await.expect("the finalizer added, then the run");
     let finalizers = f.current("app").metadata.finalizers.clone().unwrap_or_default();
-    assert_eq!(finalizers, ["example.com/keep", crate::operator::api::FINALIZER]);
+    assert_eq!(finalizers, ["example.com/keep", crate::keys::FINALIZER]);
     assert!(f.configmap("a").is_some());
 }
 

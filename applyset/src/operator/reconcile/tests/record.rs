@@ -7,8 +7,8 @@ use http::Method;
 use serde_json::json;
 
 use super::fixture::{Fixture, NS, applyset_path, configmap, configmap_path};
+use crate::keys::RECORD_OF_LABEL;
 use crate::operator::api::MemberRecordRef;
-use crate::operator::members::RECORD_OF_LABEL;
 
 /// ConfigMaps `cm-00000` … in one file: 800 make a record of about 28 KiB compressed, past
 /// what the status keeps (600 still are).

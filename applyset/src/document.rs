@@ -8,9 +8,9 @@ use applyset_merge::Value;
 /// A file that could not be turned into one document (every message starts with the path).
 #[derive(Debug, thiserror::Error)]
 pub enum DocumentError {
-    #[error("{}: cannot read: {source}", path.display())]
+    #[error("{}: cannot read", path.display())]
     Read { path: PathBuf, source: std::io::Error },
-    #[error("{}: {source}", path.display())]
+    #[error("{}", path.display())]
     Syntax { path: PathBuf, source: SyntaxError },
     #[error("{}: expected an object, found {found}", path.display())]
     NotAnObject { path: PathBuf, found: &'static str },

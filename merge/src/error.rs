@@ -62,7 +62,7 @@ pub enum Error {
     Invalid(String),
     /// An error inside a document, with the path of the field where it happened
     /// (e.g. `spec.template.spec.containers[name=app].env`).
-    #[error("{path}: {source}")]
+    #[error("{path}")]
     At { path: String, source: Box<Error> },
     /// Input nested deeper than the engine accepts (see [`crate::value::MAX_DEPTH`]).
     #[error("document nests deeper than {0} levels")]

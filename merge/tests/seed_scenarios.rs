@@ -391,5 +391,7 @@ fn unknown_field_holding_a_changed_object_is_an_error_naming_the_field() {
         true,
     )
     .unwrap_err();
-    assert!(err.to_string().contains(r#"unable to find api field "foo""#), "{err}");
+    assert_eq!(err.to_string(), "spec.foo", "the message is where; the cause is its source");
+    let cause = std::error::Error::source(&err).expect("the cause").to_string();
+    assert!(cause.contains(r#"unable to find api field "foo""#), "{cause}");
 }

@@ -7,6 +7,7 @@ use std::fmt;
 
 use applyset_merge::value::go_quote;
 
+use crate::causes::{Chain, with_causes};
 use crate::cluster::{self, ApiStatus, Error};
 
 /// The bounded set of apply failure kinds. [`ErrorCategory::as_str`] is stable and meant for
@@ -100,7 +101,7 @@ impl ObjectError {
 
     pub(super) fn from_error(error: &Error) -> ObjectError {
         ObjectError {
-            message: error.to_string(),
+            message: with_causes(&error),
             status: error.status().cloned(),
             category: error.category().into(),
             ..ObjectError::default()
@@ -138,7 +139,7 @@ impl ObjectError {
     /// kubectl's `AddSourceToErr`-style wrapping: `error when <verb> "<source>": <err>`,
     /// keeping the status (whose message is rewritten, as kubectl rewrites it).
     pub(super) fn wrap(verb: &str, source: &str, error: Error) -> ObjectError {
-        let message = format!("error when {verb} {}: {error}", go_quote(source));
+        let message = format!("error when {verb} {}: {error}", go_quote(source), error = Chain(&error));
         let category = error.category().into();
         match error {
             Error::Api(mut status) => {
@@ -231,7 +232,7 @@ pub(super) enum ManifestError {
 #[derive(Debug, thiserror::Error)]
 pub(super) enum PatchError {
     /// The three-way patch from another original than the annotation failed.
-    #[error("error when computing the patch that removes the {what} of {origin:?}: {cause}")]
+    #[error("error when computing the patch that removes the {what} of {origin:?}")]
     Recompute {
         what: &'static str,
         origin: String,
@@ -239,7 +240,7 @@ pub(super) enum PatchError {
         cause: applyset_merge::Error,
     },
     /// The fields the server-side fallback manager owns could not be read.
-    #[error("error when reading the fields {manager} applied server-side to {origin:?}: {cause}")]
+    #[error("error when reading the fields {manager} applied server-side to {origin:?}")]
     ServerSideFields {
         manager: String,
         origin: String,

@@ -6,6 +6,7 @@
 use applyset_merge::{SchemaRef, Value, json_merge};
 use kube::core::GroupVersionKind;
 
+use crate::causes::{Chain, with_causes};
 use crate::cluster::{Cluster, PatchType};
 
 /// How a patch is computed and applied.
@@ -137,7 +138,8 @@ pub async fn compute_patch(
                 ) {
                     Ok(patch) => return Ok(ComputedPatch { patch, engine: Engine::Strategic(schema) }),
                     Err(e) => {
-                        warnings.push(format!("warning: error calculating patch from openapi v3 spec: {e}"));
+                        warnings
+                            .push(format!("warning: error calculating patch from openapi v3 spec: {e}", e = Chain(&e)));
                         last_error = Some(e);
                     }
                 }
@@ -158,7 +160,7 @@ pub async fn compute_patch(
         match applyset_merge::create_three_way_merge_patch(original, modified, current, schema.as_ref(), overwrite) {
             Ok(patch) => return Ok(ComputedPatch { patch, engine: Engine::Strategic(schema) }),
             Err(e) => {
-                warnings.push(format!("warning: error calculating patch from openapi spec: {e}"));
+                warnings.push(format!("warning: error calculating patch from openapi spec: {e}", e = Chain(&e)));
                 last_error = Some(e);
             }
         }
@@ -171,7 +173,7 @@ pub async fn compute_patch(
                 "creating patch with:\noriginal:\n{}\nmodified:\n{}\ncurrent:\n{}\nfor:",
                 bodies[0], bodies[1], bodies[2]
             ),
-            error: e.to_string(),
+            error: with_causes(&e),
             bodies,
         }
     };

@@ -15,6 +15,7 @@ use super::error::{ErrorCategory, Fatal, ManifestError, ObjectError};
 use super::object::{self, display_name, meta_str};
 use super::options::{ApplyOptions, Verb};
 use super::report::{ApplyReport, ObjectReport};
+use crate::causes::with_causes;
 use crate::cluster::{Cluster, Error, Mapping};
 use crate::manifest::{DuplicateFinder, LoadedObject, Source};
 
@@ -241,7 +242,7 @@ async fn prepare_one(
     };
     let namespace = match namespace_for(context, &mut object, known.namespaced, &raw_namespace) {
         Ok(namespace) => namespace,
-        Err(error) => return Ok(Err(fail(ErrorCategory::Manifest, error.to_string(), &raw_name))),
+        Err(error) => return Ok(Err(fail(ErrorCategory::Manifest, with_causes(&error), &raw_name))),
     };
     if let Some(namespace) = &namespace {
         namespaces_visited.insert(namespace.clone());

@@ -9,7 +9,7 @@ use applyset_merge::Value;
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum SelectorError {
     /// One comma-separated requirement is malformed.
-    #[error("unable to parse requirement: {0}")]
+    #[error("unable to parse requirement")]
     Requirement(#[source] RequirementError),
 }
 

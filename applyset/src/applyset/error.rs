@@ -23,7 +23,7 @@ pub enum Error {
     ParentCheck(#[from] ParentCheckError),
     /// An existing parent's ApplySet annotations cannot be read; `reference` is
     /// `<resource>.<group>/<name>`.
-    #[error("parsing ApplySet annotation on {reference:?}: {source}")]
+    #[error("parsing ApplySet annotation on {reference:?}")]
     ParentAnnotation {
         reference: String,
         #[source]
@@ -45,17 +45,17 @@ pub enum Error {
     #[error(transparent)]
     AllowlistKind(crate::cluster::mapper::MapperError),
     /// Discovery failed while mapping the kinds to prune.
-    #[error("error retrieving RESTMappings to prune: {0}")]
+    #[error("error retrieving RESTMappings to prune")]
     PruneDiscovery(#[source] crate::cluster::Error),
     /// A kind to prune the cluster does not serve; `kind` is kubectl's description of it.
-    #[error("error retrieving RESTMappings to prune: invalid resource {kind}: {source}")]
+    #[error("error retrieving RESTMappings to prune: invalid resource {kind}")]
     PruneKind {
         kind: String,
         #[source]
         source: crate::cluster::mapper::MapperError,
     },
     /// Another error with more of kubectl's wording in front (see [`Error::context`]).
-    #[error("{prefix}{source}")]
+    #[error("{prefix}")]
     Context {
         prefix: String,
         #[source]
@@ -68,13 +68,11 @@ pub enum Error {
     /// No request reached the apiserver (connection refused, TLS, DNS, timeout).
     #[error("{0}")]
     Unreachable(String),
-    /// A request failed; `message` is kubectl's wording around the apiserver's answer.
+    /// A request failed; `message` is kubectl's wording around the apiserver's answer, which it
+    /// holds: the client error is kept as data (for its category), not as a source a report
+    /// would print a second time.
     #[error("{message}")]
-    Request {
-        message: String,
-        #[source]
-        source: kube::Error,
-    },
+    Request { message: String, error: kube::Error },
 }
 
 /// The bounded kinds of [`Error`].
@@ -105,8 +103,8 @@ impl Category {
 
 impl Error {
     /// A failed request, worded `"{context}: {kubectl's text of the error}"`.
-    pub fn request(context: impl std::fmt::Display, source: kube::Error) -> Self {
-        Error::Request { message: format!("{context}: {}", error_text(&source)), source }
+    pub fn request(context: impl std::fmt::Display, error: kube::Error) -> Self {
+        Error::Request { message: format!("{context}: {}", error_text(&error)), error }
     }
 
     pub fn category(&self) -> Category {
@@ -128,19 +126,20 @@ impl Error {
             | Error::PruneKind { .. } => Category::InvalidPrune,
             Error::Context { source, .. } => source.category(),
             Error::Unreachable(_) => Category::Unreachable,
-            Error::Request { source, .. } if crate::cluster::is_unreachable(source) => Category::Unreachable,
+            Error::Request { error, .. } if crate::cluster::is_unreachable(error) => Category::Unreachable,
             Error::Request { .. } => Category::Request,
         }
     }
 
-    /// The same error with more of kubectl's wording in front (`apply and prune succeeded, …`).
+    /// The same error with more of kubectl's wording in front (`apply and prune succeeded, …`),
+    /// joined to it with `: `.
     pub fn context(self, prefix: &str) -> Self {
         match self {
-            Error::Request { message, source } => Error::Request { message: format!("{prefix}{message}"), source },
-            Error::InvalidReference(message) => Error::InvalidReference(format!("{prefix}{message}")),
-            Error::InvalidParent(message) => Error::InvalidParent(format!("{prefix}{message}")),
-            Error::InvalidPrune(message) => Error::InvalidPrune(format!("{prefix}{message}")),
-            Error::Unreachable(message) => Error::Unreachable(format!("{prefix}{message}")),
+            Error::Request { message, error } => Error::Request { message: format!("{prefix}: {message}"), error },
+            Error::InvalidReference(message) => Error::InvalidReference(format!("{prefix}: {message}")),
+            Error::InvalidParent(message) => Error::InvalidParent(format!("{prefix}: {message}")),
+            Error::InvalidPrune(message) => Error::InvalidPrune(format!("{prefix}: {message}")),
+            Error::Unreachable(message) => Error::Unreachable(format!("{prefix}: {message}")),
             other => Error::Context { prefix: prefix.to_owned(), source: Box::new(other) },
         }
     }
@@ -183,13 +182,13 @@ pub enum AnnotationError {
     MissingGroupKinds,
     /// A recorded kind the cluster does not serve.
     #[error(
-        "could not find mapping for kind in {annotation:?} annotation: {0}",
+        "could not find mapping for kind in {annotation:?} annotation",
         annotation = crate::keys::GROUP_KINDS_ANNOTATION
     )]
     UnmappedKind(#[source] crate::cluster::mapper::MapperError),
     /// A recorded (legacy) group-resource the cluster does not serve.
     #[error(
-        "invalid group resource in {annotation:?} annotation: {0}",
+        "invalid group resource in {annotation:?} annotation",
         annotation = crate::keys::DEPRECATED_GROUP_RESOURCES_ANNOTATION
     )]
     UnmappedGroupResource(#[source] crate::cluster::mapper::MapperError),

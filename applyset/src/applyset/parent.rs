@@ -11,6 +11,7 @@ use super::codec::*;
 use super::error::{AnnotationError, Error, MemberLabelError};
 use super::reference::{aggregate, is_builtin_parent, parse_parent_ref, permitted_custom_parents, validate_parent};
 use crate::apply::Visited;
+use crate::causes::{Chain, with_causes};
 use crate::cluster::list::{error_text, is_status};
 use crate::cluster::mapper::{ApiIndex, GroupKind};
 use crate::cluster::{Cluster, DryRun};
@@ -87,12 +88,17 @@ impl Parent {
     pub async fn prepare(cluster: &Cluster, parent_ref: &str, explicit_namespace: Option<&str>) -> Result<Self, Error> {
         let spec = parse_parent_ref(parent_ref)?;
         let index = cluster.api_index().await.map_err(|error| match error {
-            crate::cluster::Error::Unreachable { .. } => Error::Unreachable(error.to_string()),
+            crate::cluster::Error::Unreachable { .. } => Error::Unreachable(with_causes(&error)),
             other => Error::InvalidReference(format!("discovery failed: {other}")),
         })?;
         let entry = index
             .for_resource(&spec.group, &spec.version, &spec.resource)
-            .map_err(|error| Error::InvalidReference(format!("invalid parent reference {parent_ref:?}: {error}")))?
+            .map_err(|error| {
+                Error::InvalidReference(format!(
+                    "invalid parent reference {parent_ref:?}: {error}",
+                    error = Chain(&error)
+                ))
+            })?
             .clone();
         let client = cluster.client();
         let namespace = match explicit_namespace {
@@ -309,7 +315,7 @@ impl Parent {
         let body = self.latest_body();
         self.server_side_apply(client, body, dry_run)
             .await
-            .map_err(|error| error.context("apply and prune succeeded, but ApplySet update failed: "))
+            .map_err(|error| error.context("apply and prune succeeded, but ApplySet update failed"))
     }
 
     /// The parent body for the superset update (pure).

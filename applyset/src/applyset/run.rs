@@ -129,7 +129,7 @@ impl<'c> Run<'c> {
         self.parent
             .apply_if_changed(client, body.clone(), labels, annotations, finalizers)
             .await
-            .map_err(|e| e.context("updating the ApplySet parent metadata: "))?;
+            .map_err(|e| e.context("updating the ApplySet parent metadata"))?;
         if let Some(finalizer) = finalizer.filter(|f| !finalizers.iter().any(|held| held == f)) {
             finalizers.push(finalizer.to_owned());
         }

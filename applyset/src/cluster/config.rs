@@ -12,6 +12,8 @@ use std::time::Duration;
 
 use kube::config::{AuthInfo, Context, KubeConfigOptions, Kubeconfig, NamedAuthInfo, NamedCluster, NamedContext};
 
+use crate::causes::with_causes;
+
 /// A secret flag value (`--token`, `--password`): never shown by `Debug`.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Sensitive(pub String);
@@ -61,10 +63,11 @@ pub struct LoadedConfig {
 /// Why no client configuration came out of the kubeconfig and the flags: kubectl's messages.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum ConfigError {
-    /// `--kubeconfig` names no file (kubectl says it in Go's `os.Stat` words).
-    #[error("stat {}: {}", .path.display(), go_error_text(.source))]
-    KubeconfigMissing { path: PathBuf, source: Arc<std::io::Error> },
-    #[error("error loading config file {:?}: {source}", .path.display().to_string())]
+    /// `--kubeconfig` names no file (kubectl says it in Go's `os.Stat` words, which are part of
+    /// the message: the I/O error is data, not a source).
+    #[error("stat {}: {}", .path.display(), go_error_text(.error))]
+    KubeconfigMissing { path: PathBuf, error: Arc<std::io::Error> },
+    #[error("error loading config file {:?}", .path.display().to_string())]
     KubeconfigUnreadable { path: PathBuf, source: Arc<kube::config::KubeconfigError> },
     #[error("context {0:?} does not exist")]
     NoContext(String),
@@ -89,7 +92,7 @@ pub enum ConfigError {
     #[error("unable to load root certificates: unable to parse bytes as PEM block")]
     CertificateAuthorityNotPem,
     /// What kube could not make of the merged configuration (bad base64, an unreadable file).
-    #[error("invalid configuration: {0}")]
+    #[error("invalid configuration")]
     Kube(#[source] Arc<kube::config::KubeconfigError>),
     /// `--profile` names no profile kubectl knows.
     #[error("unknown profile '{0}'")]
@@ -112,7 +115,7 @@ fn invalid_text(errors: &[String]) -> String {
 
 /// An I/O error in the words Go's `syscall.Errno` uses (`no such file or directory`).
 pub(crate) fn go_error_text(error: &std::io::Error) -> String {
-    let text = error.to_string();
+    let text = with_causes(&error);
     let text = match text.find(" (os error ") {
         Some(at) => &text[..at],
         None => &text,
@@ -140,7 +143,7 @@ fn read_kubeconfig(explicit: Option<&Path>) -> Result<Kubeconfig, ConfigError> {
     };
     if let Some(path) = explicit {
         std::fs::metadata(path)
-            .map_err(|e| ConfigError::KubeconfigMissing { path: path.to_path_buf(), source: Arc::new(e) })?;
+            .map_err(|e| ConfigError::KubeconfigMissing { path: path.to_path_buf(), error: Arc::new(e) })?;
         return Kubeconfig::read_from(path).map_err(unreadable(path));
     }
     let paths: Vec<PathBuf> = match std::env::var_os("KUBECONFIG").filter(|v| !v.is_empty()) {

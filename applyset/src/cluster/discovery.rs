@@ -12,6 +12,8 @@ use super::Cluster;
 use super::error::{Error, Result};
 use super::mapper::ApiIndex;
 
+use crate::causes::{Chain, with_causes};
+
 /// The mapping of one kind: its REST resource and scope.
 #[derive(Debug, Clone)]
 pub struct Mapping {
@@ -89,10 +91,10 @@ impl Cluster {
             let request = http::Request::get(path)
                 .header(http::header::ACCEPT, AGGREGATED)
                 .body(Vec::new())
-                .map_err(|e| Error::Other(e.to_string()))?;
+                .map_err(|e| Error::Other(with_causes(&e)))?;
             let body = self.send(request).await?;
             serde_json::from_slice::<serde_json::Value>(&body)
-                .map_err(|e| Error::Other(format!("cannot decode discovery from {path}: {e}")))
+                .map_err(|e| Error::Other(format!("cannot decode discovery from {path}: {e}", e = Chain(&e))))
         };
         let (core, groups) = futures::try_join!(fetch("/api"), fetch("/apis"))?;
         let aggregated =

@@ -8,14 +8,17 @@ use kube::core::ApiResource;
 
 use super::list::error_text;
 
+use crate::causes::with_causes;
+
 /// Why [`ApiIndex`] could not load or map: each displays as kubectl (Go's REST mapper) words it.
 #[derive(Debug, thiserror::Error)]
 pub enum MapperError {
-    /// The aggregated discovery requests failed.
+    /// The aggregated discovery requests failed (the apiserver's answer in kubectl's words is
+    /// part of the message, so the client error is data, not a source).
     #[error("discovery failed: {}", error_text(.0))]
-    Discovery(#[source] kube::Error),
+    Discovery(kube::Error),
     /// The aggregated discovery lists could not be read back as JSON.
-    #[error("discovery failed: {0}")]
+    #[error("discovery failed")]
     DiscoveryDecode(#[source] serde_json::Error),
     /// `RESTMapping(GroupKind, version)` found nothing (Go's `NoKindMatchError`).
     #[error("no matches for kind {kind:?} in version {group_version:?}")]
@@ -34,7 +37,7 @@ pub enum MapperError {
 impl From<MapperError> for super::Error {
     /// A discovery failure of [`ApiIndex::load`] as the cluster's catch-all failure, as before.
     fn from(error: MapperError) -> Self {
-        super::Error::Other(error.to_string())
+        super::Error::Other(with_causes(&error))
     }
 }
 

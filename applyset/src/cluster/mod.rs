@@ -50,6 +50,8 @@ pub use request::DryRun;
 pub(crate) use request::percent_encode;
 pub use request::{PatchType, WriteParams, object_path};
 use request::{json_request, parse_body};
+
+use crate::causes::Chain;
 pub use wire::{HEADERS_TARGET, REQUEST_TARGET, RequestTimedOut, count_warnings, fail_on_warnings};
 
 /// How to reach the cluster.
@@ -131,7 +133,7 @@ pub fn rate_limited_client(config: kube::Config, limiter: Arc<RateLimiter>) -> R
 fn wired_client(config: kube::Config, request_timeout: Option<Duration>) -> Result<kube::Client> {
     let server = config.cluster_url.to_string();
     let builder = kube::client::ClientBuilder::try_from(config)
-        .map_err(|e| Error::Config(format!("cannot build a client for {server}: {e}")))?;
+        .map_err(|e| Error::Config(format!("cannot build a client for {server}: {e}", e = Chain(&e))))?;
     Ok(builder.with_layer(&wire::WireLayer::new(&server, request_timeout)).build())
 }
 
@@ -160,7 +162,7 @@ impl Cluster {
         if options.match_server_version {
             let version = cluster.send(json_request(http::Method::GET, "/version".into(), None, Vec::new())?).await?;
             let version: serde_json::Value = serde_json::from_slice(&version)
-                .map_err(|e| Error::Other(format!("the server's /version is not JSON: {e}")))?;
+                .map_err(|e| Error::Other(format!("the server's /version is not JSON: {e}", e = Chain(&e))))?;
             config::check_server_version(&version)?;
         }
         Ok(cluster)

@@ -23,7 +23,7 @@ pub enum LocalAccess {
 /// Why a kubeconfig given as bytes makes no client configuration.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum RemoteConfigError {
-    #[error("not a kubeconfig: {0}")]
+    #[error("not a kubeconfig")]
     Parse(#[source] Arc<kube::config::KubeconfigError>),
     /// A field that would run a program or read a file where the controller runs.
     #[error(

@@ -6,6 +6,8 @@ use applyset_merge::Value;
 use super::discovery::Mapping;
 use super::error::{Error, Result};
 
+use crate::causes::with_causes;
+
 /// Query parameters of writes.
 #[derive(Debug, Clone)]
 pub struct WriteParams {
@@ -119,7 +121,7 @@ pub(super) fn json_request(
     if let Some(content_type) = content_type {
         request = request.header(http::header::CONTENT_TYPE, content_type);
     }
-    request.body(body).map_err(|e| Error::Other(e.to_string()))
+    request.body(body).map_err(|e| Error::Other(with_causes(&e)))
 }
 
 /// `--dry-run`: nothing sent (client), sent with `dryRun=All` (server), or for real.

@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 use http::{Request, Response};
 use kube::client::Body;
 
+use crate::causes::Chain;
+
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The tracing target of the request log: one `Response` line per request (verb, URL, status,
@@ -151,7 +153,7 @@ where
                     tracing::trace!(target: REQUEST_TARGET, verb = ?verb, url = ?url, status = ?status, milliseconds, "Response");
                 }
                 Err(error) => {
-                    tracing::trace!(target: REQUEST_TARGET, verb = ?verb, url = ?url, error = %error, milliseconds, "Response");
+                    tracing::trace!(target: REQUEST_TARGET, verb = ?verb, url = ?url, error = %Chain(&**error), milliseconds, "Response");
                 }
             }
             let deadline = deadline.map(|at| Box::pin(tokio::time::sleep_until(at)));

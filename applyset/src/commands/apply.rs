@@ -13,6 +13,7 @@ use crate::apply::selector::Selector;
 use crate::apply::{self, ApplyOptions, ApplyReport};
 use crate::applyset::legacy as prune;
 use crate::applyset::{DeleteOptions, FieldValidation, Parent, ParentWrites, Run};
+use crate::causes::Chain;
 use crate::cli::{ApplyArgs, ClusterArgs, InputArgs, KustomizeArgs};
 use crate::cluster::{Cluster, DryRun, collecting_warnings};
 use crate::manifest::decryption::Decryption;
@@ -27,11 +28,11 @@ pub fn run(mut args: ApplyArgs) -> ExitCode {
         Ok(code) => code,
         // A flag value kubectl's flag parser refuses: cobra's words.
         Err(CliError::Flag(error @ FlagError::Timeout { .. })) => {
-            eprintln!("error: {error}\nSee 'applyset apply --help' for usage.");
+            eprintln!("error: {error}\nSee 'applyset apply --help' for usage.", error = Chain(&error));
             ExitCode::from(1)
         }
-        Err(message) => {
-            eprintln!("error: {message}");
+        Err(error) => {
+            eprintln!("error: {}", Chain(&error));
             ExitCode::from(1)
         }
     }
@@ -364,7 +365,7 @@ impl ApplyRun<'_> {
         match super::wait::until_healthy(cluster, &report.visited, timeout).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(error) => {
-                eprintln!("error: {error}");
+                eprintln!("error: {error}", error = Chain(&error));
                 ExitCode::from(1)
             }
         }

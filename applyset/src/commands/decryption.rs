@@ -23,7 +23,7 @@ pub fn from_key_files(files: &[PathBuf]) -> Result<Option<Decryption>, CliError>
         let text = std::fs::read_to_string(file)
             .map_err(|source| CliError::DecryptionKeyRead { file: file.clone(), source })?;
         keys.add_identity_file(&file.display().to_string(), &text)
-            .map_err(|source| CliError::DecryptionKey { source })?;
+            .map_err(|error| CliError::DecryptionKey { error })?;
     }
     Ok(Some(Decryption::with_keys(keys)))
 }

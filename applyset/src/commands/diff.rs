@@ -13,6 +13,7 @@ use applyset_merge::Value;
 
 use crate::apply::selector::Selector;
 use crate::apply::{self, ApplyOptions, FieldPolicyRef, Verb, last_applied};
+use crate::causes::Chain;
 use crate::cli::DiffArgs;
 use crate::cluster::DryRun;
 use crate::commands::apply::{build_kustomization, connect, load_input, runtime};
@@ -25,7 +26,7 @@ pub fn run(args: DiffArgs) -> ExitCode {
     match execute(args) {
         Ok(code) => code,
         Err(message) => {
-            eprintln!("error: {message}");
+            eprintln!("error: {}", Chain(&message));
             ExitCode::from(2)
         }
     }
@@ -217,7 +218,7 @@ fn render(object: &Value) -> String {
         metadata.remove("managedFields");
     }
     serde_yaml_ng::to_string(&object)
-        .unwrap_or_else(|e| format!("# cannot render as YAML: {e}\n{}\n", object.to_json_string()))
+        .unwrap_or_else(|e| format!("# cannot render as YAML: {e}\n{}\n", object.to_json_string(), e = Chain(&e)))
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use super::flags::FlagError;
 pub enum CliError {
     #[error(transparent)]
     Flag(#[from] FlagError),
-    #[error("cannot start the async runtime: {0}")]
+    #[error("cannot start the async runtime")]
     Runtime(#[source] std::io::Error),
     #[error(transparent)]
     Connect(crate::cluster::Error),
@@ -19,7 +19,7 @@ pub enum CliError {
     /// The input held no object (`what`: the command).
     #[error("no objects passed to {0}")]
     NoObjects(&'static str),
-    #[error("{}: {source}", dir.display())]
+    #[error("{}", dir.display())]
     KustomizeDir { dir: PathBuf, source: std::io::Error },
     #[error(
         "unable to find one of 'kustomization.yaml', 'kustomization.yml' or 'Kustomization' in directory '{}'",
@@ -33,10 +33,11 @@ pub enum CliError {
     #[error(transparent)]
     Apply(#[from] crate::apply::Fatal),
     /// A `--decryption-key` file that cannot be read.
-    #[error("--decryption-key {}: {source}", file.display())]
+    #[error("--decryption-key {}", file.display())]
     DecryptionKeyRead { file: PathBuf, source: std::io::Error },
     /// A `--decryption-key` file that holds no usable age identity (names the line, never
-    /// quotes it).
-    #[error("--decryption-key {source}")]
-    DecryptionKey { source: crate::sops::KeyError },
+    /// quotes it). The key error, which names the file, continues the sentence: it is data, not
+    /// a source printed after a `: `.
+    #[error("--decryption-key {error}")]
+    DecryptionKey { error: crate::sops::KeyError },
 }

@@ -15,7 +15,7 @@ pub enum FlagError {
     Validate(String),
     #[error(r#"invalid cascade value ({0}). Must be "background", "foreground", or "orphan""#)]
     Cascade(String),
-    #[error("invalid argument {value:?} for \"--timeout\" flag: {source}")]
+    #[error("invalid argument {value:?} for \"--timeout\" flag")]
     Timeout { value: String, source: crate::duration::InvalidDuration },
     /// Two flags that exclude each other, or one that needs another: kubectl's words.
     #[error("{0}")]

@@ -10,6 +10,7 @@ use std::path::Path;
 use applyset_merge::openapi::OpenApi;
 use applyset_merge::{Map, SchemaRef, Value, json_merge};
 
+use crate::causes::{Chain, with_causes};
 use crate::cli::{PatchCommand, SchemaArgs};
 use crate::document::read_object;
 
@@ -38,7 +39,7 @@ impl fmt::Display for CommandError {
 
 impl From<crate::document::DocumentError> for CommandError {
     fn from(err: crate::document::DocumentError) -> Self {
-        CommandError::new(err.to_string())
+        CommandError::new(with_causes(&err))
     }
 }
 
@@ -54,9 +55,10 @@ impl Engine {
             return Ok(Engine::JsonMerge);
         };
         let document = read_object(path)?;
-        let openapi =
-            OpenApi::from_document(document).map_err(|e| CommandError::new(format!("{}: {e}", path.display())))?;
-        let schema = openapi.schema(name).map_err(|e| CommandError::new(format!("{}: {e}", path.display())))?;
+        let openapi = OpenApi::from_document(document)
+            .map_err(|e| CommandError::new(format!("{}: {e}", path.display(), e = Chain(&e))))?;
+        let schema =
+            openapi.schema(name).map_err(|e| CommandError::new(format!("{}: {e}", path.display(), e = Chain(&e))))?;
         Ok(Engine::Strategic(schema))
     }
 }
@@ -129,9 +131,9 @@ fn patch_and_result(patch: Value, result: Value) -> Value {
 
 fn engine_error(context: String, err: applyset_merge::Error) -> CommandError {
     if err.is_conflict() {
-        CommandError { message: format!("conflict: {context}: {err}"), conflict: true }
+        CommandError { message: format!("conflict: {context}: {err}", err = Chain(&err)), conflict: true }
     } else {
-        CommandError::new(format!("{context}: {err}"))
+        CommandError::new(format!("{context}: {err}", err = Chain(&err)))
     }
 }
 

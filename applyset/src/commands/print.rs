@@ -4,6 +4,7 @@
 
 use crate::apply::{self, ApplyReport};
 use crate::applyset::PruneSummary;
+use crate::causes::{Chain, with_causes};
 use crate::cli::ApplyArgs;
 use crate::cluster::DryRun;
 use crate::manifest;
@@ -54,7 +55,7 @@ pub fn print_report(
                 let result = object.details.as_ref().and_then(|d| d.result.clone()).unwrap_or_default();
                 let done = printer.print(vec![result]);
                 let _ = write!(out, "{}", done.text);
-                print_errors.extend(done.error.map(|error| error.to_string()));
+                print_errors.extend(done.error.map(|error| with_causes(&error)));
             }
             (Ok(_), _) => printed.extend(object.details.as_ref().and_then(|d| d.result.clone())),
             (Err(_), _) => {}
@@ -78,7 +79,7 @@ pub fn print_report(
         _ => return false,
     };
     print!("{}", printed.text);
-    match printed.error.map(|error| error.to_string()) {
+    match printed.error.map(|error| with_causes(&error)) {
         None => false,
         Some(message) => {
             let _ = std::io::stdout().flush();
@@ -198,7 +199,7 @@ pub(super) fn print_prune(
         _ => summary.pruned.iter().for_each(|object| println!("{}", object.line(dry_run))),
     }
     for error in &summary.errors {
-        eprintln!("error: {error}");
+        eprintln!("error: {error}", error = Chain(&error));
     }
     !summary.errors.is_empty()
 }

@@ -14,6 +14,8 @@ use applyset_merge::Value;
 
 use super::{Health, Status, generic_generation};
 
+use crate::causes::Chain;
+
 /// One kind's expressions, as written in the spec.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Expressions {
@@ -40,7 +42,7 @@ struct Rule {
 /// An expression that does not compile: the entry and its field, named as in the spec, and the
 /// CEL parser's errors.
 #[derive(Debug, thiserror::Error)]
-#[error("spec.healthCheckExprs[{index}].{field} ({api_version} {kind}): {error}")]
+#[error("spec.healthCheckExprs[{index}].{field} ({api_version} {kind})")]
 pub struct CompileError {
     pub index: usize,
     /// `inProgress`, `failed` or `current`.
@@ -102,7 +104,9 @@ impl Rules {
         for (name, value) in root {
             match ::cel::to_value(value) {
                 Ok(value) => context.add_variable_from_value(name.clone(), value),
-                Err(error) => return Some(not_yet(format!("{name} cannot be read by CEL: {error}"))),
+                Err(error) => {
+                    return Some(not_yet(format!("{name} cannot be read by CEL: {error}", error = Chain(&error))));
+                }
             }
         }
         for (status, program) in &rule.programs {
@@ -110,7 +114,12 @@ impl Rules {
                 Ok(::cel::Value::Bool(true)) => return Some(decided(*status, kind)),
                 Ok(::cel::Value::Bool(false)) => {}
                 Ok(other) => return Some(not_yet(format!("a health expression gave {other:?}, not a bool"))),
-                Err(error) => return Some(not_yet(format!("a health expression cannot be evaluated yet: {error}"))),
+                Err(error) => {
+                    return Some(not_yet(format!(
+                        "a health expression cannot be evaluated yet: {error}",
+                        error = Chain(&error)
+                    )));
+                }
             }
         }
         Some(Health::in_progress("HealthExpressions", format!("{kind} is not current by its health expressions")))
@@ -211,8 +220,9 @@ mod tests {
         .err()
         .expect("does not compile");
         assert_eq!((error.index, error.field), (0, "current"));
-        let message = error.to_string();
-        assert!(message.starts_with("spec.healthCheckExprs[0].current (example.com/v1 Widget): "), "{message}");
-        assert!(message.ends_with(&std::error::Error::source(&error).expect("the parse errors").to_string()));
+        assert_eq!(error.to_string(), "spec.healthCheckExprs[0].current (example.com/v1 Widget)");
+        let reported = crate::causes::with_causes(&error);
+        let parse_errors = std::error::Error::source(&error).expect("the parse errors").to_string();
+        assert_eq!(reported, format!("spec.healthCheckExprs[0].current (example.com/v1 Widget): {parse_errors}"));
     }
 }

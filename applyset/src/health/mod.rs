@@ -15,6 +15,8 @@ mod tests;
 
 use applyset_merge::Value;
 
+use crate::causes::with_causes;
+
 /// kstatus's statuses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Status {
@@ -111,7 +113,7 @@ pub(crate) enum HealthError {
 pub fn compute(object: &Value, context: Context) -> Health {
     match compute_checked(object, context) {
         Ok(health) => health,
-        Err(error) => Health { status: Status::Unknown, reason: None, message: error.to_string() },
+        Err(error) => Health { status: Status::Unknown, reason: None, message: with_causes(&error) },
     }
 }
 

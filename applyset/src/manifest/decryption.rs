@@ -69,7 +69,7 @@ pub enum DecryptionError {
         "it holds SOPS-encrypted values (ENC[AES256_GCM,…]) but no sops metadata that can be read; ciphertext is never applied"
     )]
     Unrecognized,
-    #[error("cannot be decrypted with SOPS: {0}")]
+    #[error("cannot be decrypted with SOPS")]
     Sops(#[from] SopsError),
 }
 
@@ -166,11 +166,11 @@ impl Drop for PrivateCopy {
 #[derive(Debug, thiserror::Error)]
 pub enum CopyError {
     /// `file` (relative to the checkout) is encrypted and cannot be decrypted or is refused.
-    #[error("{file}: {source}")]
+    #[error("{file}")]
     File { file: String, source: DecryptionError },
-    #[error("{file}: cannot be read: {source}")]
+    #[error("{file}: cannot be read")]
     Read { file: String, source: std::io::Error },
-    #[error("making a private copy of the checkout for decryption: {0}")]
+    #[error("making a private copy of the checkout for decryption")]
     Copy(#[source] std::io::Error),
 }
 
@@ -324,7 +324,8 @@ mod tests {
         let dir = copy.root().to_path_buf();
         drop(copy);
         assert!(!dir.exists(), "removed when dropped");
-        let refused = decrypt_files(&root, &files, &Decryption::refusing("x")).unwrap_err().to_string();
+        let refused =
+            crate::causes::with_causes(&decrypt_files(&root, &files, &Decryption::refusing("x")).unwrap_err());
         assert!(refused.starts_with("app/secret.env: it is encrypted with SOPS"), "{refused}");
         std::fs::remove_dir_all(root).unwrap();
     }

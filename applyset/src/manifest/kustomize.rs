@@ -17,6 +17,8 @@ use tokio::io::AsyncReadExt;
 
 use super::{LoadOptions, LoadedObject, load_bytes_with};
 
+use crate::causes::with_causes;
+
 /// The file names kustomize looks for, in its order.
 pub const KUSTOMIZATION_FILES: [&str; 3] = ["kustomization.yaml", "kustomization.yml", "Kustomization"];
 
@@ -117,9 +119,9 @@ pub fn check_tree(root: &Path, dir: &Path) -> Result<(), BuildError> {
         }
         let shown_file = shown(&file, root);
         let text = std::fs::read_to_string(&file)
-            .map_err(|e| BuildError::Unreadable { file: shown_file.clone(), detail: e.to_string() })?;
+            .map_err(|e| BuildError::Unreadable { file: shown_file.clone(), detail: with_causes(&e) })?;
         let doc: serde_json::Value = serde_yaml_ng::from_str(&text)
-            .map_err(|e| BuildError::Unreadable { file: shown_file.clone(), detail: e.to_string() })?;
+            .map_err(|e| BuildError::Unreadable { file: shown_file.clone(), detail: with_causes(&e) })?;
         for field in ["helmCharts", "helmGlobals", "helmChartInflationGenerator"] {
             if doc.get(field).is_some() {
                 return Err(BuildError::Helm { file: shown_file, field: field.into() });
@@ -151,9 +153,9 @@ pub fn files_read(root: &Path, dir: &Path) -> Result<Vec<(PathBuf, crate::sops::
         }
         let shown_file = shown(&file, root);
         let text = std::fs::read_to_string(&file)
-            .map_err(|e| BuildError::Unreadable { file: shown_file.clone(), detail: e.to_string() })?;
+            .map_err(|e| BuildError::Unreadable { file: shown_file.clone(), detail: with_causes(&e) })?;
         let doc: serde_json::Value = serde_yaml_ng::from_str(&text)
-            .map_err(|e| BuildError::Unreadable { file: shown_file.clone(), detail: e.to_string() })?;
+            .map_err(|e| BuildError::Unreadable { file: shown_file.clone(), detail: with_causes(&e) })?;
         for (field, reference, _) in references(&doc) {
             let Some(path) = lexical(&dir.join(&reference)) else { continue };
             if path.is_dir() {
@@ -254,7 +256,7 @@ pub async fn check_version(program: &Path) -> Result<(), BuildError> {
                 detail: "`kustomize version` did not finish within 30s".into(),
             });
         }
-        Ok(Err(e)) => return Err(BuildError::NoProgram { binary, detail: e.to_string() }),
+        Ok(Err(e)) => return Err(BuildError::NoProgram { binary, detail: with_causes(&e) }),
         Ok(Ok(output)) => output,
     };
     let text = String::from_utf8_lossy(&output.stdout).trim().to_owned();
@@ -310,7 +312,10 @@ impl Kustomize {
             .stderr(Stdio::piped())
             .kill_on_drop(true)
             .spawn()
-            .map_err(|e| BuildError::NoProgram { binary: self.binary.display().to_string(), detail: e.to_string() })?;
+            .map_err(|e| BuildError::NoProgram {
+                binary: self.binary.display().to_string(),
+                detail: with_causes(&e),
+            })?;
         let (mut stdout, mut stderr) = (child.stdout.take().expect("piped"), child.stderr.take().expect("piped"));
         let limit = self.max_output;
         let run = async {
@@ -318,11 +323,11 @@ impl Kustomize {
             let mut errors = Vec::new();
             let (mut capped_out, mut capped_err) = ((&mut stdout).take(limit + 1), (&mut stderr).take(64 * 1024));
             let (out, err) = tokio::join!(capped_out.read_to_end(&mut output), capped_err.read_to_end(&mut errors));
-            out.and(err).map_err(|e| e.to_string())?;
+            out.and(err).map_err(|e| with_causes(&e))?;
             if output.len() as u64 > limit {
                 return Ok::<_, String>((None, output, errors));
             }
-            let status = child.wait().await.map_err(|e| e.to_string())?;
+            let status = child.wait().await.map_err(|e| with_causes(&e))?;
             Ok((Some(status), output, errors))
         };
         let (status, output, errors) = match tokio::time::timeout(self.timeout, run).await {
@@ -338,7 +343,7 @@ impl Kustomize {
         // The output is clear already.
         let options = LoadOptions { decryption: None, ..options.clone() };
         load_bytes_with(Path::new(&shown_file), &output, &options)
-            .map_err(|e| BuildError::Output { file: shown_file.clone(), message: e.to_string() })
+            .map_err(|e| BuildError::Output { file: shown_file.clone(), message: with_causes(&e) })
     }
 }
 

@@ -45,6 +45,8 @@ use applyset_merge::value::go_quote;
 pub use limits::{LimitExceeded, Limits};
 pub use objects::{ObjectError, document_objects, go_aggregate};
 use objects::{api_version_of, kind_of, kubectl_validation_error};
+
+use crate::causes::{Chain, with_causes};
 pub use stream::{Document, DocumentError, decode_text, decode_text_owned, parse_stream};
 pub use walk::{FILE_EXTENSIONS, Input};
 
@@ -269,7 +271,11 @@ pub fn load_partial(paths: &[PathBuf], recursive: bool, mut stdin: impl Read, op
         let bytes = match bytes {
             Ok(bytes) => bytes,
             Err(e) => {
-                loaded.errors.push(FileError::file(ErrorKind::Input, &path, format!("error reading file: {e}")));
+                loaded.errors.push(FileError::file(
+                    ErrorKind::Input,
+                    &path,
+                    format!("error reading file: {e}", e = Chain(&e)),
+                ));
                 loaded.positions.push(loaded.objects.len());
                 continue;
             }
@@ -293,7 +299,7 @@ pub fn load_partial(paths: &[PathBuf], recursive: bool, mut stdin: impl Read, op
             Some(decryption) => match decryption.manifest(&path, bytes) {
                 Ok(bytes) => bytes,
                 Err(error) => {
-                    loaded.errors.push(FileError::file(ErrorKind::Decryption, &path, error.to_string()));
+                    loaded.errors.push(FileError::file(ErrorKind::Decryption, &path, with_causes(&error)));
                     loaded.positions.push(loaded.objects.len());
                     // Beyond kubectl's reading: a Secret that cannot be decrypted stops the
                     // whole input (applying the rest, or pruning without it, is never wanted).
@@ -377,7 +383,7 @@ fn load_text_into(
         Some(vars) => match postbuild::substitute_stream(&text, vars, options.limits.document) {
             Ok(substituted) => substituted,
             Err(error) => {
-                errors.push(FileError::file(ErrorKind::Substitution, path, error.to_string()));
+                errors.push(FileError::file(ErrorKind::Substitution, path, with_causes(&error)));
                 return;
             }
         },
@@ -423,7 +429,7 @@ fn load_text_into(
                 }
             }
             Err(e) => {
-                let message = e.to_string();
+                let message = with_causes(&e);
                 let kubectl = format!("unable to decode {}: {message}", go_quote(&source_name));
                 errors.push(at(ErrorKind::Object, message, Some(kubectl)));
             }

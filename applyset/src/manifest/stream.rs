@@ -19,6 +19,8 @@ use applyset_merge::Value;
 use super::limits::LimitExceeded;
 use super::{go_json, yaml};
 
+use crate::causes::with_causes;
+
 /// How far kubectl looks for the `{` that makes a stream JSON.
 const SNIFF_BYTES: usize = 4096;
 
@@ -177,7 +179,7 @@ fn json_stream(text: &str, max_document: Option<u64>, docs: &mut Vec<Document>) 
                 docs.push(Document { number, line: line_of(text, start), value, raw: raw.to_owned() });
             }
             Some(Err(e)) => {
-                let message = if e.is_eof() { "unexpected EOF".to_owned() } else { strip_position(&e.to_string()) };
+                let message = if e.is_eof() { "unexpected EOF".to_owned() } else { strip_position(&with_causes(&e)) };
                 let json_error = DocumentError {
                     document: number + 1,
                     line: Some(e.line()),

@@ -6,6 +6,8 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use crate::causes::{Chain, with_causes};
+
 /// The extensions kept when walking a directory (compared exactly, as Go's `filepath.Ext`).
 pub const FILE_EXTENSIONS: [&str; 3] = [".json", ".yaml", ".yml"];
 
@@ -62,7 +64,7 @@ pub fn expand(args: &[PathBuf], recursive: bool, root: Root<'_>) -> (Vec<Input>,
         let matches = match expand_if_pattern(arg, root) {
             Ok(m) => m,
             Err(e) => {
-                errors.push(e.to_string());
+                errors.push(with_causes(&e));
                 continue;
             }
         };
@@ -73,13 +75,17 @@ pub fn expand(args: &[PathBuf], recursive: bool, root: Root<'_>) -> (Vec<Input>,
                     continue;
                 }
                 Err(e) => {
-                    errors.push(format!("the path {} cannot be accessed: {e}", go_quote(&path.to_string_lossy())));
+                    errors.push(format!(
+                        "the path {} cannot be accessed: {e}",
+                        go_quote(&path.to_string_lossy()),
+                        e = Chain(&e)
+                    ));
                     continue;
                 }
                 Ok(_) => {}
             }
             if let Err(e) = walk(path, recursive, root, &mut inputs) {
-                errors.push(format!("error reading {}: {e}", go_quote(&path.to_string_lossy())));
+                errors.push(format!("error reading {}: {e}", go_quote(&path.to_string_lossy()), e = Chain(&e)));
             }
         }
         if inputs.is_empty() && errors.is_empty() {
@@ -101,7 +107,7 @@ enum PatternError {
     #[error("the path {} does not exist", go_quote(pattern))]
     NoMatch { pattern: String },
     /// Not a path, and not a valid pattern.
-    #[error("pattern {} is not valid: {source}", go_quote(pattern))]
+    #[error("pattern {} is not valid", go_quote(pattern))]
     Invalid {
         pattern: String,
         #[source]

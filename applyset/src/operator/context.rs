@@ -17,6 +17,7 @@ use super::metrics::Metrics;
 use super::remote::{RemoteClusters, RemoteError, Target};
 use super::schedule::Schedule;
 use crate::apply::last_applied::HashedSecrets;
+use crate::causes::Chain;
 use crate::cluster::mapper::ApiIndex;
 use crate::cluster::{Cluster, RateLimiter};
 use crate::source::GitSource;
@@ -288,7 +289,7 @@ impl Context {
         let note = super::status::truncate(&crate::redact::redact(&note), super::status::MAX_EVENT_NOTE);
         let event = NewEvent { warning, reason, action, note };
         if let Err(error) = self.events.publish(&applyset.object_ref(&()), event).await {
-            tracing::warn!(applyset = %applyset.key(), %error, "cannot record an event");
+            tracing::warn!(applyset = %applyset.key(), error = %Chain(&error), "cannot record an event");
         }
     }
 }

@@ -20,6 +20,7 @@ use super::http::{self, Health};
 use super::leader::{LeaderElector, LeaseConfig};
 use super::metrics::Metrics;
 use super::{reconcile, webhook};
+use crate::causes::Chain;
 use crate::cli::{ControllerArgs, DEFAULT_LEADER_ELECTION_ID, LeaderArgs, LogFormat};
 use crate::cluster::{Cluster, ConnectOptions, RateLimiter};
 use crate::duration;
@@ -35,7 +36,7 @@ pub fn run(args: ControllerArgs) -> ExitCode {
     {
         Ok(runtime) => runtime,
         Err(error) => {
-            eprintln!("error: cannot start the async runtime: {error}");
+            eprintln!("error: cannot start the async runtime: {error}", error = Chain(&error));
             return ExitCode::from(1);
         }
     };
@@ -309,7 +310,7 @@ fn settings(args: &ControllerArgs) -> anyhow::Result<Settings> {
         no_cross_namespace_refs: args.scope.no_cross_namespace_refs,
         field_manager: FIELD_MANAGER.into(),
         min_interval: crate::duration::parse(&args.scope.min_interval)
-            .map_err(|e| anyhow::anyhow!("--min-interval {:?}: {e}", args.scope.min_interval))?,
+            .map_err(|e| anyhow::anyhow!("--min-interval {:?}: {e}", args.scope.min_interval, e = Chain(&e)))?,
         default_secrets: args.scope.default_secrets,
         kustomize_binary: args.scope.kustomize.kustomize_binary.clone(),
         concurrent_reconciles: usize::from(args.scope.concurrent_reconciles),
@@ -353,11 +354,11 @@ async fn run_until_stopped<S, T, E>(
 ) -> anyhow::Result<()>
 where
     S: futures::Stream<Item = Result<T, E>>,
-    E: std::fmt::Display,
+    E: std::error::Error,
 {
     let running = running.for_each(|result| async move {
         if let Err(error) = result {
-            tracing::debug!(%error, "controller event");
+            tracing::debug!(error = %Chain(&error), "controller event");
         }
     });
     tokio::pin!(running);
@@ -395,7 +396,8 @@ fn lease_name(args: &LeaderArgs, shard: Option<&str>) -> String {
 }
 
 fn lease_config(args: &LeaderArgs, shard: Option<&str>) -> anyhow::Result<LeaseConfig> {
-    let parse = |name: &str, text: &str| duration::parse(text).map_err(|e| anyhow::anyhow!("--{name}: {e}"));
+    let parse =
+        |name: &str, text: &str| duration::parse(text).map_err(|e| anyhow::anyhow!("--{name}: {e}", e = Chain(&e)));
     let config = LeaseConfig {
         namespace: args.leader_election_namespace.clone().unwrap_or_else(|| "default".into()),
         name: lease_name(args, shard),

@@ -7,6 +7,7 @@ use kube::Api;
 
 use super::api::ApplySet;
 use super::status::Stage;
+use crate::causes::with_causes;
 use crate::cluster::Cluster;
 use crate::cluster::list::error_text;
 use crate::manifest::decryption::Decryption;
@@ -57,7 +58,7 @@ pub(crate) fn keyring(place: &str, secret: &Secret) -> Result<Keyring, String> {
         }
         let origin = format!("{place} key {name}");
         let text = std::str::from_utf8(&value.0).map_err(|_| format!("{origin}: is not UTF-8 text"))?;
-        keys.add_identity_file(&origin, text).map_err(|e| e.to_string())?;
+        keys.add_identity_file(&origin, text).map_err(|e| with_causes(&e))?;
     }
     if keys.is_empty() {
         return Err(format!(

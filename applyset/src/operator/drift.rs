@@ -133,9 +133,9 @@ impl IgnoreRules {
 /// A `spec.drift.ignore` rule that cannot be used (the run is `InvalidSpec`).
 #[derive(Debug, thiserror::Error)]
 pub enum IgnoreRuleError {
-    #[error("spec.drift.ignore[{index}].paths: {source}")]
+    #[error("spec.drift.ignore[{index}].paths")]
     Path { index: usize, source: PointerError },
-    #[error("spec.drift.ignore[{index}].target.labelSelector: {source}")]
+    #[error("spec.drift.ignore[{index}].target.labelSelector")]
     Selector { index: usize, source: crate::apply::selector::SelectorError },
 }
 
@@ -329,7 +329,7 @@ mod tests {
                 .unwrap_err();
         assert!(matches!(error, IgnoreRuleError::Path { index: 0, source: PointerError::NoLeadingSlash(_) }));
         assert_eq!(
-            error.to_string(),
+            crate::causes::with_causes(&error),
             r#"spec.drift.ignore[0].paths: "spec" is not a JSON pointer (it must start with /)"#
         );
         let error = IgnoreRules::new(&[DriftIgnoreRule {
@@ -339,7 +339,11 @@ mod tests {
         }])
         .unwrap_err();
         assert!(matches!(error, IgnoreRuleError::Selector { index: 0, .. }), "{error}");
-        assert!(error.to_string().starts_with("spec.drift.ignore[0].target.labelSelector: "), "{error}");
+        assert_eq!(error.to_string(), "spec.drift.ignore[0].target.labelSelector");
+        assert!(
+            crate::causes::with_causes(&error).starts_with("spec.drift.ignore[0].target.labelSelector: "),
+            "{error}"
+        );
     }
 
     #[test]

@@ -11,6 +11,7 @@ use std::time::Instant;
 use futures::{StreamExt, TryStreamExt};
 use kube::api::{Api, DynamicObject, WatchEvent, WatchParams};
 
+use crate::causes::Chain;
 use crate::health::targets::Target;
 
 /// A target read from the apiserver, and the version it was read at (`None`: not found).
@@ -51,7 +52,7 @@ async fn watch_one(client: kube::Client, external: External) {
         let mut events = match api.watch(&params, &version).await {
             Ok(events) => events.boxed(),
             Err(error) => {
-                tracing::debug!(%name, %error, "health target watch refused");
+                tracing::debug!(%name, error = %Chain(&error), "health target watch refused");
                 return;
             }
         };
@@ -66,7 +67,7 @@ async fn watch_one(client: kube::Client, external: External) {
                 // The request's time is over: watch again from the same version.
                 Ok(None) => break,
                 Err(error) => {
-                    tracing::debug!(%name, %error, "health target watch failed");
+                    tracing::debug!(%name, error = %Chain(&error), "health target watch failed");
                     return;
                 }
             }

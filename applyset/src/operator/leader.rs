@@ -24,6 +24,8 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, ObjectMeta, PostParams};
 use tokio::time::Instant;
 
+use crate::causes::Chain;
+
 /// client-go's `JitterFactor`: candidates wait between 1 and 2.2 retry periods between
 /// attempts, so that standbys do not all hit the apiserver at the same moment.
 const RETRY_JITTER_FACTOR: f64 = 1.2;
@@ -254,7 +256,7 @@ impl LeaderElector {
             }
             Ok(Ok(false)) => {}
             Ok(Err(error)) => {
-                tracing::warn!(lease = %self.lease_display(), %error, "could not release the leader lease; it will expire");
+                tracing::warn!(lease = %self.lease_display(), error = %Chain(&error), "could not release the leader lease; it will expire");
             }
             Err(_elapsed) => {
                 tracing::warn!(lease = %self.lease_display(), "the apiserver did not answer in time to release the leader lease; it will expire");
@@ -292,7 +294,7 @@ impl LeaderElector {
         let existing = match self.leases.get_opt(&self.config.name).await {
             Ok(Some(lease)) => lease,
             Ok(None) => return self.create_lease(now).await,
-            Err(error) => return Attempt::Failed(format!("reading the lease: {error}")),
+            Err(error) => return Attempt::Failed(format!("reading the lease: {error}", error = Chain(&error))),
         };
 
         let current = existing.spec.clone().unwrap_or_default();
@@ -331,7 +333,7 @@ impl LeaderElector {
             Err(kube::Error::Api(status)) if status.code == 409 => {
                 Attempt::Failed(String::from("another replica updated the lease first"))
             }
-            Err(error) => Attempt::Failed(format!("updating the lease: {error}")),
+            Err(error) => Attempt::Failed(format!("updating the lease: {error}", error = Chain(&error))),
         }
     }
 
@@ -359,7 +361,7 @@ impl LeaderElector {
             Err(kube::Error::Api(status)) if status.code == 409 => {
                 Attempt::Failed(String::from("another replica created the lease first"))
             }
-            Err(error) => Attempt::Failed(format!("creating the lease: {error}")),
+            Err(error) => Attempt::Failed(format!("creating the lease: {error}", error = Chain(&error))),
         }
     }
 

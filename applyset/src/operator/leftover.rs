@@ -8,6 +8,7 @@ use applyset_merge::Value;
 use super::api::{DriftSpec, ForeignFields, StaleFields};
 use super::drift::IgnoreRules;
 use super::history::HistoryIndex;
+use crate::causes::Chain;
 use crate::fields::{
     self, FieldPath, FieldPolicy, Guard, Merger, Reason, SYSTEM_MANAGERS, Verdict, foreign_fields, stale_fields,
 };
@@ -66,7 +67,9 @@ impl FieldPolicy for LeftoverPolicy {
         };
         match stale_fields(versions, annotation, modified, live, merger, &guard) {
             Ok(found) => verdict.findings.extend(found),
-            Err(error) => verdict.warnings.push(format!("stale fields could not be computed: {error}")),
+            Err(error) => {
+                verdict.warnings.push(format!("stale fields could not be computed: {error}", error = Chain(&error)))
+            }
         }
         if self.foreign != ForeignFields::Ignore {
             verdict.findings.extend(foreign_fields(annotation, modified, live, &self.own_manager, merger, &guard));
@@ -96,7 +99,9 @@ impl FieldPolicy for LeftoverPolicy {
         match fields::original_with(annotation, &removals, merger) {
             Ok(original) => verdict.original = Some(original),
             Err(error) => {
-                verdict.warnings.push(format!("stale or foreign fields could not be removed: {error}"));
+                verdict
+                    .warnings
+                    .push(format!("stale or foreign fields could not be removed: {error}", error = Chain(&error)));
                 for finding in &mut verdict.findings {
                     finding.removed = false;
                 }

@@ -29,6 +29,7 @@ pub use self::git::SourceStep;
 use super::lock;
 use super::status::Stage;
 use super::webhook::Outcome;
+use crate::causes::Chain;
 use crate::source::ErrorCategory;
 
 /// Reconciles take from a few milliseconds (nothing changed) to minutes (a large first apply).
@@ -368,7 +369,7 @@ impl Metrics {
         if let Err(error) = TextEncoder::new().encode(&self.registry.gather(), &mut rendered) {
             // Only a malformed metric family fails to encode; serve what was written so far
             // rather than nothing.
-            tracing::warn!(%error, "could not encode all metrics");
+            tracing::warn!(error = %Chain(&error), "could not encode all metrics");
         }
         String::from_utf8(rendered).unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned())
     }

@@ -23,7 +23,7 @@ const CLUSTER_TTL: Duration = Duration::from_secs(600);
 /// Why an ApplySet's remote cluster cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum RemoteError {
-    #[error("spec.kubeConfig.secretRef: cannot read Secret {namespace}/{name}: {source}")]
+    #[error("spec.kubeConfig.secretRef: cannot read Secret {namespace}/{name}")]
     ReadSecret {
         namespace: String,
         name: String,
@@ -32,7 +32,7 @@ pub enum RemoteError {
     },
     #[error("spec.kubeConfig.secretRef: Secret {namespace}/{name} has no key {keys}")]
     NoKey { namespace: String, name: String, keys: String },
-    #[error("spec.kubeConfig.secretRef: Secret {namespace}/{name} key {key:?}: {source}")]
+    #[error("spec.kubeConfig.secretRef: Secret {namespace}/{name} key {key:?}")]
     Kubeconfig {
         namespace: String,
         name: String,
@@ -42,7 +42,7 @@ pub enum RemoteError {
     },
     #[error("spec.kubeConfig.secretRef: Secret {namespace}/{name} key {key:?} is not UTF-8 text")]
     NotText { namespace: String, name: String, key: String },
-    #[error("spec.kubeConfig: {0}")]
+    #[error("spec.kubeConfig")]
     Cluster(#[from] crate::cluster::Error),
 }
 

@@ -225,7 +225,7 @@ impl Intervals {
 /// An ApplySet's `interval`, `retryInterval` or `timeout` this controller cannot use.
 #[derive(Debug, thiserror::Error)]
 pub enum IntervalError {
-    #[error("spec.{field}: {source}")]
+    #[error("spec.{field}")]
     Invalid { field: &'static str, source: duration::InvalidDuration },
     #[error("spec.timeout must be greater than zero")]
     ZeroTimeout,

@@ -20,18 +20,21 @@ const MIN_KEY_LEN: usize = 32;
 /// Why the key of hashed Secret annotations is not available (`place` is `Secret ns/name`).
 #[derive(Debug, thiserror::Error)]
 pub enum HashKeyError {
-    #[error("{place}: {source}")]
+    #[error("{place}")]
     Unusable { place: String, source: ShortKey },
-    #[error("reading the hash key {place}: {}", error_text(.source))]
-    Read { place: String, source: kube::Error },
-    #[error("making a hash key: {0}")]
+    /// The apiserver's answer, in kubectl's words, is part of the message: the client error is
+    /// kept as data (not as a source, whose text a report would print a second time).
+    #[error("reading the hash key {place}: {}", error_text(.error))]
+    Read { place: String, error: kube::Error },
+    #[error("making a hash key")]
     Random(#[source] openssl::error::ErrorStack),
-    #[error("creating the hash key {place}: {}", error_text(.source))]
-    Create { place: String, source: kube::Error },
+    /// As [`HashKeyError::Read`].
+    #[error("creating the hash key {place}: {}", error_text(.error))]
+    Create { place: String, error: kube::Error },
     #[error("the hash key {place} was created and is gone again")]
     Vanished { place: String },
     /// OpenSSL refused the key as an HMAC key.
-    #[error("the hash key: {0}")]
+    #[error("the hash key")]
     Codec(#[source] openssl::error::ErrorStack),
 }
 
@@ -50,7 +53,7 @@ pub async fn load_or_create(client: &Client, namespace: &str, name: &str) -> Res
         match api.get_opt(name).await {
             Ok(Some(secret)) => return key_of(&secret).map_err(|source| HashKeyError::Unusable { place, source }),
             Ok(None) => {}
-            Err(source) => return Err(HashKeyError::Read { place, source }),
+            Err(error) => return Err(HashKeyError::Read { place, error }),
         }
         let mut key = vec![0u8; MIN_KEY_LEN];
         openssl::rand::rand_bytes(&mut key).map_err(HashKeyError::Random)?;
@@ -71,7 +74,7 @@ pub async fn load_or_create(client: &Client, namespace: &str, name: &str) -> Res
             }
             // Another replica created it meanwhile: read theirs.
             Err(error) if is_status(&error, 409) => continue,
-            Err(source) => return Err(HashKeyError::Create { place, source }),
+            Err(error) => return Err(HashKeyError::Create { place, error }),
         }
     }
     Err(HashKeyError::Vanished { place })

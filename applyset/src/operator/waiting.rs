@@ -19,6 +19,7 @@ use super::external_health::External;
 use super::lock;
 use super::status::{self, Stage};
 use crate::apply::Visited;
+use crate::causes::{Chain, with_causes};
 use crate::cluster::cache::{Cached, ObjectCache};
 use crate::cluster::mapper::GroupKind;
 use crate::cluster::{Cluster, Mapping};
@@ -137,7 +138,12 @@ pub async fn targets(applyset: &ApplySet, cluster: &Cluster, visited: &[Visited]
         let mapping = cluster.mapping(&gvk).await.map_err(|e| {
             StepError::new(
                 Stage::HealthCheck,
-                format!("spec.healthChecks[{index}]: {} {} is not served: {e}", check.api_version, check.kind),
+                format!(
+                    "spec.healthChecks[{index}]: {} {} is not served: {e}",
+                    check.api_version,
+                    check.kind,
+                    e = Chain(&e)
+                ),
             )
         })?;
         let namespace = mapping.namespaced.then(|| check.namespace.clone().unwrap_or_else(|| own_namespace.clone()));
@@ -189,7 +195,7 @@ pub async fn judge(
             Err(error) if error.is_not_found() => {
                 Health { status: Status::InProgress, reason: Some("NotFound".into()), message: "not found".into() }
             }
-            Err(error) => Health { status: Status::Unknown, reason: None, message: error.to_string() },
+            Err(error) => Health { status: Status::Unknown, reason: None, message: with_causes(&error) },
         };
         judged.push(Judged { target: target.clone(), health });
     }

@@ -39,6 +39,7 @@ use super::api::ApplySet;
 use super::http::{method_not_allowed, text};
 use super::lock;
 use super::metrics::Metrics;
+use crate::causes::Chain;
 use crate::keys::RECONCILE_REQUESTED_AT;
 use crate::source::GitRef;
 
@@ -373,7 +374,7 @@ impl Receiver {
             let requested = k8s_openapi::jiff::Timestamp::now().to_string();
             let patch = serde_json::json!({ "metadata": { "annotations": { RECONCILE_REQUESTED_AT: requested } } });
             if let Err(error) = api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
-                tracing::warn!(applyset = %format!("{namespace}/{name}"), %error, "webhook: could not request a run");
+                tracing::warn!(applyset = %format!("{namespace}/{name}"), error = %Chain(&error), "webhook: could not request a run");
             }
         });
     }

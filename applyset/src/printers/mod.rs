@@ -15,6 +15,8 @@ use std::sync::Arc;
 use applyset_merge::Value;
 use applyset_merge::value::go_quote;
 
+use crate::causes::Chain;
+use crate::causes::with_causes;
 use crate::manifest::yaml::to_go_yaml;
 use gotemplate::{GoTemplate, TemplateError};
 use jsonpath::{JsonPath, JsonPathError};
@@ -156,7 +158,7 @@ fn go_io_error(path: &str, error: &std::io::Error) -> String {
         std::io::ErrorKind::NotFound => "no such file or directory".to_owned(),
         std::io::ErrorKind::PermissionDenied => "permission denied".to_owned(),
         std::io::ErrorKind::IsADirectory => "is a directory".to_owned(),
-        _ => error.to_string(),
+        _ => with_causes(&error),
     };
     format!("open {path}: {reason}")
 }
@@ -206,7 +208,8 @@ impl ObjectPrinter {
                 // kubectl writes its debugging help to stdout, after what the template wrote.
                 let raw_data = if several { raw_data } else { data.to_json_string() };
                 text.push_str(&format!(
-                    "Error executing template: {error}. Printing more information for debugging the template:\n\ttemplate was:\n\t\t{raw}\n\traw data was:\n\t\t{raw_data}\n\tobject given to template engine was:\n\t\t{}\n\n",
+                    "Error executing template: {}. Printing more information for debugging the template:\n\ttemplate was:\n\t\t{raw}\n\traw data was:\n\t\t{raw_data}\n\tobject given to template engine was:\n\t\t{}\n\n",
+                    Chain(&error),
                     data.go_v_string()
                 ));
                 Err(Printed {
@@ -243,7 +246,9 @@ pub struct Printed {
 }
 
 /// Why kubectl's printer cannot be made or could not print; `Display` is kubectl's message
-/// (printed after `error: `), the debugging help of an execution error included.
+/// (printed after `error: `), the debugging help of an execution error included. kubectl's
+/// sentences embed the parser's or the executor's error (after a comma, or mid-sentence), so
+/// those errors are the message's data, not sources a report would print after it.
 #[derive(Clone, Debug, thiserror::Error)]
 pub enum PrintError {
     /// A template format without its template.
@@ -251,25 +256,13 @@ pub enum PrintError {
     NoTemplate,
     /// A `-file` format whose file cannot be read.
     #[error("error reading --template {path}, {}\n", go_io_error(.path, .error))]
-    ReadTemplate {
-        path: String,
-        #[source]
-        error: Arc<std::io::Error>,
-    },
+    ReadTemplate { path: String, error: Arc<std::io::Error> },
     /// A JSONPath template that does not parse.
     #[error("error parsing jsonpath {template}, {error}\n")]
-    ParseJsonPath {
-        template: String,
-        #[source]
-        error: JsonPathError,
-    },
+    ParseJsonPath { template: String, error: JsonPathError },
     /// A go-template that does not parse (its error boxed, as it is large).
-    #[error("error parsing template {template}, {error}\n")]
-    ParseTemplate {
-        template: String,
-        #[source]
-        error: Box<TemplateError>,
-    },
+    #[error("error parsing template {template}, {}\n", Chain(&**.error))]
+    ParseTemplate { template: String, error: Box<TemplateError> },
     /// An `-o` kubectl has no printer for.
     #[error(
         r#"unable to match a printer suitable for the output format "{output}", allowed formats are: {ALLOWED_FORMATS}"#
@@ -287,16 +280,11 @@ pub enum PrintError {
         template: String,
         /// The data the template was executed over.
         object: Value,
-        #[source]
         error: JsonPathError,
     },
     /// A template execution error (its debugging help went to stdout).
-    #[error("error executing template {}: {error}", go_quote(.template))]
-    ExecuteTemplate {
-        template: String,
-        #[source]
-        error: Box<TemplateError>,
-    },
+    #[error("error executing template {}: {}", go_quote(.template), Chain(&**.error))]
+    ExecuteTemplate { template: String, error: Box<TemplateError> },
 }
 
 fn without_managed_fields(mut object: Value) -> Value {
@@ -420,7 +408,9 @@ mod tests {
             matches!(&error, PrintError::ParseTemplate { error, .. } if matches!(**error, TemplateError::Parse { .. }))
         );
         let error = unusable(Some("jsonpath-file=/nonexistent/applyset-template"), None);
-        assert!(std::error::Error::source(&error).is_some_and(|e| e.is::<Arc<std::io::Error>>()));
+        // kubectl's sentence holds the I/O error: it is data, not a source printed again.
+        assert!(matches!(error, PrintError::ReadTemplate { .. }));
+        assert!(std::error::Error::source(&error).is_none());
         assert_eq!(
             error.to_string(),
             "error reading --template /nonexistent/applyset-template, open /nonexistent/applyset-template: no such file or directory\n"

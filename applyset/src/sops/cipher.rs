@@ -12,6 +12,8 @@ use zeroize::Zeroizing;
 
 use super::tree::Node;
 
+use crate::causes::Chain;
+
 /// The file's data key (AES-256), wiped when dropped.
 pub(crate) struct DataKey(Zeroizing<[u8; 32]>);
 
@@ -58,7 +60,7 @@ fn parse(value: &str) -> Result<Encrypted<'_>, ValueError> {
     let decode = |part: &str, name: &str| {
         base64::engine::general_purpose::STANDARD
             .decode(part)
-            .map_err(|e| ValueError::Malformed(format!("its {name} is not base64: {e}")))
+            .map_err(|e| ValueError::Malformed(format!("its {name} is not base64: {e}", e = Chain(&e))))
     };
     Ok(Encrypted { data: decode(data, "data")?, iv: decode(iv, "iv")?, tag: decode(tag, "tag")?, kind })
 }

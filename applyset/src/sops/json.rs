@@ -9,6 +9,8 @@ use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use super::error::{KeyPath, SopsError};
 use super::tree::Node;
 
+use crate::causes::with_causes;
+
 impl<'de> Deserialize<'de> for Node {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Node, D::Error> {
         deserializer.deserialize_any(NodeVisitor)
@@ -77,7 +79,7 @@ impl<'de> Visitor<'de> for NodeVisitor {
 /// The object of a JSON file.
 pub(crate) fn parse(text: &[u8]) -> Result<Node, SopsError> {
     let node: Node =
-        serde_json::from_slice(text).map_err(|e| SopsError::Syntax { format: "JSON", message: e.to_string() })?;
+        serde_json::from_slice(text).map_err(|e| SopsError::Syntax { format: "JSON", message: with_causes(&e) })?;
     if !matches!(node, Node::Map(_)) {
         return Err(SopsError::Syntax { format: "JSON", message: "the document is not an object".into() });
     }

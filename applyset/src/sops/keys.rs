@@ -10,6 +10,8 @@ use super::cipher::DataKey;
 use super::error::{KeyError, KeyKinds, SopsError};
 use super::metadata::{AgeStanza, KeyGroup, Metadata};
 
+use crate::causes::Chain;
+
 /// The age X25519 identities decryption may use. Its `Debug` shows the public keys only.
 #[derive(Clone, Default)]
 pub struct Keyring {
@@ -107,7 +109,7 @@ impl Keyring {
         for (index, group) in metadata.groups.iter().enumerate() {
             match self.group_share(group, metadata) {
                 Ok(share) => shares.push(share),
-                Err(error) => reasons.push(format!("key group {}: {error}", index + 1)),
+                Err(error) => reasons.push(format!("key group {}: {error}", index + 1, error = Chain(&error))),
             }
         }
         if shares.len() < threshold {

@@ -8,6 +8,8 @@ use super::error::{KeyKinds, SopsError};
 use super::time;
 use super::tree::{Node, Rule};
 
+use crate::causes::Chain;
+
 /// One `age` entry: the data key (or a Shamir share of it) encrypted to `recipient`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct AgeStanza {
@@ -131,7 +133,7 @@ fn rule(sops: &Node) -> Result<Rule, SopsError> {
         ));
     }
     let regex = |field: &str, value: &str| {
-        Regex::new(value).map_err(|e| bad(format!("{field} is not a valid regular expression: {e}")))
+        Regex::new(value).map_err(|e| bad(format!("{field} is not a valid regular expression: {e}", e = Chain(&e))))
     };
     Ok(match set.pop() {
         None => Rule::UnencryptedSuffix("_unencrypted".to_owned()),

@@ -16,6 +16,8 @@ use std::path::{Component, Path, PathBuf};
 
 use git2::{ObjectType, Repository, Tree};
 
+use crate::causes::{Chain, with_causes};
+
 /// Why materialising failed.
 #[derive(Debug)]
 pub(crate) enum CheckoutError {
@@ -43,7 +45,7 @@ pub(crate) fn write_tree(
     dest: &Path,
     budget: &mut Budget<'_>,
 ) -> Result<(), CheckoutError> {
-    fs::create_dir(dest).map_err(|e| CheckoutError::Io(format!("create {}: {e}", dest.display())))?;
+    fs::create_dir(dest).map_err(|e| CheckoutError::Io(format!("create {}: {e}", dest.display(), e = Chain(&e))))?;
     for entry in tree.iter() {
         if (budget.cancelled)() {
             return Err(CheckoutError::Cancelled);
@@ -64,7 +66,7 @@ pub(crate) fn write_tree(
         if budget.used_files > budget.max_files {
             return Err(CheckoutError::TooLarge(format!("checkout has more than {} files", budget.max_files)));
         }
-        let io = |e: std::io::Error| CheckoutError::Io(format!("write {}: {e}", path.display()));
+        let io = |e: std::io::Error| CheckoutError::Io(format!("write {}: {e}", path.display(), e = Chain(&e)));
         let git = |e: git2::Error| CheckoutError::Io(format!("read object {} ({name}): {}", entry.id(), e.message()));
         match (entry.kind(), entry.filemode()) {
             (Some(ObjectType::Tree), _) => {
@@ -188,7 +190,7 @@ pub(crate) enum PathError {
 /// Resolve `rel` inside `root` and make sure that neither it nor any symlink
 /// under it leads outside `root`. Returns the canonical directory.
 pub(crate) fn resolve_dir(root: &Path, rel: &Path) -> Result<PathBuf, PathError> {
-    let root = root.canonicalize().map_err(|e| PathError::Io(format!("canonicalize checkout: {e}")))?;
+    let root = root.canonicalize().map_err(|e| PathError::Io(format!("canonicalize checkout: {e}", e = Chain(&e))))?;
     let joined = root.join(rel);
     // Check each prefix, so a symlinked component is reported as escaping
     // even when the final target does not exist.
@@ -227,10 +229,11 @@ pub(crate) fn resolve_dir(root: &Path, rel: &Path) -> Result<PathBuf, PathError>
 fn check_symlinks_under(root: &Path, dir: &Path) -> Result<(), PathError> {
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
-        let entries = fs::read_dir(&d).map_err(|e| PathError::Io(format!("read {}: {e}", d.display())))?;
+        let entries =
+            fs::read_dir(&d).map_err(|e| PathError::Io(format!("read {}: {e}", d.display(), e = Chain(&e))))?;
         for entry in entries {
-            let entry = entry.map_err(|e| PathError::Io(e.to_string()))?;
-            let ft = entry.file_type().map_err(|e| PathError::Io(e.to_string()))?;
+            let entry = entry.map_err(|e| PathError::Io(with_causes(&e)))?;
+            let ft = entry.file_type().map_err(|e| PathError::Io(with_causes(&e)))?;
             let p = entry.path();
             if ft.is_symlink() {
                 let real = canonical_or_nearest(&p);

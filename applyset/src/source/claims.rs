@@ -14,6 +14,8 @@ use std::sync::Mutex;
 
 use super::CacheKey;
 
+use crate::causes::Chain;
+
 /// The checkout each ApplySet (by cache key) reads now.
 #[derive(Debug, Default)]
 pub(crate) struct Claims {
@@ -51,7 +53,7 @@ impl Claims {
             if !self.is_claimed(&path)
                 && let Err(error) = fs::remove_dir_all(&path)
             {
-                tracing::warn!(checkout = %path.display(), %error, "could not remove an unused checkout");
+                tracing::warn!(checkout = %path.display(), error = %Chain(&error), "could not remove an unused checkout");
             }
         }
     }

@@ -138,7 +138,7 @@ pub enum SourceError {
     #[error("invalid git source: {message}")]
     InvalidSpec { message: String },
     /// The Secret's content cannot be used: an [`ErrorCategory::InvalidSpec`].
-    #[error("invalid git source: {ctx}: {cause}")]
+    #[error("invalid git source: {ctx}")]
     Secret {
         ctx: ErrorContext,
         #[source]
@@ -163,7 +163,7 @@ pub enum SourceError {
     #[error("{ctx}: path {path:?} escapes the checkout: {cause}")]
     PathEscapes { ctx: ErrorContext, path: String, cause: String },
     /// `source.path` refused before the disk is touched: an [`ErrorCategory::PathEscapes`].
-    #[error("{ctx}: path {path:?} escapes the checkout: {cause}")]
+    #[error("{ctx}: path {path:?} escapes the checkout")]
     UnsafePath {
         ctx: ErrorContext,
         path: String,
@@ -247,15 +247,16 @@ mod tests {
         let ctx = ErrorContext { url: "ssh://git@host/r".into(), reference: "branch main".into() };
         let secret = SourceError::Secret { ctx: ctx.clone(), cause: CredentialsUnusable::NoKnownHosts.into() };
         assert_eq!(secret.category(), ErrorCategory::InvalidSpec);
+        assert_eq!(secret.to_string(), "invalid git source: git source ssh://git@host/r (branch main)");
         assert_eq!(
-            secret.to_string(),
+            crate::causes::with_causes(&secret),
             "invalid git source: git source ssh://git@host/r (branch main): ssh sources need a secret with known_hosts (the host key is always verified)"
         );
         assert!(std::error::Error::source(&secret).is_some());
         let path = SourceError::UnsafePath { ctx, path: "../x".into(), cause: UnsafePath::Parent };
         assert_eq!(path.category(), ErrorCategory::PathEscapes);
         assert_eq!(
-            path.to_string(),
+            crate::causes::with_causes(&path),
             "git source ssh://git@host/r (branch main): path \"../x\" escapes the checkout: it contains `..`"
         );
         assert!(std::error::Error::source(&path).is_some());

@@ -69,6 +69,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::causes::{Chain, with_causes};
+
 pub use checkout::UnsafePath;
 /// The controller's checks of `spec.path` in a checkout (`applyset build` checks a local one).
 pub(crate) use checkout::{PathError, normalise_path, resolve_dir};
@@ -440,7 +442,9 @@ impl GitSource {
         }
         match &result {
             Ok(a) => tracing::debug!(key = ?key, revision = %a.revision, fetched = a.fetched, "git source synced"),
-            Err(e) => tracing::debug!(key = ?key, category = %e.category(), error = %e, "git source sync failed"),
+            Err(e) => {
+                tracing::debug!(key = ?key, category = %e.category(), error = %Chain(&e), "git source sync failed")
+            }
         }
         result
     }
@@ -552,8 +556,8 @@ impl GitSource {
         let ctx = ErrorContext { url: String::new(), reference: format!("cache of {}/{}", key.namespace, key.name) };
         match result {
             Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => Err(SourceError::new(ErrorCategory::Io, &ctx, e.to_string())),
-            Err(e) => Err(SourceError::new(ErrorCategory::Io, &ctx, e.to_string())),
+            Ok(Err(e)) => Err(SourceError::new(ErrorCategory::Io, &ctx, with_causes(&e))),
+            Err(e) => Err(SourceError::new(ErrorCategory::Io, &ctx, with_causes(&e))),
         }
     }
 }

@@ -11,6 +11,8 @@ use semver::{Version, VersionReq};
 
 use super::error::SourceError;
 
+use crate::causes::Chain;
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Range {
     alternatives: Vec<VersionReq>,
@@ -24,8 +26,9 @@ impl Range {
             if normalised.is_empty() {
                 return Err(SourceError::invalid(format!("ref.semver {range:?}: empty alternative")));
             }
-            let req = VersionReq::parse(&normalised)
-                .map_err(|e| SourceError::invalid(format!("ref.semver {range:?} is not a semver range: {e}")))?;
+            let req = VersionReq::parse(&normalised).map_err(|e| {
+                SourceError::invalid(format!("ref.semver {range:?} is not a semver range: {e}", e = Chain(&e)))
+            })?;
             alternatives.push(req);
         }
         Ok(Range { alternatives })

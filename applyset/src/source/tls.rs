@@ -15,7 +15,7 @@ use openssl::x509::{X509, X509StoreContext};
 /// A `ca.crt` that holds no usable certificate.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum CaError {
-    #[error("ca.crt is not PEM certificates: {0}")]
+    #[error("ca.crt is not PEM certificates")]
     NotPem(#[source] openssl::error::ErrorStack),
     #[error("ca.crt holds no certificate")]
     Empty,
@@ -24,7 +24,7 @@ pub enum CaError {
 /// Why a server certificate is not trusted.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum VerifyError {
-    #[error("server certificate unreadable: {0}")]
+    #[error("server certificate unreadable")]
     Unreadable(#[source] openssl::error::ErrorStack),
     /// It does not chain to the bundle or does not name the host (OpenSSL's reason).
     #[error("{0}")]

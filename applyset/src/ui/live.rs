@@ -17,6 +17,7 @@ use kube::runtime::{WatchStreamExt, reflector, watcher};
 
 use super::server::Ui;
 use super::{page, view};
+use crate::causes::with_causes;
 use crate::commands::fleet::events;
 use crate::operator::api::ApplySet;
 
@@ -118,7 +119,7 @@ fn sse(
     Sse::new(pages.map(|content| {
         Ok(match content {
             Ok(content) => SseEvent::default().event("page").data(content.into_string()),
-            Err(error) => SseEvent::default().event("problem").data(error.to_string()),
+            Err(error) => SseEvent::default().event("problem").data(with_causes(&error)),
         })
     }))
     .keep_alive(KeepAlive::default())

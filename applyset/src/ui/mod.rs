@@ -28,6 +28,7 @@ mod view;
 use std::future::IntoFuture;
 use std::process::ExitCode;
 
+use crate::causes::Chain;
 use crate::cli::UiArgs;
 use crate::commands::apply::{connect, runtime};
 use crate::commands::error::CliError;
@@ -37,19 +38,19 @@ use crate::commands::error::CliError;
 pub enum UiError {
     #[error(transparent)]
     Cli(#[from] CliError),
-    #[error("invalid --accept-hosts pattern {pattern:?}: {source}")]
+    #[error("invalid --accept-hosts pattern {pattern:?}")]
     AcceptHosts {
         pattern: String,
         #[source]
         source: regex::Error,
     },
-    #[error("cannot listen on {address}: {source}")]
+    #[error("cannot listen on {address}")]
     Listen {
         address: String,
         #[source]
         source: std::io::Error,
     },
-    #[error("cannot make the request token: {0}")]
+    #[error("cannot make the request token")]
     Token(#[source] openssl::error::ErrorStack),
     /// A non-loopback `--address` without `--allow-remote-access`.
     #[error(
@@ -57,7 +58,7 @@ pub enum UiError {
          pass --allow-remote-access to serve it with an access token (TLS is then your reverse proxy's)"
     )]
     RemoteAddress { address: String },
-    #[error("cannot resolve --address {address}: {source}")]
+    #[error("cannot resolve --address {address}")]
     Resolve {
         address: String,
         #[source]
@@ -104,7 +105,7 @@ pub fn ui(args: UiArgs) -> ExitCode {
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("error: {error}");
+            eprintln!("error: {error}", error = Chain(&error));
             ExitCode::from(1)
         }
     }

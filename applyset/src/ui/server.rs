@@ -20,6 +20,7 @@ use regex::Regex;
 use super::access::{self, Access};
 use super::page::{self, Frame, detail_path};
 use super::{UiError, live, view};
+use crate::causes::Chain;
 use crate::commands::fleet::drive::Request as ApplySetRequest;
 use crate::commands::fleet::events;
 use crate::operator::api::ApplySet;
@@ -117,7 +118,7 @@ impl Ui {
         let applyset = self.applysets_api(namespace).get(name).await?;
         let mut status = applyset.status.clone().unwrap_or_default();
         if let Err(error) = MemberRecords::default().read_into(&self.client, &applyset, &mut status).await {
-            tracing::debug!(%error, "the member record is not readable; the status's objects are shown");
+            tracing::debug!(error = %Chain(&error), "the member record is not readable; the status's objects are shown");
         }
         let events: Api<Event> = Api::namespaced(self.client.clone(), namespace);
         let events =
@@ -317,7 +318,7 @@ async fn action(
         Err(kube::Error::Api(status)) => {
             (format!("Refused: Error from server ({}): {}", status.reason, status.message), true)
         }
-        Err(error) => (format!("The cluster did not answer: {error}"), true),
+        Err(error) => (format!("The cluster did not answer: {error}", error = Chain(&error)), true),
     };
     if failed {
         tracing::warn!(%text, "action refused");

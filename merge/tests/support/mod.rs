@@ -75,3 +75,16 @@ pub fn text<'a>(case: &'a Map, field: &str) -> &'a str {
 pub fn description(case: &Map) -> String {
     format!("#{} {:?}", case.get("index").map(Value::to_json_string).unwrap_or_default(), text(case, "description"))
 }
+
+/// An error as a report prints it: its message, then each cause's, `: `-separated (a message
+/// leaves its source to the report, as `merge::Error::At` leaves the error found at its path).
+pub fn reported(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(next) = cause {
+        text.push_str(": ");
+        text.push_str(&next.to_string());
+        cause = next.source();
+    }
+    text
+}

@@ -17,6 +17,7 @@ use super::object::{self, last_applied, meta_str};
 use super::options::{ApplyOptions, Keep, Ownership, UnusableLastApplied, Verb};
 use super::plan::{Prepared, source_text};
 use super::report::{Details, ObjectReport, Visited};
+use crate::causes::with_causes;
 use crate::cluster::cache::LiveText;
 use crate::cluster::{Cluster, DryRun, Error, Mapping, WriteParams};
 use crate::keys::{LAST_APPLIED_ANNOTATION, PART_OF_LABEL, TAKE_OWNERSHIP_ANNOTATION};
@@ -274,7 +275,7 @@ impl One<'_> {
                 self.item.display()
             ));
         }
-        let patch_error = |error: PatchError| ObjectError::plain(ErrorCategory::Patch, error.to_string());
+        let patch_error = |error: PatchError| ObjectError::plain(ErrorCategory::Patch, with_causes(&error));
         if let Some(owned) = self.returning_to_client_side(current, &computed).map_err(patch_error)? {
             computed.patch = self
                 .recompute(&computed, &owned, modified, current, "fields it applied server-side")
@@ -331,7 +332,9 @@ impl One<'_> {
     /// PATCH (or, under `--dry-run=client`, the patch applied locally as the server would).
     async fn send_patch(&self, computed: &ComputedPatch, current: &Value) -> Result<Value, Error> {
         match self.options.dry_run {
-            DryRun::Client => computed.engine.apply(current, &computed.patch).map_err(|e| Error::Other(e.to_string())),
+            DryRun::Client => {
+                computed.engine.apply(current, &computed.patch).map_err(|e| Error::Other(with_causes(&e)))
+            }
             _ => {
                 let patch_type = computed.engine.patch_type();
                 let (mapping, name) = (self.mapping, &self.item.name);

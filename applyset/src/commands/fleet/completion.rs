@@ -30,7 +30,7 @@ pub fn completion(args: CompletionArgs) -> ExitCode {
     {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("error: {}", super::FleetError::Write(error));
+            eprintln!("error: {}", crate::causes::Chain(&super::FleetError::Write(error)));
             ExitCode::from(1)
         }
     }

@@ -38,26 +38,27 @@ use crate::operator::api::ApplySet;
 pub enum FleetError {
     #[error(transparent)]
     Cli(#[from] CliError),
-    /// The apiserver refused the request: printed as kubectl prints it.
+    /// The apiserver refused the request: printed as kubectl prints it (the status is the
+    /// message's data, not a cause printed after it).
     #[error("Error from server ({}): {}", .0.reason, .0.message)]
-    Server(#[source] Box<Status>),
+    Server(Box<Status>),
     /// `get NAME` of an ApplySet that does not exist: kubectl's words.
     #[error("Error from server (NotFound): applysets.applyset.dev \"{0}\" not found")]
     NotFound(String),
     /// The request did not get an answer from the apiserver.
-    #[error("{action}: {source}")]
+    #[error("{action}")]
     Request {
         action: String,
         #[source]
         source: kube::Error,
     },
-    #[error("cannot watch ApplySet {applyset}: {source}")]
+    #[error("cannot watch ApplySet {applyset}")]
     Watch {
         applyset: String,
         #[source]
         source: kube::runtime::wait::Error,
     },
-    #[error("invalid --timeout {value:?}: {source}")]
+    #[error("invalid --timeout {value:?}")]
     Timeout {
         value: String,
         #[source]
@@ -67,7 +68,7 @@ pub enum FleetError {
     Output(String),
     #[error(transparent)]
     Print(#[from] crate::printers::PrintError),
-    #[error("cannot read the member record of {applyset}: {}", .source.describe())]
+    #[error("cannot read the member record of {applyset}")]
     Record {
         applyset: String,
         #[source]
@@ -76,7 +77,7 @@ pub enum FleetError {
     /// A run was asked for or waited on and did not end well.
     #[error(transparent)]
     Run(#[from] outcome::RunError),
-    #[error("cannot write the completion script: {0}")]
+    #[error("cannot write the completion script")]
     Write(#[source] std::io::Error),
 }
 
@@ -85,7 +86,7 @@ impl FleetError {
     fn print(&self) {
         match self {
             FleetError::Server(_) | FleetError::NotFound(_) => eprintln!("{self}"),
-            other => eprintln!("error: {other}"),
+            other => eprintln!("error: {}", crate::causes::Chain(other)),
         }
     }
 }

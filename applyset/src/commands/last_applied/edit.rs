@@ -23,6 +23,7 @@ use super::error::LastAppliedError;
 use super::select::{self, Namespace, Request};
 use super::{annotation_patch, encode_to_json, manual_strip, strip_comments};
 use crate::apply::object::{display_name, last_applied, meta_str, set_namespace};
+use crate::causes::{Chain, with_causes};
 use crate::cli::EditLastAppliedArgs;
 use crate::cluster::{Cluster, Mapping, PatchType, WriteParams};
 use crate::commands::apply::{connect, runtime};
@@ -135,7 +136,7 @@ async fn read_edited(cluster: &Cluster, text: &[u8]) -> Result<Vec<Edited>, Last
     let source = "edited-file";
     let loaded = manifest::load_bytes(std::path::Path::new(source), text).map_err(|error| {
         let errors = error.errors.iter().map(|e| LastAppliedError::Load(e.kubectl_message())).collect();
-        LastAppliedError::aggregate(errors).unwrap_or_else(|| LastAppliedError::Load(error.to_string()))
+        LastAppliedError::aggregate(errors).unwrap_or_else(|| LastAppliedError::Load(with_causes(&error)))
     })?;
     // The documents that are lists: kubectl words an unknown kind of their items differently.
     let lists: Vec<usize> = manifest::parse_stream(&manifest::decode_text(text))
@@ -246,7 +247,7 @@ impl Session<'_> {
                 Err(error) => {
                     contains_error = true;
                     reasons.push(Reason {
-                        head: format!("The edited file had a syntax error: {error}"),
+                        head: format!("The edited file had a syntax error: {error}", error = Chain(&error)),
                         ..Reason::default()
                     });
                     continue;

@@ -12,6 +12,8 @@ use applyset_merge::value::go_quote;
 
 use super::indent::go_indent;
 
+use crate::causes::with_causes;
+
 /// Why the edit stopped, in kubectl's words.
 #[derive(Debug, thiserror::Error)]
 pub enum EditError {
@@ -24,7 +26,7 @@ pub enum EditError {
     #[error("there was a problem with the editor {}", go_quote(.0))]
     Failed(String),
     /// The temporary file could not be written or read back.
-    #[error("{}: {source}", .path.display())]
+    #[error("{}", .path.display())]
     File {
         path: PathBuf,
         #[source]
@@ -201,7 +203,7 @@ pub fn has_lines(text: &[u8]) -> bool {
 pub fn validate(stripped: &[u8]) -> Result<(), String> {
     let text = String::from_utf8_lossy(stripped);
     let value = if text.trim_start().starts_with('{') {
-        go_indent(&text, "").map_err(|e| e.to_string())?;
+        go_indent(&text, "").map_err(|e| with_causes(&e))?;
         Value::from_json_str(&text).map_err(|e| e.0)?
     } else {
         crate::manifest::yaml::parse_document_limited(&text, None).map_err(|error| match error.go_line {

@@ -6,6 +6,7 @@
 use applyset_merge::value::go_quote;
 
 use crate::apply::ObjectError;
+use crate::causes::Chain;
 use crate::cluster;
 use crate::cluster::resource_arg::ResourceArgError;
 use crate::commands::error::CliError;
@@ -46,7 +47,7 @@ pub enum BuilderError {
     PathsAndNames,
     #[error("resource/name arguments cannot be provided when a path is specified")]
     PathsAndTuples,
-    #[error("the provided selector {selector:?} is not valid: {source}")]
+    #[error("the provided selector {selector:?} is not valid")]
     InvalidSelector {
         selector: String,
         #[source]
@@ -90,15 +91,16 @@ pub enum LastAppliedError {
     )]
     NoMapping { name: String, namespace: String, file: String, kind: String, api_version: String },
     /// Discovery failed while mapping an object read from `source`.
-    #[error("unable to recognize {}: {cause}", go_quote(.file))]
+    #[error("unable to recognize {}", go_quote(.file))]
     Unrecognized {
         file: String,
         #[source]
         cause: cluster::Error,
     },
-    /// The kind of an item of a `List` is not served (or discovery failed).
-    #[error("unable to recognize {0}")]
-    UnrecognizedItem(#[source] cluster::Error),
+    /// The kind of an item of a `List` is not served (or discovery failed): kubectl's sentence
+    /// goes on with the error's text, so the error is data, not a source.
+    #[error("unable to recognize {}", crate::causes::Chain(.0))]
+    UnrecognizedItem(cluster::Error),
     #[error(
         "the namespace from the provided object {} does not match the namespace {}. You must pass '--namespace={}' to perform this operation.",
         go_quote(.found), go_quote(.expected), .found
@@ -179,7 +181,7 @@ impl LastAppliedError {
             }
             LastAppliedError::Several(errors) => errors.iter().map(|e| e.text(false)).collect::<Vec<_>>().join("\n"),
             other => {
-                let message = other.to_string();
+                let message = crate::causes::with_causes(other);
                 if alone && !message.starts_with("error: ") { format!("error: {message}") } else { message }
             }
         }
@@ -188,7 +190,7 @@ impl LastAppliedError {
     /// kubectl's `AddSourceToErr`: the error led by what was being done and to which source;
     /// an API error keeps its status (its message rewritten, as kubectl rewrites it).
     pub fn with_source(verb: &str, source: &str, error: cluster::Error) -> LastAppliedError {
-        let message = format!("error when {verb} {}: {error}", go_quote(source));
+        let message = format!("error when {verb} {}: {error}", go_quote(source), error = Chain(&error));
         match error {
             cluster::Error::Api(mut status) => {
                 status.message = message;

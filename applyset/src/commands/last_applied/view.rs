@@ -13,6 +13,7 @@ use super::error::LastAppliedError;
 use super::indent::go_indent;
 use super::select::{self, Namespace, Request};
 use crate::apply::object::last_applied;
+use crate::causes::with_causes;
 use crate::cli::ViewLastAppliedArgs;
 use crate::commands::apply::{connect, runtime};
 use crate::manifest::yaml::{parse_document_limited, to_go_yaml};
@@ -23,7 +24,7 @@ pub fn run(args: ViewLastAppliedArgs) -> Result<ExitCode, LastAppliedError> {
     let mut out = stdout.lock();
     for annotation in &annotations {
         let printed = match args.output.as_str() {
-            "json" => go_indent(annotation, "  ").map_err(|e| LastAppliedError::Annotation(e.to_string())),
+            "json" => go_indent(annotation, "  ").map_err(|e| LastAppliedError::Annotation(with_causes(&e))),
             "yaml" => annotation_yaml(annotation),
             other => Err(LastAppliedError::OutputMode {
                 output: other.to_owned(),

@@ -26,6 +26,7 @@ mod target;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use crate::causes::with_causes;
 use crate::cli::{BuildArgs, PlanArgs};
 use crate::commands::apply::{connect, runtime};
 use crate::commands::error::CliError;
@@ -38,15 +39,17 @@ pub enum PreviewError {
     Cli(Box<CliError>),
     #[error("ApplySet {key} not found")]
     NoApplySet { key: String },
-    #[error("reading ApplySet {key}: {}", crate::cluster::list::error_text(.source))]
-    ReadApplySet { key: String, source: Box<kube::Error> },
+    /// The apiserver's answer, in kubectl's words, is part of the message (the client error is
+    /// data, not a source).
+    #[error("reading ApplySet {key}: {}", crate::cluster::list::error_text(.error))]
+    ReadApplySet { key: String, error: Box<kube::Error> },
     #[error("--applyset-file {}: {message}", file.display())]
     ApplySetFile { file: PathBuf, message: String },
     #[error(
         "the namespace from the provided object {own:?} does not match the namespace {explicit:?}. You must pass '--namespace={own}' to perform this operation."
     )]
     NamespaceMismatch { own: String, explicit: String },
-    #[error("--path {}: {source}", path.display())]
+    #[error("--path {}", path.display())]
     Path { path: PathBuf, source: std::io::Error },
     #[error("--path {}: not a directory", path.display())]
     NotADirectory { path: PathBuf },
@@ -56,8 +59,10 @@ pub enum PreviewError {
     SpecPath { path: String, cause: crate::source::UnsafePath },
     /// A step of the run failed as it would fail the ApplySet: its condition reason, then the
     /// message.
-    #[error("{}: {source}", source.stage.reason())]
-    Step { source: StepError },
+    /// The step's error is the message's data (its message, a condition's, is complete), not a
+    /// source whose typed cause a report would print again.
+    #[error("{}: {failure}", failure.stage.reason())]
+    Step { failure: StepError },
     #[error(
         "{reference} cannot be read without a cluster (--applyset-file): give the objects spec.postBuild.substituteFrom names as manifests with --substitute-from-file FILE"
     )]
@@ -70,7 +75,7 @@ pub enum PreviewError {
         "spec.decryption.secretRef Secret {secret} cannot be read without a cluster (--applyset-file): give its age identity with --decryption-key FILE"
     )]
     DecryptionWithoutCluster { secret: String },
-    #[error("reading the member record of ApplySet {key}: {}", .source.describe())]
+    #[error("reading the member record of ApplySet {key}")]
     Record { key: String, source: Box<crate::operator::members::RecordError> },
     #[error("{source_text}: {message}")]
     Object { source_text: String, message: String },
@@ -103,7 +108,7 @@ impl From<crate::apply::Fatal> for PreviewError {
 
 impl From<StepError> for PreviewError {
     fn from(source: StepError) -> Self {
-        PreviewError::Step { source }
+        PreviewError::Step { failure: source }
     }
 }
 
@@ -113,7 +118,7 @@ pub fn build(args: BuildArgs) -> ExitCode {
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("error: {}", crate::redact::redact(&error.to_string()));
+            eprintln!("error: {}", crate::redact::redact(&with_causes(&error)));
             ExitCode::from(1)
         }
     }
@@ -169,7 +174,7 @@ pub fn plan(args: PlanArgs) -> ExitCode {
     match outcome {
         Ok(outcome) => ExitCode::from(outcome.exit_code()),
         Err(error) => {
-            eprintln!("error: {}", crate::redact::redact(&error.to_string()));
+            eprintln!("error: {}", crate::redact::redact(&with_causes(&error)));
             ExitCode::from(2)
         }
     }

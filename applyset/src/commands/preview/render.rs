@@ -16,6 +16,7 @@ use super::PreviewError;
 use super::scope::Scopes;
 use super::target::Checkout;
 use crate::apply::{default_namespace, object, predicted_mappings, stage_of};
+use crate::causes::with_causes;
 use crate::cli::CheckoutArgs;
 use crate::cluster::Cluster;
 use crate::keys::PART_OF_LABEL;
@@ -74,7 +75,7 @@ fn read_files(post_build: &PostBuild, files: &[PathBuf], namespace: &str) -> Res
         return Err(PreviewError::SubstituteFromWithoutCluster { reference });
     }
     let loaded = crate::manifest::load(files, false, std::io::empty())
-        .map_err(|error| PreviewError::SubstituteFromFile(error.to_string()))?;
+        .map_err(|error| PreviewError::SubstituteFromFile(with_causes(&error)))?;
     let mut found = Vec::new();
     for reference in &post_build.substitute_from {
         match loaded.iter().find(|o| names(&o.object, reference, namespace)) {
@@ -217,7 +218,7 @@ pub(super) async fn place(
         let raw_namespace = object::meta_str(&object, "namespace").unwrap_or("").to_owned();
         default_namespace(&mut object, namespaced, &raw_namespace, &namespace);
         object::add_label(&mut object, PART_OF_LABEL, &set_id)
-            .map_err(|error| PreviewError::Object { source_text, message: error.to_string() })?;
+            .map_err(|error| PreviewError::Object { source_text, message: with_causes(&error) })?;
         placed.objects.push(LoadedObject { source, object });
     }
     let duplicates = crate::manifest::find_duplicates(&placed.objects);

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use kube::Api;
 
 use super::PreviewError;
+use crate::causes::Chain;
 use crate::cluster::Cluster;
 use crate::manifest::LoadedObject;
 use crate::operator::api::{ApplySet, GROUP, InventoryMember, KIND};
@@ -22,7 +23,7 @@ pub(super) async fn applyset_from_cluster(
     match api.get_opt(name).await {
         Ok(Some(applyset)) => Ok(applyset),
         Ok(None) => Err(PreviewError::NoApplySet { key }),
-        Err(source) => Err(PreviewError::ReadApplySet { key, source: Box::new(source) }),
+        Err(error) => Err(PreviewError::ReadApplySet { key, error: Box::new(error) }),
     }
 }
 
@@ -35,11 +36,11 @@ pub(super) fn applyset_from_file(
 ) -> Result<ApplySet, PreviewError> {
     let bad = |message: String| PreviewError::ApplySetFile { file: file.to_path_buf(), message };
     let loaded = crate::manifest::load(&[file.to_path_buf()], false, std::io::empty())
-        .map_err(|error| bad(format!("cannot be read:\n{error}")))?;
+        .map_err(|error| bad(format!("cannot be read:\n{error}", error = Chain(&error))))?;
     let mut found: Vec<(LoadedObject, ApplySet)> = Vec::new();
     for object in loaded.into_iter().filter(|o| is_applyset(&o.object)) {
         let applyset: ApplySet = serde_json::from_str(&object.object.to_json_string())
-            .map_err(|error| bad(format!("{}: not a valid ApplySet: {error}", object.source)))?;
+            .map_err(|error| bad(format!("{}: not a valid ApplySet: {error}", object.source, error = Chain(&error))))?;
         if name.is_none_or(|name| applyset.metadata.name.as_deref() == Some(name)) {
             found.push((object, applyset));
         }

@@ -8,6 +8,7 @@ use applyset_merge::{Map, Value};
 
 use super::YamlError;
 use super::tree::{Kind, Node};
+use crate::causes::with_causes;
 use crate::manifest::limits::LimitExceeded;
 use crate::manifest::resolve::{self, BINARY_TAG, MERGE_TAG, Scalar};
 
@@ -120,7 +121,7 @@ impl<'a> Decoder<'a> {
             }
             Kind::Scalar { .. } => {
                 let scalar = self.scalar(id)?;
-                scalar_value(scalar).map_err(|e| YamlError::at(node.mark, e.to_string()))
+                scalar_value(scalar).map_err(|e| YamlError::at(node.mark, with_causes(&e)))
             }
             Kind::Sequence(children) => {
                 if depth > MAX_DEPTH {
@@ -258,7 +259,7 @@ impl<'a> Decoder<'a> {
                 None => Err(YamlError::at(node.mark, "!!binary value contains invalid base64 data")),
             };
         }
-        resolve::resolve(tag, value).map_err(|e| YamlError::at(node.mark, e.to_string()))
+        resolve::resolve(tag, value).map_err(|e| YamlError::at(node.mark, with_causes(&e)))
     }
 }
 

@@ -34,6 +34,7 @@ use tokio::sync::mpsc;
 use self::store::{Change, Entry, KindStore, Watched};
 use super::lock;
 use super::metrics::Metrics;
+use crate::causes::Chain;
 use crate::cluster::Mapping;
 use crate::cluster::cache::{Cached, LiveText, ObjectCache};
 use crate::cluster::list::Listed;
@@ -332,7 +333,7 @@ async fn watch_kind(
                     metrics.watch_failed();
                     forbidden = is_forbidden(&error);
                     if failures == 0 {
-                        tracing::warn!(kind = %resource.kind, group = %resource.group, %error, "watch failed: reading from the apiserver until it is listed again");
+                        tracing::warn!(kind = %resource.kind, group = %resource.group, error = %Chain(&error), "watch failed: reading from the apiserver until it is listed again");
                     }
                     break;
                 }

@@ -35,7 +35,7 @@ impl Dictionary {
 /// cache then does not answer, and the run reads the object from the apiserver.
 #[derive(Debug, thiserror::Error)]
 pub enum UnpackError {
-    #[error("the cached object does not inflate: {0}")]
+    #[error("the cached object does not inflate")]
     Inflate(#[from] flate2::DecompressError),
     #[error("the cached object inflates to {found} bytes, not the {expected} it had")]
     Length { expected: usize, found: usize },

@@ -9,6 +9,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::runtime::watcher::Event;
 
 use super::packed::{self, Dictionary, Packed};
+use crate::causes::Chain;
 use crate::cluster::list::Listed;
 
 /// `(namespace, name)`; the namespace is `None` for a cluster-scoped object.
@@ -49,7 +50,7 @@ impl Entry {
             Body::Packed(packed) => match packed.unpack() {
                 Ok(text) => Some(text.into()),
                 Err(error) => {
-                    tracing::warn!(%error, name = %self.listed.name, "a cached object cannot be read back: reading it from the apiserver");
+                    tracing::warn!(error = %Chain(&error), name = %self.listed.name, "a cached object cannot be read back: reading it from the apiserver");
                     None
                 }
             },

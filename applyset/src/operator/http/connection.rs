@@ -24,6 +24,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::time::{Instant, Sleep};
 
+use crate::causes::Chain;
+
 /// How long a client has to send a request head.
 pub(super) const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -54,7 +56,7 @@ impl axum::serve::Listener for Listener {
                 Ok((stream, peer)) => return (Connection::new(stream, self.abandoned.clone()), peer),
                 Err(error) => {
                     let address = self.listener.local_addr().ok();
-                    tracing::warn!(address = ?address, %error, "could not accept an HTTP connection");
+                    tracing::warn!(address = ?address, error = %Chain(&error), "could not accept an HTTP connection");
                     tokio::time::sleep(ACCEPT_ERROR_BACKOFF).await;
                 }
             }

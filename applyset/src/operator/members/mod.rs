@@ -22,6 +22,7 @@ use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 
 use self::codec::CorruptRecord;
 use super::api::{ApplySet, ApplySetRecord, ApplySetRecordSpec, ApplySetStatus, InventoryMember, MemberRecordRef};
+use crate::causes::Chain;
 use crate::keys::RECORD_OF_LABEL;
 
 /// The field manager of the parts.
@@ -160,7 +161,7 @@ impl MemberRecords {
             if let Err(error) = api.delete(name, &DeleteParams::default()).await
                 && !is_not_found(&error)
             {
-                tracing::warn!(applyset = %applyset.key(), part = %name, %error, "cannot delete a member record part");
+                tracing::warn!(applyset = %applyset.key(), part = %name, error = %Chain(&error), "cannot delete a member record part");
             }
         }
     }

@@ -28,6 +28,7 @@ use super::api::{ApplySet, InventoryMember, InventoryObject, PruneGuard};
 use super::inventory::{self, skipped};
 use crate::apply::Visited;
 use crate::applyset::{Candidate, DeleteOptions, ForbiddenLists, Run};
+use crate::causes::{Chain, with_causes};
 use crate::cluster::list::{LIST_PAGE_SIZE, error_text, is_status};
 use crate::cluster::mapper::{ApiIndex, GroupKind};
 use crate::keys::APPROVE_PRUNE;
@@ -136,7 +137,7 @@ pub async fn decide(run: &Run<'_>, index: &ApiIndex, visited: &[Visited], scope:
     let candidates = match run.prune_candidates(visited, ForbiddenLists::Skip).await {
         Ok(candidates) => candidates,
         Err(error) => {
-            decision.error = Some(error.to_string());
+            decision.error = Some(with_causes(&error));
             return decision;
         }
     };
@@ -246,7 +247,7 @@ async fn delete_in_stages(
         done.deleted.extend(deleted.deleted);
         if let Some(error) = deleted.error {
             done.terminating.extend(already_held);
-            return (done, Some(error.to_string()));
+            return (done, Some(with_causes(&error)));
         }
         let waiting: Vec<Candidate> = already_held.into_iter().chain(deleted.terminating).collect();
         let still =
@@ -294,18 +295,22 @@ async fn namespace_guard(
             found.join(", ")
         ),
         Err(error) => {
-            format!("cannot tell whether it holds objects this ApplySet does not manage ({error}): not pruned")
+            format!(
+                "cannot tell whether it holds objects this ApplySet does not manage ({error}): not pruned",
+                error = Chain(&error)
+            )
         }
     };
     Some(inventory::skipped_entry(candidate, skipped::NAMESPACE_NOT_EMPTY, message))
 }
 
-/// A namespace's objects of one resource could not be listed.
+/// A namespace's objects of one resource could not be listed: the apiserver's answer, in
+/// kubectl's words, is part of the message, so the client error is data, not a source.
 #[derive(Debug, thiserror::Error)]
-#[error("listing {plural}: {}", error_text(.source))]
+#[error("listing {plural}: {}", error_text(.error))]
 struct ListingFailed {
     plural: String,
-    source: kube::Error,
+    error: kube::Error,
 }
 
 /// How many unmanaged objects a message names at most.
@@ -333,7 +338,7 @@ async fn unmanaged_objects(
                 Ok(page) => page,
                 // The type went away since discovery was cached (a CRD deleted): no objects of it.
                 Err(e) if is_status(&e, 404) => break,
-                Err(source) => return Err(ListingFailed { plural: resource.plural.clone(), source }),
+                Err(error) => return Err(ListingFailed { plural: resource.plural.clone(), error }),
             };
             let kind = GroupKind::of(resource).to_string();
             for meta in page.items.into_iter().map(|item| item.metadata) {

@@ -9,6 +9,7 @@ use super::publish::describe_skipped;
 use super::steps::apply::{owned_writes, parent_for};
 use super::{REDACT_PARTS, ReconcileError, redact_owner};
 use crate::applyset::Run;
+use crate::causes::Chain;
 use crate::cluster::DryRun;
 use crate::operator::api::{ApplySet, DeletionPolicy};
 use crate::operator::context::Context;
@@ -93,7 +94,7 @@ pub(super) async fn cleanup(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Ac
     }
     ctx.history.forget(&key);
     if let Err(error) = ctx.git.purge(&CacheKey::new(&namespace, applyset.name())).await {
-        tracing::warn!(applyset = %key, %error, "cannot remove the git cache");
+        tracing::warn!(applyset = %key, error = %Chain(&error), "cannot remove the git cache");
     }
     ctx.forget(&key);
     for part in REDACT_PARTS {

@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use crate::causes::with_causes;
 use crate::operator::status::Stage;
 
 /// A failed step of a run.
@@ -75,7 +76,7 @@ impl StepError {
     /// A failure whose message is the cause's own text.
     pub fn of(stage: Stage, cause: impl Into<Cause>) -> StepError {
         let cause = cause.into();
-        StepError { stage, message: cause.to_string(), cause: Some(Arc::new(cause)) }
+        StepError { stage, message: with_causes(&cause), cause: Some(Arc::new(cause)) }
     }
 }
 

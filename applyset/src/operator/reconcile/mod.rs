@@ -28,6 +28,7 @@ use super::api::{ApplySet, ApplySetStatus, GROUP, KIND, PLURAL};
 use super::context::Context;
 use super::schedule::{Intervals, backoff};
 use super::status::{self, READY, Stage};
+use crate::causes::Chain;
 use crate::keys::FINALIZER;
 pub use error::{Cause, StepError};
 use publish::Finish;
@@ -40,10 +41,10 @@ pub(crate) use steps::build::{BuildSettings, render, require_objects};
 /// Errors the controller retries on its own schedule (the reconcile's outcome is in the status).
 #[derive(Debug, thiserror::Error)]
 pub enum ReconcileError {
-    #[error("writing the status of {key}: {source}")]
+    #[error("writing the status of {key}")]
     Status { key: String, source: kube::Error },
     /// Adding or removing the finalizer failed.
-    #[error("finalizer of {key}: {source}")]
+    #[error("finalizer of {key}")]
     Finalizer { key: String, source: kube::Error },
     /// The object cannot carry a finalizer (no name, or an invalid finalizer value).
     #[error("finalizer of {key}: {what}")]
@@ -52,7 +53,7 @@ pub enum ReconcileError {
     #[error("member record of {key}")]
     Record { key: String, source: crate::operator::members::RecordError },
     /// Deleting the ApplySet's objects did not finish.
-    #[error("deleting the objects of {key}: {source}")]
+    #[error("deleting the objects of {key}")]
     Cleanup { key: String, source: StepError },
 }
 
@@ -166,7 +167,7 @@ const ERROR_RETRY_MAX: Duration = Duration::from_secs(600);
 /// the apiserver keeps refusing does not re-run the whole ApplySet every few seconds.
 pub fn error_policy(applyset: Arc<ApplySet>, error: &ReconcileError, ctx: Arc<Context>) -> Action {
     let next = backoff(ERROR_RETRY, ERROR_RETRY_MAX, ctx.schedule.failed(&applyset.key()));
-    tracing::warn!(applyset = %applyset.key(), %error, retry_in = ?next, "reconcile error");
+    tracing::warn!(applyset = %applyset.key(), error = %Chain(&error), retry_in = ?next, "reconcile error");
     Action::requeue(next)
 }
 
@@ -263,7 +264,9 @@ async fn run_in_slot(
                     // The run goes on whether or not its progress could be said.
                     match report.write(ctx, &applyset, &on_server, &previous).await {
                         Ok(status) => written = status,
-                        Err(error) => tracing::warn!(applyset = %key, %error, "the run's progress was not written"),
+                        Err(error) => {
+                            tracing::warn!(applyset = %key, error = %Chain(&error), "the run's progress was not written")
+                        }
                     }
                     run.await
                 }

@@ -11,14 +11,14 @@ use super::parse::TEMPLATE_NAME;
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum TemplateError {
     /// `template: output:LINE: …`: the text does not parse.
-    #[error("template: {TEMPLATE_NAME}:{line}: {error}")]
+    #[error("template: {TEMPLATE_NAME}:{line}")]
     Parse {
         line: usize,
         #[source]
         error: SyntaxError,
     },
     /// `template: output:LINE:COL: executing "NAME" at <NODE>: …`: execution failed at a node.
-    #[error("template: {TEMPLATE_NAME}:{line}:{column}: executing {} at <{node}>: {error}", go_quote(.template))]
+    #[error("template: {TEMPLATE_NAME}:{line}:{column}: executing {} at <{node}>", go_quote(.template))]
     Exec {
         /// The template being executed (`output`, or one it called).
         template: String,
@@ -30,7 +30,7 @@ pub enum TemplateError {
         error: ExecError,
     },
     /// `template: NAME: …`: execution failed before reaching any node.
-    #[error("template: {template}: {error}")]
+    #[error("template: {template}")]
     ExecStart {
         template: String,
         #[source]
@@ -185,7 +185,7 @@ pub enum ExecError {
     WrongArgCount { function: String, want: usize, got: usize },
     /// A function that failed: `error calling NAME: …` (boxed: the executor passes its errors
     /// up every frame).
-    #[error("error calling {function}: {error}")]
+    #[error("error calling {function}")]
     Call {
         function: String,
         #[source]

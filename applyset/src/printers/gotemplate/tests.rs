@@ -16,7 +16,7 @@ fn matches_go_text_template() {
     let mut failures = Vec::new();
     for case in cases::CASES.iter().chain(more_cases::MORE_CASES) {
         let data = Value::from_json_str(case.data).expect("case data is JSON");
-        let got = run(case.template, &data, case.strict).map_err(|e| e.to_string());
+        let got = run(case.template, &data, case.strict).map_err(|e| crate::causes::with_causes(&e));
         let expected = case.expected.map(str::to_string).map_err(str::to_string);
         if got != expected {
             failures.push(format!("{:?}\n  expected {expected:?}\n  got      {got:?}", case.template));
@@ -62,7 +62,7 @@ fn unsupported_constructs_are_errors() {
     for template in ["{{1i}}", "{{printf \"%x\" .f}}", "{{printf \"%p\" .l}}", "{{slice .l 0 3}}", "{{0x1p-2}}"] {
         let err = run(template, &data, false).unwrap_err();
         assert!(err.is_unsupported(), "{template}: {err}");
-        assert!(err.to_string().contains("unsupported"), "{template}: {err}");
+        assert!(crate::causes::with_causes(&err).contains("unsupported"), "{template}: {err}");
     }
     let go_errors = ["{{1 | 2}}", "{{.f.b}}", "{{index .l 5}}", "{{printf}}"];
     for template in go_errors {
@@ -83,7 +83,7 @@ fn errors_are_typed_by_layer() {
         "{missing:?}"
     );
     assert_eq!(
-        missing.to_string(),
+        crate::causes::with_causes(&missing),
         r#"template: output:1:2: executing "output" at <.a>: map has no entry for key "a""#
     );
     let call = run("{{index .l 5}}", &data, false).unwrap_err();

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use super::super::redact_owner;
 use super::super::{Reconciliation, RunMode};
 use super::source::Fetched;
+use crate::causes::Chain;
 use crate::cluster::Cluster;
 use crate::manifest::{self, LoadedObject};
 use crate::operator::api::{ApplySet, StaleFields};
@@ -197,10 +198,9 @@ async fn kustomize_build(
         decryption: Some(settings.decryption.clone()),
         ..manifest::LoadOptions::default()
     };
-    kustomize
-        .build_with(checkout, dir, &options)
-        .await
-        .map_err(|error| StepError::caused(Stage::Build, format!("{error}; nothing was applied or pruned"), error))
+    kustomize.build_with(checkout, dir, &options).await.map_err(|error| {
+        StepError::caused(Stage::Build, format!("{error}; nothing was applied or pruned", error = Chain(&error)), error)
+    })
 }
 
 /// A run with no objects fails unless `spec.allowEmpty` (nothing is applied or pruned).

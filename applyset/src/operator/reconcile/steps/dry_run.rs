@@ -43,7 +43,9 @@ impl Reconciliation<'_> {
             let scope = prune::Scope::of_run(applyset, &namespace, &members, recorded.is_some(), revision, timeout);
             Some(match self.ctx.api_index(cluster, false).await {
                 Ok(index) => prune::decide(run, &index, &report.visited, &scope).await,
-                Err(error) => prune::Decision { error: Some(error.to_string()), ..prune::Decision::default() },
+                Err(error) => {
+                    prune::Decision { error: Some(crate::causes::with_causes(&error)), ..prune::Decision::default() }
+                }
             })
         } else {
             None

@@ -3,6 +3,7 @@
 
 use super::super::Reconciliation;
 use crate::apply::ApplyReport;
+use crate::causes::Chain;
 use crate::cluster::Cluster;
 use crate::operator::outcome::Done;
 use crate::operator::reconcile::StepError;
@@ -24,8 +25,9 @@ impl Reconciliation<'_> {
             return Ok(());
         }
         let timeout = match applyset.spec.health_timeout.as_deref() {
-            Some(text) => crate::duration::parse(text)
-                .map_err(|e| StepError::new(Stage::InvalidSpec, format!("spec.healthTimeout {text:?}: {e}")))?,
+            Some(text) => crate::duration::parse(text).map_err(|e| {
+                StepError::new(Stage::InvalidSpec, format!("spec.healthTimeout {text:?}: {e}", e = Chain(&e)))
+            })?,
             None => intervals.timeout,
         };
         let token = format!("{}-{}", done.revision, done.applied_digest);

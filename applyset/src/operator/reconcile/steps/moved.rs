@@ -8,6 +8,7 @@
 //! Event name the old server and the count: never silently.
 
 use super::super::Reconciliation;
+use crate::causes::with_causes;
 use crate::cluster::{Cluster, ClusterIdentity};
 use crate::operator::api::PreviousCluster;
 use crate::operator::lock;
@@ -104,7 +105,7 @@ impl Reconciliation<'_> {
         let deadline = std::time::Instant::now() + self.intervals.timeout;
         let pruned = super::super::cleanup::prune_all(self.ctx, self.applyset, old, Some(&found.members), deadline)
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| with_causes(&e))?;
         match pruned.unfinished() {
             Some(why) => Err(why),
             None => Ok(pruned.deleted),

@@ -9,6 +9,7 @@ use kube::Api;
 
 use super::super::redact_owner;
 use super::super::{Reconciliation, RunMode};
+use crate::causes::Chain;
 use crate::operator::dependencies;
 use crate::operator::outcome::Done;
 use crate::operator::reconcile::StepError;
@@ -188,6 +189,6 @@ impl Reconciliation<'_> {
 
     fn secret_error(&self, name: &str, error: crate::source::SourceError) -> StepError {
         let namespace = self.applyset.namespace_or_default();
-        StepError::caused(Stage::Fetch, format!("Secret {namespace}/{name}: {error}"), error)
+        StepError::caused(Stage::Fetch, format!("Secret {namespace}/{name}: {error}", error = Chain(&error)), error)
     }
 }

@@ -120,8 +120,8 @@ pub fn check_tree(root: &Path, dir: &Path) -> Result<(), BuildError> {
         let shown_file = shown(&file, root);
         let text = std::fs::read_to_string(&file)
             .map_err(|e| BuildError::Unreadable { file: shown_file.clone(), detail: with_causes(&e) })?;
-        let doc: serde_json::Value = serde_yaml_ng::from_str(&text)
-            .map_err(|e| BuildError::Unreadable { file: shown_file.clone(), detail: with_causes(&e) })?;
+        let doc = kustomization_document(&text)
+            .map_err(|detail| BuildError::Unreadable { file: shown_file.clone(), detail })?;
         for field in ["helmCharts", "helmGlobals", "helmChartInflationGenerator"] {
             if doc.get(field).is_some() {
                 return Err(BuildError::Helm { file: shown_file, field: field.into() });
@@ -154,8 +154,8 @@ pub fn files_read(root: &Path, dir: &Path) -> Result<Vec<(PathBuf, crate::sops::
         let shown_file = shown(&file, root);
         let text = std::fs::read_to_string(&file)
             .map_err(|e| BuildError::Unreadable { file: shown_file.clone(), detail: with_causes(&e) })?;
-        let doc: serde_json::Value = serde_yaml_ng::from_str(&text)
-            .map_err(|e| BuildError::Unreadable { file: shown_file.clone(), detail: with_causes(&e) })?;
+        let doc = kustomization_document(&text)
+            .map_err(|detail| BuildError::Unreadable { file: shown_file.clone(), detail })?;
         for (field, reference, _) in references(&doc) {
             let Some(path) = lexical(&dir.join(&reference)) else { continue };
             if path.is_dir() {
@@ -182,6 +182,13 @@ pub fn files_read(root: &Path, dir: &Path) -> Result<Vec<(PathBuf, crate::sops::
 }
 
 /// Every path a kustomization names: (field, path, whether it may be another kustomization).
+/// A kustomization file's document, read as kustomize reads it: go-yaml v2's YAML 1.1, the first
+/// document (through the manifest loader's parser); the error is go-yaml's words.
+pub(crate) fn kustomization_document(text: &str) -> Result<serde_json::Value, String> {
+    let document = super::yaml::parse_document_limited(text, None).map_err(|error| error.go_message())?;
+    serde_json::from_str(&document.to_json_string()).map_err(|error| with_causes(&error))
+}
+
 pub(crate) fn references(doc: &serde_json::Value) -> Vec<(String, String, bool)> {
     use serde_json::Value;
     let mut out = Vec::new();

@@ -15,6 +15,20 @@
 //!
 //! All unsafe code is in `libyaml`, the one module that drives libyaml's C-style parser API;
 //! everything it hands out is owned Rust data.
+//!
+//! # The YAML stacks, and why this one
+//!
+//! Every YAML text the tool reads is read here, because what it reads (manifests, kustomization
+//! files, SOPS files, and post-build substitution's structure check, `written`) is what
+//! kubectl, kustomize and Flux read with go-yaml v2: YAML 1.1 (`yes` is true, `0755` octal),
+//! go-yaml's merge keys, alias limits and error words. No general YAML library reads that way,
+//! so this module is its own parser on libyaml's events, and its own encoder ([`to_go_yaml`]:
+//! kubectl's `-o yaml`, `last-applied`).
+//!
+//! Two other libraries remain, each for one job: `serde_yaml_ng` writes the tool's own typed
+//! values where no kubectl text is mimicked (`applyset crd`, the fleet commands' `-o yaml`,
+//! `diff`'s objects) and reads test fixtures of them; `serde-saphyr` is kube's own, for the
+//! kubeconfig it loads, and is not used here.
 
 mod decode;
 pub(crate) mod encode;
@@ -23,6 +37,7 @@ pub(crate) mod libyaml_emit;
 #[cfg(test)]
 mod tests;
 mod tree;
+pub(crate) mod written;
 
 use applyset_merge::Value;
 pub use encode::to_go_yaml;

@@ -9,6 +9,7 @@ use k8s_openapi::jiff::Timestamp;
 
 use crate::commands::fleet::events::last_seen;
 use crate::commands::fleet::history::{self, Entry as RevisionEntry};
+use crate::commands::fleet::summary::Summary;
 use crate::commands::fleet::table::age;
 use crate::commands::fleet::tree::{self, Entry as ObjectEntry};
 use crate::operator::api::{ApplySet, ApplySetStatus, DriftedObject, InventoryObject};
@@ -52,24 +53,23 @@ pub struct Row {
 
 /// The list page: failures first, then the rest by namespace and name.
 pub fn rows(applysets: &[ApplySet], now: Timestamp) -> Vec<Row> {
-    let mut rows: Vec<Row> = applysets.iter().map(|a| row(a, now)).collect();
+    let mut rows: Vec<Row> = applysets.iter().map(|a| row(&Summary::of(a), now)).collect();
     rows.sort_by(|a, b| (a.ready.tone, &a.namespace, &a.name).cmp(&(b.ready.tone, &b.namespace, &b.name)));
     rows
 }
 
-fn row(applyset: &ApplySet, now: Timestamp) -> Row {
-    let status = applyset.status.clone().unwrap_or_default();
-    let ready = condition(&status, READY);
+fn row(applyset: &Summary, now: Timestamp) -> Row {
+    let ready = applyset.ready.as_ref();
     Row {
-        namespace: applyset.metadata.namespace.clone().unwrap_or_default(),
-        name: applyset.metadata.name.clone().unwrap_or_default(),
-        ready: ready_badge(applyset, &status),
-        healthy: condition_badge(&status, HEALTHY, false),
-        drifted: condition_badge(&status, DRIFTED, true),
-        suspended: applyset.spec.suspend,
-        revision: status.last_applied_revision.as_deref().map(short_revision).unwrap_or_else(|| "-".into()),
+        namespace: applyset.namespace.clone(),
+        name: applyset.name.clone(),
+        ready: ready_badge(applyset.suspended, ready),
+        healthy: condition_badge(applyset.healthy.as_ref(), HEALTHY, false),
+        drifted: condition_badge(applyset.drifted.as_ref(), DRIFTED, true),
+        suspended: applyset.suspended,
+        revision: applyset.revision.as_deref().map(short_revision).unwrap_or_else(|| "-".into()),
         changed: ready.map(|c| when(&c.last_transition_time, now)),
-        message: ready.map(|c| list_message(c, status.last_applied_revision.as_deref())).unwrap_or_default(),
+        message: ready.map(|c| list_message(c, applyset.revision.as_deref())).unwrap_or_default(),
     }
 }
 
@@ -100,11 +100,11 @@ fn when(time: &Time, now: Timestamp) -> (String, String) {
 }
 
 /// Ready: its status and reason (`True Succeeded`), Suspended when the spec says so.
-fn ready_badge(applyset: &ApplySet, status: &ApplySetStatus) -> Badge {
-    if applyset.spec.suspend {
+fn ready_badge(suspended: bool, ready: Option<&Condition>) -> Badge {
+    if suspended {
         return Badge { text: "Suspended".into(), tone: Tone::Neutral, title: "spec.suspend is true".into() };
     }
-    match condition(status, READY) {
+    match ready {
         Some(c) => Badge {
             text: format!("{} {}", c.status, c.reason),
             tone: match c.status.as_str() {
@@ -118,9 +118,10 @@ fn ready_badge(applyset: &ApplySet, status: &ApplySetStatus) -> Badge {
     }
 }
 
-/// A condition's status; for `Drifted` (where True is the bad news) the tones are reversed.
-fn condition_badge(status: &ApplySetStatus, type_: &str, true_is_bad: bool) -> Badge {
-    match condition(status, type_) {
+/// A condition's status (`type_` names it when there is none); for `Drifted` (where True is the
+/// bad news) the tones are reversed.
+fn condition_badge(found: Option<&Condition>, type_: &str, true_is_bad: bool) -> Badge {
+    match found {
         Some(c) => {
             let tone = match (c.status.as_str(), true_is_bad) {
                 ("True", false) | ("False", true) => Tone::Good,
@@ -219,7 +220,7 @@ pub fn detail(applyset: &ApplySet, status: &ApplySetStatus, events: &[Event], no
     Detail {
         namespace: applyset.metadata.namespace.clone().unwrap_or_default(),
         name: applyset.metadata.name.clone().unwrap_or_default(),
-        ready: ready_badge(applyset, status),
+        ready: ready_badge(applyset.spec.suspend, condition(status, READY)),
         source,
         revision: status.last_applied_revision.clone(),
         suspended: applyset.spec.suspend,

@@ -8,6 +8,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::Api;
 use kube::api::{ListParams, WatchEvent, WatchParams};
 
+use super::summary::Summary;
 use super::table::{GetColumns, render};
 use super::{FleetError, block_on, namespace_or_default, request_failed};
 use crate::cli::GetArgs;
@@ -44,7 +45,7 @@ impl Printer {
             Printer::Table(columns) => {
                 let now = Timestamp::now();
                 let mut rows = vec![columns.header()];
-                rows.extend(applysets.iter().map(|a| columns.row(a, now)));
+                rows.extend(applysets.iter().map(|a| columns.row(&Summary::of(a), now)));
                 Ok(render(&rows))
             }
             Printer::Names => Ok(applysets.iter().map(|a| format!("{}\n", qualified_name(a))).collect()),
@@ -61,7 +62,7 @@ impl Printer {
     /// One ApplySet that changed while watching (a row without the header).
     fn change(&self, applyset: &ApplySet) -> Result<String, FleetError> {
         match self {
-            Printer::Table(columns) => Ok(render(&[columns.row(applyset, Timestamp::now())])),
+            Printer::Table(columns) => Ok(render(&[columns.row(&Summary::of(applyset), Timestamp::now())])),
             other => other.list(std::slice::from_ref(applyset)),
         }
     }

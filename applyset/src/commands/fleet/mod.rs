@@ -11,6 +11,7 @@ pub(crate) mod events;
 mod get;
 pub(crate) mod history;
 mod outcome;
+pub(crate) mod summary;
 pub(crate) mod table;
 pub(crate) mod tree;
 

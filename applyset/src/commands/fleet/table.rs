@@ -1,11 +1,10 @@
 //! Tables as kubectl prints them (its tabwriter: columns padded to the widest cell plus three
 //! spaces, the last column unpadded) and the ApplySet row of `applyset get`.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 
-use crate::operator::api::ApplySet;
-use crate::operator::status::{DRIFTED, HEALTHY, READY, condition};
+use super::summary::Summary;
 
 /// Rows of cells, aligned as kubectl's printer aligns them.
 pub fn render(rows: &[Vec<String>]) -> String {
@@ -109,22 +108,21 @@ impl GetColumns {
 
     /// One ApplySet: its Ready condition (status and reason), the revision applied, whether it
     /// is suspended, the Drifted and Healthy conditions (`-` when it has none), its age.
-    pub fn row(&self, applyset: &ApplySet, now: Timestamp) -> Vec<String> {
-        let status = applyset.status.clone().unwrap_or_default();
-        let ready = condition(&status, READY);
-        let state_of = |type_: &str| condition(&status, type_).map_or_else(|| "-".to_owned(), |c| c.status.clone());
+    pub fn row(&self, applyset: &Summary, now: Timestamp) -> Vec<String> {
+        let ready = applyset.ready.as_ref();
+        let state_of = |c: &Option<Condition>| c.as_ref().map_or_else(|| "-".to_owned(), |c| c.status.clone());
         let mut cells = Vec::new();
         if self.namespaces {
-            cells.push(applyset.metadata.namespace.clone().unwrap_or_default());
+            cells.push(applyset.namespace.clone());
         }
-        cells.push(applyset.metadata.name.clone().unwrap_or_default());
+        cells.push(applyset.name.clone());
         cells.push(ready.map_or_else(|| "Unknown".to_owned(), |c| c.status.clone()));
         cells.push(ready.map_or_else(|| "-".to_owned(), |c| c.reason.clone()));
-        cells.push(status.last_applied_revision.clone().unwrap_or_else(|| "-".into()));
-        cells.push(if applyset.spec.suspend { "True" } else { "False" }.to_owned());
-        cells.push(state_of(DRIFTED));
-        cells.push(state_of(HEALTHY));
-        cells.push(age(applyset.metadata.creation_timestamp.as_ref(), now));
+        cells.push(applyset.revision.clone().unwrap_or_else(|| "-".into()));
+        cells.push(if applyset.suspended { "True" } else { "False" }.to_owned());
+        cells.push(state_of(&applyset.drifted));
+        cells.push(state_of(&applyset.healthy));
+        cells.push(age(applyset.created.as_ref(), now));
         if self.wide {
             cells.push(ready.map_or_else(String::new, |c| one_line(&c.message)));
         }
@@ -140,6 +138,7 @@ pub fn one_line(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::operator::api::ApplySet;
 
     #[test]
     fn human_duration_follows_kubectl_at_each_boundary() {
@@ -197,6 +196,7 @@ status:
   - {type: Drifted, status: "True", reason: DriftDetected, message: d, lastTransitionTime: "2026-11-27T10:01:00Z"}
 "#,
         );
+        let a = Summary::of(&a);
         let now: Timestamp = "2026-11-27T10:05:30Z".parse().expect("a time");
         let columns = GetColumns { namespaces: true, wide: true };
         assert_eq!(

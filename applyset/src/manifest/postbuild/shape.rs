@@ -10,16 +10,15 @@
 //! Only the variables' values are checked: a default (`${VAR:=default}`) is written in git
 //! by the manifests' author, and stays in both texts.
 //!
-//! The shapes come from libyaml's events (through `serde_yaml_ng`), in document order: the
-//! loader's go-yaml decoding sorts keys and lets a duplicate key win, which would hide an
-//! injected one. Both parsers are libyaml, so equal events mean equal structures for the loader.
-
-use std::fmt;
-
-use serde::de::{self, DeserializeSeed, Deserializer, EnumAccess, MapAccess, SeqAccess, VariantAccess, Visitor};
+//! The shapes come from the loader's own parser (`manifest::yaml::written`: its libyaml events
+//! and node tree, in document order; the loader's decoding sorts keys and lets a duplicate key
+//! win, which would hide an injected one), and scalars are resolved as the loader resolves them
+//! (YAML 1.1), so equal shapes mean equal structures for the loader.
 
 use super::{SubstituteError, Variables, expand, substitute_with};
+use crate::manifest::resolve;
 use crate::manifest::stream::parse_stream_limited;
+use crate::manifest::yaml::written::{Written, documents_as_written};
 use applyset_merge::Value;
 
 /// How a document's structure changed; says where (a path of keys written in git) but never
@@ -75,8 +74,8 @@ pub(super) fn check(
         },
         (Some(_), None) => StructureChange::NoLongerParses,
         (None, Some(_)) => StructureChange::ParsesOnlyWithValues,
-        // The loader reports its own syntax error; if it reads what this parser cannot (say,
-        // nesting past serde_yaml_ng's 128 levels), nothing says the values kept the structure.
+        // The loader reports its own syntax error; if it reads what this check cannot (aliases
+        // expanding past the check's budget), nothing says the values kept the structure.
         (None, None) if parse_stream_limited(substituted, max_document).is_err() => return Ok(()),
         (None, None) => StructureChange::Uncheckable,
     };
@@ -172,7 +171,7 @@ enum Node {
     Tagged(String, Box<Node>),
 }
 
-/// A scalar as resolved by `serde_yaml_ng`; floats by their bits so that `.nan` equals itself.
+/// A scalar as the loader resolves it; floats by their bits so that `.nan` equals itself.
 #[derive(Debug, Clone, PartialEq)]
 enum Scalar {
     Null,
@@ -195,7 +194,40 @@ impl Node {
 
 /// The documents of `text`, or `None` when it does not parse.
 fn shape_of(text: &str) -> Option<Vec<Node>> {
-    serde_yaml_ng::Deserializer::from_str(text).map(|document| NodeSeed.deserialize(document).ok()).collect()
+    // Aliases are expanded: a budget well above any manifest's nodes, far below a "billion laughs".
+    let max_nodes = text.len().saturating_mul(16).max(100_000);
+    documents_as_written(text, max_nodes).ok().map(|documents| documents.iter().map(node).collect())
+}
+
+fn node(written: &Written) -> Node {
+    match written {
+        Written::Scalar { value, tag, plain } => scalar(value, tag, *plain),
+        Written::Sequence(items) => Node::Sequence(items.iter().map(node).collect()),
+        Written::Mapping(entries) => {
+            Node::Mapping(entries.iter().map(|(key, value)| (node(key), node(value))).collect())
+        }
+    }
+}
+
+/// A scalar as the loader types it; one with a tag of its own (`!secret x`) is tagged.
+fn scalar(value: &str, tag: &str, plain: bool) -> Node {
+    if !tag.is_empty() && !tag.starts_with("tag:yaml.org,2002:") {
+        return Node::Tagged(tag.to_owned(), Box::new(Node::Scalar(Scalar::Text(value.to_owned()))));
+    }
+    if tag.is_empty() && !plain {
+        return Node::Scalar(Scalar::Text(value.to_owned()));
+    }
+    Node::Scalar(match resolve::resolve(tag, value) {
+        Ok(resolve::Scalar::Null) => Scalar::Null,
+        Ok(resolve::Scalar::Bool(b)) => Scalar::Bool(b),
+        Ok(resolve::Scalar::Int(i)) => Scalar::Int(i.into()),
+        Ok(resolve::Scalar::Uint(u)) => Scalar::Int(u.into()),
+        Ok(resolve::Scalar::Float(f)) => Scalar::Float(f.to_bits()),
+        Ok(resolve::Scalar::Big(digits)) => Scalar::Text(digits),
+        Ok(resolve::Scalar::Str(text)) => Scalar::Text(text),
+        // A tag the value does not fit (`!!int x`): the loader refuses it; as text here.
+        Err(_) => Scalar::Text(value.to_owned()),
+    })
 }
 
 fn compare_documents(written: &[Node], now: &[Node], placeholders: &Placeholders) -> Result<(), StructureChange> {
@@ -256,83 +288,5 @@ impl Path<'_> {
             }
             _ => Err(StructureChange::Kind { at: self.at(), written: written.kind(), now: now.kind() }),
         }
-    }
-}
-
-/// Reads any YAML node as a [`Node`].
-struct NodeSeed;
-
-impl<'de> DeserializeSeed<'de> for NodeSeed {
-    type Value = Node;
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Node, D::Error> {
-        deserializer.deserialize_any(NodeVisitor)
-    }
-}
-
-struct NodeVisitor;
-
-impl<'de> Visitor<'de> for NodeVisitor {
-    type Value = Node;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any YAML node")
-    }
-
-    fn visit_unit<E>(self) -> Result<Node, E> {
-        Ok(Node::Scalar(Scalar::Null))
-    }
-
-    fn visit_none<E>(self) -> Result<Node, E> {
-        Ok(Node::Scalar(Scalar::Null))
-    }
-
-    fn visit_bool<E>(self, value: bool) -> Result<Node, E> {
-        Ok(Node::Scalar(Scalar::Bool(value)))
-    }
-
-    fn visit_i64<E>(self, value: i64) -> Result<Node, E> {
-        Ok(Node::Scalar(Scalar::Int(value.into())))
-    }
-
-    fn visit_u64<E>(self, value: u64) -> Result<Node, E> {
-        Ok(Node::Scalar(Scalar::Int(value.into())))
-    }
-
-    fn visit_i128<E>(self, value: i128) -> Result<Node, E> {
-        Ok(Node::Scalar(Scalar::Int(value)))
-    }
-
-    fn visit_u128<E: de::Error>(self, value: u128) -> Result<Node, E> {
-        i128::try_from(value).map(|value| Node::Scalar(Scalar::Int(value))).map_err(E::custom)
-    }
-
-    fn visit_f64<E>(self, value: f64) -> Result<Node, E> {
-        Ok(Node::Scalar(Scalar::Float(value.to_bits())))
-    }
-
-    fn visit_str<E>(self, value: &str) -> Result<Node, E> {
-        Ok(Node::Scalar(Scalar::Text(value.to_owned())))
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<Node, A::Error> {
-        let mut nodes = Vec::new();
-        while let Some(node) = items.next_element_seed(NodeSeed)? {
-            nodes.push(node);
-        }
-        Ok(Node::Sequence(nodes))
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut entries: A) -> Result<Node, A::Error> {
-        let mut pairs = Vec::new();
-        while let Some(key) = entries.next_key_seed(NodeSeed)? {
-            pairs.push((key, entries.next_value_seed(NodeSeed)?));
-        }
-        Ok(Node::Mapping(pairs))
-    }
-
-    fn visit_enum<A: EnumAccess<'de>>(self, tagged: A) -> Result<Node, A::Error> {
-        let (tag, node): (String, _) = tagged.variant()?;
-        Ok(Node::Tagged(tag, Box::new(node.newtype_variant_seed(NodeSeed)?)))
     }
 }

@@ -13,7 +13,7 @@ use std::path::Path;
 
 use git2::{ObjectType, Oid, Repository, Tree, TreeWalkMode, TreeWalkResult};
 
-use crate::manifest::kustomize::{KUSTOMIZATION_FILES, lexical, references};
+use crate::manifest::kustomize::{KUSTOMIZATION_FILES, kustomization_document, lexical, references};
 
 /// Git's mode of a symbolic link.
 const SYMLINK_MODE: i32 = 0o120000;
@@ -34,7 +34,7 @@ pub(super) fn digest(repo: &Repository, commit: Oid, path: &Path) -> Option<Stri
         }
         read.insert((dir.display().to_string(), tree.id()));
         let Some(text) = kustomization(repo, &tree) else { continue };
-        let document: serde_json::Value = serde_yaml_ng::from_str(&text).ok()?;
+        let document = kustomization_document(&text).ok()?;
         for (_, reference, may_be_kustomization) in references(&document) {
             if reference.contains("://") || reference.starts_with("github.com/") || reference.starts_with("git@") {
                 return None;

@@ -108,8 +108,8 @@ mod tests {
 
     #[test]
     fn a_step_failure_says_its_cause_in_its_message() {
+        use crate::operator::reconcile::Stage;
         use crate::operator::reconcile::StepError;
-        use crate::operator::status::Stage;
         let cause =
             crate::operator::remote::RemoteError::Cluster(crate::cluster::Error::Other("the distinct cause".into()));
         let failure = StepError::of(Stage::InvalidSpec, cause);

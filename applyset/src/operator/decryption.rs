@@ -6,11 +6,11 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 
 use super::api::ApplySet;
-use super::status::Stage;
 use crate::causes::with_causes;
 use crate::cluster::Cluster;
 use crate::cluster::list::error_text;
 use crate::manifest::decryption::Decryption;
+use crate::operator::reconcile::Stage;
 use crate::operator::reconcile::StepError;
 use crate::sops::Keyring;
 

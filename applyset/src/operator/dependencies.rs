@@ -12,7 +12,8 @@
 use std::sync::Arc;
 
 use super::api::ApplySet;
-use super::status::{READY, Stage};
+use super::status::READY;
+use crate::operator::reconcile::Stage;
 use crate::operator::reconcile::StepError;
 
 /// `namespace/name` of a dependency of `applyset` (its own namespace by default).

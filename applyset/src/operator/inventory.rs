@@ -9,10 +9,10 @@
 use std::collections::BTreeMap;
 
 use super::api::{InventoryMember, InventoryObject};
-use super::status::Stage;
 use crate::apply::Visited;
 use crate::applyset::Candidate;
 use crate::cluster::mapper::GroupKind;
+use crate::operator::reconcile::Stage;
 use crate::operator::reconcile::StepError;
 
 /// Why prune left an object in place (`status.pruneSkipped[].state`).

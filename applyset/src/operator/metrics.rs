@@ -27,9 +27,9 @@ pub use self::described::MetricDescription;
 use self::git::GitMetrics;
 pub use self::git::SourceStep;
 use super::lock;
-use super::status::Stage;
 use super::webhook::Outcome;
 use crate::causes::Chain;
+use crate::operator::reconcile::Stage;
 use crate::source::ErrorCategory;
 
 /// Reconciles take from a few milliseconds (nothing changed) to minutes (a large first apply).
@@ -248,7 +248,7 @@ impl Metrics {
 
     /// Counts a finished reconcile. `result` must come from a small fixed set: "success" or a
     /// failure category such as "fetch_failed", "load_failed", "apply_failed", "prune_failed",
-    /// "prune_guarded", "suspended" ([`super::status::Stage::metric_label`]).
+    /// "prune_guarded", "suspended" ([`super::reconcile::Stage::metric_label`]).
     pub fn reconcile_finished(&self, result: &'static str, duration: Duration) {
         self.reconciles.with_label_values(&[result]).inc();
         self.reconcile_duration.with_label_values(&[result]).observe(duration.as_secs_f64());

@@ -13,10 +13,10 @@ use kube::Api;
 
 use super::api::{ApplySet, PostBuild, SubstituteKind, SubstituteReference};
 use super::reconcile::redact_owner;
-use super::status::Stage;
 use crate::cluster::Cluster;
 use crate::cluster::list::error_text;
 use crate::manifest::postbuild::{Variables, valid_name};
+use crate::operator::reconcile::Stage;
 use crate::operator::reconcile::StepError;
 use crate::redact;
 

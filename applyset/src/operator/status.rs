@@ -43,108 +43,6 @@ pub mod reason {
 /// `spec.healthChecks`).
 pub const HEALTHY: &str = "Healthy";
 
-/// Where a reconcile failed: one condition reason and one metric label each.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stage {
-    /// The spec cannot work as written (bad interval, ref, URL, ignore rule): no retry helps.
-    InvalidSpec,
-    Fetch,
-    /// The source's kustomization did not build.
-    Build,
-    Load,
-    Apply,
-    /// Objects of the source belong to another ApplySet (and nothing else failed).
-    OwnershipConflict,
-    Prune,
-    /// `spec.pruneGuard` stopped the prune (everything was applied).
-    PruneGuarded,
-    Delete,
-    /// What the ApplySet waits for failed, or was not healthy within `healthTimeout`.
-    HealthCheck,
-    /// A `spec.dependsOn` ApplySet is not Ready: nothing was fetched or applied.
-    DependencyNotReady,
-    /// `spec.dependsOn` makes a cycle: no run can ever start (`Stalled`).
-    DependencyCycle,
-    /// The spec refers to another namespace and the controller forbids it
-    /// (`--no-cross-namespace-refs`): no retry helps (`Stalled`).
-    AccessDenied,
-    /// The source has more objects than the status can record for prune: nothing is applied
-    /// (`Stalled` until a commit or the spec makes it smaller; retried at the backoff).
-    InventoryTooLarge,
-}
-
-impl Stage {
-    /// Every stage (for exporting each `applyset_reconcile_total` result from the start).
-    pub const ALL: [Stage; 14] = [
-        Stage::InvalidSpec,
-        Stage::Fetch,
-        Stage::Build,
-        Stage::Load,
-        Stage::Apply,
-        Stage::OwnershipConflict,
-        Stage::Prune,
-        Stage::PruneGuarded,
-        Stage::Delete,
-        Stage::HealthCheck,
-        Stage::DependencyNotReady,
-        Stage::DependencyCycle,
-        Stage::AccessDenied,
-        Stage::InventoryTooLarge,
-    ];
-
-    pub fn reason(self) -> &'static str {
-        match self {
-            Stage::InvalidSpec => reason::INVALID_SPEC,
-            Stage::Fetch => reason::FETCH_FAILED,
-            Stage::Build => reason::BUILD_FAILED,
-            Stage::Load => reason::LOAD_FAILED,
-            Stage::Apply => reason::APPLY_FAILED,
-            Stage::OwnershipConflict => reason::OWNERSHIP_CONFLICT,
-            Stage::Prune => reason::PRUNE_FAILED,
-            Stage::PruneGuarded => reason::PRUNE_GUARDED,
-            Stage::Delete => reason::DELETE_FAILED,
-            Stage::HealthCheck => reason::HEALTH_CHECK_FAILED,
-            Stage::DependencyNotReady => reason::DEPENDENCY_NOT_READY,
-            Stage::DependencyCycle => reason::DEPENDENCY_CYCLE,
-            Stage::AccessDenied => reason::ACCESS_DENIED,
-            Stage::InventoryTooLarge => reason::INVENTORY_TOO_LARGE,
-        }
-    }
-
-    /// The `result` label of `applyset_reconcile_total`.
-    pub fn metric_label(self) -> &'static str {
-        match self {
-            Stage::InvalidSpec => "invalid_spec",
-            Stage::Fetch => "fetch_failed",
-            Stage::Build => "build_failed",
-            Stage::Load => "load_failed",
-            Stage::Apply => "apply_failed",
-            Stage::OwnershipConflict => "ownership_conflict",
-            Stage::Prune => "prune_failed",
-            Stage::PruneGuarded => "prune_guarded",
-            Stage::Delete => "delete_failed",
-            Stage::HealthCheck => "health_check_failed",
-            Stage::DependencyNotReady => "dependency_not_ready",
-            Stage::DependencyCycle => "dependency_cycle",
-            Stage::AccessDenied => "access_denied",
-            Stage::InventoryTooLarge => "inventory_too_large",
-        }
-    }
-
-    /// No run can succeed until the spec (or the controller's settings) changes: `Stalled`,
-    /// and no retry until then.
-    pub fn stalls(self) -> bool {
-        matches!(self, Stage::InvalidSpec | Stage::AccessDenied | Stage::DependencyCycle | Stage::InventoryTooLarge)
-    }
-
-    /// Not retried at all until the ApplySet changes: the spec is what fails (a dependency
-    /// cycle and a too-large source are retried at the backoff, as other ApplySets or a commit
-    /// can heal them).
-    pub fn awaits_spec_change(self) -> bool {
-        matches!(self, Stage::InvalidSpec | Stage::AccessDenied)
-    }
-}
-
 /// Conditions are capped by the apiserver at 32 KiB per message; keep ours readable.
 pub const MAX_MESSAGE: usize = 4000;
 /// An Event's note may not exceed 1 KiB.
@@ -369,6 +267,7 @@ pub fn inventory(mut objects: Vec<InventoryObject>, limit: usize) -> InventorySt
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::operator::reconcile::Stage;
 
     /// `Stage::ALL` holds every stage once: a stage added to the enum without it would have no
     /// `applyset_reconcile_total` series until it first happens (and its alert would miss it).

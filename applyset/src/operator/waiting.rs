@@ -17,7 +17,7 @@ use kube::core::GroupVersionKind;
 use super::api::{ApplySet, HealthCheckReference, InventoryObject, InventoryStatus};
 use super::external_health::External;
 use super::lock;
-use super::status::{self, Stage};
+use super::status;
 use crate::apply::Visited;
 use crate::causes::{Chain, with_causes};
 use crate::cluster::cache::{Cached, ObjectCache};
@@ -26,6 +26,7 @@ use crate::cluster::{Cluster, Mapping};
 use crate::health::cel::{Expressions, Rules};
 use crate::health::targets::{Judged, Target, pod_reasons};
 use crate::health::{self, Health, Status};
+use crate::operator::reconcile::Stage;
 use crate::operator::reconcile::StepError;
 
 /// What a run found.

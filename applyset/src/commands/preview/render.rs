@@ -25,9 +25,9 @@ use crate::manifest::decryption::Decryption;
 use crate::manifest::postbuild;
 use crate::operator::api::{ApplySet, GROUP, KIND, PostBuild, SubstituteKind, SubstituteReference};
 use crate::operator::postbuild::{assemble, checked, reference_text};
+use crate::operator::reconcile::Stage;
 use crate::operator::reconcile::{BuildSettings, StepError, render, require_objects};
 use crate::operator::schedule::Intervals;
-use crate::operator::status::Stage;
 
 /// Where `spec.postBuild.substituteFrom`'s objects are read.
 pub(super) enum Variables<'a> {

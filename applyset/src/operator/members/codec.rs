@@ -327,7 +327,7 @@ mod status_size {
             ],
             ..ApplySetStatus::default()
         };
-        let failure = crate::operator::reconcile::StepError::new(status::Stage::Apply, long(0));
+        let failure = crate::operator::reconcile::StepError::new(crate::operator::reconcile::Stage::Apply, long(0));
         let now = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now());
         status::mark_failed(&mut status, &failure, Some(1), &now);
         status

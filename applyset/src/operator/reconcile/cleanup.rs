@@ -14,8 +14,9 @@ use crate::cluster::DryRun;
 use crate::operator::api::{ApplySet, DeletionPolicy};
 use crate::operator::context::Context;
 use crate::operator::prune;
+use crate::operator::reconcile::Stage;
 use crate::operator::reconcile::StepError;
-use crate::operator::status::{Stage, reason};
+use crate::operator::status::reason;
 use crate::redact;
 use crate::source::CacheKey;
 

@@ -22,8 +22,8 @@ use crate::operator::api::{ApplySet, InventoryMember, SecretsMode};
 use crate::operator::drift::IgnoreRules;
 use crate::operator::history::HistoryIndex;
 use crate::operator::leftover::LeftoverPolicy;
+use crate::operator::reconcile::Stage;
 use crate::operator::reconcile::StepError;
-use crate::operator::status::Stage;
 
 /// The field manager of the server-side apply of objects too large for client-side apply.
 pub const SERVER_SIDE_MANAGER: &str = "applyset";

@@ -6,8 +6,8 @@ use crate::apply::ApplyReport;
 use crate::causes::Chain;
 use crate::cluster::Cluster;
 use crate::operator::outcome::Done;
+use crate::operator::reconcile::Stage;
 use crate::operator::reconcile::StepError;
-use crate::operator::status::Stage;
 use crate::operator::waiting::{self, Verdict};
 
 impl Reconciliation<'_> {

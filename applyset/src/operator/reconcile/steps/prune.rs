@@ -8,8 +8,9 @@ use crate::cluster::Cluster;
 use crate::operator::inventory;
 use crate::operator::outcome::Done;
 use crate::operator::prune;
+use crate::operator::reconcile::Stage;
 use crate::operator::reconcile::StepError;
-use crate::operator::status::{self, Stage};
+use crate::operator::status;
 
 impl Reconciliation<'_> {
     /// prune: only after every object applied, through the controller's guards; then the parent

@@ -13,8 +13,9 @@ use crate::operator::api::{ApplySet, DriftMode, DriftStatus, DriftedObject};
 use crate::operator::context::Context;
 use crate::operator::inventory;
 use crate::operator::outcome::{Classified, Done, classify};
+use crate::operator::reconcile::Stage;
 use crate::operator::reconcile::StepError;
-use crate::operator::status::{self, Stage};
+use crate::operator::status;
 use crate::source::Artifact;
 
 impl Reconciliation<'_> {

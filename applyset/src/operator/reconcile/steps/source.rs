@@ -12,8 +12,9 @@ use super::super::{Reconciliation, RunMode};
 use crate::causes::Chain;
 use crate::operator::dependencies;
 use crate::operator::outcome::Done;
+use crate::operator::reconcile::Stage;
 use crate::operator::reconcile::StepError;
-use crate::operator::status::{self, READY, Stage};
+use crate::operator::status::{self, READY};
 use crate::redact;
 use crate::source::{Artifact, CacheKey, Credentials, ErrorCategory, GitUrl, ProxySettings, SyncOptions, Transport};
 

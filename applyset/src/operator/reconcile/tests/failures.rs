@@ -167,9 +167,9 @@ async fn reconcile_unusable_last_applied_annotation_is_treated_as_absent_with_an
 /// module's typed error, and the run itself writes nothing (publishing is the entry's job).
 #[tokio::test]
 async fn reconcile_run_failure_keeps_the_stage_and_the_typed_cause() {
+    use crate::operator::reconcile::Stage;
     use crate::operator::reconcile::{Cause, Reconciliation};
     use crate::operator::schedule::Intervals;
-    use crate::operator::status::Stage;
 
     let f = Fixture::new();
     let missing = f.root().join("no-such-repository");

@@ -32,13 +32,7 @@ fn fake_cluster(f: &Fixture) -> Arc<Cluster> {
 #[tokio::test]
 async fn a_plan_writes_nothing_and_names_what_the_next_run_does() {
     let f = Fixture::new();
-    f.repo
-        .write("a.yaml", &configmap("a", "1"))
-        .write("b.yaml", &configmap("b", "2"))
-        .write("c.yaml", &configmap("c", "3"));
-    f.repo.commit("three");
-    f.applyset("app", json!({}));
-    f.reconcile("app").await.expect("the first run");
+    f.applied_three(json!({})).await;
     // The next commit: a changes, c leaves git, d arrives.
     f.repo.write("a.yaml", &configmap("a", "changed")).write("d.yaml", &configmap("d", "4")).remove("c.yaml");
     f.repo.commit("next");

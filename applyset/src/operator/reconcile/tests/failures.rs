@@ -62,13 +62,7 @@ async fn reconcile_unparsable_manifest_is_load_failed_and_applies_and_prunes_not
 #[tokio::test]
 async fn reconcile_object_refused_with_422_is_apply_failed_naming_it_and_prunes_nothing() {
     let f = Fixture::new();
-    f.repo
-        .write("a.yaml", &configmap("a", "1"))
-        .write("b.yaml", &configmap("b", "2"))
-        .write("c.yaml", &configmap("c", "3"));
-    f.repo.commit("three");
-    f.applyset("app", json!({}));
-    f.reconcile("app").await.expect("the first run");
+    f.applied_three(json!({})).await;
     f.repo
         .write("a.yaml", &configmap("a", "1b"))
         .write("b.yaml", &configmap("b", "2b"))

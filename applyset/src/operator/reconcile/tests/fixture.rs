@@ -108,6 +108,19 @@ impl Fixture {
         self.fake.put(object);
     }
 
+    /// ConfigMaps `a`, `b` and `c` committed, applied and recorded by ApplySet `app` (with
+    /// `spec`), which is Ready.
+    pub async fn applied_three(&self, spec: Value) {
+        self.repo
+            .write("a.yaml", &configmap("a", "1"))
+            .write("b.yaml", &configmap("b", "2"))
+            .write("c.yaml", &configmap("c", "3"));
+        self.repo.commit("three");
+        self.applyset("app", spec);
+        self.reconcile("app").await.expect("the first run");
+        assert_eq!(self.ready("app").0, "True", "{:?}", self.ready("app"));
+    }
+
     /// The controller's entry point on the ApplySet as stored.
     pub async fn reconcile(&self, name: &str) -> Result<Action, ReconcileError> {
         reconcile(self.current(name), self.ctx.clone()).await

@@ -14,22 +14,10 @@ fn deletes(f: &Fixture) -> Vec<String> {
     requests.iter().filter(|r| r.method == Method::DELETE).map(|r: &Recorded| r.path.clone()).collect()
 }
 
-/// `a`, `b` and `c` applied and recorded by ApplySet `app` (with `spec`).
-async fn applied_three(f: &Fixture, spec: serde_json::Value) {
-    f.repo
-        .write("a.yaml", &configmap("a", "1"))
-        .write("b.yaml", &configmap("b", "2"))
-        .write("c.yaml", &configmap("c", "3"));
-    f.repo.commit("three");
-    f.applyset("app", spec);
-    f.reconcile("app").await.expect("the first run");
-    assert_eq!(f.ready("app").0, "True", "{:?}", f.ready("app"));
-}
-
 #[tokio::test]
 async fn reconcile_prune_deletes_only_recorded_members_that_left_git() {
     let f = Fixture::new();
-    applied_three(&f, json!({})).await;
+    f.applied_three(json!({})).await;
     // Someone labels an object of theirs as a member: it was never applied by the set.
     let id = f.current("app").metadata.labels.clone().unwrap_or_default()[PARENT_ID_LABEL].clone();
     f.fake.put(json!({
@@ -95,7 +83,7 @@ async fn reconcile_prune_orphans_an_object_marked_keep() {
 #[tokio::test]
 async fn reconcile_prune_guard_holds_a_mass_deletion() {
     let f = Fixture::new();
-    applied_three(&f, json!({ "pruneGuard": { "maxObjects": 1 } })).await;
+    f.applied_three(json!({ "pruneGuard": { "maxObjects": 1 } })).await;
     let head = f.repo.remove("b.yaml").remove("c.yaml").commit("b and c leave");
     f.fake.clear_requests();
 

@@ -30,8 +30,8 @@ fn promtool() -> Result<PathBuf> {
         bail!("scripts/build-monitoring-tools failed:\n{}", String::from_utf8_lossy(&out.stderr));
     }
     let stdout = String::from_utf8_lossy(&out.stdout);
-    // The last two lines: promtool, dashboard-linter.
-    let promtool = stdout.lines().rev().nth(1).map(|line| PathBuf::from(line.trim()));
+    // The last line: promtool.
+    let promtool = stdout.lines().next_back().map(|line| PathBuf::from(line.trim()));
     promtool.with_context(|| format!("scripts/build-monitoring-tools printed no paths:\n{stdout}"))
 }
 

@@ -1,8 +1,6 @@
 //! `applyset plan` against the reconcile's fake apiserver: a plan reads and never writes, and
 //! what it names is what the controller's next run of the same revision does.
 
-use std::sync::Arc;
-
 use clap::Parser;
 use http::Method;
 use serde_json::json;
@@ -10,7 +8,6 @@ use serde_json::json;
 use super::plan::plan;
 use super::report::Outcome;
 use crate::cli::PlanArgs;
-use crate::cluster::Cluster;
 use crate::operator::reconcile::tests::fixture::{Fixture, NS, configmap, configmap_path};
 
 /// `applyset plan <ARGS>` as clap reads it.
@@ -25,10 +22,6 @@ fn plan_args(f: &Fixture, name: &str) -> PlanArgs {
     Command::try_parse_from(["plan", name, "--path", &path, "-n", NS]).expect("valid arguments").plan
 }
 
-fn fake_cluster(f: &Fixture) -> Arc<Cluster> {
-    Arc::new(Cluster::from_client(f.fake.client(), "https://fake.invalid".into(), NS.into(), 0.0, 1))
-}
-
 #[tokio::test]
 async fn a_plan_writes_nothing_and_names_what_the_next_run_does() {
     let f = Fixture::new();
@@ -38,7 +31,7 @@ async fn a_plan_writes_nothing_and_names_what_the_next_run_does() {
     f.repo.commit("next");
     f.fake.clear_requests();
 
-    let printed = plan(&fake_cluster(&f), &plan_args(&f, "app")).await.expect("a plan");
+    let printed = plan(&f.cluster, &plan_args(&f, "app")).await.expect("a plan");
 
     assert!(f.fake.writes().is_empty(), "a plan only reads: {:?}", f.fake.writes());
     let verbs: Vec<(&str, &str)> =
@@ -62,6 +55,6 @@ async fn a_plan_writes_nothing_and_names_what_the_next_run_does() {
     assert!(f.configmap("d").is_some());
 
     // And a plan of the applied revision changes nothing.
-    let after = plan(&fake_cluster(&f), &plan_args(&f, "app")).await.expect("a plan");
+    let after = plan(&f.cluster, &plan_args(&f, "app")).await.expect("a plan");
     assert_eq!(after.outcome, Outcome { changes: false, failed: false }, "{}{}", after.stdout, after.stderr);
 }

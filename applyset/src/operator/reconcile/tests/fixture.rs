@@ -50,6 +50,8 @@ pub fn settings() -> Settings {
 pub struct Fixture {
     pub fake: FakeApiServer,
     pub ctx: Arc<Context>,
+    /// The fake as a cluster (the controller's apply cluster, and what a CLI command is given).
+    pub cluster: Arc<Cluster>,
     pub repo: Repo,
     root: PathBuf,
 }
@@ -68,15 +70,15 @@ impl Fixture {
         std::fs::create_dir_all(&root).expect("a scratch directory");
         let fake = FakeApiServer::new();
         let client = fake.client();
-        let cluster = Cluster::from_client(fake.client(), "https://fake.invalid".into(), NS.into(), 0.0, 1);
+        let cluster = Arc::new(Cluster::from_client(fake.client(), "https://fake.invalid".into(), NS.into(), 0.0, 1));
         let metrics = Arc::new(Metrics::new());
         // The changes a watch would report: none, the fake allows no watches.
         let (cache, _changes) = ManagedCache::new(client.clone(), None, metrics.clone());
         let git = GitSource::new(root.join("git-cache"));
-        let clusters = ClusterSource::Fixed(Arc::new(cluster));
+        let clusters = ClusterSource::Fixed(cluster.clone());
         let ctx = Context::new(client, clusters, git, metrics, settings, "test".into(), cache);
         let repo = Repo::init(&root.join("repo"));
-        Fixture { fake, ctx: Arc::new(ctx), repo, root }
+        Fixture { fake, ctx: Arc::new(ctx), cluster, repo, root }
     }
 
     /// Stores an ApplySet (already carrying the finalizer, so the reconcile goes straight to

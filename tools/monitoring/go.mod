@@ -1,6 +1,5 @@
-// Builds the pinned promtool (Prometheus v0.316.0, i.e. Prometheus 3.x) and Grafana's
-// dashboard-linter that check the Helm chart's monitoring bundle; see
-// scripts/build-monitoring-tools.
+// Builds the pinned promtool (Prometheus v0.316.0, i.e. Prometheus 3.x) that checks the Helm
+// chart's monitoring bundle; see scripts/build-monitoring-tools.
 module github.com/applyset/applyset/tools/monitoring
 
 go 1.26.7

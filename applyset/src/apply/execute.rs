@@ -104,9 +104,11 @@ async fn settle_crds(
         .filter(|(_, index)| slots[**index].as_ref().is_some_and(|r| r.result.is_ok()))
         .map(|(name, _)| name)
         .collect();
-    let mut warnings = wait_for_crds(cluster, &applied, options.crd_timeout).await;
+    let (mut warnings, gone) = wait_for_crds(cluster, &applied, options.crd_timeout).await;
     if rest.iter().any(|p| p.mapping.is_none()) {
-        refresh_until_known(cluster, rest, options.crd_timeout).await;
+        // A gone CRD's kinds will never be served: one look at discovery, no waiting.
+        let patience = if gone { Duration::ZERO } else { options.crd_timeout };
+        refresh_until_known(cluster, rest, patience).await;
     }
     if let Some(first) = indexes.first().and_then(|i| slots[*i].as_mut()) {
         first.warnings.append(&mut warnings);
@@ -137,30 +139,65 @@ async fn resolve_predicted(cluster: &Cluster, rest: Vec<Prepared>, slots: &mut S
 }
 
 /// Polls the CRDs until each has `Established=True`; returns warnings for those that did not
-/// in time.
-async fn wait_for_crds(cluster: &Cluster, names: &[&String], timeout: Duration) -> Vec<String> {
+/// in time, and whether one is gone or going (its kinds will never be served).
+async fn wait_for_crds(cluster: &Cluster, names: &[&String], timeout: Duration) -> (Vec<String>, bool) {
     let gvk = GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition");
-    let Ok(mapping) = cluster.mapping(&gvk).await else { return Vec::new() };
+    let Ok(mapping) = cluster.mapping(&gvk).await else { return (Vec::new(), false) };
     let deadline = tokio::time::Instant::now() + timeout;
     let waits = names.iter().map(|name| {
         let mapping = mapping.clone();
         async move {
             loop {
-                if let Ok(crd) = cluster.get(&mapping, None, name).await
-                    && established(&crd)
-                {
-                    return None;
-                }
-                if tokio::time::Instant::now() >= deadline {
-                    return Some(format!(
-                        "Warning: customresourcedefinition.apiextensions.k8s.io/{name} is not Established after {timeout:?}; its custom resources may fail"
-                    ));
-                }
-                tokio::time::sleep(Duration::from_millis(200)).await;
+                let state = match cluster.get(&mapping, None, name).await {
+                    Ok(crd) => CrdState::of(Some(&crd)),
+                    Err(error) if error.is_not_found() => CrdState::of(None),
+                    Err(_) => CrdState::Pending,
+                };
+                let ending = match state {
+                    CrdState::Established => return None,
+                    CrdState::Pending if tokio::time::Instant::now() < deadline => {
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                        continue;
+                    }
+                    CrdState::Pending => format!("is not Established after {timeout:?}"),
+                    CrdState::Deleting => "is being deleted".to_owned(),
+                    CrdState::Deleted => "was deleted after it was applied".to_owned(),
+                };
+                let warning = format!(
+                    "Warning: customresourcedefinition.apiextensions.k8s.io/{name} {ending}; its custom resources may fail"
+                );
+                return Some((warning, state != CrdState::Pending));
             }
         }
     });
-    futures::future::join_all(waits).await.into_iter().flatten().collect()
+    let ended: Vec<(String, bool)> = futures::future::join_all(waits).await.into_iter().flatten().collect();
+    let gone = ended.iter().any(|(_, gone)| *gone);
+    (ended.into_iter().map(|(warning, _)| warning).collect(), gone)
+}
+
+/// Where an applied CRD is on its way to serving its kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CrdState {
+    Established,
+    /// Not yet, or not readable just now: worth another look.
+    Pending,
+    /// Deleted since it was applied (by hand, or a drift run raced a `kubectl delete`): it
+    /// will never be Established, so waiting would only hold the run until its timeout.
+    Deleted,
+    /// Terminating without being Established: the same.
+    Deleting,
+}
+
+impl CrdState {
+    /// The state of a CRD as read (`None`: not found).
+    fn of(crd: Option<&Value>) -> CrdState {
+        match crd {
+            None => CrdState::Deleted,
+            Some(crd) if established(crd) => CrdState::Established,
+            Some(crd) if terminating(crd) => CrdState::Deleting,
+            Some(_) => CrdState::Pending,
+        }
+    }
 }
 
 fn established(crd: &Value) -> bool {
@@ -175,6 +212,13 @@ fn established(crd: &Value) -> bool {
                     && c.get("status").and_then(Value::as_str) == Some("True")
             })
         })
+}
+
+fn terminating(crd: &Value) -> bool {
+    crd.as_object()
+        .and_then(|o| o.get("metadata"))
+        .and_then(Value::as_object)
+        .is_some_and(|m| m.get("deletionTimestamp").is_some_and(|t| !matches!(t, Value::Null)))
 }
 
 /// Refreshes discovery until every predicted kind of `items` is served (discovery can lag a
@@ -397,5 +441,24 @@ mod tests {
         assert!(waited >= NAMESPACE_SEEN_WITHIN && waited < NAMESPACE_SEEN_WITHIN + Duration::from_millis(10));
         let (asked, waited) = wait_with(None, false).await;
         assert_eq!((asked, waited), (1, Duration::ZERO));
+    }
+
+    /// A CRD that is gone or going is not waited for: it will never be Established.
+    #[test]
+    fn a_crd_gone_or_going_ends_the_wait() {
+        let crd = |status: &str, metadata: &str| {
+            let text = format!(
+                r#"{{"kind":"CustomResourceDefinition","metadata":{{"name":"widgets.example.test"{metadata}}}{status}}}"#
+            );
+            Value::from_json_str(&text).expect("JSON")
+        };
+        let established = r#","status":{"conditions":[{"type":"Established","status":"True"}]}"#;
+        let terminating = r#","deletionTimestamp":"2026-12-08T00:00:00Z""#;
+        assert_eq!(CrdState::of(None), CrdState::Deleted);
+        assert_eq!(CrdState::of(Some(&crd("", ""))), CrdState::Pending);
+        assert_eq!(CrdState::of(Some(&crd(established, ""))), CrdState::Established);
+        assert_eq!(CrdState::of(Some(&crd("", terminating))), CrdState::Deleting);
+        // Still serving while its objects are removed: nothing to wait for either way.
+        assert_eq!(CrdState::of(Some(&crd(established, terminating))), CrdState::Established);
     }
 }

@@ -452,9 +452,28 @@ pub fn failed_with(reason: &str) -> impl Fn(&ApplySet) -> bool + '_ {
     move |applyset| condition(applyset, "Ready").is_some_and(|(status, r, _)| status == "False" && r == reason)
 }
 
+/// The last `lines` lines of a log, a run of lines alike but for their timestamp folded into
+/// one (a periodic debug line must not push what happened before it out of a failure's report).
 pub fn tail(text: &str, lines: usize) -> String {
-    let all: Vec<&str> = text.lines().collect();
-    all[all.len().saturating_sub(lines)..].join("\n")
+    let mut folded: Vec<(String, usize)> = Vec::new();
+    for line in text.lines() {
+        let unstamped = line.split_once(' ').map_or(line, |(_, rest)| rest);
+        match folded.last_mut() {
+            Some((last, repeats)) if last.split_once(' ').map_or(last.as_str(), |(_, rest)| rest) == unstamped => {
+                *repeats += 1;
+            }
+            _ => folded.push((line.to_owned(), 0)),
+        }
+    }
+    let shown = folded.len().saturating_sub(lines);
+    folded[shown..]
+        .iter()
+        .map(|(line, repeats)| match repeats {
+            0 => line.clone(),
+            n => format!("{line}\n  (and {n} more like it)"),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Events recorded on an ApplySet (events.k8s.io).

@@ -395,6 +395,9 @@ pub(super) async fn write_status(
     if !status::same_ignoring_time(written, next) {
         let api: Api<ApplySet> = Api::namespaced(ctx.client.clone(), &applyset.namespace_or_default());
         let patch = serde_json::json!({ "status": status::merge_patch(written, next) });
+        // What changed is worth seeing when a status is written where none was expected (the
+        // messages are redacted above).
+        tracing::debug!(%patch, "writing the status");
         let written = api
             .patch_status(&applyset.name(), &PatchParams::default(), &Patch::Merge(&patch))
             .await

@@ -58,7 +58,7 @@ pub struct ScopeArgs {
     pub shard_selector: Option<String>,
     /// ApplySets reconciled at once, shared fairly between namespaces. More runs with fewer
     /// objects each keep the apiserver busier than the reverse at the same number in flight
-    /// (16 × 8 against 8 × 16: see the README's benchmarks).
+    /// (16 × 8 against 8 × 16: see the book's benchmarks page).
     #[arg(long, env = "APPLYSET_CONCURRENT_RECONCILES", default_value_t = 16, value_name = "COUNT", value_parser = clap::value_parser!(u16).range(1..=256))]
     pub concurrent_reconciles: u16,
     /// Objects applied at once within one ApplySet.

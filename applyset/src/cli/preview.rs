@@ -11,9 +11,9 @@ use super::{ClusterArgs, ManifestLimitArgs};
 #[derive(Debug, Args)]
 pub struct CheckoutArgs {
     /// The ApplySet's directory in a local checkout of its repository: the directory its
-    /// `spec.path` names (as `flux build kustomization --path` takes the Kustomization's
+    /// `spec.source.path` names (as `flux build kustomization --path` takes the Kustomization's
     /// directory). The repository's root is the git work tree holding DIR (else DIR with
-    /// `spec.path` taken off its end, else DIR): file names are shown from it, and kustomize may
+    /// `spec.source.path` taken off its end, else DIR): file names are shown from it, and kustomize may
     /// read nothing outside it, as in the controller.
     #[arg(long, value_name = "DIR")]
     pub path: PathBuf,

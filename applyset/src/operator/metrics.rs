@@ -96,7 +96,7 @@ impl Metrics {
             IntCounterVec::new(
                 Opts::new(
                     "applyset_reconcile_total",
-                    "Reconciles of ApplySets that finished, by result: \"success\" or the failure category.",
+                    "Reconciles of ApplySets that finished, by result: \"success\", \"inputs_unchanged\" (skipped: nothing it reads changed), \"waiting\" (applied, its objects not yet healthy), \"suspended\", or the failed stage's category.",
                 ),
                 &["result"],
             ),

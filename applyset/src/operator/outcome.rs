@@ -11,13 +11,48 @@ use crate::apply::{ApplyReport, Identity, ObjectReport, Verb};
 use crate::cluster::mapper::GroupKind;
 use crate::fields::Reason;
 
+/// One object a run created, configured or deleted, as a value; shown as kubectl names it
+/// (`deployment.apps/web`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectRef {
+    /// `Kind[.group]`, as `status.inventory` names kinds.
+    pub kind: String,
+    /// Unset for a cluster-scoped object.
+    pub namespace: Option<String>,
+    pub name: String,
+}
+
+impl ObjectRef {
+    /// The prune candidate deleted (or about to be).
+    pub fn of_candidate(candidate: &crate::applyset::Candidate) -> ObjectRef {
+        let resource = &candidate.kind.api_resource;
+        ObjectRef {
+            kind: GroupKind::new(&resource.group, &resource.kind).to_string(),
+            namespace: candidate.listed.namespace.clone(),
+            name: candidate.listed.name.clone(),
+        }
+    }
+}
+
+impl std::fmt::Display for ObjectRef {
+    /// kubectl's `kind.group/name`: the kind lowercased, the group as it is.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (kind, group) = self.kind.split_once('.').map_or((self.kind.as_str(), None), |(k, g)| (k, Some(g)));
+        write!(f, "{}", kind.to_lowercase())?;
+        if let Some(group) = group {
+            write!(f, ".{group}")?;
+        }
+        write!(f, "/{}", self.name)
+    }
+}
+
 /// What a successful pipeline run did, for the Ready message, Events and metrics.
 #[derive(Debug, Default)]
 pub struct Done {
     pub revision: String,
-    pub created: Vec<String>,
-    pub configured: Vec<String>,
-    pub pruned: Vec<String>,
+    pub created: Vec<ObjectRef>,
+    pub configured: Vec<ObjectRef>,
+    pub pruned: Vec<ObjectRef>,
     /// Objects prune left in place, not on purpose (not in the record, another owner's, …).
     pub prune_skipped: Vec<InventoryObject>,
     /// What prune could not look at (lists the identity may not make).
@@ -134,8 +169,8 @@ pub fn classify(report: &ApplyReport, revision: &str, steady: bool, report_only:
                     });
                 }
             }
-            Ok(Verb::Created) => done.created.push(object.name.clone()),
-            Ok(Verb::Configured) => done.configured.push(object.name.clone()),
+            Ok(Verb::Created) => done.created.push(entry_ref(&entry)),
+            Ok(Verb::Configured) => done.configured.push(entry_ref(&entry)),
             Ok(Verb::Unchanged) => {}
         }
         let (removed, reported) = left_behind_fields(object);
@@ -198,6 +233,10 @@ fn identity(report: &ObjectReport) -> (String, String, Option<String>) {
     }
     let (kind, name) = split_display(&report.name);
     (kind, name, None)
+}
+
+fn entry_ref(entry: &InventoryObject) -> ObjectRef {
+    ObjectRef { kind: entry.kind.clone(), namespace: entry.namespace.clone(), name: entry.name.clone() }
 }
 
 /// `deployment.apps/web` → (`deployment.apps`, `web`).
@@ -322,7 +361,9 @@ mod tests {
     #[test]
     fn a_new_revision_is_applied_not_drift() {
         let classified = classify(&sample(), "main@sha1:1", false, false);
-        assert_eq!(classified.done.configured, ["configmap/a"]);
+        let configured: Vec<String> = classified.done.configured.iter().map(ToString::to_string).collect();
+        assert_eq!(configured, ["configmap/a"]);
+        assert_eq!(classified.done.configured[0].kind, "ConfigMap", "a value, shown as kubectl names it");
         assert!(classified.done.drifted.is_empty());
         assert_eq!(classified.done.counts, ObjectCounts { applied: 2, drifted: 0, failed: 1 });
         assert_eq!(
@@ -378,5 +419,18 @@ mod tests {
     fn display_names_split_into_kind_and_name() {
         assert_eq!(split_display("deployment.apps/web"), ("deployment.apps".into(), "web".into()));
         assert_eq!(split_display("configmap/a"), ("configmap".into(), "a".into()));
+    }
+
+    #[test]
+    fn objects_are_shown_as_kubectl_names_them() {
+        let object =
+            |kind: &str, name: &str| ObjectRef { kind: kind.into(), namespace: Some("shop".into()), name: name.into() };
+        assert_eq!(object("ConfigMap", "a").to_string(), "configmap/a");
+        assert_eq!(object("Deployment.apps", "web").to_string(), "deployment.apps/web");
+        assert_eq!(
+            object("CronTab.Stable.Example.com", "x").to_string(),
+            "crontab.Stable.Example.com/x",
+            "the group as it is"
+        );
     }
 }

@@ -11,7 +11,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::report::{self, Outcome, Planned, Printed};
+use super::report::{self, Outcome, Printed};
 use super::{PreviewError, target};
 use crate::cli::PlanArgs;
 use crate::cluster::Cluster;
@@ -51,13 +51,7 @@ pub(super) async fn plan(cluster: &Arc<Cluster>, args: &PlanArgs) -> Result<Prin
     let ctx = Context::for_plan(cluster.clone(), settings(args));
     let done = reconcile::plan(&applyset, &ctx, &previous, local).await?;
     let planned = done.planned.unwrap_or_default();
-    let shown = Planned {
-        report: &planned.report,
-        created_with_crd: &planned.crd_kinds.0,
-        prune: applyset.spec.prune,
-        decision: planned.decision.as_ref(),
-    };
-    Ok(report::render(&shown))
+    Ok(report::render(&planned, applyset.spec.prune))
 }
 
 /// The controller's settings as far as a plan can know them: its field manager, and the

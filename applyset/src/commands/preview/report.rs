@@ -5,9 +5,10 @@
 
 use std::fmt::Write as _;
 
-use crate::apply::{ApplyReport, ErrorCategory, Verb};
+use crate::apply::{ErrorCategory, Verb};
 use crate::applyset::Candidate;
 use crate::operator::api::InventoryObject;
+use crate::operator::outcome::Planned;
 use crate::operator::prune::Decision;
 
 /// How a plan ended: what its exit code says.
@@ -32,18 +33,6 @@ impl Outcome {
     }
 }
 
-/// What a plan found, to print.
-pub(super) struct Planned<'a> {
-    pub(super) report: &'a ApplyReport,
-    /// Per input object: its kind is one only a CRD of this build defines, and its namespace
-    /// as it would be placed (what the dry run could not map is created once the CRD is).
-    pub(super) created_with_crd: &'a [(bool, Option<String>)],
-    /// `spec.prune`.
-    pub(super) prune: bool,
-    /// The prune decision (none when something failed, or without `spec.prune`).
-    pub(super) decision: Option<&'a Decision>,
-}
-
 /// The text for stdout and stderr, and what the exit code says.
 #[derive(Debug, PartialEq, Eq)]
 pub(super) struct Printed {
@@ -61,7 +50,8 @@ struct Counts {
     held_back: usize,
 }
 
-pub(super) fn render(planned: &Planned<'_>) -> Printed {
+/// The plan's report: what the run's plan-only end found ([`Planned`]), and `spec.prune`.
+pub(super) fn render(planned: &Planned, prune: bool) -> Printed {
     let (mut stdout, mut stderr, mut diffs) = (String::new(), String::new(), String::new());
     let mut counts = Counts::default();
     let mut failed = false;
@@ -88,7 +78,7 @@ pub(super) fn render(planned: &Planned<'_>) -> Printed {
                     }
                 }
             }
-            Err(error) => match planned.created_with_crd.get(index) {
+            Err(error) => match planned.crd_kinds.0.get(index) {
                 Some((true, namespace)) if error.category == ErrorCategory::NoMatch => {
                     let note = Some("its kind comes with a CustomResourceDefinition of this build");
                     line(&mut stdout, "created", &object.name, namespace.as_deref(), note);
@@ -107,9 +97,9 @@ pub(super) fn render(planned: &Planned<'_>) -> Printed {
     }
     if failed {
         stderr.push_str("nothing would be pruned: a run prunes only once every object applied\n");
-    } else if let Some(decision) = planned.decision {
+    } else if let Some(decision) = &planned.decision {
         failed |= prune_lines(decision, &mut stdout, &mut stderr, &mut counts);
-    } else if !planned.prune {
+    } else if !prune {
         stderr.push_str("spec.prune is false: nothing is pruned\n");
     }
     let _ = writeln!(stdout, "{}", summary(&counts));
@@ -187,7 +177,7 @@ mod tests {
     use kube::core::{ApiResource, GroupVersionKind};
 
     use super::*;
-    use crate::apply::{Details, ObjectError, ObjectReport};
+    use crate::apply::{ApplyReport, CrdKinds, Details, ObjectError, ObjectReport};
     use crate::applyset::RecordedKind;
     use crate::cluster::list::Listed;
     use crate::manifest::Source;
@@ -248,7 +238,11 @@ mod tests {
         }
     }
 
-    const CREATED_WITH_CRD: [(bool, Option<String>); 3] = [(false, None), (false, None), (true, None)];
+    /// The third object's kind comes with a CRD of the build.
+    fn planned(report: ApplyReport, decision: Option<Decision>) -> Planned {
+        let crd_kinds = CrdKinds(vec![(false, None), (false, None), (true, None)]);
+        Planned { report, crd_kinds, decision }
+    }
 
     /// Golden: the lines, the summary, the diff of the configured object; exit 1.
     #[test]
@@ -266,9 +260,7 @@ mod tests {
             }],
             ..Decision::default()
         };
-        let planned =
-            Planned { report: &report, created_with_crd: &CREATED_WITH_CRD, prune: true, decision: Some(&decision) };
-        let printed = render(&planned);
+        let printed = render(&planned(report, Some(decision)), true);
         let expected = "configured configmap/settings -n shop
 unchanged  configmap/same -n shop
 created    widget.example.com/w: its kind comes with a CustomResourceDefinition of this build
@@ -302,9 +294,7 @@ patch (application/strategic-merge-patch+json):
             guarded: Some("this revision would prune 1 of 2 objects (50%), more than …".into()),
             ..Decision::default()
         };
-        let planned =
-            Planned { report: &report, created_with_crd: &CREATED_WITH_CRD, prune: true, decision: Some(&guarded) };
-        let printed = render(&planned);
+        let printed = render(&planned(report.clone(), Some(guarded)), true);
         assert!(printed.stdout.contains("held       configmap/old -n shop: spec.pruneGuard holds this revision's prune back\nspec.pruneGuard: this revision would prune 1 of 2"), "{}", printed.stdout);
         assert!(
             printed
@@ -314,8 +304,7 @@ patch (application/strategic-merge-patch+json):
 
         let mut failing = report;
         failing.objects[1].result = Err(ObjectError { message: "boom".into(), ..ObjectError::default() });
-        let planned = Planned { report: &failing, created_with_crd: &CREATED_WITH_CRD, prune: true, decision: None };
-        let printed = render(&planned);
+        let printed = render(&planned(failing, None), true);
         assert_eq!(
             printed.stderr,
             "error: apps/web/all.yaml: document 2: boom\nnothing would be pruned: a run prunes only once every object applied\n"
@@ -329,8 +318,7 @@ patch (application/strategic-merge-patch+json):
             objects: vec![object(1, "configmap/same", Ok(Verb::Unchanged), None)],
             ..ApplyReport::default()
         };
-        let planned = Planned { report: &report, created_with_crd: &[], prune: false, decision: None };
-        let printed = render(&planned);
+        let printed = render(&Planned { report, ..Planned::default() }, false);
         assert_eq!(printed.stdout, "unchanged  configmap/same\nPlan: 0 created, 0 configured, 1 unchanged, 0 pruned\n");
         assert_eq!(printed.stderr, "spec.prune is false: nothing is pruned\n");
         assert_eq!(printed.outcome.exit_code(), 0);

@@ -26,6 +26,7 @@ use kube::{Api, Client};
 
 use super::api::{ApplySet, InventoryMember, InventoryObject, PruneGuard};
 use super::inventory::{self, skipped};
+use super::outcome::ObjectRef;
 use crate::apply::Visited;
 use crate::applyset::{Candidate, DeleteOptions, ForbiddenLists, Run};
 use crate::causes::{Chain, with_causes};
@@ -36,8 +37,8 @@ use crate::keys::APPROVE_PRUNE;
 /// What the prune step did.
 #[derive(Debug, Default)]
 pub struct Pruned {
-    /// `configmap/x`: deleted.
-    pub deleted: Vec<String>,
+    /// Deleted.
+    pub deleted: Vec<ObjectRef>,
     /// `configmap/x (finalizers: example.com/hold)`: being deleted, held by finalizers.
     pub terminating: Vec<String>,
     /// Left in place on purpose (`status.pruneSkipped`).
@@ -213,7 +214,7 @@ pub async fn prune(
 
     let client = run.client();
     let (deleted, error) = delete_in_stages(client, run, to_delete.clone(), held, options, scope.deadline).await;
-    pruned.deleted = deleted.deleted.iter().map(Candidate::printed_name).collect();
+    pruned.deleted = deleted.deleted.iter().map(ObjectRef::of_candidate).collect();
     pruned.terminating = deleted.terminating.iter().map(terminating_text).collect();
     let gone: Vec<InventoryMember> = deleted.deleted.iter().map(inventory::member_of_candidate).collect();
     kept.extend(to_delete.iter().map(inventory::member_of_candidate));

@@ -80,7 +80,10 @@ pub(super) async fn cleanup(applyset: Arc<ApplySet>, ctx: &Context) -> Result<Ac
                 false,
                 "Pruned",
                 "Delete",
-                format!("deleted with the ApplySet: {}", pruned.deleted.join(", ")),
+                format!(
+                    "deleted with the ApplySet: {}",
+                    pruned.deleted.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+                ),
             )
             .await;
         }

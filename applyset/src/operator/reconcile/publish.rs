@@ -218,11 +218,11 @@ async fn publish_revision_event(ctx: &Context, applyset: &ApplySet, done: &Done)
 
 async fn publish_success_events(ctx: &Context, applyset: &ApplySet, done: &Done, was_ready: bool) {
     publish_revision_event(ctx, applyset, done).await;
-    let list = |names: &[String]| {
-        let shown: Vec<&str> = names.iter().take(20).map(String::as_str).collect();
+    fn list(names: &[impl std::fmt::Display]) -> String {
+        let shown: Vec<String> = names.iter().take(20).map(ToString::to_string).collect();
         let more = names.len().saturating_sub(shown.len());
         if more > 0 { format!("{} and {more} more", shown.join(", ")) } else { shown.join(", ") }
-    };
+    }
     if !done.created.is_empty() || !done.configured.is_empty() {
         let mut parts = Vec::new();
         if !done.created.is_empty() {

@@ -13,6 +13,7 @@ use crate::cluster::{Cluster, ClusterIdentity};
 use crate::operator::api::PreviousCluster;
 use crate::operator::lock;
 use crate::operator::moved::{self, Move};
+use crate::operator::outcome::ObjectRef;
 
 /// The Events of a move.
 const PRUNED: &str = "PreviousClusterPruned";
@@ -63,7 +64,7 @@ impl Reconciliation<'_> {
                             "pruned {} object(s) from {}: {}",
                             deleted.len(),
                             found.from.server,
-                            deleted.join(", ")
+                            deleted.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
                         );
                         self.ctx.event(self.applyset, false, PRUNED, "Prune", note).await;
                         return;
@@ -101,7 +102,7 @@ impl Reconciliation<'_> {
     }
 
     /// Prunes every member of `found` in `old`, as deleting the ApplySet would.
-    async fn prune_previous(&self, old: &Cluster, found: &Move) -> Result<Vec<String>, String> {
+    async fn prune_previous(&self, old: &Cluster, found: &Move) -> Result<Vec<ObjectRef>, String> {
         let deadline = std::time::Instant::now() + self.intervals.timeout;
         let pruned = super::super::cleanup::prune_all(self.ctx, self.applyset, old, Some(&found.members), deadline)
             .await

@@ -363,13 +363,23 @@ class WatchedLines:
     close() stops it."""
 
     def __init__(self, kube, resource, namespace, template):
-        self.command = [kube.binary, "--kubeconfig", kube.kubeconfig, "get", resource, "-n", namespace, "--watch",
+        # -v=6: kubectl logs its requests, and the watch's answer says it is listening (an empty
+        # list prints nothing).
+        self.command = [kube.binary, "--kubeconfig", kube.kubeconfig, "-v=6", "get", resource, "-n", namespace, "--watch",
                         "-o", "jsonpath={.metadata.name}=" + template + '{"\\n"}']
         self.latest = {}
         self.lock = threading.Lock()
         self.closed = False
         self.process = None
+        # Set once kubectl watches (its watch request answered): a change before then would
+        # only be seen when the list arrives, later than it happened.
+        self.watching = threading.Event()
         threading.Thread(target=self._follow, daemon=True).start()
+
+    def wait_watching(self, timeout=60):
+        """Waits until kubectl watches (it starts slowly on a busy machine)."""
+        if not self.watching.wait(timeout):
+            raise RuntimeError(f"{' '.join(self.command[4:])}: not watching within {timeout} s")
 
     def _follow(self):
         while True:
@@ -378,13 +388,20 @@ class WatchedLines:
                 if self.closed:
                     return
                 process = self.process = subprocess.Popen(self.command, stdout=subprocess.PIPE,
-                                                          stderr=subprocess.DEVNULL, text=True)
+                                                          stderr=subprocess.PIPE, text=True)
+            threading.Thread(target=self._notice_watching, args=(process,), daemon=True).start()
             for line in process.stdout:
                 name, _, rest = line.rstrip("\n").partition("=")
                 with self.lock:
                     self.latest[name] = rest
+                self.watching.set()
             process.wait()
             time.sleep(1)   # a watch that fails at once is not started again in a tight loop
+
+    def _notice_watching(self, process):
+        for line in process.stderr:
+            if '"Response"' in line and "watch=true" in line:
+                self.watching.set()
 
     def lines(self):
         with self.lock:

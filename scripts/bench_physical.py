@@ -15,6 +15,7 @@ they are. The Namespaces are deleted, and waited for, before the controller's ru
 """
 
 import json
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -27,8 +28,9 @@ PREFIX = "bench-flood"
 
 
 def flood_binary(build):
-    """target/release/examples/create_flood, built first unless build is False and it exists."""
-    binary = REPO / "target" / "release" / "examples" / "create_flood"
+    """target/release/examples/create_flood (under CARGO_TARGET_DIR when it is set), built first
+    unless build is False and it exists."""
+    binary = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target")) / "release" / "examples" / "create_flood"
     if build or not binary.exists():
         say("building the plain client (cargo build --release --example create_flood) …")
         subprocess.run(["cargo", "build", "--release", "--locked", "-p", "applyset", "--example", "create_flood"],

@@ -139,7 +139,9 @@ async fn resolve_predicted(cluster: &Cluster, rest: Vec<Prepared>, slots: &mut S
 }
 
 /// Polls the CRDs until each has `Established=True`; returns warnings for those that did not
-/// in time, and whether one is gone or going (its kinds will never be served).
+/// in time, and whether one is gone or going (its kinds will never be served). One gone or
+/// going ends its wait without a word: kubectl says nothing of it either, and its custom
+/// resources fail with their own errors.
 async fn wait_for_crds(cluster: &Cluster, names: &[&String], timeout: Duration) -> (Vec<String>, bool) {
     let gvk = GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition");
     let Ok(mapping) = cluster.mapping(&gvk).await else { return (Vec::new(), false) };
@@ -153,26 +155,25 @@ async fn wait_for_crds(cluster: &Cluster, names: &[&String], timeout: Duration) 
                     Err(error) if error.is_not_found() => CrdState::of(None),
                     Err(_) => CrdState::Pending,
                 };
-                let ending = match state {
-                    CrdState::Established => return None,
+                match state {
+                    CrdState::Established => return (None, false),
+                    CrdState::Deleting | CrdState::Deleted => return (None, true),
                     CrdState::Pending if tokio::time::Instant::now() < deadline => {
                         tokio::time::sleep(Duration::from_millis(200)).await;
-                        continue;
                     }
-                    CrdState::Pending => format!("is not Established after {timeout:?}"),
-                    CrdState::Deleting => "is being deleted".to_owned(),
-                    CrdState::Deleted => "was deleted after it was applied".to_owned(),
-                };
-                let warning = format!(
-                    "Warning: customresourcedefinition.apiextensions.k8s.io/{name} {ending}; its custom resources may fail"
-                );
-                return Some((warning, state != CrdState::Pending));
+                    CrdState::Pending => {
+                        let warning = format!(
+                            "Warning: customresourcedefinition.apiextensions.k8s.io/{name} is not Established after {timeout:?}; its custom resources may fail"
+                        );
+                        return (Some(warning), false);
+                    }
+                }
             }
         }
     });
-    let ended: Vec<(String, bool)> = futures::future::join_all(waits).await.into_iter().flatten().collect();
+    let ended = futures::future::join_all(waits).await;
     let gone = ended.iter().any(|(_, gone)| *gone);
-    (ended.into_iter().map(|(warning, _)| warning).collect(), gone)
+    (ended.into_iter().filter_map(|(warning, _)| warning).collect(), gone)
 }
 
 /// Where an applied CRD is on its way to serving its kinds.
@@ -184,7 +185,8 @@ enum CrdState {
     /// Deleted since it was applied (by hand, or a drift run raced a `kubectl delete`): it
     /// will never be Established, so waiting would only hold the run until its timeout.
     Deleted,
-    /// Terminating without being Established: the same.
+    /// Being deleted (an Established one keeps saying so meanwhile): its kinds go with it, so
+    /// discovery is not waited on for them either.
     Deleting,
 }
 
@@ -193,8 +195,8 @@ impl CrdState {
     fn of(crd: Option<&Value>) -> CrdState {
         match crd {
             None => CrdState::Deleted,
-            Some(crd) if established(crd) => CrdState::Established,
             Some(crd) if terminating(crd) => CrdState::Deleting,
+            Some(crd) if established(crd) => CrdState::Established,
             Some(_) => CrdState::Pending,
         }
     }
@@ -458,7 +460,8 @@ mod tests {
         assert_eq!(CrdState::of(Some(&crd("", ""))), CrdState::Pending);
         assert_eq!(CrdState::of(Some(&crd(established, ""))), CrdState::Established);
         assert_eq!(CrdState::of(Some(&crd("", terminating))), CrdState::Deleting);
-        // Still serving while its objects are removed: nothing to wait for either way.
-        assert_eq!(CrdState::of(Some(&crd(established, terminating))), CrdState::Established);
+        // A terminating CRD keeps Established=True while its objects are removed (as the
+        // apiserver shows it); it is going all the same.
+        assert_eq!(CrdState::of(Some(&crd(established, terminating))), CrdState::Deleting);
     }
 }

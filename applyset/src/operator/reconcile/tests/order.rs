@@ -211,3 +211,28 @@ async fn reconcile_bad_drift_ignore_rule_is_invalid_spec_and_applies_nothing() {
     let object_writes: Vec<_> = f.fake.writes().into_iter().filter(|r| r.path.contains("/configmaps")).collect();
     assert!(object_writes.is_empty(), "{object_writes:?}");
 }
+
+/// A CRD gone right after its apply (deleted by hand while a drift run re-applied it) does not
+/// hold the run until its timeout: it will never be Established, so its wait ends at once.
+#[tokio::test]
+async fn a_crd_gone_after_its_apply_does_not_hold_the_run() {
+    let f = Fixture::new();
+    let crd = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.test\nspec:\n  group: example.test\n  scope: Namespaced\n  names: {plural: widgets, singular: widget, kind: Widget}\n  versions:\n  - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}\n";
+    f.repo.write("crd.yaml", crd).write("a.yaml", &configmap("a", "1")).commit("a CRD and a ConfigMap");
+    f.applyset("app", json!({ "timeout": "10m" }));
+    // Its create lands; every read of it afterwards finds it gone.
+    let path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.test";
+    f.fake.fail(Method::GET, path, 404, "NotFound");
+
+    // A bound far below the run's timeout: without it, a regression would wait ten minutes.
+    let run = tokio::time::timeout(Duration::from_secs(60), f.reconcile("app")).await;
+    run.expect("the run ended without waiting for the CRD").expect("the run");
+    let created = f
+        .fake
+        .requests()
+        .iter()
+        .any(|r| r.method == Method::POST && r.path == "/apis/apiextensions.k8s.io/v1/customresourcedefinitions");
+    assert!(created, "{:?}", f.fake.requests());
+    let (ready, reason, _) = f.ready("app");
+    assert_eq!((ready.as_str(), reason.as_str()), ("True", "Succeeded"));
+}

@@ -53,6 +53,7 @@ pub(super) const RESOURCES: &[Resource] = &[
     resource("applyset.dev", "v1alpha1", "applysets", "ApplySet", true, true),
     resource("applyset.dev", "v1alpha1", "applysetrecords", "ApplySetRecord", true, false),
     resource("events.k8s.io", "v1", "events", "Event", true, false),
+    resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", false, true),
     resource("authorization.k8s.io", "v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview", false, false),
 ];
 

@@ -7,8 +7,10 @@
 //! under a client dry run, the prune decided with [`crate::operator::prune::decide`]); `build`
 //! renders with the run's build (`operator::reconcile::render`: the loader and its caps,
 //! kustomize, `spec.postBuild` with [`crate::operator::postbuild`]) and places the objects as
-//! the apply does (namespace defaulting, `part-of` label), also without a cluster. Nothing is
-//! written: the only requests are GETs and LISTs.
+//! the apply does (namespace defaulting, `part-of` label), also without a cluster. `build` is
+//! not a run mode: it has one step and may have no cluster at all (an ApplySet from a file),
+//! which a [`Reconciliation`](crate::operator::reconcile) needs. Nothing is written: the only
+//! requests are GETs and LISTs.
 //!
 //! * `target`: the ApplySet (cluster or file) and the checkout `--path` names;
 //! * `render`: variables, the build, the objects as a run places them, the YAML printed;

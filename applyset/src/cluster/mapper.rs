@@ -89,12 +89,13 @@ fn group_version_string(group: &str, version: &str) -> String {
 
 /// kubectl's name printer form: `<kind-lower>[.<group>]/<name>`.
 pub fn printed_name(api_resource: &ApiResource, name: &str) -> String {
-    let kind = api_resource.kind.to_lowercase();
-    if api_resource.group.is_empty() {
-        format!("{kind}/{name}")
-    } else {
-        format!("{kind}.{}/{name}", api_resource.group)
-    }
+    printed_kind_name(&api_resource.group, &api_resource.kind, name)
+}
+
+/// [`printed_name`] of a group and kind as written (`GroupKind::parse` reads `Kind[.group]`).
+pub fn printed_kind_name(group: &str, kind: &str, name: &str) -> String {
+    let kind = kind.to_lowercase();
+    if group.is_empty() { format!("{kind}/{name}") } else { format!("{kind}.{group}/{name}") }
 }
 
 /// One served resource.

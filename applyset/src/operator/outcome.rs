@@ -8,7 +8,7 @@ use super::api::{ApplySetStatus, DriftedField, DriftedObject, InventoryObject};
 use super::drift;
 use super::status::{self, DRIFTED, reason};
 use crate::apply::{ApplyReport, Identity, ObjectReport, Verb};
-use crate::cluster::mapper::GroupKind;
+use crate::cluster::mapper::{GroupKind, printed_kind_name};
 use crate::fields::Reason;
 
 /// One object a run created, configured or deleted, as a value; shown as kubectl names it
@@ -27,7 +27,7 @@ impl ObjectRef {
     pub fn of_candidate(candidate: &crate::applyset::Candidate) -> ObjectRef {
         let resource = &candidate.kind.api_resource;
         ObjectRef {
-            kind: GroupKind::new(&resource.group, &resource.kind).to_string(),
+            kind: GroupKind::of(resource).to_string(),
             namespace: candidate.listed.namespace.clone(),
             name: candidate.listed.name.clone(),
         }
@@ -37,12 +37,8 @@ impl ObjectRef {
 impl std::fmt::Display for ObjectRef {
     /// kubectl's `kind.group/name`: the kind lowercased, the group as it is.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let (kind, group) = self.kind.split_once('.').map_or((self.kind.as_str(), None), |(k, g)| (k, Some(g)));
-        write!(f, "{}", kind.to_lowercase())?;
-        if let Some(group) = group {
-            write!(f, ".{group}")?;
-        }
-        write!(f, "/{}", self.name)
+        let GroupKind { group, kind } = GroupKind::parse(&self.kind);
+        f.write_str(&printed_kind_name(&group, &kind, &self.name))
     }
 }
 

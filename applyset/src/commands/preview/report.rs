@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 
 use crate::apply::{ErrorCategory, Verb};
 use crate::applyset::Candidate;
+use crate::cluster::mapper::{GroupKind, printed_kind_name};
 use crate::operator::api::InventoryObject;
 use crate::operator::outcome::Planned;
 use crate::operator::prune::Decision;
@@ -145,9 +146,8 @@ fn prune_lines(decision: &Decision, stdout: &mut String, stderr: &mut String, co
 /// `kind[.group]/name` of a `pruneSkipped` entry, as kubectl prints names (its `kind` is
 /// `Kind[.group]`).
 fn kept_name(entry: &InventoryObject) -> String {
-    let (kind, group) = entry.kind.split_once('.').unwrap_or((&entry.kind, ""));
-    let group = if group.is_empty() { String::new() } else { format!(".{group}") };
-    format!("{}{group}/{}", kind.to_lowercase(), entry.name)
+    let GroupKind { group, kind } = GroupKind::parse(&entry.kind);
+    printed_kind_name(&group, &kind, &entry.name)
 }
 
 fn line(out: &mut String, verb: &str, name: &str, namespace: Option<&str>, note: Option<&str>) {

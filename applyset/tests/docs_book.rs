@@ -37,20 +37,8 @@ fn read(path: &Path) -> String {
 
 /// The Markdown files of the book's source, recursively, as paths from the repository root.
 fn book_pages(root: &Path) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    let mut pending = vec![root.join("docs/src")];
-    while let Some(dir) = pending.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())).flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                pending.push(path);
-            } else if path.extension().is_some_and(|e| e == "md") {
-                found.push(path.strip_prefix(root).expect("under the root").to_path_buf());
-            }
-        }
-    }
-    found.sort();
-    found
+    let pages = support::files_under(&[root.join("docs/src")], "md");
+    pages.into_iter().map(|path| path.strip_prefix(root).expect("under the root").to_path_buf()).collect()
 }
 
 /// The text outside fenced code blocks and HTML comments, with inline code spans blanked, line

@@ -12,27 +12,8 @@ const SHARED_FOLDERS: [&str; 2] = [concat!("shared", "/conformance"), concat!("s
 
 /// The Rust files of both crates' tests, benches, fuzz targets and sources.
 fn rust_files(root: &Path) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    let mut pending: Vec<PathBuf> =
-        ["applyset/src", "applyset/tests", "applyset/fuzz", "merge/src", "merge/tests", "merge/benches"]
-            .iter()
-            .map(|dir| root.join(dir))
-            .collect();
-    while let Some(dir) = pending.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                if path.file_name().is_some_and(|n| n != "target" && n != "corpus" && n != "artifacts") {
-                    pending.push(path);
-                }
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                found.push(path);
-            }
-        }
-    }
-    found.sort();
-    found
+    let dirs = ["applyset/src", "applyset/tests", "applyset/fuzz", "merge/src", "merge/tests", "merge/benches"];
+    support::files_under(&dirs.map(|dir| root.join(dir)), "rs")
 }
 
 /// `base` joined with `relative`, `..` taken lexically (the folders need not exist).

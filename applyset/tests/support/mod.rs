@@ -118,6 +118,29 @@ pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").expect("binding a loopback port").local_addr().expect("a local address").port()
 }
 
+/// The files ending in `.<extension>` under each of `dirs` (recursively, sorted); a folder that
+/// does not exist gives none, and build output (`target`, fuzz `corpus` and `artifacts`) is
+/// left out.
+pub fn files_under(dirs: &[PathBuf], extension: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut pending: Vec<PathBuf> = dirs.iter().filter(|dir| dir.exists()).cloned().collect();
+    while let Some(dir) = pending.pop() {
+        let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                if path.file_name().is_some_and(|n| n != "target" && n != "corpus" && n != "artifacts") {
+                    pending.push(path);
+                }
+            } else if path.extension().is_some_and(|e| e == extension) {
+                found.push(path);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
 /// A fresh, empty directory `<area>/<name>` under the test target's temp dir.
 pub fn scratch_dir(area: &str, name: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(area).join(name);

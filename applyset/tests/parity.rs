@@ -107,6 +107,7 @@ scenarios! {
     unreadable_files,
     deep_documents,
     output_formats,
+    being_deleted,
 }
 
 #[test]

@@ -227,12 +227,13 @@ impl One<'_> {
                 Err(error) => return (Err(error), Some(visit)),
             };
             if computed.patch.as_object().is_some_and(|p| p.is_empty()) {
-                self.details.result = Some(current);
+                // kubectl warns of a live object being deleted whether or not it patched it.
+                self.resulted(current);
                 return (Ok(Verb::Unchanged), Some(visit));
             }
             let error = match self.send_patch(&computed, &current).await {
                 Ok(result) => {
-                    self.patched(result);
+                    self.resulted(result);
                     return (Ok(Verb::Configured), Some(visit));
                 }
                 Err(error) => error,
@@ -343,7 +344,9 @@ impl One<'_> {
         }
     }
 
-    fn patched(&mut self, result: Value) {
+    /// The object as the apply left it (patched, or unchanged); kubectl's warning when it is
+    /// being deleted.
+    fn resulted(&mut self, result: Value) {
         if object::meta_str(&result, "deletionTimestamp").is_some() {
             self.warnings.push(format!(
                 "Warning: Detected changes to resource {} which is currently being deleted.",
